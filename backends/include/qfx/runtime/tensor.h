@@ -1,0 +1,53 @@
+// The runtime's tensor: a dense, row-major buffer with a shape and a dtype.
+// No libtorch here: the runtime builds with oneDNN only.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace qfx::runtime {
+
+/// Element types the runtime stores. Values match nothing external; use
+/// `dtype_name()` / `dtype_size()` to talk about them.
+enum class DType : uint8_t { kFloat32, kInt8, kUInt8, kInt32, kInt64, kBool };
+
+/// Size of one element of `t` in bytes (4, 1, 1, 4, 8, 1).
+size_t dtype_size(DType t);
+/// Lower-case name as NumPy spells it: "float32", "int8", "uint8", "int32", "int64", "bool".
+const char* dtype_name(DType t);
+
+/// A dense row-major tensor. Owns its bytes (shared between copies: copying a
+/// Tensor is cheap and aliases the same buffer, like at::Tensor).
+class Tensor {
+ public:
+  /// An empty (undefined) tensor.
+  Tensor() = default;
+  /// Allocates a zero-filled tensor of `shape` (each dim >= 0) and `dtype`.
+  /// Throws `qfx::DataError` for a negative dimension.
+  Tensor(std::vector<int64_t> shape, DType dtype);
+
+  /// Shape, outermost dimension first (e.g. `[N, C, H, W]`).
+  const std::vector<int64_t>& shape() const { return shape_; }
+  DType dtype() const { return dtype_; }
+  /// Number of elements (product of the shape; 1 for a scalar).
+  int64_t numel() const;
+  /// Size of the data in bytes.
+  size_t nbytes() const { return static_cast<size_t>(numel()) * dtype_size(dtype_); }
+  bool defined() const { return data_ != nullptr; }
+  /// Raw data, row-major. Typed access: `data<float>()`.
+  void* raw() { return data_.get(); }
+  const void* raw() const { return data_.get(); }
+  template <typename T> T* data() { return static_cast<T*>(raw()); }
+  template <typename T> const T* data() const { return static_cast<const T*>(raw()); }
+  /// "[2, 3, 4] float32"
+  std::string describe() const;
+
+ private:
+  std::vector<int64_t> shape_;
+  DType dtype_ = DType::kFloat32;
+  std::shared_ptr<uint8_t[]> data_;
+};
+
+}  // namespace qfx::runtime

@@ -1,0 +1,98 @@
+#include "qfx/runtime/npy.h"
+
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <regex>
+#include <sstream>
+
+#include "qfx/error.h"
+
+namespace qfx::runtime {
+namespace {
+
+struct DTypeCode { const char* descr; DType dtype; };
+constexpr DTypeCode kCodes[] = {
+    {"<f4", DType::kFloat32}, {"|i1", DType::kInt8}, {"|u1", DType::kUInt8},
+    {"<i4", DType::kInt32},   {"<i8", DType::kInt64}, {"|b1", DType::kBool},
+};
+
+[[noreturn]] void fail(const std::string& path, const std::string& why) {
+  throw IoError(path + ": " + why);
+}
+
+}  // namespace
+
+Tensor load_npy(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) fail(path, "cannot open (missing or unreadable)");
+  char magic[8];
+  if (!in.read(magic, 8) || std::memcmp(magic, "\x93NUMPY", 6) != 0) fail(path, "not a .npy file (bad magic)");
+  uint32_t header_len = 0;
+  const int major = static_cast<unsigned char>(magic[6]);
+  if (major == 1) {
+    unsigned char b[2];
+    if (!in.read(reinterpret_cast<char*>(b), 2)) fail(path, "truncated header");
+    header_len = b[0] | (b[1] << 8);
+  } else if (major == 2 || major == 3) {
+    unsigned char b[4];
+    if (!in.read(reinterpret_cast<char*>(b), 4)) fail(path, "truncated header");
+    header_len = b[0] | (b[1] << 8) | (b[2] << 16) | (static_cast<uint32_t>(b[3]) << 24);
+  } else {
+    fail(path, "unsupported .npy version " + std::to_string(major));
+  }
+  if (header_len > (1u << 20)) fail(path, "header too large");
+  std::string header(header_len, '\0');
+  if (!in.read(header.data(), header_len)) fail(path, "truncated header");
+
+  std::smatch m;
+  if (!std::regex_search(header, m, std::regex("'descr'\\s*:\\s*'([^']*)'"))) fail(path, "header has no descr");
+  const std::string descr = m[1];
+  if (!std::regex_search(header, m, std::regex("'fortran_order'\\s*:\\s*(True|False)"))) fail(path, "header has no fortran_order");
+  if (m[1] == "True") fail(path, "Fortran-ordered arrays are not supported; save with np.ascontiguousarray");
+  if (!std::regex_search(header, m, std::regex("'shape'\\s*:\\s*\\(([^)]*)\\)"))) fail(path, "header has no shape");
+  std::vector<int64_t> shape;
+  {
+    std::string dims = m[1];
+    std::regex num("(\\d+)");
+    for (auto it = std::sregex_iterator(dims.begin(), dims.end(), num); it != std::sregex_iterator(); ++it)
+      shape.push_back(std::stoll((*it)[1]));
+  }
+  const DTypeCode* code = nullptr;
+  for (const auto& c : kCodes) if (descr == c.descr) code = &c;
+  if (!code) fail(path, "unsupported dtype '" + descr + "' (float32, int8, uint8, int32, int64, bool are)");
+
+  Tensor t(shape, code->dtype);
+  if (!in.read(static_cast<char*>(t.raw()), static_cast<std::streamsize>(t.nbytes())))
+    fail(path, "truncated data: expected " + std::to_string(t.nbytes()) + " bytes for " + t.describe());
+  return t;
+}
+
+void save_npy(const std::string& path, const Tensor& t) {
+  const char* descr = nullptr;
+  for (const auto& c : kCodes) if (c.dtype == t.dtype()) descr = c.descr;
+  std::ostringstream h;
+  h << "{'descr': '" << descr << "', 'fortran_order': False, 'shape': (";
+  for (size_t i = 0; i < t.shape().size(); ++i) h << t.shape()[i] << (t.shape().size() == 1 ? "," : (i + 1 < t.shape().size() ? ", " : ""));
+  h << "), }";
+  std::string header = h.str();
+  size_t total = 10 + header.size() + 1;
+  header.append((64 - total % 64) % 64, ' ');
+  header.push_back('\n');
+
+  const std::string tmp = path + ".tmp";
+  {
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    if (!out) fail(path, "cannot open for writing");
+    const uint16_t len = static_cast<uint16_t>(header.size());
+    out.write("\x93NUMPY\x01\x00", 8);
+    const char lb[2] = {static_cast<char>(len & 0xff), static_cast<char>(len >> 8)};
+    out.write(lb, 2);
+    out.write(header.data(), static_cast<std::streamsize>(header.size()));
+    out.write(static_cast<const char*>(t.raw()), static_cast<std::streamsize>(t.nbytes()));
+    if (!out) { std::remove(tmp.c_str()); fail(path, "write failed"); }
+  }
+  if (std::rename(tmp.c_str(), path.c_str()) != 0) { std::remove(tmp.c_str()); fail(path, "cannot rename temporary file into place"); }
+}
+
+}  // namespace qfx::runtime

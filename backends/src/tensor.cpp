@@ -1,0 +1,54 @@
+#include "qfx/runtime/tensor.h"
+
+#include <cstring>
+#include <sstream>
+
+#include "qfx/error.h"
+
+namespace qfx::runtime {
+
+size_t dtype_size(DType t) {
+  switch (t) {
+    case DType::kFloat32: case DType::kInt32: return 4;
+    case DType::kInt64: return 8;
+    case DType::kInt8: case DType::kUInt8: case DType::kBool: return 1;
+  }
+  return 0;
+}
+
+const char* dtype_name(DType t) {
+  switch (t) {
+    case DType::kFloat32: return "float32";
+    case DType::kInt8: return "int8";
+    case DType::kUInt8: return "uint8";
+    case DType::kInt32: return "int32";
+    case DType::kInt64: return "int64";
+    case DType::kBool: return "bool";
+  }
+  return "?";
+}
+
+Tensor::Tensor(std::vector<int64_t> shape, DType dtype) : shape_(std::move(shape)), dtype_(dtype) {
+  for (int64_t d : shape_) {
+    if (d < 0) throw DataError("tensor shape has a negative dimension: " + describe());
+  }
+  size_t n = nbytes();
+  data_ = std::shared_ptr<uint8_t[]>(new uint8_t[n == 0 ? 1 : n]);
+  std::memset(data_.get(), 0, n == 0 ? 1 : n);
+}
+
+int64_t Tensor::numel() const {
+  int64_t n = 1;
+  for (int64_t d : shape_) n *= d;
+  return n;
+}
+
+std::string Tensor::describe() const {
+  std::ostringstream os;
+  os << "[";
+  for (size_t i = 0; i < shape_.size(); ++i) os << (i ? ", " : "") << shape_[i];
+  os << "] " << dtype_name(dtype_);
+  return os.str();
+}
+
+}  // namespace qfx::runtime

@@ -1,0 +1,92 @@
+// fx GraphModule: a torch::nn::Module that owns a Graph and the modules it calls,
+// as torch.fx.GraphModule.
+#pragma once
+
+#include <torch/nn/module.h>
+
+#include <functional>
+#include <iosfwd>
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "qfx/fx/graph.h"
+
+namespace qfx::fx {
+
+/// A callable bound to a call_module / call_method / call_function target. Takes
+/// the node's evaluated arguments (positional, kwargs already placed) and returns
+/// its value (a Tensor, a tuple, None, ...).
+using CallFn = std::function<c10::IValue(std::vector<c10::IValue>&)>;
+
+/// A torch::nn::Module that holds a Graph and the module tree the graph calls.
+///
+/// - Submodules live at dotted paths ("layer1.0.conv1"); intermediate containers
+///   are created as plain modules, so `named_parameters()` gives the same dotted
+///   names as the original PyTorch model.
+/// - `forward` runs the graph with `Interpreter` (libtorch ops, autograd on).
+/// - `train()` / `eval()` reach every submodule and every TorchScript module whose
+///   wrapped code the graph calls, so wrapped calls see the current mode.
+class GraphModule : public torch::nn::Module {
+ public:
+  /// An empty graph module (build its graph with `graph()`).
+  GraphModule();
+  explicit GraphModule(std::shared_ptr<Graph> graph);
+
+  Graph& graph() { return *graph_; }
+  const Graph& graph() const { return *graph_; }
+
+  /// Registers `module` at dotted `path` (creating containers) and binds `fn` as
+  /// what call_module nodes targeting `path` run. Throws `std::invalid_argument`
+  /// if something is already registered at `path`.
+  void add_submodule(const std::string& path, std::shared_ptr<torch::nn::Module> module, CallFn fn);
+  /// The module at dotted `path`, or nullptr.
+  std::shared_ptr<torch::nn::Module> get_submodule(const std::string& path) const;
+  /// The callable for call_module `path`. Throws `std::out_of_range` naming it.
+  const CallFn& module_fn(const std::string& path) const;
+
+  /// Registers a parameter (`is_buffer=false`) or buffer at dotted `path`. The
+  /// tensor is held as is (no copy): it is shared with whoever else holds it.
+  void add_tensor(const std::string& path, const at::Tensor& tensor, bool is_buffer);
+  /// The parameter or buffer at dotted `path`. Throws `std::out_of_range`.
+  at::Tensor get_attr(const std::string& path) const;
+  /// True if a parameter or buffer is registered at `path`.
+  bool has_attr(const std::string& path) const;
+
+  /// Binds the callable of call_method target `target` (a wrapped method).
+  void add_method(const std::string& target, CallFn fn);
+  /// Binds a wrapped call_function target (a TorchScript function). Targets not
+  /// bound here are resolved as registered operators ("aten::add.Tensor").
+  void add_function(const std::string& target, CallFn fn);
+  /// Callables of wrapped methods / functions, or nullptr.
+  const CallFn* method_fn(const std::string& target) const;
+  const CallFn* function_fn(const std::string& target) const;
+
+  /// Called with the new mode whenever `train(on)` runs (used to keep wrapped
+  /// TorchScript modules in step).
+  void add_train_hook(std::function<void(bool)> hook);
+  void train(bool on = true) override;
+
+  /// Runs the graph on `inputs` (one per placeholder, in order) and returns the
+  /// output value. Errors from ops are rethrown as `std::runtime_error` naming
+  /// the node that failed.
+  c10::IValue forward(std::vector<c10::IValue> inputs);
+  /// Convenience for a one-input, one-tensor-output graph.
+  at::Tensor forward(const at::Tensor& input);
+
+  /// The readable forward function (see `Graph::python_code`).
+  std::string code() const { return graph_->python_code(); }
+  void print_tabular(std::ostream& os) const { graph_->print_tabular(os); }
+
+ private:
+  std::shared_ptr<torch::nn::Module> container_for(const std::string& path, std::string* leaf_name, bool create);
+
+  std::shared_ptr<Graph> graph_;
+  std::unordered_map<std::string, CallFn> module_fns_;
+  std::unordered_map<std::string, CallFn> method_fns_;
+  std::unordered_map<std::string, CallFn> function_fns_;
+  std::vector<std::function<void(bool)>> train_hooks_;
+};
+
+}  // namespace qfx::fx

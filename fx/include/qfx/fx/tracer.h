@@ -1,0 +1,93 @@
+// QuantizationTracer: TorchScript module -> fx GraphModule, honouring wrap
+// annotations (torch.fx symbolic tracing semantics; Horizon plugin's wrap).
+#pragma once
+
+#include <torch/csrc/jit/api/module.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "qfx/fx/graph_module.h"
+
+namespace qfx::fx {
+
+/// One wrap annotation: what to keep whole as a single node.
+///
+/// Text form (C++ API, YAML `tracer.wrap`, model attribute `__qfx_wrap__`):
+/// - `method:NAME` — a method of any module (`_post_process`), or `method:PATH.NAME`
+///   for the method of the module at PATH; becomes one call_method node.
+/// - `function:NAME` — a TorchScript function (`topk_decode`, or its qualified
+///   name `pkg.mod.topk_decode`) or an operator (`aten::argmax`, `ns::op`);
+///   becomes one call_function node.
+/// - `module_type:NAME` — every module of that class (`DecodeHead`, or qualified
+///   `pkg.mod.DecodeHead`); becomes one call_module node.
+/// - `module:PATH` — the module at dotted PATH (`head`, `backbone.layer4`).
+/// - a bare NAME containing `::` is `function:NAME`; any other bare NAME matches
+///   a method, function, module type or module path of that name.
+struct WrapSpec {
+  enum class Kind { kAny, kMethod, kFunction, kModuleType, kModule };
+  Kind kind = Kind::kAny;
+  std::string name;
+
+  /// Parses the text form. Throws `qfx::ConfigError` for an unknown `kind:` prefix
+  /// or an empty name.
+  static WrapSpec parse(const std::string& text);
+  /// The text form ("method:_post_process").
+  std::string str() const;
+};
+
+/// Tracer settings.
+struct TracerOptions {
+  /// Wrap annotations from the caller (C++ API or YAML).
+  std::vector<WrapSpec> wrap;
+  /// Also honour `__qfx_wrap__` (List[str] attribute or constant) found on any
+  /// module of the model.
+  bool use_model_annotations = true;
+  /// Upper bound on iterations when unrolling loops with a constant trip count.
+  int64_t max_unroll = 4096;
+};
+
+/// Loads a TorchScript archive. Throws `qfx::IoError` naming `path` if the file is
+/// missing, truncated, or not a TorchScript archive.
+torch::jit::Module load_torchscript(const std::string& path);
+
+/// Traces TorchScript modules (scripted or traced) into GraphModules.
+///
+/// - Standard torch.nn modules (Conv1d/2d/3d, ConvTranspose2d, Linear,
+///   BatchNorm1d/2d/3d, ReLU, ReLU6, LeakyReLU, Hardswish, Hardsigmoid, SiLU, GELU,
+///   Sigmoid, Tanh, Softmax, MaxPool2d, AvgPool2d, AdaptiveAvgPool2d, Dropout,
+///   Identity, Flatten, LayerNorm, Upsample) become call_module leaves backed by
+///   native libtorch modules that share the original parameter and buffer
+///   tensors (the TorchScript module is re-pointed at the same tensors).
+/// - Other modules are traced through; their nodes carry dotted names
+///   (`layer1.0.conv1`) and `meta["module_path"]`.
+/// - aten ops become call_function nodes; operations on constants fold;
+///   `self.training` folds to the module's mode at trace time (as torch.fx).
+/// - If-statements on constants take their branch; loops with constant trip
+///   counts unroll.
+/// - Control flow on tensor values, module mutation and other constructs the
+///   graph cannot express throw `qfx::TraceError` naming the source line, the
+///   module path, and the wrap entry that would keep the construct whole.
+///
+/// The returned GraphModule keeps `module` alive (wrapped calls run its code)
+/// and follows its `train()`/`eval()` into wrapped TorchScript code.
+class QuantizationTracer {
+ public:
+  explicit QuantizationTracer(TracerOptions options = {});
+
+  /// Traces `module.forward`. Throws `qfx::TraceError`.
+  std::shared_ptr<GraphModule> trace(torch::jit::Module module);
+
+  /// The wrap entries in force in the last `trace` (options + model annotations).
+  const std::vector<WrapSpec>& effective_wrap() const { return effective_; }
+
+ private:
+  TracerOptions options_;
+  std::vector<WrapSpec> effective_;
+};
+
+/// Convenience: `load_torchscript(path)` then `QuantizationTracer(options).trace`.
+std::shared_ptr<GraphModule> trace_file(const std::string& path, const TracerOptions& options = {});
+
+}  // namespace qfx::fx
