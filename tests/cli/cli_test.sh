@@ -1,1 +1,54 @@
-exit 0
+#!/usr/bin/env bash
+# The qfx CLI as a user runs it: the wrap fixture shows one call_method node, and
+# each bad input gives one clear line and its own exit code (never a crash).
+# Needs: $QFX (the binary), $FIXTURES (exported fixtures).
+set -u
+pass=0; fail=0
+tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
+
+check() {  # name expected_rc pattern -- command...
+  local name=$1 want=$2 pattern=$3; shift 4
+  local out rc
+  out=$("$@" 2>&1); rc=$?
+  if [ "$rc" -ne "$want" ]; then
+    echo "FAIL $name: exit $rc, expected $want"; echo "$out" | head -5; fail=$((fail+1)); return
+  fi
+  if ! grep -qE -- "$pattern" <<<"$out"; then
+    echo "FAIL $name: output lacks /$pattern/"; echo "$out" | head -5; fail=$((fail+1)); return
+  fi
+  if grep -qE "terminate called|Segmentation|Exception raised from|frame #" <<<"$out"; then
+    echo "FAIL $name: crash or stack dump in output"; fail=$((fail+1)); return
+  fi
+  echo "ok   $name"; pass=$((pass+1))
+}
+
+check "wrap fixture: _post_process is one call_method" 0 "call_method +_post_process +_post_process" -- \
+  "$QFX" inspect "$FIXTURES/wrap_example.pt"
+check "code view" 0 "_post_process = self._post_process\(relu\)" -- "$QFX" inspect "$FIXTURES/wrap_example.pt"
+check "unwrapped, train mode: softmax only" 0 "aten::softmax" -- \
+  "$QFX" inspect "$FIXTURES/wrap_example_unwrapped.pt" --train
+check "--wrap from the command line" 0 "call_module +head +head" -- \
+  "$QFX" inspect "$FIXTURES/custom_module.pt" --wrap module_type:DecodeHead
+printf 'tracer:\n  wrap: ["function:topk_decode"]\n' > "$tmp/ok.yaml"
+check "--config tracer.wrap" 0 "call_function +topk_decode +topk_decode" -- \
+  "$QFX" inspect "$FIXTURES/function_call.pt" --config "$tmp/ok.yaml"
+
+# Bad input: one line, distinct exit codes (IoError 7, TraceError 4, ConfigError 3).
+check "missing file" 7 "^qfx: error: $tmp/none.pt: cannot open" -- "$QFX" inspect "$tmp/none.pt"
+echo "not a model" > "$tmp/text.pt"
+check "not TorchScript" 7 "text.pt: not a TorchScript archive" -- "$QFX" inspect "$tmp/text.pt"
+head -c 3000 "$FIXTURES/wrap_example.pt" > "$tmp/cut.pt"
+check "truncated archive" 7 "cut.pt: cannot load TorchScript archive" -- "$QFX" inspect "$tmp/cut.pt"
+check "data-dependent branch" 4 "data_dependent.pt: code/__torch__.py:[0-9]+: .*data-dependent" -- \
+  "$QFX" inspect "$FIXTURES/data_dependent.pt"
+check "suggests the wrap" 4 "module_type:DecodeHead" -- "$QFX" inspect "$FIXTURES/custom_module.pt"
+check "bad wrap kind" 3 "unknown kind 'klass'" -- "$QFX" inspect "$FIXTURES/wrap_example.pt" --wrap klass:X
+printf 'tracer:\n  wrapp: []\n' > "$tmp/bad.yaml"
+check "unknown config key" 3 "bad.yaml:2:3: unknown key 'wrapp'" -- \
+  "$QFX" inspect "$FIXTURES/wrap_example.pt" --config "$tmp/bad.yaml"
+check "missing config" 7 "missing.yaml: cannot open config" -- \
+  "$QFX" inspect "$FIXTURES/wrap_example.pt" --config "$tmp/missing.yaml"
+check "no arguments" 106 "model is required|required" -- "$QFX" inspect
+
+echo "$pass passed, $fail failed"
+[ "$fail" -eq 0 ]

@@ -1,7 +1,8 @@
 // Test helpers: the exported TorchScript fixtures and their recorded inputs/outputs.
 #pragma once
 
-#include <torch/serialize.h>
+#include <torch/csrc/jit/serialization/import.h>
+#include <ATen/ATen.h>
 
 #include <fstream>
 #include <string>
@@ -11,13 +12,11 @@ namespace qfx::test {
 
 inline std::string fixture(const std::string& name) { return std::string(QFX_FIXTURE_DIR) + "/" + name; }
 
-/// Reads a list of tensors written by Python's torch.save(list_of_tensors, path).
+/// Reads the tensors export_models.py saved as buffers t0..tN of a TorchScript module.
 inline std::vector<c10::IValue> load_tensor_list(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  std::vector<char> bytes((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
-  c10::IValue v = torch::pickle_load(bytes);
+  auto m = torch::jit::load(path);
   std::vector<c10::IValue> out;
-  for (const auto& e : v.toListRef()) out.push_back(e);
+  for (size_t i = 0; m.hasattr("t" + std::to_string(i)); ++i) out.push_back(m.attr("t" + std::to_string(i)));
   return out;
 }
 

@@ -1,1 +1,74 @@
+// YAML config loading: the tracer section, and file:line:column errors.
 #include <gtest/gtest.h>
+
+#include <fstream>
+
+#include "qfx/error.h"
+#include "qfx/quant/config.h"
+
+using qfx::quant::load_tracer_config;
+
+namespace {
+std::string write(const std::string& name, const std::string& text) {
+  const std::string path = ::testing::TempDir() + "/" + name;
+  std::ofstream(path) << text;
+  return path;
+}
+
+std::string error_of(const std::string& path) {
+  try {
+    load_tracer_config(path);
+  } catch (const qfx::ConfigError& e) {
+    return e.what();
+  }
+  return "";
+}
+}  // namespace
+
+TEST(TracerConfig, ReadsWrapAndOptions) {
+  auto p = write("good.yaml",
+                 "model: {path: m.pt}\n"
+                 "tracer:\n"
+                 "  wrap: [\"_post_process\", \"module_type:DecodeHead\", \"aten::argmax\"]\n"
+                 "  use_model_annotations: false\n"
+                 "  max_unroll: 16\n");
+  auto cfg = load_tracer_config(p);
+  ASSERT_EQ(cfg.options.wrap.size(), 3u);
+  EXPECT_EQ(cfg.options.wrap[0].kind, qfx::fx::WrapSpec::Kind::kAny);
+  EXPECT_EQ(cfg.options.wrap[1].kind, qfx::fx::WrapSpec::Kind::kModuleType);
+  EXPECT_EQ(cfg.options.wrap[1].name, "DecodeHead");
+  EXPECT_EQ(cfg.options.wrap[2].kind, qfx::fx::WrapSpec::Kind::kFunction);
+  EXPECT_FALSE(cfg.options.use_model_annotations);
+  EXPECT_EQ(cfg.options.max_unroll, 16);
+}
+
+TEST(TracerConfig, EmptyFileGivesDefaults) {
+  auto cfg = load_tracer_config(write("empty.yaml", ""));
+  EXPECT_TRUE(cfg.options.wrap.empty());
+  EXPECT_TRUE(cfg.options.use_model_annotations);
+}
+
+TEST(TracerConfig, UnknownKeysNameFileLineColumn) {
+  EXPECT_EQ(error_of(write("k1.yaml", "tracer:\n  wrap: []\n  wrapp: []\n")),
+            ::testing::TempDir() + "/k1.yaml:3:3: unknown key 'wrapp' in tracer (known: max_unroll, use_model_annotations, wrap)");
+  EXPECT_NE(error_of(write("k2.yaml", "modle: x\n")).find("k2.yaml:1:1: unknown key 'modle'"), std::string::npos);
+}
+
+TEST(TracerConfig, WrongTypesAndValues) {
+  EXPECT_NE(error_of(write("t1.yaml", "tracer:\n  wrap: _post_process\n")).find("t1.yaml:2:9: tracer.wrap must be a list"),
+            std::string::npos);
+  EXPECT_NE(error_of(write("t2.yaml", "tracer:\n  wrap: [[a]]\n")).find("t2.yaml:2:10: tracer.wrap entries must be strings"),
+            std::string::npos);
+  EXPECT_NE(error_of(write("t3.yaml", "tracer:\n  use_model_annotations: maybe\n")).find("t3.yaml:2:26: tracer.use_model_annotations must be true or false"),
+            std::string::npos);
+  EXPECT_NE(error_of(write("t4.yaml", "tracer:\n  max_unroll: 0\n")).find("t4.yaml:2:15: tracer.max_unroll must be at least 1"),
+            std::string::npos);
+  EXPECT_NE(error_of(write("t5.yaml", "tracer:\n  wrap: [\"klass:X\"]\n")).find("t5.yaml:2:10: wrap entry 'klass:X': unknown kind"),
+            std::string::npos);
+  EXPECT_NE(error_of(write("t6.yaml", "tracer: [1, 2]\n")).find("t6.yaml:1:9: 'tracer' must be a mapping"), std::string::npos);
+}
+
+TEST(TracerConfig, SyntaxErrorAndMissingFile) {
+  EXPECT_NE(error_of(write("s.yaml", "tracer:\n  wrap: [a, b\n")).find("s.yaml:3:1: YAML syntax error"), std::string::npos);
+  EXPECT_THROW(load_tracer_config("/nonexistent/config.yaml"), qfx::IoError);
+}
