@@ -5,6 +5,15 @@
 #include <torch/csrc/jit/runtime/operator.h>
 #include <torch/csrc/jit/serialization/import.h>
 #include <torch/nn/module.h>
+#include <torch/nn/modules/batchnorm.h>
+#include <torch/nn/modules/conv.h>
+#include <torch/nn/modules/linear.h>
+#include <torch/csrc/jit/frontend/tracer.h>
+#include <torch/library.h>
+#include <ATen/core/dispatch/Dispatcher.h>
+
+#include <cctype>
+#include <mutex>
 
 #include <fstream>
 #include <sstream>
@@ -91,7 +100,7 @@ struct Sym;
 using SymItems = std::shared_ptr<std::vector<Sym>>;
 
 struct Sym {
-  enum class K { kConst, kProxy, kModule, kList, kTuple, kFunction };
+  enum class K { kConst, kProxy, kModule, kList, kTuple, kFunction, kParam };
   K k = K::kConst;
   IValue c;
   Node* node = nullptr;
@@ -99,11 +108,14 @@ struct Sym {
   SymItems items;
   c10::TypePtr elem;
   torch::jit::Function* fn = nullptr;
+  int param = -1;  // kParam: index into the traced C++ module's tensors
+  bool transposed = false;  // kParam: aten::t of the tensor, not yet emitted
+  int pending_bias = -1;    // kProxy from a C++ Linear leaf: bias param already applied
 
   static Sym constant(IValue v) { Sym s; s.c = std::move(v); return s; }
   static Sym proxy(Node* n) { Sym s; s.k = K::kProxy; s.node = n; return s; }
   bool has_proxy() const {
-    if (k == K::kProxy) return true;
+    if (k == K::kProxy || k == K::kParam) return true;
     if (items) for (const auto& i : *items) if (i.has_proxy()) return true;
     return false;
   }
@@ -186,6 +198,44 @@ class TraceImpl {
   TraceImpl(torch::jit::Module root, std::vector<WrapSpec> wraps, int64_t max_unroll)
       : root_(std::move(root)), wraps_(std::move(wraps)), max_unroll_(max_unroll),
         gm_(std::make_shared<GraphModule>()), g_(gm_->graph()) {}
+
+  struct CxxTensor {
+    std::string path;
+    at::Tensor tensor;
+    bool buffer;
+  };
+  struct CxxLeaf {
+    std::shared_ptr<torch::nn::Module> module;
+    CallFn fn;
+    std::string type;
+  };
+
+  // Converts a graph recorded by libtorch's JIT tracer from a C++ module: the first
+  // `n_inputs` graph inputs are the example inputs, the rest are `tensors`.
+  std::shared_ptr<GraphModule> run_cxx(torch::jit::Graph& graph, size_t n_inputs, std::vector<CxxTensor> tensors,
+                                       std::unordered_map<std::string, CxxLeaf> leaves) {
+    cxx_tensors_ = std::move(tensors);
+    cxx_leaves_ = std::move(leaves);
+    std::vector<Sym> inputs;
+    for (size_t i = 0; i < graph.inputs().size(); ++i) {
+      if (i < n_inputs) {
+        Node* p = g_.placeholder(n_inputs == 1 ? "input" : "input_" + std::to_string(i), graph.inputs()[i]->type()->str());
+        inputs.push_back(Sym::proxy(p));
+      } else {
+        Sym s;
+        s.k = Sym::K::kParam;
+        s.param = static_cast<int>(i - n_inputs);
+        inputs.push_back(s);
+      }
+    }
+    frames_.push_back({"", "torch.nn.Module (C++)", "forward", ""});
+    auto outs = run_graph(graph, inputs);
+    frames_.pop_back();
+    g_.output(outs.size() == 1 ? to_arg(outs[0], nullptr) : tuple_arg(outs));
+    g_.eliminate_dead_code();
+    g_.lint();
+    return gm_;
+  }
 
   std::shared_ptr<GraphModule> run() {
     const bool training = root_.is_training();
@@ -330,7 +380,7 @@ class TraceImpl {
     }
   }
 
-  Argument to_arg(const Sym& s, const JNode* n) const {
+  Argument to_arg(const Sym& s, const JNode* n) {
     switch (s.k) {
       case Sym::K::kConst: return Argument(s.c);
       case Sym::K::kProxy: return Argument(s.node);
@@ -347,10 +397,126 @@ class TraceImpl {
       case Sym::K::kFunction:
         if (n) fail(n, "a function is used as a value");
         throw TraceError("a function is used as a value");
+      case Sym::K::kParam: {
+        Node* p = param_node(s.param);
+        if (!s.transposed) return Argument(p);
+        Node* t = g_.call_function("aten::t", {Argument(p)});
+        return Argument(t);
+      }
     }
     return {};
   }
-  Argument tuple_arg(const std::vector<Sym>& outs) const {
+
+  Node* param_node(int idx) {
+    const CxxTensor& t = cxx_tensors_.at(static_cast<size_t>(idx));
+    auto it = attr_nodes_.find(t.path);
+    if (it != attr_nodes_.end()) return it->second;
+    if (!gm_->has_attr(t.path)) gm_->add_tensor(t.path, t.tensor, t.buffer);
+    Node* ga = g_.get_attr(t.path, t.path);
+    ga->meta()["module_path"] = std::string();
+    attr_nodes_.emplace(t.path, ga);
+    return ga;
+  }
+
+  // conv / linear / batch_norm on the weight of a C++ Conv/Linear/BatchNorm
+  // submodule: one call_module node on that submodule.
+  // The leaf at `path` if `idx` names its weight.
+  const CxxLeaf* leaf_of_weight(int idx, std::string* path_out) {
+    const std::string& wpath = cxx_tensors_.at(static_cast<size_t>(idx)).path;
+    const auto dot = wpath.rfind('.');
+    if (dot == std::string::npos || wpath.substr(dot + 1) != "weight") return nullptr;
+    *path_out = wpath.substr(0, dot);
+    auto it = cxx_leaves_.find(*path_out);
+    return it == cxx_leaves_.end() ? nullptr : &it->second;
+  }
+  bool is_bias_of(const Sym& s, const std::string& path) const {
+    return s.k == Sym::K::kParam && !s.transposed && cxx_tensors_.at(static_cast<size_t>(s.param)).path == path + ".bias";
+  }
+  Node* emit_cxx_leaf(JNode* n, const std::string& path, const CxxLeaf& leaf, const Sym& input) {
+    if (!gm_->get_submodule(path)) gm_->add_submodule(path, leaf.module, leaf.fn);
+    Node* fxn = g_.call_module(path, {to_arg(input, n)}, {}, path);
+    annotate(fxn, n);
+    fxn->meta()["module_type"] = leaf.type;
+    return fxn;
+  }
+
+  // libtorch records a C++ Linear as t(W) then addmm(b, x, W^T), or matmul(x, W^T)
+  // then add(b) for inputs of rank > 2: fold those back into one call_module.
+  bool cxx_linear_pattern(JNode* n, Env& env, const std::string& op) {
+    if (cxx_leaves_.empty()) return false;
+    if (op == "aten::t" && n->inputs().size() == 1) {
+      const Sym& w = in(n, 0, env);
+      std::string path;
+      if (w.k == Sym::K::kParam && !w.transposed && leaf_of_weight(w.param, &path) &&
+          leaf_of_weight(w.param, &path)->type == "torch.nn.modules.linear.Linear") {
+        Sym t = w;
+        t.transposed = true;
+        env[n->output()] = t;
+        return true;
+      }
+      return false;
+    }
+    auto weight_t = [&](size_t i, std::string* path) -> const CxxLeaf* {
+      const Sym& s = in(n, i, env);
+      if (s.k != Sym::K::kParam || !s.transposed) return nullptr;
+      return leaf_of_weight(s.param, path);
+    };
+    std::string path;
+    if (op == "aten::addmm" && n->inputs().size() == 5) {
+      const CxxLeaf* leaf = weight_t(2, &path);
+      const Sym& beta = in(n, 3, env);
+      const Sym& alpha = in(n, 4, env);
+      if (!leaf || !is_bias_of(in(n, 0, env), path) || beta.k != Sym::K::kConst || alpha.k != Sym::K::kConst ||
+          beta.c.toScalar().toDouble() != 1.0 || alpha.c.toScalar().toDouble() != 1.0) {
+        return false;
+      }
+      env[n->output()] = Sym::proxy(emit_cxx_leaf(n, path, *leaf, in(n, 1, env)));
+      return true;
+    }
+    if ((op == "aten::matmul" || op == "aten::mm") && n->inputs().size() == 2) {
+      const CxxLeaf* leaf = weight_t(1, &path);
+      if (!leaf) return false;
+      Sym out = Sym::proxy(emit_cxx_leaf(n, path, *leaf, in(n, 0, env)));
+      // The leaf adds its bias itself: the add that follows must not add it again.
+      auto* lin = dynamic_cast<torch::nn::LinearImpl*>(leaf->module.get());
+      if (lin && lin->options.bias()) {
+        for (size_t i = 0; i < cxx_tensors_.size(); ++i) {
+          if (cxx_tensors_[i].path == path + ".bias") out.pending_bias = static_cast<int>(i);
+        }
+      }
+      env[n->output()] = out;
+      return true;
+    }
+    if ((op == "aten::add" || op == "aten::add_") && n->inputs().size() == 3) {
+      const Sym& a = in(n, 0, env);
+      const Sym& b = in(n, 1, env);
+      if (a.k == Sym::K::kProxy && a.pending_bias >= 0 && b.k == Sym::K::kParam && b.param == a.pending_bias) {
+        Sym out = a;
+        out.pending_bias = -1;
+        env[n->output()] = out;
+        return true;
+      }
+    }
+    return false;
+  }
+
+  bool cxx_leaf_call(JNode* n, Env& env, const std::string& op) {
+    static const std::unordered_set<std::string> kOps = {"aten::conv1d", "aten::conv2d", "aten::conv3d",
+                                                         "aten::_convolution", "aten::linear", "aten::batch_norm"};
+    if (cxx_linear_pattern(n, env, op)) return true;
+    if (cxx_leaves_.empty() || !kOps.count(op) || n->inputs().size() < 2) return false;
+    const Sym& w = in(n, 1, env);
+    if (w.k != Sym::K::kParam || w.transposed) return false;
+    const std::string& wpath = cxx_tensors_.at(static_cast<size_t>(w.param)).path;
+    const auto dot = wpath.rfind('.');
+    if (dot == std::string::npos || wpath.substr(dot + 1) != "weight") return false;
+    const std::string path = wpath.substr(0, dot);
+    auto leaf = cxx_leaves_.find(path);
+    if (leaf == cxx_leaves_.end()) return false;
+    bind_outputs(n, emit_cxx_leaf(n, path, leaf->second, in(n, 0, env)), env);
+    return true;
+  }
+  Argument tuple_arg(const std::vector<Sym>& outs) {
     std::vector<Argument> items;
     for (const auto& o : outs) items.push_back(to_arg(o, nullptr));
     return Argument::tuple(std::move(items));
@@ -643,7 +809,8 @@ class TraceImpl {
     for (const auto& a : args) fx_args.push_back(to_arg(a, n));
     Node* fxn = g_.call_module(path, std::move(fx_args), {}, path);
     annotate(fxn, n);
-    fxn->meta()["module_type"] = modules_[module_by_path_.at(path)].type;
+    auto mit = module_by_path_.find(path);
+    if (mit != module_by_path_.end()) fxn->meta()["module_type"] = modules_[mit->second].type;
     bind_outputs(n, fxn, env);
   }
 
@@ -733,6 +900,7 @@ class TraceImpl {
     const auto& schema = op->schema();
     std::string target = schema.name();
     if (!schema.overload_name().empty()) target += "." + schema.overload_name();
+    if (cxx_leaf_call(n, env, schema.name())) return;
 
     bool any_proxy = false;
     for (size_t i = 0; i < n->inputs().size(); ++i) any_proxy = any_proxy || in(n, i, env).has_proxy();
@@ -773,6 +941,8 @@ class TraceImpl {
   std::unordered_set<std::string> leaves_;
   std::vector<ModuleCtx> method_owners_;
   std::vector<Frame> frames_;
+  std::vector<CxxTensor> cxx_tensors_;
+  std::unordered_map<std::string, CxxLeaf> cxx_leaves_;
 };
 
 void collect_model_wraps(const torch::jit::Module& m, std::vector<WrapSpec>& out) {
@@ -790,6 +960,117 @@ void collect_model_wraps(const torch::jit::Module& m, std::vector<WrapSpec>& out
 }
 
 }  // namespace
+
+std::shared_ptr<GraphModule> trace_module(std::shared_ptr<torch::nn::Module> module, const ForwardFn& forward,
+                                          std::vector<c10::IValue> example_inputs, TracerOptions options) {
+  // Every parameter and buffer is a graph input, so the tracer refers to it
+  // instead of baking it in as a constant.
+  std::vector<TraceImpl::CxxTensor> tensors;
+  for (const auto& p : module->named_parameters(true)) tensors.push_back({p.key(), p.value(), false});
+  for (const auto& b : module->named_buffers(true)) tensors.push_back({b.key(), b.value(), true});
+  std::unordered_map<std::string, TraceImpl::CxxLeaf> leaves;
+  for (const auto& item : module->named_modules("", /*include_self=*/false)) {
+    auto m = item.value();
+    TraceImpl::CxxLeaf leaf;
+    leaf.module = m;
+#define QFX_CXX_LEAF(Impl, Name)                                                                   \
+    if (auto c = std::dynamic_pointer_cast<torch::nn::Impl>(m)) {                                  \
+      leaf.fn = [c](std::vector<IValue>& a) -> IValue { return c->forward(a.at(0).toTensor()); }; \
+      leaf.type = "torch.nn.modules." Name;                                                        \
+    }
+    QFX_CXX_LEAF(Conv1dImpl, "conv.Conv1d")
+    QFX_CXX_LEAF(Conv2dImpl, "conv.Conv2d")
+    QFX_CXX_LEAF(Conv3dImpl, "conv.Conv3d")
+    QFX_CXX_LEAF(LinearImpl, "linear.Linear")
+    QFX_CXX_LEAF(BatchNorm1dImpl, "batchnorm.BatchNorm1d")
+    QFX_CXX_LEAF(BatchNorm2dImpl, "batchnorm.BatchNorm2d")
+    QFX_CXX_LEAF(BatchNorm3dImpl, "batchnorm.BatchNorm3d")
+#undef QFX_CXX_LEAF
+    if (leaf.fn) leaves.emplace(item.key(), std::move(leaf));
+  }
+  const size_t n_inputs = example_inputs.size();
+  torch::jit::Stack stack = example_inputs;
+  for (const auto& t : tensors) stack.push_back(t.tensor);
+
+  const bool was_training = module->is_training();
+  module->eval();
+  std::shared_ptr<torch::jit::tracer::TracingState> state;
+  try {
+    auto result = torch::jit::tracer::trace(
+        stack,
+        [&](torch::jit::Stack in) -> torch::jit::Stack {
+          in.resize(n_inputs);
+          return {forward(std::move(in))};
+        },
+        [](const at::Tensor&) { return std::string(); }, /*strict=*/false);
+    state = result.first;
+  } catch (const c10::Error& e) {
+    module->train(was_training);
+    throw TraceError(std::string("libtorch's tracer failed on the C++ module: ") + e.what_without_backtrace());
+  }
+  module->train(was_training);
+
+  TraceImpl impl(torch::jit::Module(), options.wrap, options.max_unroll);
+  auto gm = impl.run_cxx(*state->graph, n_inputs, std::move(tensors), std::move(leaves));
+  gm->train(was_training);
+  return gm;
+}
+
+// ---- fx::wrap ---------------------------------------------------------------------
+
+namespace {
+
+struct WrapKernel : c10::OperatorKernel {
+  explicit WrapKernel(std::function<std::vector<at::Tensor>(const std::vector<at::Tensor>&)> f) : fn(std::move(f)) {}
+  void operator()(const c10::OperatorHandle&, c10::DispatchKeySet, torch::jit::Stack* stack) {
+    std::vector<at::Tensor> inputs = torch::jit::pop(*stack).toTensorVector();
+    torch::jit::push(*stack, c10::IValue(fn(inputs)));
+  }
+  std::function<std::vector<at::Tensor>(const std::vector<at::Tensor>&)> fn;
+};
+
+std::mutex& wrap_mutex() {
+  static std::mutex m;
+  return m;
+}
+std::vector<std::unique_ptr<torch::Library>>& wrap_libraries() {
+  static std::vector<std::unique_ptr<torch::Library>> libs;
+  return libs;
+}
+
+}  // namespace
+
+WrappedFunction wrap(const std::string& name,
+                     std::function<std::vector<at::Tensor>(const std::vector<at::Tensor>&)> fn) {
+  if (name.empty() || !(std::isalpha(static_cast<unsigned char>(name[0])) || name[0] == '_') ||
+      name.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_") != std::string::npos) {
+    throw ConfigError("fx::wrap: '" + name + "' is not an identifier");
+  }
+  const std::string op = "qfx_wrap::" + name;
+  std::lock_guard<std::mutex> lock(wrap_mutex());
+  if (c10::Dispatcher::singleton().findSchema({op, ""})) throw ConfigError("fx::wrap: '" + name + "' is already registered");
+  auto lib = std::make_unique<torch::Library>(torch::Library::FRAGMENT, "qfx_wrap", c10::nullopt, __FILE__, __LINE__);
+  lib->def((name + "(Tensor[] inputs) -> Tensor[]").c_str());
+  lib->impl(name.c_str(), torch::dispatch(c10::DispatchKey::CompositeImplicitAutograd,
+                                          torch::CppFunction::makeFromBoxedFunctor(std::make_unique<WrapKernel>(std::move(fn)))));
+  wrap_libraries().push_back(std::move(lib));
+  WrappedFunction w;
+  w.op_name_ = op;
+  return w;
+}
+
+std::vector<at::Tensor> WrappedFunction::operator()(const std::vector<at::Tensor>& inputs) const {
+  static thread_local std::unordered_map<std::string, c10::TypedOperatorHandle<std::vector<at::Tensor>(at::TensorList)>> cache;
+  auto it = cache.find(op_name_);
+  if (it == cache.end()) {
+    auto h = c10::Dispatcher::singleton().findSchemaOrThrow(op_name_.c_str(), "")
+                 .typed<std::vector<at::Tensor>(at::TensorList)>();
+    it = cache.emplace(op_name_, h).first;
+  }
+  return it->second.call(inputs);
+}
+
+at::Tensor WrappedFunction::operator()(const at::Tensor& input) const { return (*this)(std::vector<at::Tensor>{input}).at(0); }
 
 QuantizationTracer::QuantizationTracer(TracerOptions options) : options_(std::move(options)) {}
 

@@ -4,6 +4,7 @@
 
 #include <torch/csrc/jit/api/module.h>
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -89,5 +90,50 @@ class QuantizationTracer {
 
 /// Convenience: `load_torchscript(path)` then `QuantizationTracer(options).trace`.
 std::shared_ptr<GraphModule> trace_file(const std::string& path, const TracerOptions& options = {});
+
+}  // namespace qfx::fx
+
+namespace qfx::fx {
+
+/// The forward of a C++ module, as a callable over IValues (torch::nn::Module has
+/// no virtual forward): e.g. `[&](auto in) { return net->forward(in[0].toTensor()); }`.
+using ForwardFn = std::function<c10::IValue(std::vector<c10::IValue>)>;
+
+/// Traces a C++ `torch::nn::Module` through libtorch's JIT tracer with example
+/// inputs (the module is traced in eval mode and its mode restored after).
+///
+/// - Conv1d/2d/3d, Linear and BatchNorm1d/2d/3d submodules come back as call_module
+///   nodes on the *same* submodule objects (recognised by their parameters); other
+///   parameters and buffers become get_attr nodes with dotted names.
+/// - Functions registered with `fx::wrap` are recorded as one call_function node.
+/// - Python-style control flow in C++ is specialised by the example inputs, as any
+///   JIT trace is; `options.wrap` entries naming operators are honoured.
+/// Throws `qfx::TraceError` if libtorch's tracer fails (message included).
+std::shared_ptr<GraphModule> trace_module(std::shared_ptr<torch::nn::Module> module, const ForwardFn& forward,
+                                          std::vector<c10::IValue> example_inputs, TracerOptions options = {});
+
+/// A C++ function kept whole by the tracer (see `wrap`).
+class WrappedFunction {
+ public:
+  /// Calls the function through the dispatcher (so the JIT tracer records one
+  /// `qfx_wrap::NAME` node). Inputs and outputs: lists of tensors.
+  std::vector<at::Tensor> operator()(const std::vector<at::Tensor>& inputs) const;
+  /// One tensor in, the first tensor out.
+  at::Tensor operator()(const at::Tensor& input) const;
+  /// The operator name, "qfx_wrap::NAME" (the call_function target in graphs).
+  const std::string& op_name() const { return op_name_; }
+
+ private:
+  friend WrappedFunction wrap(const std::string&, std::function<std::vector<at::Tensor>(const std::vector<at::Tensor>&)>);
+  std::string op_name_;
+};
+
+/// Registers `fn` as operator `qfx_wrap::NAME(Tensor[] inputs) -> Tensor[]`
+/// (autograd flows through the ops `fn` calls) and returns a callable for model
+/// code. Graphs traced from C++ record each call as one call_function node, and
+/// GraphModules run it through the operator registry. `name` must be an
+/// identifier; registering the same name twice throws `qfx::ConfigError`.
+WrappedFunction wrap(const std::string& name,
+                     std::function<std::vector<at::Tensor>(const std::vector<at::Tensor>&)> fn);
 
 }  // namespace qfx::fx
