@@ -33,6 +33,9 @@ printf 'tracer:\n  wrap: ["function:topk_decode"]\n' > "$tmp/ok.yaml"
 check "--config tracer.wrap" 0 "call_function +topk_decode +topk_decode" -- \
   "$QFX" inspect "$FIXTURES/function_call.pt" --config "$tmp/ok.yaml"
 
+check "shipped example config" 0 "call_module +head +head" -- \
+  "$QFX" inspect "$FIXTURES/custom_module.pt" --config "$(dirname "$0")/../../configs/examples/tracer_wrap.yaml"
+
 # Bad input: one line, distinct exit codes (IoError 7, TraceError 4, ConfigError 3).
 check "missing file" 7 "^qfx: error: $tmp/none.pt: cannot open" -- "$QFX" inspect "$tmp/none.pt"
 echo "not a model" > "$tmp/text.pt"

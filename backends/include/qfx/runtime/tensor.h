@@ -30,15 +30,18 @@ class Tensor {
 
   /// Shape, outermost dimension first (e.g. `[N, C, H, W]`).
   const std::vector<int64_t>& shape() const { return shape_; }
+  /// Element type.
   DType dtype() const { return dtype_; }
   /// Number of elements (product of the shape; 1 for a scalar).
   int64_t numel() const;
   /// Size of the data in bytes.
   size_t nbytes() const { return static_cast<size_t>(numel()) * dtype_size(dtype_); }
+  /// False for a default-constructed tensor.
   bool defined() const { return data_ != nullptr; }
   /// Raw data, row-major. Typed access: `data<float>()`.
   void* raw() { return data_.get(); }
   const void* raw() const { return data_.get(); }
+  /// Typed view of the data; T must match `dtype()` (not checked).
   template <typename T> T* data() { return static_cast<T*>(raw()); }
   template <typename T> const T* data() const { return static_cast<const T*>(raw()); }
   /// "[2, 3, 4] float32"

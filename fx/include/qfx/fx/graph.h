@@ -18,6 +18,7 @@ namespace qfx::fx {
 /// `InsertPoint` guard says otherwise.
 class Graph {
  public:
+  /// An empty graph.
   Graph() = default;
   Graph(const Graph&) = delete;
   Graph& operator=(const Graph&) = delete;
@@ -54,6 +55,7 @@ class Graph {
 
   /// Nodes in order (a snapshot: safe to erase while iterating it).
   std::vector<Node*> nodes() const;
+  /// Number of nodes.
   size_t size() const { return nodes_.size(); }
   /// The node named `name`, or nullptr.
   Node* find_node(const std::string& name) const;
@@ -77,13 +79,15 @@ class Graph {
   /// (nullptr = at the end). Restores the previous insertion point on exit.
   class InsertPoint {
    public:
+    /// Inserts into `g` before `before` (nullptr: at the end) until destroyed.
     InsertPoint(Graph& g, Node* before);
     ~InsertPoint();
    private:
     Graph& g_;
     Node* saved_;
   };
-  /// Guard that inserts after `n`.
+  /// The `before` argument that makes an InsertPoint insert right after `n`
+  /// (`InsertPoint ip(g, Graph::after(n))`).
   static Node* after(Node* n) { return n->next(); }
 
   /// Makes `hint` a unique identifier-safe node name.

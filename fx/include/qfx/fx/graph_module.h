@@ -34,6 +34,7 @@ class GraphModule : public torch::nn::Module {
   GraphModule();
   explicit GraphModule(std::shared_ptr<Graph> graph);
 
+  /// The graph this module runs.
   Graph& graph() { return *graph_; }
   const Graph& graph() const { return *graph_; }
 
@@ -66,6 +67,7 @@ class GraphModule : public torch::nn::Module {
   /// Called with the new mode whenever `train(on)` runs (used to keep wrapped
   /// TorchScript modules in step).
   void add_train_hook(std::function<void(bool)> hook);
+  /// Sets train (`on`) or eval mode on every submodule and runs the train hooks.
   void train(bool on = true) override;
 
   /// Runs the graph on `inputs` (one per placeholder, in order) and returns the
@@ -77,6 +79,7 @@ class GraphModule : public torch::nn::Module {
 
   /// The readable forward function (see `Graph::python_code`).
   std::string code() const { return graph_->python_code(); }
+  /// Prints the graph's table (see `Graph::print_tabular`).
   void print_tabular(std::ostream& os) const { graph_->print_tabular(os); }
 
  private:

@@ -42,14 +42,16 @@ struct Argument {
   static Argument list(std::vector<Argument> items, c10::TypePtr elem);
   static Argument tuple(std::vector<Argument> items);
 
+  /// True for a use of a node's value.
   bool is_node() const { return kind == Kind::kNode; }
+  /// True for a constant (`value`).
   bool is_const() const { return kind == Kind::kConst; }
 
-  Kind kind;
-  Node* node = nullptr;
-  c10::IValue value;
-  std::vector<Argument> items;
-  c10::TypePtr elem_type;  ///< element type of a kList
+  Kind kind;                ///< which of the members below is meaningful
+  Node* node = nullptr;     ///< kNode: the node whose value is used
+  c10::IValue value;        ///< kConst: the constant
+  std::vector<Argument> items;  ///< kList / kTuple: the elements
+  c10::TypePtr elem_type;   ///< kList: element type of the runtime list (e.g. TensorType)
 };
 
 /// Calls `fn(node)` for every node reference inside `a` (recursing into lists).
@@ -71,16 +73,21 @@ void for_each_node(const Argument& a, Fn&& fn) {
 /// - output: `args[0]` is the returned value.
 class Node {
  public:
+  /// The FX opcode.
   Opcode op() const { return op_; }
   /// Unique, stable, identifier-safe name within the graph.
   const std::string& name() const { return name_; }
+  /// What the node calls or reads (see the opcode table above).
   const std::string& target() const { return target_; }
+  /// Positional arguments.
   const std::vector<Argument>& args() const { return args_; }
+  /// Keyword arguments, in order; for operators they are placed by schema name.
   const std::vector<std::pair<std::string, Argument>>& kwargs() const { return kwargs_; }
   /// Nodes that use this node's value, in the order they started using it.
   const std::vector<Node*>& users() const { return users_; }
   /// Distinct nodes this node reads, in argument order.
   std::vector<Node*> input_nodes() const;
+  /// The graph that owns this node.
   Graph* graph() const { return graph_; }
   /// Free-form metadata: "source" (file:line), "module_path", "type" (TorchScript
   /// type string), "shape", ... Values are IValues.
@@ -89,6 +96,7 @@ class Node {
 
   /// Replaces the arguments; keeps the users lists of old and new inputs right.
   void set_args(std::vector<Argument> args);
+  /// Replaces the keyword arguments; keeps users lists right.
   void set_kwargs(std::vector<std::pair<std::string, Argument>> kwargs);
   /// Replaces every use of `old_input` in this node's args/kwargs by `new_input`.
   void replace_input_with(Node* old_input, Node* new_input);
