@@ -418,9 +418,7 @@ class TraceImpl {
     return ga;
   }
 
-  // conv / linear / batch_norm on the weight of a C++ Conv/Linear/BatchNorm
-  // submodule: one call_module node on that submodule.
-  // The leaf at `path` if `idx` names its weight.
+  // The C++ leaf at `*path_out` if tensor `idx` is its weight, else nullptr.
   const CxxLeaf* leaf_of_weight(int idx, std::string* path_out) {
     const std::string& wpath = cxx_tensors_.at(static_cast<size_t>(idx)).path;
     const auto dot = wpath.rfind('.');
@@ -447,8 +445,8 @@ class TraceImpl {
     if (op == "aten::t" && n->inputs().size() == 1) {
       const Sym& w = in(n, 0, env);
       std::string path;
-      if (w.k == Sym::K::kParam && !w.transposed && leaf_of_weight(w.param, &path) &&
-          leaf_of_weight(w.param, &path)->type == "torch.nn.modules.linear.Linear") {
+      const CxxLeaf* leaf = w.k == Sym::K::kParam && !w.transposed ? leaf_of_weight(w.param, &path) : nullptr;
+      if (leaf && leaf->type == "torch.nn.modules.linear.Linear") {
         Sym t = w;
         t.transposed = true;
         env[n->output()] = t;
@@ -500,6 +498,8 @@ class TraceImpl {
     return false;
   }
 
+  // conv / linear / batch_norm on the weight of a C++ Conv/Linear/BatchNorm
+  // submodule: one call_module node on that submodule.
   bool cxx_leaf_call(JNode* n, Env& env, const std::string& op) {
     static const std::unordered_set<std::string> kOps = {"aten::conv1d", "aten::conv2d", "aten::conv3d",
                                                          "aten::_convolution", "aten::linear", "aten::batch_norm"};
@@ -507,13 +507,10 @@ class TraceImpl {
     if (cxx_leaves_.empty() || !kOps.count(op) || n->inputs().size() < 2) return false;
     const Sym& w = in(n, 1, env);
     if (w.k != Sym::K::kParam || w.transposed) return false;
-    const std::string& wpath = cxx_tensors_.at(static_cast<size_t>(w.param)).path;
-    const auto dot = wpath.rfind('.');
-    if (dot == std::string::npos || wpath.substr(dot + 1) != "weight") return false;
-    const std::string path = wpath.substr(0, dot);
-    auto leaf = cxx_leaves_.find(path);
-    if (leaf == cxx_leaves_.end()) return false;
-    bind_outputs(n, emit_cxx_leaf(n, path, leaf->second, in(n, 0, env)), env);
+    std::string path;
+    const CxxLeaf* leaf = leaf_of_weight(w.param, &path);
+    if (!leaf) return false;
+    bind_outputs(n, emit_cxx_leaf(n, path, *leaf, in(n, 0, env)), env);
     return true;
   }
   Argument tuple_arg(const std::vector<Sym>& outs) {
@@ -993,6 +990,11 @@ std::shared_ptr<GraphModule> trace_module(std::shared_ptr<torch::nn::Module> mod
   for (const auto& t : tensors) stack.push_back(t.tensor);
 
   const bool was_training = module->is_training();
+  struct RestoreMode {
+    torch::nn::Module& m;
+    bool on;
+    ~RestoreMode() { m.train(on); }
+  } restore{*module, was_training};
   module->eval();
   std::shared_ptr<torch::jit::tracer::TracingState> state;
   try {
@@ -1005,10 +1007,8 @@ std::shared_ptr<GraphModule> trace_module(std::shared_ptr<torch::nn::Module> mod
         [](const at::Tensor&) { return std::string(); }, /*strict=*/false);
     state = result.first;
   } catch (const c10::Error& e) {
-    module->train(was_training);
     throw TraceError(std::string("libtorch's tracer failed on the C++ module: ") + e.what_without_backtrace());
   }
-  module->train(was_training);
 
   TraceImpl impl(torch::jit::Module(), options.wrap, options.max_unroll);
   auto gm = impl.run_cxx(*state->graph, n_inputs, std::move(tensors), std::move(leaves));
@@ -1056,18 +1056,12 @@ WrappedFunction wrap(const std::string& name,
   wrap_libraries().push_back(std::move(lib));
   WrappedFunction w;
   w.op_name_ = op;
+  w.handle_ = c10::Dispatcher::singleton().findSchemaOrThrow(op.c_str(), "").typed<WrappedFunction::Signature>();
   return w;
 }
 
 std::vector<at::Tensor> WrappedFunction::operator()(const std::vector<at::Tensor>& inputs) const {
-  static thread_local std::unordered_map<std::string, c10::TypedOperatorHandle<std::vector<at::Tensor>(at::TensorList)>> cache;
-  auto it = cache.find(op_name_);
-  if (it == cache.end()) {
-    auto h = c10::Dispatcher::singleton().findSchemaOrThrow(op_name_.c_str(), "")
-                 .typed<std::vector<at::Tensor>(at::TensorList)>();
-    it = cache.emplace(op_name_, h).first;
-  }
-  return it->second.call(inputs);
+  return handle_->call(inputs);
 }
 
 at::Tensor WrappedFunction::operator()(const at::Tensor& input) const { return (*this)(std::vector<at::Tensor>{input}).at(0); }

@@ -4,7 +4,6 @@
 #include <torch/csrc/jit/serialization/import.h>
 #include <ATen/ATen.h>
 
-#include <fstream>
 #include <string>
 #include <vector>
 

@@ -60,6 +60,17 @@ void expect_matches_recording(const std::string& name, bool train, TracerOptions
   }
 }
 
+// The TraceError message tracing fixture `name` gives ("" and a test failure if none).
+std::string trace_error(const std::string& name) {
+  try {
+    trace(name, false);
+  } catch (const qfx::TraceError& e) {
+    return e.what();
+  }
+  ADD_FAILURE() << name << ": expected a TraceError";
+  return "";
+}
+
 std::vector<const Node*> nodes_with(const GraphModule& gm, Opcode op) {
   std::vector<const Node*> out;
   for (const Node* n : gm.graph().nodes()) if (n->op() == op) out.push_back(n);
@@ -240,28 +251,18 @@ TEST(Tracer, WrapFromOptionsEqualsWrapFromModel) {
 }
 
 TEST(Tracer, DataDependentBranchIsATraceErrorNamingLineAndFix) {
-  try {
-    trace("data_dependent", false);
-    FAIL() << "expected TraceError";
-  } catch (const qfx::TraceError& e) {
-    const std::string msg = e.what();
-    EXPECT_NE(msg.find("code/__torch__.py:"), std::string::npos) << msg;
-    EXPECT_NE(msg.find("torch.sum(y)"), std::string::npos) << msg;  // the source line itself
-    EXPECT_NE(msg.find("data-dependent"), std::string::npos) << msg;
-    EXPECT_NE(msg.find("DataDependentNet"), std::string::npos) << msg;
-    EXPECT_NE(msg.find("wrap"), std::string::npos) << msg;
-  }
+  const std::string msg = trace_error("data_dependent");
+  EXPECT_NE(msg.find("code/__torch__.py:"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("torch.sum(y)"), std::string::npos) << msg;  // the source line itself
+  EXPECT_NE(msg.find("data-dependent"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("DataDependentNet"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("wrap"), std::string::npos) << msg;
 }
 
 TEST(Tracer, CustomModuleKeptWholeByType) {
-  try {
-    trace("custom_module", false);
-    FAIL() << "expected TraceError";
-  } catch (const qfx::TraceError& e) {
-    const std::string msg = e.what();
-    EXPECT_NE(msg.find("module 'head' (DecodeHead)"), std::string::npos) << msg;
-    EXPECT_NE(msg.find("module_type:DecodeHead"), std::string::npos) << msg;
-  }
+  const std::string msg = trace_error("custom_module");
+  EXPECT_NE(msg.find("module 'head' (DecodeHead)"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("module_type:DecodeHead"), std::string::npos) << msg;
   for (const char* spec : {"module_type:DecodeHead", "DecodeHead", "module:head"}) {
     SCOPED_TRACE(spec);
     TracerOptions opts;
@@ -277,12 +278,8 @@ TEST(Tracer, CustomModuleKeptWholeByType) {
 }
 
 TEST(Tracer, FunctionKeptWholeByName) {
-  try {
-    trace("function_call", false);
-    FAIL() << "expected TraceError";
-  } catch (const qfx::TraceError& e) {
-    EXPECT_NE(std::string(e.what()).find("function:topk_decode"), std::string::npos) << e.what();
-  }
+  const std::string msg = trace_error("function_call");
+  EXPECT_NE(msg.find("function:topk_decode"), std::string::npos) << msg;
   TracerOptions opts;
   opts.wrap.push_back(WrapSpec::parse("function:topk_decode"));
   auto t = trace("function_call", false, opts);

@@ -2,6 +2,7 @@
 // annotations (torch.fx symbolic tracing semantics; Horizon plugin's wrap).
 #pragma once
 
+#include <ATen/core/dispatch/Dispatcher.h>
 #include <torch/csrc/jit/api/module.h>
 
 #include <functional>
@@ -91,10 +92,6 @@ class QuantizationTracer {
 /// Convenience: `load_torchscript(path)` then `QuantizationTracer(options).trace`.
 std::shared_ptr<GraphModule> trace_file(const std::string& path, const TracerOptions& options = {});
 
-}  // namespace qfx::fx
-
-namespace qfx::fx {
-
 /// The forward of a C++ module, as a callable over IValues (torch::nn::Module has
 /// no virtual forward): e.g. `[&](auto in) { return net->forward(in[0].toTensor()); }`.
 using ForwardFn = std::function<c10::IValue(std::vector<c10::IValue>)>;
@@ -125,7 +122,9 @@ class WrappedFunction {
 
  private:
   friend WrappedFunction wrap(const std::string&, std::function<std::vector<at::Tensor>(const std::vector<at::Tensor>&)>);
+  using Signature = std::vector<at::Tensor>(at::TensorList);
   std::string op_name_;
+  c10::optional<c10::TypedOperatorHandle<Signature>> handle_;  // resolved once, by wrap()
 };
 
 /// Registers `fn` as operator `qfx_wrap::NAME(Tensor[] inputs) -> Tensor[]`
