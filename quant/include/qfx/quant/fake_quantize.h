@@ -1,0 +1,81 @@
+// FakeQuantize: simulated quantization with a straight-through estimator
+// (torch.ao.quantization.FakeQuantize), a learnable-scale form (LSQ), and the
+// model-wide states of Horizon's plugin (calibration / fake quant / float).
+#pragma once
+
+#include <torch/nn/module.h>
+
+#include <memory>
+
+#include "qfx/quant/observer.h"
+
+namespace qfx::quant {
+
+/// Model-wide quantization state, applied to every FakeQuantize in one call.
+enum class QuantState {
+  kCalibration,  ///< observers record statistics; values pass through unchanged
+  kFakeQuant,    ///< observers record (QAT) and values are fake-quantized
+  kFloat,        ///< neither: the float model, for validation
+};
+
+/// Observes and/or fake-quantizes the tensors passing through it.
+///
+/// forward(x), x float of any shape (per-channel: `observer.spec().ch_axis` < x.dim()):
+/// - observer enabled: the observer records x (detached);
+/// - fake quant enabled: returns `at::fake_quantize_per_tensor_affine` /
+///   `per_channel_affine` of x with the current scale/zero_point (STE gradient:
+///   1 inside [qmin, qmax] after rounding, 0 outside), or in the learnable form
+///   `at::_fake_quantize_learnable_per_*_affine` (LSQ, Esser et al. 2020, "Learned
+///   Step Size Quantization"; gradient scale 1/sqrt(numel * quant_max));
+/// - otherwise returns x.
+/// Scale and zero_point are recomputed from the observer whenever it has seen new
+/// data and fake quant needs them (as torch.ao recomputes on every observed
+/// forward). A learnable scale is initialised from the observer once, then learnt.
+class FakeQuantize : public torch::nn::Module {
+ public:
+  /// `observer` is registered as the submodule "activation_post_process".
+  explicit FakeQuantize(std::shared_ptr<ObserverBase> observer, bool learnable = false);
+  at::Tensor forward(const at::Tensor& x);
+  /// Turns statistics collection on or off.
+  void enable_observer(bool on = true);
+  void disable_observer() { enable_observer(false); }
+  /// Turns fake quantization on or off.
+  void enable_fake_quant(bool on = true);
+  void disable_fake_quant() { enable_fake_quant(false); }
+  bool observer_enabled() const;
+  bool fake_quant_enabled() const;
+  /// Applies a model-wide state (see QuantState).
+  void set_state(QuantState s);
+  /// The current qparams (recomputed from the observer first if it saw new data;
+  /// the learnt scale for LSQ). scale: float32 0-dim or [C]; zero_point int32.
+  QParams qparams();
+  /// Forces the qparams to be recomputed from the observer now (for a learnable
+  /// scale: re-initialises it).
+  void calculate_qparams();
+  /// The observer.
+  ObserverBase& observer() { return *observer_; }
+  const ObserverBase& observer() const { return *observer_; }
+  std::shared_ptr<ObserverBase> observer_ptr() const { return observer_; }
+  /// True for the LSQ form.
+  bool learnable() const { return learnable_; }
+
+ private:
+  std::shared_ptr<ObserverBase> observer_;
+  bool learnable_;
+  at::Tensor scale_;       // buffer (parameter when learnable)
+  at::Tensor zero_point_;  // int32 buffer (float when learnable, as the LSQ kernels need)
+  at::Tensor observer_enabled_, fake_quant_enabled_, initialized_;  // uint8 flags (buffers)
+  bool stale_ = true;      // observer saw data since the last qparams computation
+};
+
+/// Sets `state` on every FakeQuantize inside `model` (itself included). Returns
+/// how many were set.
+int set_quant_state(torch::nn::Module& model, QuantState state);
+/// Enables/disables the observers of every FakeQuantize in `model`.
+void enable_observer(torch::nn::Module& model, bool on = true);
+void disable_observer(torch::nn::Module& model);
+/// Enables/disables fake quantization in every FakeQuantize in `model`.
+void enable_fake_quant(torch::nn::Module& model, bool on = true);
+void disable_fake_quant(torch::nn::Module& model);
+
+}  // namespace qfx::quant

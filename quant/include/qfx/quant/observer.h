@@ -1,0 +1,190 @@
+// Observers: modules that record statistics of the tensors flowing through them
+// (torch.ao.quantization.observer), kept apart from the qparams computed from them.
+#pragma once
+
+#include <torch/nn/module.h>
+
+#include <memory>
+#include <string>
+#include <utility>
+
+#include "qfx/quant/algorithms.h"
+#include "qfx/quant/qparams.h"
+
+namespace qfx::quant {
+
+/// Base of every observer. `forward(x)` records statistics of `x` (no gradient)
+/// and returns `x` unchanged; `calculate_qparams()` turns them into qparams for
+/// `spec()`. Statistics live in buffers, so `torch::save`/`load` and
+/// `save_statistics` carry them.
+class ObserverBase : public torch::nn::Module {
+ public:
+  /// `type_name`: the torch.ao class name ("MinMaxObserver").
+  ObserverBase(const std::string& type_name, QuantSpec spec);
+  /// Records statistics of `x` (any shape; per-channel observers need
+  /// `x.dim() > spec().ch_axis`). Throws `qfx::DataError` naming `tensor_name()`
+  /// if `x` holds NaN or Inf.
+  virtual at::Tensor forward(const at::Tensor& x) = 0;
+  /// Observed min and max: 0-dim (per-tensor) or [C] (per-channel) float tensors;
+  /// +inf/-inf before anything was observed.
+  virtual std::pair<at::Tensor, at::Tensor> min_max() const = 0;
+  /// The clipping range qparams are computed from (min/max unless an algorithm
+  /// over a histogram chooses otherwise).
+  virtual std::pair<at::Tensor, at::Tensor> clip_range() const { return min_max(); }
+  /// qparams for `spec()` from `clip_range()` (see `compute_qparams`). Before any
+  /// data, returns scale 1, zero_point 0 (torch.ao's default).
+  virtual QParams calculate_qparams() const;
+  /// Folds another observer's statistics (same class and spec) into this one, as
+  /// if it had seen that data too. Throws std::invalid_argument on a mismatch.
+  virtual void merge(const ObserverBase& other) = 0;
+  /// Forgets all statistics.
+  virtual void reset() = 0;
+  /// True once some data was observed.
+  bool has_data() const;
+  /// The quantization target.
+  const QuantSpec& spec() const { return spec_; }
+  /// Name used in errors and reports (the observed tensor's node name).
+  const std::string& tensor_name() const { return tensor_name_; }
+  void set_tensor_name(std::string n) { tensor_name_ = std::move(n); }
+  /// The algorithm used by `clip_range()` ("minmax" for non-histogram observers).
+  virtual std::string algorithm() const { return "minmax"; }
+
+ protected:
+  /// Throws DataError if `lo`/`hi` (results of aminmax) are not finite.
+  void check_finite(const at::Tensor& lo, const at::Tensor& hi) const;
+  QuantSpec spec_;
+  std::string tensor_name_;
+};
+
+/// Running min/max over everything seen (torch.ao MinMaxObserver). Per-tensor.
+class MinMaxObserver : public ObserverBase {
+ public:
+  explicit MinMaxObserver(QuantSpec spec);
+  at::Tensor forward(const at::Tensor& x) override;
+  std::pair<at::Tensor, at::Tensor> min_max() const override { return {min_val_, max_val_}; }
+  void merge(const ObserverBase& other) override;
+  void reset() override;
+
+ protected:
+  MinMaxObserver(const std::string& type_name, QuantSpec spec);
+  at::Tensor min_val_, max_val_;
+};
+
+/// Exponential moving average of per-batch min/max (torch.ao
+/// MovingAverageMinMaxObserver): m <- m + c * (batch_m - m), first batch taken as is.
+class MovingAverageMinMaxObserver : public MinMaxObserver {
+ public:
+  /// `averaging_constant`: c in (0, 1], torch.ao's default 0.01.
+  explicit MovingAverageMinMaxObserver(QuantSpec spec, double averaging_constant = 0.01);
+  at::Tensor forward(const at::Tensor& x) override;
+
+ private:
+  double c_;
+};
+
+/// Per-channel running min/max along `spec.ch_axis` (torch.ao PerChannelMinMaxObserver).
+class PerChannelMinMaxObserver : public ObserverBase {
+ public:
+  explicit PerChannelMinMaxObserver(QuantSpec spec);
+  at::Tensor forward(const at::Tensor& x) override;
+  std::pair<at::Tensor, at::Tensor> min_max() const override;
+  void merge(const ObserverBase& other) override;
+  void reset() override;
+
+ protected:
+  PerChannelMinMaxObserver(const std::string& type_name, QuantSpec spec);
+  /// [C] min and max along the channel axis of `x`.
+  std::pair<at::Tensor, at::Tensor> channel_aminmax(const at::Tensor& x) const;
+  at::Tensor min_val_, max_val_;  // [C]; empty before data
+};
+
+/// Per-channel moving average (torch.ao MovingAveragePerChannelMinMaxObserver).
+class MovingAveragePerChannelMinMaxObserver : public PerChannelMinMaxObserver {
+ public:
+  explicit MovingAveragePerChannelMinMaxObserver(QuantSpec spec, double averaging_constant = 0.01);
+  at::Tensor forward(const at::Tensor& x) override;
+
+ private:
+  double c_;
+};
+
+/// A `bins`-bin histogram of the observed values (default 2048) plus the exact
+/// min/max. When new data falls outside the covered range, the range grows to
+/// an integer multiple k of the bin width, aligned to the old bin edges, so each
+/// new bin is the exact sum of k old bins (no interpolation, unlike torch.ao's
+/// HistogramObserver). The clipping range comes from `algorithm` (minmax,
+/// percentile, entropy/KL, mse, auto) over the histogram. Per-tensor only.
+class HistogramObserver : public ObserverBase {
+ public:
+  HistogramObserver(QuantSpec spec, Algorithm algorithm = Algorithm::kEntropy, AlgorithmOptions options = {},
+                    int64_t bins = 2048);
+  at::Tensor forward(const at::Tensor& x) override;
+  std::pair<at::Tensor, at::Tensor> min_max() const override { return {min_val_, max_val_}; }
+  std::pair<at::Tensor, at::Tensor> clip_range() const override;
+  /// Merges another histogram: exact when its bin edges fall on this one's grid
+  /// (e.g. both grew from the same first batch); otherwise each of its bins is
+  /// spread over the bins it overlaps in proportion to the overlap.
+  void merge(const ObserverBase& other) override;
+  void reset() override;
+  std::string algorithm() const override;
+  /// The statistics as a plain histogram.
+  Histogram histogram() const;
+  /// Adds the values of a float buffer (used by runtime taps; same as forward).
+  void observe(const float* data, int64_t n);
+  /// The algorithm actually chosen by the last `clip_range()` (kAuto resolves).
+  Algorithm chosen_algorithm() const { return chosen_; }
+
+ private:
+  void grow_to(double lo, double hi);
+  Algorithm algo_;
+  AlgorithmOptions opts_;
+  int64_t bins_;
+  at::Tensor min_val_, max_val_;  // exact extremes (0-dim float)
+  at::Tensor hist_;               // [bins] float64 counts
+  at::Tensor range_;              // [2] float64: lo, width
+  mutable Algorithm chosen_;
+};
+
+/// Constant qparams for ops with a known output range (sigmoid, tanh, softmax,
+/// hardsigmoid), as torch.ao FixedQParamsObserver: the range [lo, hi] maps onto
+/// the full integer range, scale = (hi - lo) / (quant_max - quant_min + 1).
+class FixedQParamsObserver : public ObserverBase {
+ public:
+  FixedQParamsObserver(QuantSpec spec, float lo, float hi);
+  at::Tensor forward(const at::Tensor& x) override { return x; }
+  std::pair<at::Tensor, at::Tensor> min_max() const override;
+  void merge(const ObserverBase&) override {}
+  void reset() override {}
+  std::string algorithm() const override { return "fixed"; }
+  /// The fixed qparams.
+  QParams fixed_qparams() const;
+  QParams calculate_qparams() const override { return fixed_qparams(); }
+
+ private:
+  float lo_, hi_;
+};
+
+/// Which observer a qconfig asks for.
+enum class ObserverKind { kMinMax, kMovingAverageMinMax, kPerChannelMinMax, kMovingAveragePerChannelMinMax, kHistogram };
+/// "minmax", "moving_average_minmax", "per_channel_minmax",
+/// "moving_average_per_channel_minmax", "histogram".
+const char* observer_kind_name(ObserverKind k);
+/// Parses the names above. Throws std::invalid_argument.
+ObserverKind parse_observer_kind(const std::string& s);
+
+/// Everything needed to build one observer.
+struct ObserverSpec {
+  ObserverKind kind = ObserverKind::kMinMax;
+  QuantSpec spec;
+  Algorithm algorithm = Algorithm::kMinMax;
+  AlgorithmOptions options;
+  double averaging_constant = 0.01;
+  int64_t bins = 2048;
+};
+
+/// Builds the observer `s` describes. Throws std::invalid_argument if the kind
+/// and spec disagree (per-channel kind with a per-tensor spec, a histogram
+/// algorithm other than minmax on a non-histogram observer).
+std::shared_ptr<ObserverBase> make_observer(const ObserverSpec& s);
+
+}  // namespace qfx::quant

@@ -1,0 +1,130 @@
+#include "qfx/quant/fake_quantize.h"
+
+#include <ATen/ATen.h>
+#include <torch/csrc/autograd/grad_mode.h>
+
+#include <cmath>
+
+namespace qfx::quant {
+
+FakeQuantize::FakeQuantize(std::shared_ptr<ObserverBase> observer, bool learnable)
+    : torch::nn::Module(learnable ? "LearnableFakeQuantize" : "FakeQuantize"),
+      observer_(std::move(observer)), learnable_(learnable) {
+  register_module("activation_post_process", observer_);
+  auto f = at::TensorOptions().dtype(at::kFloat);
+  auto u8 = at::TensorOptions().dtype(at::kByte);
+  if (learnable_) {
+    scale_ = register_parameter("scale", at::ones({1}, f));
+    zero_point_ = register_buffer("zero_point", at::zeros({1}, f));
+  } else {
+    scale_ = register_buffer("scale", at::ones({1}, f));
+    zero_point_ = register_buffer("zero_point", at::zeros({1}, at::TensorOptions().dtype(at::kInt)));
+  }
+  observer_enabled_ = register_buffer("observer_enabled", at::ones({1}, u8));
+  fake_quant_enabled_ = register_buffer("fake_quant_enabled", at::ones({1}, u8));
+  initialized_ = register_buffer("initialized", at::zeros({1}, u8));
+}
+
+bool FakeQuantize::observer_enabled() const { return observer_enabled_.item<uint8_t>() != 0; }
+bool FakeQuantize::fake_quant_enabled() const { return fake_quant_enabled_.item<uint8_t>() != 0; }
+void FakeQuantize::enable_observer(bool on) { observer_enabled_.fill_(on ? 1 : 0); }
+void FakeQuantize::enable_fake_quant(bool on) { fake_quant_enabled_.fill_(on ? 1 : 0); }
+
+void FakeQuantize::set_state(QuantState s) {
+  enable_observer(s != QuantState::kFloat);
+  enable_fake_quant(s == QuantState::kFakeQuant);
+}
+
+void FakeQuantize::calculate_qparams() {
+  at::NoGradGuard ng;
+  QParams q = observer_->calculate_qparams();
+  at::Tensor s = q.scale.reshape({-1});
+  at::Tensor z = q.zero_point.reshape({-1});
+  if (scale_.sizes() != s.sizes()) {
+    scale_.resize_(s.sizes());
+    zero_point_.resize_(z.sizes());
+  }
+  scale_.copy_(s);
+  zero_point_.copy_(z.to(zero_point_.scalar_type()));
+  if (observer_->has_data()) initialized_.fill_(1);
+  stale_ = false;
+}
+
+QParams FakeQuantize::qparams() {
+  if (!learnable_ && stale_ && observer_->has_data()) calculate_qparams();
+  if (learnable_ && initialized_.item<uint8_t>() == 0 && observer_->has_data()) calculate_qparams();
+  QParams q;
+  const auto& spec = observer_->spec();
+  at::Tensor s = scale_.detach().clone();
+  at::Tensor z = zero_point_.detach().to(at::kInt);
+  if (learnable_) z = at::round(zero_point_.detach()).to(at::kInt);
+  q.per_channel = spec.per_channel;
+  q.axis = spec.ch_axis;
+  q.scale = spec.per_channel ? s : s.reshape({});
+  q.zero_point = spec.per_channel ? z : z.reshape({});
+  q.quant_min = spec.quant_min;
+  q.quant_max = spec.quant_max;
+  q.dtype = spec.dtype;
+  return q;
+}
+
+at::Tensor FakeQuantize::forward(const at::Tensor& x) {
+  const bool observe = observer_enabled();
+  if (observe) {
+    observer_->forward(x.detach());
+    stale_ = true;
+  }
+  if (!fake_quant_enabled()) return x;
+  const auto& spec = observer_->spec();
+  if (learnable_) {
+    if (initialized_.item<uint8_t>() == 0) {
+      if (!observer_->has_data()) observer_->forward(x.detach());
+      calculate_qparams();
+    }
+    {
+      at::NoGradGuard ng;
+      scale_.clamp_min_(kScaleEps);
+    }
+    const double grad_factor = 1.0 / std::sqrt(static_cast<double>(x.numel()) * static_cast<double>(spec.quant_max));
+    if (spec.per_channel)
+      return at::_fake_quantize_learnable_per_channel_affine(x, scale_, zero_point_, spec.ch_axis, spec.quant_min,
+                                                             spec.quant_max, grad_factor);
+    return at::_fake_quantize_learnable_per_tensor_affine(x, scale_, zero_point_, spec.quant_min, spec.quant_max,
+                                                          grad_factor);
+  }
+  if (stale_ && observer_->has_data()) calculate_qparams();
+  if (spec.per_channel)
+    return at::fake_quantize_per_channel_affine(x, scale_, zero_point_, spec.ch_axis, spec.quant_min, spec.quant_max);
+  return at::fake_quantize_per_tensor_affine(x, scale_.reshape({}), zero_point_.reshape({}), spec.quant_min,
+                                             spec.quant_max);
+}
+
+namespace {
+
+template <typename Fn>
+int for_each_fake_quant(torch::nn::Module& model, Fn&& fn) {
+  int n = 0;
+  for (const auto& m : model.modules(/*include_self=*/true)) {
+    if (auto* fq = dynamic_cast<FakeQuantize*>(m.get())) {
+      fn(*fq);
+      ++n;
+    }
+  }
+  return n;
+}
+
+}  // namespace
+
+int set_quant_state(torch::nn::Module& model, QuantState state) {
+  return for_each_fake_quant(model, [state](FakeQuantize& fq) { fq.set_state(state); });
+}
+void enable_observer(torch::nn::Module& model, bool on) {
+  for_each_fake_quant(model, [on](FakeQuantize& fq) { fq.enable_observer(on); });
+}
+void disable_observer(torch::nn::Module& model) { enable_observer(model, false); }
+void enable_fake_quant(torch::nn::Module& model, bool on) {
+  for_each_fake_quant(model, [on](FakeQuantize& fq) { fq.enable_fake_quant(on); });
+}
+void disable_fake_quant(torch::nn::Module& model) { enable_fake_quant(model, false); }
+
+}  // namespace qfx::quant

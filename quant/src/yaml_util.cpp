@@ -1,0 +1,90 @@
+#include "yaml_util.h"
+
+#include <fstream>
+
+namespace qfx::quant::yaml {
+
+std::string loc(const std::string& path, const YAML::Node& n) {
+  const auto m = n.Mark();
+  if (m.is_null()) return path;
+  return path + ":" + std::to_string(m.line + 1) + ":" + std::to_string(m.column + 1);
+}
+
+void bad(const std::string& path, const YAML::Node& n, const std::string& what) {
+  throw ConfigError(loc(path, n) + ": " + what);
+}
+
+YAML::Node load_file(const std::string& path) {
+  std::ifstream f(path);
+  if (!f) throw IoError(path + ": cannot open config file (missing or unreadable)");
+  try {
+    return YAML::LoadFile(path);
+  } catch (const YAML::ParserException& e) {
+    throw ConfigError(path + ":" + std::to_string(e.mark.line + 1) + ":" + std::to_string(e.mark.column + 1) +
+                      ": YAML syntax error: " + e.msg);
+  }
+}
+
+void check_keys(const std::string& path, const YAML::Node& map, const std::string& section,
+                const std::set<std::string>& known) {
+  if (!map.IsMap()) bad(path, map, "'" + section + "' must be a mapping");
+  for (const auto& kv : map) {
+    const std::string key = kv.first.as<std::string>();
+    if (!known.count(key)) {
+      std::string list;
+      for (const auto& k : known) list += (list.empty() ? "" : ", ") + k;
+      bad(path, kv.first, "unknown key '" + key + "' in " + section + " (known: " + list + ")");
+    }
+  }
+}
+
+double as_double(const std::string& path, const YAML::Node& n, const std::string& what) {
+  if (!n.IsScalar()) bad(path, n, what + " must be a number");
+  try {
+    return n.as<double>();
+  } catch (const YAML::Exception&) {
+    bad(path, n, what + " must be a number, got '" + n.Scalar() + "'");
+  }
+}
+
+int64_t as_int(const std::string& path, const YAML::Node& n, const std::string& what) {
+  if (!n.IsScalar()) bad(path, n, what + " must be an integer");
+  try {
+    return n.as<int64_t>();
+  } catch (const YAML::Exception&) {
+    bad(path, n, what + " must be an integer, got '" + n.Scalar() + "'");
+  }
+}
+
+bool as_bool(const std::string& path, const YAML::Node& n, const std::string& what) {
+  if (!n.IsScalar()) bad(path, n, what + " must be true or false");
+  try {
+    return n.as<bool>();
+  } catch (const YAML::Exception&) {
+    bad(path, n, what + " must be true or false, got '" + n.Scalar() + "'");
+  }
+}
+
+std::string as_string(const std::string& path, const YAML::Node& n, const std::string& what) {
+  if (!n.IsScalar()) bad(path, n, what + " must be a string");
+  return n.Scalar();
+}
+
+std::string as_choice(const std::string& path, const YAML::Node& n, const std::string& what,
+                      const std::vector<std::string>& choices) {
+  const std::string s = as_string(path, n, what);
+  for (const auto& c : choices)
+    if (c == s) return s;
+  std::string list;
+  for (const auto& c : choices) list += (list.empty() ? "" : ", ") + c;
+  bad(path, n, "bad " + what + " '" + s + "' (expected one of: " + list + ")");
+}
+
+std::vector<std::string> as_string_list(const std::string& path, const YAML::Node& n, const std::string& what) {
+  if (!n.IsSequence()) bad(path, n, what + " must be a list of strings");
+  std::vector<std::string> out;
+  for (const auto& e : n) out.push_back(as_string(path, e, what + " entries"));
+  return out;
+}
+
+}  // namespace qfx::quant::yaml

@@ -1,0 +1,40 @@
+// Internal: checked YAML reading with file:line:column errors (yaml-cpp).
+#pragma once
+
+#include <yaml-cpp/yaml.h>
+
+#include <set>
+#include <string>
+#include <vector>
+
+#include "qfx/error.h"
+
+namespace qfx::quant::yaml {
+
+/// "path:line:column" of `n` (just `path` when yaml-cpp has no mark).
+std::string loc(const std::string& path, const YAML::Node& n);
+
+/// Throws ConfigError "path:line:column: what".
+[[noreturn]] void bad(const std::string& path, const YAML::Node& n, const std::string& what);
+
+/// Parses the file. IoError if unreadable, ConfigError with the location of a
+/// syntax error.
+YAML::Node load_file(const std::string& path);
+
+/// Requires a mapping whose keys all belong to `known`; names the unknown key
+/// and lists the known ones.
+void check_keys(const std::string& path, const YAML::Node& map, const std::string& section,
+                const std::set<std::string>& known);
+
+/// Typed scalar readers: ConfigError naming `what` and the expected type.
+double as_double(const std::string& path, const YAML::Node& n, const std::string& what);
+int64_t as_int(const std::string& path, const YAML::Node& n, const std::string& what);
+bool as_bool(const std::string& path, const YAML::Node& n, const std::string& what);
+std::string as_string(const std::string& path, const YAML::Node& n, const std::string& what);
+/// A string that must be one of `choices`.
+std::string as_choice(const std::string& path, const YAML::Node& n, const std::string& what,
+                      const std::vector<std::string>& choices);
+/// A list of strings.
+std::vector<std::string> as_string_list(const std::string& path, const YAML::Node& n, const std::string& what);
+
+}  // namespace qfx::quant::yaml

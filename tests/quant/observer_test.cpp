@@ -1,0 +1,332 @@
+// Observers, qparams, calibration algorithms and FakeQuantize against torch.ao's
+// results recorded by tools/fixtures/export_quant_expectations.py.
+#include <gtest/gtest.h>
+#include <torch/csrc/jit/serialization/import.h>
+#include <torch/serialize.h>
+#include <ATen/ATen.h>
+
+#include <cmath>
+#include <random>
+
+#include "qfx/error.h"
+#include "qfx/quant/fake_quantize.h"
+#include "qfx/quant/observer.h"
+
+using namespace qfx::quant;
+
+namespace {
+
+torch::jit::Module& expect() {
+  static torch::jit::Module m = torch::jit::load(std::string(QFX_FIXTURE_DIR) + "/quant_expect.pt");
+  return m;
+}
+at::Tensor T(const std::string& name) { return expect().attr(name).toTensor(); }
+std::vector<at::Tensor> batches() { return {T("b0"), T("b1"), T("b2")}; }
+
+QuantSpec spec(QDType d, QScheme s, int bits = 8) { return QuantSpec::make(d, s, bits); }
+
+void expect_qparams(const QParams& q, const std::string& name) {
+  at::Tensor es = T(name + "_scale").reshape(q.scale.sizes());
+  at::Tensor ez = T(name + "_zp").reshape(q.zero_point.sizes());
+  EXPECT_TRUE(at::equal(q.scale, es)) << name << ": scale " << q.scale << " vs torch.ao " << es;
+  EXPECT_TRUE(at::equal(q.zero_point.to(at::kInt), ez)) << name << ": zero_point " << q.zero_point << " vs " << ez;
+}
+
+struct Case {
+  const char* name;
+  QDType dtype;
+  QScheme scheme;
+  int bits;
+};
+const Case kPerTensor[] = {
+    {"minmax_u8_affine", QDType::kUInt8, QScheme::kAffine, 8},
+    {"minmax_s8_symmetric", QDType::kInt8, QScheme::kSymmetric, 8},
+    {"minmax_u8_symmetric", QDType::kUInt8, QScheme::kSymmetric, 8},
+    {"minmax_s8_affine", QDType::kInt8, QScheme::kAffine, 8},
+    {"minmax_s4_symmetric", QDType::kInt8, QScheme::kSymmetric, 4},
+    {"minmax_u4_affine", QDType::kUInt8, QScheme::kAffine, 4},
+};
+
+}  // namespace
+
+TEST(Observer, MinMaxMatchesTorchAo) {
+  for (const auto& c : kPerTensor) {
+    MinMaxObserver obs(spec(c.dtype, c.scheme, c.bits));
+    for (const auto& b : batches()) obs.forward(b);
+    expect_qparams(obs.calculate_qparams(), c.name);
+  }
+}
+
+TEST(Observer, MovingAverageMinMaxMatchesTorchAo) {
+  for (const auto& c : kPerTensor) {
+    MovingAverageMinMaxObserver obs(spec(c.dtype, c.scheme, c.bits), 0.1);
+    for (const auto& b : batches()) obs.forward(b);
+    expect_qparams(obs.calculate_qparams(), std::string("ma_") + c.name);
+  }
+}
+
+TEST(Observer, AllZeroTensorGetsEpsScale) {
+  MinMaxObserver obs(spec(QDType::kUInt8, QScheme::kAffine));
+  obs.forward(at::zeros({3, 4}));
+  auto q = obs.calculate_qparams();
+  expect_qparams(q, "minmax_zeros");
+  EXPECT_GT(q.scale.item<float>(), 0.0f);
+}
+
+TEST(Observer, PerChannelMatchesTorchAo) {
+  auto mk = [](QDType d, QScheme s, int64_t axis, int bits = 8) {
+    QuantSpec q = QuantSpec::make(d, s, bits);
+    q.per_channel = true;
+    q.ch_axis = axis;
+    return q;
+  };
+  {
+    PerChannelMinMaxObserver o(mk(QDType::kInt8, QScheme::kSymmetric, 0));
+    o.forward(T("w"));
+    auto q = o.calculate_qparams();
+    expect_qparams(q, "pc0_s8_symmetric");
+    EXPECT_GT(q.scale[4].item<float>(), 0.0f) << "all-zero channel must get a valid scale";
+  }
+  {
+    PerChannelMinMaxObserver o(mk(QDType::kUInt8, QScheme::kAffine, 0));
+    o.forward(T("w"));
+    expect_qparams(o.calculate_qparams(), "pc0_u8_affine");
+  }
+  {
+    PerChannelMinMaxObserver o(mk(QDType::kInt8, QScheme::kSymmetric, 0, 4));
+    o.forward(T("w"));
+    expect_qparams(o.calculate_qparams(), "pc0_s4_symmetric");
+  }
+  {
+    PerChannelMinMaxObserver o(mk(QDType::kUInt8, QScheme::kAffine, 1));
+    for (const auto& b : batches()) o.forward(b);
+    expect_qparams(o.calculate_qparams(), "pc1_u8_affine");
+  }
+  {
+    MovingAveragePerChannelMinMaxObserver o(mk(QDType::kInt8, QScheme::kSymmetric, 1), 0.1);
+    for (const auto& b : batches()) o.forward(b);
+    expect_qparams(o.calculate_qparams(), "mapc1_s8_symmetric");
+  }
+}
+
+TEST(Observer, NaNAndInfAreDataErrorsNamingTheTensor) {
+  MinMaxObserver o(spec(QDType::kUInt8, QScheme::kAffine));
+  o.set_tensor_name("layer1_0_relu");
+  at::Tensor x = at::randn({10});
+  x[3] = std::nan("");
+  try {
+    o.forward(x);
+    FAIL() << "expected DataError";
+  } catch (const qfx::DataError& e) {
+    EXPECT_NE(std::string(e.what()).find("layer1_0_relu"), std::string::npos) << e.what();
+  }
+  HistogramObserver h(spec(QDType::kUInt8, QScheme::kAffine));
+  h.set_tensor_name("conv1");
+  x[3] = INFINITY;
+  EXPECT_THROW(h.forward(x), qfx::DataError);
+  at::Tensor y = at::randn({10});
+  y[7] = std::nan("");
+  EXPECT_THROW(h.forward(y), qfx::DataError);
+}
+
+TEST(QParams, PowerOfTwoAndBounds) {
+  QuantSpec s = QuantSpec::make(QDType::kInt8, QScheme::kSymmetric);
+  s.power_of_two = true;
+  auto q = compute_qparams(at::full({}, -3.0f), at::full({}, 2.0f), s);
+  const float sc = q.scale.item<float>();
+  EXPECT_EQ(sc, std::exp2(std::ceil(std::log2(3.0f / 127.5f))));
+  EXPECT_GE(sc * 127.5f, 3.0f) << "rounded up: the range still covers the data";
+  EXPECT_EQ(q.zero_point.item<int>(), 0);
+  QuantSpec b = QuantSpec::make(QDType::kUInt8, QScheme::kAffine);
+  b.scale_min = 0.01;
+  auto q2 = compute_qparams(at::full({}, 0.0f), at::full({}, 0.1f), b);
+  EXPECT_FLOAT_EQ(q2.scale.item<float>(), 0.01f);
+  EXPECT_THROW(compute_qparams(at::full({}, 1.0f), at::full({}, 0.0f), b), std::invalid_argument);
+  EXPECT_THROW(QuantSpec::make(QDType::kInt8, QScheme::kSymmetric, 1), std::invalid_argument);
+  auto n = QuantSpec::make(QDType::kInt8, QScheme::kSymmetric, 8, /*narrow_range=*/true);
+  EXPECT_EQ(n.quant_min, -127);
+  EXPECT_EQ(n.quant_max, 127);
+}
+
+// --- histogram ------------------------------------------------------------------
+
+namespace {
+
+// Bins `x` on the grid (lo, width, bins) directly, in double: the expectation for
+// exact re-binning.
+std::vector<double> direct_histogram(const std::vector<at::Tensor>& xs, double lo, double width, int64_t bins) {
+  std::vector<double> h(static_cast<size_t>(bins), 0.0);
+  for (const auto& x : xs) {
+    auto c = x.contiguous();
+    const float* p = c.data_ptr<float>();
+    for (int64_t i = 0; i < c.numel(); ++i) {
+      int64_t b = static_cast<int64_t>(std::floor((static_cast<double>(p[i]) - lo) / width));
+      h[static_cast<size_t>(std::clamp<int64_t>(b, 0, bins - 1))] += 1;
+    }
+  }
+  return h;
+}
+
+}  // namespace
+
+TEST(HistogramObserver, GrowingRangeRebinsExactly) {
+  at::manual_seed(0);
+  std::vector<at::Tensor> xs = {at::rand({5000}) * 2 - 1, at::randn({5000}) * 2 + 1, at::rand({3000}) * 10 - 7};
+  HistogramObserver h(spec(QDType::kUInt8, QScheme::kAffine), Algorithm::kMinMax);
+  for (const auto& x : xs) h.forward(x);
+  Histogram hg = h.histogram();
+  ASSERT_EQ(hg.counts.size(), 2048u);
+  EXPECT_DOUBLE_EQ(hg.total(), 13000.0);
+  float mn = INFINITY, mx = -INFINITY;
+  for (const auto& x : xs) {
+    mn = std::min(mn, x.min().item<float>());
+    mx = std::max(mx, x.max().item<float>());
+  }
+  EXPECT_EQ(hg.min, mn);
+  EXPECT_EQ(hg.max, mx);
+  EXPECT_LE(hg.lo, mn);
+  EXPECT_GE(hg.lo + 2048 * hg.width, mx);
+  // Exact: the same counts as binning all the data on the final grid directly
+  // (a value on a bin edge may fall either side through float rounding).
+  auto direct = direct_histogram(xs, hg.lo, hg.width, 2048);
+  double diff = 0;
+  for (size_t i = 0; i < direct.size(); ++i) diff += std::abs(direct[i] - hg.counts[i]);
+  EXPECT_LE(diff, 4.0);
+}
+
+TEST(HistogramObserver, MergeEqualsObservingEverything) {
+  at::manual_seed(1);
+  at::Tensor a = at::randn({20000}), b = at::randn({20000}) * 3;
+  HistogramObserver all(spec(QDType::kUInt8, QScheme::kAffine), Algorithm::kPercentile);
+  all.forward(a);
+  all.forward(b);
+  HistogramObserver h1(spec(QDType::kUInt8, QScheme::kAffine), Algorithm::kPercentile);
+  HistogramObserver h2(spec(QDType::kUInt8, QScheme::kAffine), Algorithm::kPercentile);
+  h1.forward(a);
+  h2.forward(a);  // same first batch: the grids line up and the merge is exact
+  HistogramObserver h3(spec(QDType::kUInt8, QScheme::kAffine), Algorithm::kPercentile);
+  h3.forward(b);
+  h1.merge(h3);
+  EXPECT_NEAR(h1.histogram().total(), 40000.0, 1e-6);
+  EXPECT_EQ(h1.min_max().first.item<float>(), all.min_max().first.item<float>());
+  EXPECT_EQ(h1.min_max().second.item<float>(), all.min_max().second.item<float>());
+  auto r_all = all.clip_range(), r_merged = h1.clip_range();
+  const double w = all.histogram().width;
+  EXPECT_NEAR(r_all.first.item<float>(), r_merged.first.item<float>(), 2 * w);
+  EXPECT_NEAR(r_all.second.item<float>(), r_merged.second.item<float>(), 2 * w);
+  (void)h2;
+}
+
+TEST(HistogramObserver, SaveAndLoadKeepsStatistics) {
+  at::manual_seed(2);
+  auto h = std::make_shared<HistogramObserver>(spec(QDType::kUInt8, QScheme::kAffine), Algorithm::kEntropy);
+  h->forward(at::randn({4096}));
+  std::stringstream ss;
+  torch::save(h, ss);
+  auto g = std::make_shared<HistogramObserver>(spec(QDType::kUInt8, QScheme::kAffine), Algorithm::kEntropy);
+  torch::load(g, ss);
+  EXPECT_EQ(g->histogram().counts, h->histogram().counts);
+  EXPECT_TRUE(at::equal(g->calculate_qparams().scale, h->calculate_qparams().scale));
+}
+
+TEST(Algorithms, ClippingBeatsMinMaxOnHeavyTails) {
+  // Laplace(0, 1): at 4 bits the optimal clip is near 5 (Banner et al., ACIQ),
+  // far inside the maximum (~12): every clipping algorithm must beat min/max.
+  at::manual_seed(3);
+  at::Tensor u = at::rand({200000}) - 0.5;
+  at::Tensor x = -at::sign(u) * at::log1p(-2 * u.abs());
+  for (QScheme scheme : {QScheme::kAffine, QScheme::kSymmetric}) {
+    QuantSpec s = QuantSpec::make(scheme == QScheme::kAffine ? QDType::kUInt8 : QDType::kInt8, scheme, 4);
+    HistogramObserver h(s, Algorithm::kMinMax);
+    h.forward(x);
+    Histogram hg = h.histogram();
+    auto mm = clip_range(hg, Algorithm::kMinMax, s);
+    EXPECT_EQ(mm.second, x.max().item<float>());
+    const double e_minmax = quantization_mse(hg, mm.first, mm.second, s);
+    double best_other = INFINITY;
+    for (Algorithm a : {Algorithm::kPercentile, Algorithm::kEntropy, Algorithm::kMSE}) {
+      auto r = clip_range(hg, a, s);
+      EXPECT_LT(r.second, 0.8f * mm.second) << algorithm_name(a) << " " << qscheme_name(scheme);
+      EXPECT_GT(r.second, 2.0f) << algorithm_name(a) << " " << qscheme_name(scheme);
+      const double e = quantization_mse(hg, r.first, r.second, s);
+      EXPECT_LT(e, e_minmax) << algorithm_name(a) << " " << qscheme_name(scheme);
+      best_other = std::min(best_other, e);
+    }
+    Algorithm chosen;
+    auto ra = clip_range(hg, Algorithm::kAuto, s, {}, &chosen);
+    EXPECT_NE(chosen, Algorithm::kAuto);
+    EXPECT_LE(quantization_mse(hg, ra.first, ra.second, s), best_other + 1e-12);
+  }
+}
+
+TEST(Algorithms, UniformDataKeepsNearlyTheFullRange) {
+  at::manual_seed(4);
+  at::Tensor x = at::rand({100000}) * 6 - 1;  // U(-1, 5)
+  QuantSpec s = QuantSpec::make(QDType::kUInt8, QScheme::kAffine);
+  HistogramObserver h(s, Algorithm::kMinMax);
+  h.forward(x);
+  for (Algorithm a : {Algorithm::kPercentile, Algorithm::kEntropy, Algorithm::kMSE, Algorithm::kAuto}) {
+    auto r = clip_range(h.histogram(), a, s);
+    EXPECT_GT(r.second, 4.8f) << algorithm_name(a);
+    EXPECT_LT(r.first, -0.8f) << algorithm_name(a);
+  }
+}
+
+// --- FakeQuantize ----------------------------------------------------------------
+
+TEST(FakeQuantize, PerTensorForwardAndGradientMatchTorchAo) {
+  FakeQuantize fq(std::make_shared<MovingAverageMinMaxObserver>(spec(QDType::kUInt8, QScheme::kAffine), 0.01));
+  fq.forward(T("b0"));
+  at::Tensor x = T("b1").clone().requires_grad_(true);
+  at::Tensor y = fq.forward(x);
+  (y * T("b2")).sum().backward();
+  auto q = fq.qparams();
+  EXPECT_TRUE(at::equal(q.scale.reshape({-1}), T("fq_scale").reshape({-1})));
+  EXPECT_TRUE(at::equal(q.zero_point.reshape({-1}), T("fq_zp").reshape({-1})));
+  EXPECT_TRUE(at::equal(y, T("fq_out")));
+  EXPECT_TRUE(at::equal(x.grad(), T("fq_grad")));
+}
+
+TEST(FakeQuantize, PerChannelForwardAndGradientMatchTorchAo) {
+  QuantSpec s = spec(QDType::kInt8, QScheme::kSymmetric);
+  s.per_channel = true;
+  FakeQuantize fq(std::make_shared<MovingAveragePerChannelMinMaxObserver>(s, 0.01));
+  at::Tensor x = (T("w") * 3).clone().requires_grad_(true);
+  at::Tensor y = fq.forward(x);
+  (y * y).sum().backward();
+  EXPECT_TRUE(at::equal(y, T("fqw_out")));
+  EXPECT_TRUE(at::equal(x.grad(), T("fqw_grad")));
+}
+
+TEST(FakeQuantize, LearnableScaleMatchesTorchAoLSQ) {
+  FakeQuantize fq(std::make_shared<MovingAverageMinMaxObserver>(spec(QDType::kUInt8, QScheme::kAffine), 0.01),
+                  /*learnable=*/true);
+  fq.forward(T("b0"));  // initialises the scale from the observer
+  fq.disable_observer();
+  at::Tensor x = T("b1").clone().requires_grad_(true);
+  at::Tensor y = fq.forward(x);
+  (y * T("b2")).sum().backward();
+  EXPECT_LT((y - T("lsq_out")).abs().max().item<float>(), 1e-6f);
+  EXPECT_LT((x.grad() - T("lsq_grad")).abs().max().item<float>(), 1e-6f);
+  at::Tensor sg = fq.named_parameters()["scale"].grad().reshape({-1});
+  EXPECT_NEAR(sg.item<float>(), T("lsq_scale_grad").item<float>(), 1e-4 * std::abs(T("lsq_scale_grad").item<float>()) + 1e-6);
+}
+
+TEST(FakeQuantize, ThreeStatesForTheWholeModel) {
+  auto root = std::make_shared<torch::nn::Module>("Root");
+  auto a = root->register_module("a", std::make_shared<FakeQuantize>(std::make_shared<MinMaxObserver>(spec(QDType::kUInt8, QScheme::kAffine))));
+  auto b = root->register_module("b", std::make_shared<FakeQuantize>(std::make_shared<MinMaxObserver>(spec(QDType::kInt8, QScheme::kSymmetric))));
+  at::Tensor x = at::randn({64}) * 4;
+  EXPECT_EQ(set_quant_state(*root, QuantState::kCalibration), 2);
+  EXPECT_TRUE(at::equal(a->forward(x), x)) << "calibration passes values through";
+  EXPECT_TRUE(a->observer().has_data());
+  set_quant_state(*root, QuantState::kFakeQuant);
+  at::Tensor y = a->forward(x);
+  EXPECT_FALSE(at::equal(y, x));
+  auto q = a->qparams();
+  at::Tensor ref = at::fake_quantize_per_tensor_affine(x, q.scale.item<double>(), q.zero_point.item<int64_t>(), 0, 255);
+  EXPECT_TRUE(at::equal(y, ref));
+  set_quant_state(*root, QuantState::kFloat);
+  EXPECT_TRUE(at::equal(b->forward(x * 100), x * 100));
+  EXPECT_FALSE(b->observer().has_data()) << "float state does not observe";
+}
