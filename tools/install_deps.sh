@@ -11,7 +11,7 @@ PKGS=(
   libyaml-cpp-dev libgtest-dev libgmock-dev libbenchmark-dev
   libonnx-dev libprotobuf-dev protobuf-compiler
   libcli11-dev nlohmann-json3-dev libspdlog-dev libfmt-dev
-  libpng-dev libjpeg-dev
+  libpng-dev libjpeg-dev zlib1g-dev
   dataset-fashion-mnist   # real images + labels (IDX)
   python3-torch python3-torchvision python3-numpy python3-onnx  # fixture export only
 )

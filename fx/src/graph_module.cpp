@@ -64,6 +64,21 @@ void GraphModule::add_submodule(const std::string& path, std::shared_ptr<torch::
   module_fns_[path] = std::move(fn);
 }
 
+void GraphModule::replace_submodule(const std::string& path, std::shared_ptr<torch::nn::Module> module, CallFn fn) {
+  std::string leaf;
+  auto parent = container_for(path, &leaf, /*create=*/false);
+  if (!parent || !find_child(*parent, leaf)) throw std::out_of_range("GraphModule: no module at '" + path + "' to replace");
+  parent->replace_module(leaf, std::move(module));
+  module_fns_[path] = std::move(fn);
+}
+
+void GraphModule::remove_submodule(const std::string& path) {
+  std::string leaf;
+  auto parent = container_for(path, &leaf, /*create=*/false);
+  if (parent && find_child(*parent, leaf)) parent->unregister_module(leaf);
+  module_fns_.erase(path);
+}
+
 std::shared_ptr<torch::nn::Module> GraphModule::get_submodule(const std::string& path) const {
   std::string leaf;
   auto parent = const_cast<GraphModule*>(this)->container_for(path, &leaf, /*create=*/false);

@@ -220,6 +220,7 @@ class TraceImpl {
     for (size_t i = 0; i < graph.inputs().size(); ++i) {
       if (i < n_inputs) {
         Node* p = g_.placeholder(n_inputs == 1 ? "input" : "input_" + std::to_string(i), graph.inputs()[i]->type()->str());
+        p->meta()["is_tensor"] = graph.inputs()[i]->type()->kind() == c10::TypeKind::TensorType;
         inputs.push_back(Sym::proxy(p));
       } else {
         Sym s;
@@ -249,6 +250,7 @@ class TraceImpl {
       std::string name = i < schema.arguments().size() ? schema.arguments()[i].name()
                                                         : strip_suffix(graph->inputs()[i]->debugName());
       Node* p = g_.placeholder(name, graph->inputs()[i]->type()->str());
+      p->meta()["is_tensor"] = graph->inputs()[i]->type()->kind() == c10::TypeKind::TensorType;
       inputs.push_back(Sym::proxy(p));
     }
     frames_.push_back({"", modules_[root_idx].type, "forward", ""});
@@ -522,7 +524,10 @@ class TraceImpl {
   void annotate(Node* fxn, const JNode* n) {
     if (n) fxn->meta()["source"] = where(n);
     fxn->meta()["module_path"] = frames_.back().module_path;
-    if (n && n->outputs().size() == 1) fxn->meta()["type"] = n->output()->type()->str();
+    if (n && n->outputs().size() == 1) {
+      fxn->meta()["type"] = n->output()->type()->str();
+      fxn->meta()["is_tensor"] = n->output()->type()->kind() == c10::TypeKind::TensorType;
+    }
   }
 
   // Splits a multi-output node into getitem nodes.
@@ -535,6 +540,7 @@ class TraceImpl {
       Node* gi = g_.call_function("getitem", {Argument(fxn), Argument(IValue(static_cast<int64_t>(i)))}, {},
                                   fxn->name() + "_" + std::to_string(i));
       annotate(gi, n);
+      gi->meta()["is_tensor"] = n->outputs()[i]->type()->kind() == c10::TypeKind::TensorType;
       env[n->outputs()[i]] = Sym::proxy(gi);
     }
   }

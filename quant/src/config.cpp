@@ -1,6 +1,6 @@
 #include "qfx/quant/config.h"
 
-#include <yaml-cpp/yaml.h>
+#include "yaml_util.h"
 
 #include <fstream>
 #include <set>
@@ -9,43 +9,10 @@
 #include "qfx/error.h"
 
 namespace qfx::quant {
-namespace {
-
-std::string loc(const std::string& path, const YAML::Node& n) {
-  const auto m = n.Mark();
-  if (m.is_null()) return path;
-  return path + ":" + std::to_string(m.line + 1) + ":" + std::to_string(m.column + 1);
-}
-
-[[noreturn]] void bad(const std::string& path, const YAML::Node& n, const std::string& what) {
-  throw ConfigError(loc(path, n) + ": " + what);
-}
-
-void check_keys(const std::string& path, const YAML::Node& map, const std::string& section,
-                const std::set<std::string>& known) {
-  if (!map.IsMap()) bad(path, map, "'" + section + "' must be a mapping");
-  for (const auto& kv : map) {
-    const std::string key = kv.first.as<std::string>();
-    if (!known.count(key)) {
-      std::string list;
-      for (const auto& k : known) list += (list.empty() ? "" : ", ") + k;
-      bad(path, kv.first, "unknown key '" + key + "' in " + section + " (known: " + list + ")");
-    }
-  }
-}
-
-}  // namespace
+using namespace yaml;
 
 TracerConfig load_tracer_config(const std::string& path) {
-  std::ifstream f(path);
-  if (!f) throw IoError(path + ": cannot open config file (missing or unreadable)");
-  YAML::Node root;
-  try {
-    root = YAML::LoadFile(path);
-  } catch (const YAML::ParserException& e) {
-    throw ConfigError(path + ":" + std::to_string(e.mark.line + 1) + ":" + std::to_string(e.mark.column + 1) +
-                      ": YAML syntax error: " + e.msg);
-  }
+  YAML::Node root = load_file(path);
   TracerConfig cfg;
   if (root.IsNull()) return cfg;
   check_keys(path, root, "the config",

@@ -42,6 +42,12 @@ class GraphModule : public torch::nn::Module {
   /// what call_module nodes targeting `path` run. Throws `std::invalid_argument`
   /// if something is already registered at `path`.
   void add_submodule(const std::string& path, std::shared_ptr<torch::nn::Module> module, CallFn fn);
+  /// Replaces the module at dotted `path` (which must exist) and its callable.
+  /// Throws `std::out_of_range` naming `path` if nothing is registered there.
+  void replace_submodule(const std::string& path, std::shared_ptr<torch::nn::Module> module, CallFn fn);
+  /// Removes the module at dotted `path` and its callable (no-op if absent).
+  /// Graph nodes that still target it fail when run: erase them first.
+  void remove_submodule(const std::string& path);
   /// The module at dotted `path`, or nullptr.
   std::shared_ptr<torch::nn::Module> get_submodule(const std::string& path) const;
   /// The callable for call_module `path`. Throws `std::out_of_range` naming it.

@@ -1,0 +1,98 @@
+// BackendConfig: what a target runs in int8 and how, as data (YAML in
+// configs/backends/), in the spirit of torch.ao.quantization.backend_config.
+#pragma once
+
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "qfx/quant/qparams.h"
+
+namespace qfx::quant {
+
+/// What a backend accepts for one kind of tensor (activations or weights).
+struct TensorConstraints {
+  std::vector<QDType> dtypes;    ///< allowed containers; the first is the default
+  std::vector<QScheme> qschemes; ///< allowed schemes; the first is the default
+  bool per_channel_allowed = false;
+  bool per_tensor_allowed = true;
+  bool per_channel_default = false;
+  int64_t ch_axis = 0;           ///< channel axis of per-channel weights
+  int min_bits = 2;              ///< narrowest quant range accepted (bits)
+  int max_bits = 8;
+};
+
+/// How an op takes part in quantization on this backend.
+enum class OpKind {
+  kWeighted,   ///< conv/linear family: quantized input, weights, s32 bias; quantized output
+  kQuantized,  ///< inputs and output quantized with their own qparams (add, mul, ...)
+  kShare,      ///< output shares the input's qparams (maxpool, flatten, reshape);
+               ///< for several inputs (cat) all inputs and the output share one set
+  kFixed,      ///< fixed output qparams from a known range (sigmoid, tanh, softmax)
+  kFloat,      ///< runs in float: dequantize before, quantize after if needed
+};
+/// "weighted", "quantized", "share", "fixed", "float".
+const char* op_kind_name(OpKind k);
+
+/// One op entry of a backend.
+struct OpConfig {
+  OpKind kind = OpKind::kFloat;
+  float fixed_lo = 0.0f, fixed_hi = 1.0f;  ///< kFixed: the output range
+};
+
+/// A target description.
+///
+/// YAML (every key is checked; see configs/backends/*.yaml):
+/// ```yaml
+/// name: onednn
+/// description: free text
+/// activation: {dtypes: [u8], qschemes: [affine, symmetric], min_bits: 8}
+/// weight: {dtypes: [s8], qschemes: [symmetric], granularity: [per_channel, per_tensor], ch_axis: 0}
+/// bias: s32
+/// scale: {power_of_two: false, min: 1.0e-8, max: 1.0e4}
+/// fusions:                       # op sequences fused into one module (conv first)
+///   - [conv2d, batchnorm2d, relu]
+/// ops:                           # everything not listed runs in float
+///   conv2d: weighted
+///   add: quantized
+///   max_pool2d: share
+///   sigmoid: {fixed: [0.0, 1.0]}
+///   softmax: float
+/// ```
+/// Op names are qfx's canonical names (see `canonical_op_name` in op_names.h):
+/// module classes and aten ops in snake_case (conv2d, batchnorm2d, relu, relu6,
+/// add, mul, cat, flatten, reshape, max_pool2d, adaptive_avg_pool2d, mean, ...).
+struct BackendConfig {
+  std::string name;
+  std::string description;
+  std::string source;  ///< file it was loaded from ("" for built in C++)
+  TensorConstraints activation;
+  TensorConstraints weight;
+  QDType bias_dtype = QDType::kInt32;
+  bool power_of_two_scale = false;
+  double scale_min = 0.0;
+  double scale_max = std::numeric_limits<double>::infinity();
+  std::vector<std::vector<std::string>> fusions;
+  std::map<std::string, OpConfig> ops;
+
+  /// The entry for op `name` (kFloat if not listed).
+  OpConfig op(const std::string& name) const;
+  /// True if `pattern` (op names, first to last) is a listed fusion.
+  bool has_fusion(const std::vector<std::string>& pattern) const;
+
+  /// Loads and validates a backend YAML file. Throws IoError if unreadable and
+  /// ConfigError "file:line:column: ..." for a syntax error, an unknown key, a
+  /// wrong type, a bad value or an unknown op name.
+  static BackendConfig load(const std::string& path);
+  /// Resolves a backend by name ("onednn", "reference", "example_accel": looked
+  /// up in `search_dirs`, then the source and install configs/backends folders)
+  /// or loads it from a path (anything containing '/' or ending in .yaml).
+  /// Throws ConfigError naming the backends available if none matches.
+  static BackendConfig resolve(const std::string& name_or_path, const std::vector<std::string>& search_dirs = {});
+};
+
+/// The op names a backend YAML may use (for validation and documentation).
+const std::vector<std::string>& known_op_names();
+
+}  // namespace qfx::quant

@@ -1,0 +1,212 @@
+#include "qfx/quant/backend_config.h"
+
+#include <algorithm>
+#include <cstdlib>
+#include <filesystem>
+
+#include "yaml_util.h"
+
+namespace qfx::quant {
+
+const char* op_kind_name(OpKind k) {
+  switch (k) {
+    case OpKind::kWeighted: return "weighted";
+    case OpKind::kQuantized: return "quantized";
+    case OpKind::kShare: return "share";
+    case OpKind::kFixed: return "fixed";
+    case OpKind::kFloat: return "float";
+  }
+  return "?";
+}
+
+const std::vector<std::string>& known_op_names() {
+  static const std::vector<std::string> names = {
+      "conv1d", "conv2d", "conv3d", "conv_transpose2d", "linear", "batchnorm1d", "batchnorm2d", "batchnorm3d",
+      "relu", "relu6", "hardtanh", "clamp", "leaky_relu", "hardswish", "hardsigmoid", "silu", "gelu", "sigmoid",
+      "tanh", "softmax", "max_pool2d", "avg_pool2d", "adaptive_avg_pool2d", "mean", "dropout", "identity",
+      "flatten", "reshape", "transpose", "permute", "layer_norm", "upsample", "add", "sub", "mul", "div", "cat",
+      "matmul", "pad", "squeeze", "unsqueeze"};
+  return names;
+}
+
+OpConfig BackendConfig::op(const std::string& name) const {
+  auto it = ops.find(name);
+  return it == ops.end() ? OpConfig{} : it->second;
+}
+
+bool BackendConfig::has_fusion(const std::vector<std::string>& pattern) const {
+  return std::find(fusions.begin(), fusions.end(), pattern) != fusions.end();
+}
+
+namespace {
+
+using namespace yaml;
+
+bool known_op(const std::string& n) {
+  const auto& k = known_op_names();
+  return std::find(k.begin(), k.end(), n) != k.end();
+}
+
+std::string list_str(const std::vector<std::string>& v) {
+  std::string s;
+  for (const auto& e : v) s += (s.empty() ? "" : ", ") + e;
+  return s;
+}
+
+TensorConstraints read_tensor(const std::string& path, const YAML::Node& n, const std::string& what, bool weight) {
+  TensorConstraints t;
+  check_keys(path, n, what, {"dtypes", "qschemes", "granularity", "ch_axis", "min_bits", "max_bits"});
+  auto dt = n["dtypes"];
+  if (!dt) bad(path, n, what + ".dtypes is required");
+  for (const auto& s : as_string_list(path, dt, what + ".dtypes")) {
+    if (s != "u8" && s != "s8") bad(path, dt, what + ".dtypes: '" + s + "' is not u8 or s8");
+    t.dtypes.push_back(parse_qdtype(s));
+  }
+  if (t.dtypes.empty()) bad(path, dt, what + ".dtypes must not be empty");
+  if (auto q = n["qschemes"]) {
+    for (const auto& s : as_string_list(path, q, what + ".qschemes")) {
+      if (s == "affine") t.qschemes.push_back(QScheme::kAffine);
+      else if (s == "symmetric") t.qschemes.push_back(QScheme::kSymmetric);
+      else bad(path, q, what + ".qschemes: '" + s + "' is not affine or symmetric");
+    }
+    if (t.qschemes.empty()) bad(path, q, what + ".qschemes must not be empty");
+  } else {
+    t.qschemes = {weight ? QScheme::kSymmetric : QScheme::kAffine};
+  }
+  if (auto g = n["granularity"]) {
+    if (!weight) bad(path, g, "granularity applies to weights only");
+    t.per_tensor_allowed = false;
+    bool first = true;
+    for (const auto& s : as_string_list(path, g, what + ".granularity")) {
+      if (s == "per_channel") t.per_channel_allowed = true;
+      else if (s == "per_tensor") t.per_tensor_allowed = true;
+      else bad(path, g, what + ".granularity: '" + s + "' is not per_channel or per_tensor");
+      if (first) t.per_channel_default = s == "per_channel";
+      first = false;
+    }
+    if (first) bad(path, g, what + ".granularity must not be empty");
+  }
+  if (auto a = n["ch_axis"]) t.ch_axis = as_int(path, a, what + ".ch_axis");
+  if (auto b = n["min_bits"]) {
+    t.min_bits = static_cast<int>(as_int(path, b, what + ".min_bits"));
+    if (t.min_bits < 2 || t.min_bits > 8) bad(path, b, what + ".min_bits must be between 2 and 8");
+  }
+  if (auto b = n["max_bits"]) {
+    t.max_bits = static_cast<int>(as_int(path, b, what + ".max_bits"));
+    if (t.max_bits < t.min_bits || t.max_bits > 8) bad(path, b, what + ".max_bits must be between min_bits and 8");
+  }
+  return t;
+}
+
+}  // namespace
+
+BackendConfig BackendConfig::load(const std::string& path) {
+  YAML::Node root = load_file(path);
+  if (!root.IsMap()) throw ConfigError(path + ": a backend file must be a YAML mapping");
+  check_keys(path, root, "the backend file",
+             {"name", "description", "activation", "weight", "bias", "scale", "fusions", "ops"});
+  BackendConfig b;
+  b.source = path;
+  if (!root["name"]) bad(path, root, "'name' is required");
+  b.name = as_string(path, root["name"], "name");
+  if (auto d = root["description"]) b.description = as_string(path, d, "description");
+  if (!root["activation"]) bad(path, root, "'activation' is required");
+  if (!root["weight"]) bad(path, root, "'weight' is required");
+  b.activation = read_tensor(path, root["activation"], "activation", false);
+  b.weight = read_tensor(path, root["weight"], "weight", true);
+  if (auto bi = root["bias"]) {
+    as_choice(path, bi, "bias dtype", {"s32"});
+    b.bias_dtype = QDType::kInt32;
+  }
+  if (auto sc = root["scale"]) {
+    check_keys(path, sc, "scale", {"power_of_two", "min", "max"});
+    if (auto p = sc["power_of_two"]) b.power_of_two_scale = as_bool(path, p, "scale.power_of_two");
+    if (auto mn = sc["min"]) {
+      b.scale_min = as_double(path, mn, "scale.min");
+      if (!(b.scale_min >= 0)) bad(path, mn, "scale.min must be >= 0");
+    }
+    if (auto mx = sc["max"]) {
+      b.scale_max = as_double(path, mx, "scale.max");
+      if (!(b.scale_max > b.scale_min)) bad(path, mx, "scale.max must be greater than scale.min");
+    }
+  }
+  if (auto f = root["fusions"]) {
+    if (!f.IsSequence()) bad(path, f, "fusions must be a list of op-name lists");
+    for (const auto& pat : f) {
+      auto names = as_string_list(path, pat, "a fusion pattern");
+      if (names.size() < 2) bad(path, pat, "a fusion pattern needs at least two ops");
+      for (const auto& n : names)
+        if (!known_op(n)) bad(path, pat, "unknown op '" + n + "' in fusion pattern (known: " + list_str(known_op_names()) + ")");
+      static const std::vector<std::string> heads = {"conv1d", "conv2d", "conv3d", "conv_transpose2d", "linear"};
+      if (std::find(heads.begin(), heads.end(), names[0]) == heads.end())
+        bad(path, pat, "a fusion pattern must start with a conv or linear op, not '" + names[0] + "'");
+      for (size_t i = 1; i < names.size(); ++i) {
+        const auto& n = names[i];
+        const bool bn = n.rfind("batchnorm", 0) == 0, act = n == "relu" || n == "relu6";
+        if (!(bn && i == 1) && !(act && i == names.size() - 1))
+          bad(path, pat, "fusion patterns are conv/linear [+ batchnorm] [+ relu|relu6]; '" + n + "' cannot be at position " + std::to_string(i + 1));
+      }
+      b.fusions.push_back(names);
+    }
+  }
+  if (auto ops = root["ops"]) {
+    if (!ops.IsMap()) bad(path, ops, "ops must be a mapping from op name to kind");
+    for (const auto& kv : ops) {
+      const std::string name = kv.first.as<std::string>();
+      if (!known_op(name)) bad(path, kv.first, "unknown op '" + name + "' (known: " + list_str(known_op_names()) + ")");
+      OpConfig oc;
+      const YAML::Node v = kv.second;
+      if (v.IsMap()) {
+        check_keys(path, v, "ops." + name, {"fixed"});
+        const YAML::Node r = v["fixed"];
+        if (!r.IsSequence() || r.size() != 2) bad(path, r, "ops." + name + ".fixed must be [lo, hi], the output range");
+        oc.kind = OpKind::kFixed;
+        oc.fixed_lo = static_cast<float>(as_double(path, r[0], "fixed range"));
+        oc.fixed_hi = static_cast<float>(as_double(path, r[1], "fixed range"));
+        if (!(oc.fixed_hi > oc.fixed_lo)) bad(path, r, "ops." + name + ".fixed: hi must be greater than lo");
+      } else {
+        const std::string k = as_choice(path, v, "op kind of '" + name + "'", {"weighted", "quantized", "share", "float"});
+        oc.kind = k == "weighted" ? OpKind::kWeighted
+                  : k == "quantized" ? OpKind::kQuantized
+                  : k == "share" ? OpKind::kShare
+                                 : OpKind::kFloat;
+        static const std::vector<std::string> weighted = {"conv1d", "conv2d", "conv3d", "conv_transpose2d", "linear"};
+        const bool is_w = std::find(weighted.begin(), weighted.end(), name) != weighted.end();
+        if (oc.kind == OpKind::kWeighted && !is_w) bad(path, v, "'" + name + "' has no weights; use quantized, share or float");
+        if (is_w && oc.kind != OpKind::kWeighted && oc.kind != OpKind::kFloat)
+          bad(path, v, "'" + name + "' has weights: use weighted or float");
+      }
+      b.ops[name] = oc;
+    }
+  }
+  return b;
+}
+
+BackendConfig BackendConfig::resolve(const std::string& name_or_path, const std::vector<std::string>& search_dirs) {
+  namespace fs = std::filesystem;
+  const bool is_path = name_or_path.find('/') != std::string::npos ||
+                       (name_or_path.size() > 5 && name_or_path.substr(name_or_path.size() - 5) == ".yaml");
+  if (is_path) return load(name_or_path);
+  std::vector<std::string> dirs = search_dirs;
+  if (const char* env = std::getenv("QFX_CONFIG_DIR")) dirs.push_back(std::string(env) + "/backends");
+#ifdef QFX_SOURCE_CONFIG_DIR
+  dirs.push_back(std::string(QFX_SOURCE_CONFIG_DIR) + "/backends");
+#endif
+#ifdef QFX_INSTALL_CONFIG_DIR
+  dirs.push_back(std::string(QFX_INSTALL_CONFIG_DIR) + "/backends");
+#endif
+  std::vector<std::string> available;
+  for (const auto& d : dirs) {
+    fs::path p = fs::path(d) / (name_or_path + ".yaml");
+    if (fs::exists(p)) return load(p.string());
+    std::error_code ec;
+    for (const auto& e : fs::directory_iterator(d, ec))
+      if (e.path().extension() == ".yaml") available.push_back(e.path().stem().string());
+  }
+  std::sort(available.begin(), available.end());
+  available.erase(std::unique(available.begin(), available.end()), available.end());
+  throw ConfigError("unknown backend '" + name_or_path + "' (available: " + list_str(available) +
+                    "; or give the path of a backend YAML file)");
+}
+
+}  // namespace qfx::quant

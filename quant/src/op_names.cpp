@@ -1,0 +1,108 @@
+#include "qfx/quant/op_names.h"
+
+#include <cctype>
+#include <map>
+
+#include "qfx/quant/fake_quantize.h"
+#include "qfx/quant/modules.h"
+
+namespace qfx::quant {
+namespace {
+
+std::string short_class(const std::string& qualified) {
+  const auto dot = qualified.rfind('.');
+  return dot == std::string::npos ? qualified : qualified.substr(dot + 1);
+}
+
+const std::map<std::string, std::string>& module_ops() {
+  static const std::map<std::string, std::string> m = {
+      {"Conv1d", "conv1d"}, {"Conv2d", "conv2d"}, {"Conv3d", "conv3d"}, {"ConvTranspose2d", "conv_transpose2d"},
+      {"Linear", "linear"}, {"BatchNorm1d", "batchnorm1d"}, {"BatchNorm2d", "batchnorm2d"},
+      {"BatchNorm3d", "batchnorm3d"}, {"ReLU", "relu"}, {"ReLU6", "relu6"}, {"LeakyReLU", "leaky_relu"},
+      {"Hardswish", "hardswish"}, {"Hardsigmoid", "hardsigmoid"}, {"SiLU", "silu"}, {"GELU", "gelu"},
+      {"Sigmoid", "sigmoid"}, {"Tanh", "tanh"}, {"Softmax", "softmax"}, {"MaxPool2d", "max_pool2d"},
+      {"AvgPool2d", "avg_pool2d"}, {"AdaptiveAvgPool2d", "adaptive_avg_pool2d"}, {"Dropout", "dropout"},
+      {"Identity", "identity"}, {"Flatten", "flatten"}, {"LayerNorm", "layer_norm"}, {"Upsample", "upsample"},
+  };
+  return m;
+}
+
+const std::map<std::string, std::string>& aten_aliases() {
+  static const std::map<std::string, std::string> m = {
+      {"view", "reshape"}, {"_softmax", "softmax"}, {"concat", "cat"}, {"mm", "matmul"}, {"bmm", "matmul"},
+      {"t", "transpose"}, {"feature_dropout", "dropout"}, {"upsample_nearest2d", "upsample"},
+      {"upsample_bilinear2d", "upsample"}, {"constant_pad_nd", "pad"}, {"contiguous", "identity"},
+      {"detach", "identity"}, {"clone", "identity"}, {"clamp_min", "clamp"}, {"clamp_max", "clamp"},
+      {"batch_norm", "batchnorm2d"},
+  };
+  return m;
+}
+
+bool const_equals(const fx::Node& n, size_t i, double v) {
+  if (n.args().size() <= i || !n.args()[i].is_const()) return false;
+  const auto& c = n.args()[i].value;
+  return (c.isDouble() && c.toDouble() == v) || (c.isInt() && static_cast<double>(c.toInt()) == v);
+}
+
+}  // namespace
+
+std::string node_module_path(const fx::Node& n) {
+  if (n.op() == fx::Opcode::kCallModule) return n.target();
+  auto it = n.meta().find("module_path");
+  return it != n.meta().end() && it->second.isString() ? it->second.toStringRef() : std::string();
+}
+
+std::string node_object_type(const fx::Node& n, const fx::GraphModule& gm) {
+  if (n.op() == fx::Opcode::kCallModule) {
+    auto m = gm.get_submodule(n.target());
+    auto it = n.meta().find("module_type");  // the original class, also after fusion
+    if (it != n.meta().end() && it->second.isString()) return short_class(it->second.toStringRef());
+    return m ? short_class(m->name()) : std::string();
+  }
+  return canonical_op_name(n, gm);
+}
+
+std::string canonical_op_name(const fx::Node& n, const fx::GraphModule& gm) {
+  switch (n.op()) {
+    case fx::Opcode::kPlaceholder:
+    case fx::Opcode::kGetAttr:
+    case fx::Opcode::kOutput:
+      return "";
+    case fx::Opcode::kCallMethod:
+      return "wrapped";
+    case fx::Opcode::kCallModule: {
+      auto m = gm.get_submodule(n.target());
+      if (auto* f = dynamic_cast<FusedConvLinear*>(m.get())) return f->base_op();
+      if (dynamic_cast<FakeQuantize*>(m.get()) || dynamic_cast<ObserverBase*>(m.get())) return "fake_quantize";
+      auto it = n.meta().find("module_type");
+      std::string cls = it != n.meta().end() && it->second.isString() ? short_class(it->second.toStringRef())
+                                                                    : (m ? short_class(m->name()) : "");
+      if (cls.size() > 4 && cls.compare(cls.size() - 4, 4, "Impl") == 0) cls.resize(cls.size() - 4);
+      auto mo = module_ops().find(cls);
+      if (mo != module_ops().end()) return mo->second;
+      std::string lower;
+      for (char c : cls) lower += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+      return lower.empty() ? "wrapped" : lower;
+    }
+    case fx::Opcode::kCallFunction:
+      break;
+  }
+  const std::string& t = n.target();
+  if (t == "getitem") return "getitem";
+  if (t.rfind("aten::", 0) != 0) return "wrapped";  // custom ops, wrapped functions
+  std::string name = t.substr(6);
+  const auto dot = name.find('.');
+  if (dot != std::string::npos) name.resize(dot);
+  if (name.size() > 1 && name.back() == '_' && name[name.size() - 2] != '_') name.pop_back();
+  if (name == "hardtanh" && const_equals(n, 1, 0.0) && const_equals(n, 2, 6.0)) return "relu6";
+  auto a = aten_aliases().find(name);
+  return a == aten_aliases().end() ? name : a->second;
+}
+
+bool produces_tensor(const fx::Node& n) {
+  auto it = n.meta().find("is_tensor");
+  if (it != n.meta().end() && it->second.isBool()) return it->second.toBool();
+  return n.op() == fx::Opcode::kCallModule;
+}
+
+}  // namespace qfx::quant

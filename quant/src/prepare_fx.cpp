@@ -1,0 +1,274 @@
+// prepare_fx / prepare_qat_fx: per-node qconfig, QAT module swaps, and FakeQuantize
+// (observer) insertion with shared and fixed qparams.
+#include <map>
+#include <set>
+#include <unordered_map>
+
+#include "pass_log.h"
+#include "qfx/error.h"
+#include "qfx/quant/fake_quantize.h"
+#include "qfx/quant/modules.h"
+#include "qfx/quant/op_names.h"
+#include "qfx/quant/passes.h"
+
+namespace qfx::quant {
+namespace {
+
+struct NodeInfo {
+  std::string op;
+  QConfigPtr qconfig;
+  std::string matched_by;
+  OpConfig op_config;
+  bool quantized = false;
+  std::string float_reason;
+};
+
+fx::CallFn fq_call_fn(const std::shared_ptr<FakeQuantize>& fq) {
+  return [fq](std::vector<c10::IValue>& a) -> c10::IValue { return fq->forward(a.at(0).toTensor()); };
+}
+
+class Preparer {
+ public:
+  Preparer(fx::GraphModule& gm, const QConfigMapping& mapping, const BackendConfig& backend, bool qat)
+      : gm_(gm), g_(gm.graph()), mapping_(mapping), backend_(backend), qat_(qat) {}
+
+  PassReport run() {
+    FuseOptions fo;
+    fo.qat = qat_;
+    PassReport fuse = fuse_fx(gm_, backend_, fo);
+    report_.changes = fuse.changes;
+    report_.declined = fuse.declined;
+    for (fx::Node* n : g_.nodes()) classify(n);
+    for (fx::Node* n : g_.nodes()) {
+      if (!info_.count(n) || !info_[n].quantized) continue;
+      observe_node(n);
+    }
+    finish_groups();
+    for (auto& kv : info_) {
+      fx::Node* n = kv.first;
+      const NodeInfo& i = kv.second;
+      n->meta()["qfx_op"] = i.op;
+      n->meta()["qfx_quantized"] = i.quantized;
+      n->meta()["qfx_qconfig"] = i.matched_by;
+      if (!i.quantized) n->meta()["qfx_float_reason"] = i.float_reason;
+    }
+    g_.lint();
+    log_pass(qat_ ? "prepare_qat_fx" : "prepare_fx", report_);
+    return report_;
+  }
+
+ private:
+  void classify(fx::Node* n) {
+    if (n->op() == fx::Opcode::kPlaceholder || n->op() == fx::Opcode::kGetAttr || n->op() == fx::Opcode::kOutput)
+      return;
+    NodeInfo i;
+    i.op = canonical_op_name(*n, gm_);
+    if (i.op == "getitem" || !produces_tensor(*n)) return;
+    i.qconfig = mapping_.resolve(node_module_path(*n), node_object_type(*n, gm_), &i.matched_by);
+    i.op_config = backend_.op(i.op);
+    if (i.op == "wrapped") {
+      i.float_reason = "wrapped call (kept whole, runs in float)";
+    } else if (!i.qconfig) {
+      i.float_reason = "qconfig is null (" + i.matched_by + ")";
+    } else if (i.op_config.kind == OpKind::kFloat) {
+      i.float_reason = backend_.ops.count(i.op) ? "backend '" + backend_.name + "' runs " + i.op + " in float"
+                                                 : "'" + i.op + "' is not an int8 op of backend '" + backend_.name + "'";
+    } else if (i.op_config.kind == OpKind::kWeighted && n->op() != fx::Opcode::kCallModule) {
+      i.float_reason = "functional " + i.op + " (weights are not a module parameter)";
+    } else {
+      i.quantized = true;
+    }
+    if (i.quantized && i.op_config.kind == OpKind::kWeighted) {
+      if (!swap_weighted(n, i)) {
+        i.quantized = false;
+      }
+    }
+    info_[n] = i;
+  }
+
+  // Weighted ops run as FusedConvLinear with a weight fake quantize.
+  bool swap_weighted(fx::Node* n, NodeInfo& i) {
+    auto m = gm_.get_submodule(n->target());
+    auto fused = std::dynamic_pointer_cast<FusedConvLinear>(m);
+    if (!fused) {
+      std::string why;
+      fused = FusedConvLinear::create(m, nullptr, FusedConvLinear::BnMode::kFold, FusedActivation::kNone, &why);
+      if (!fused) {
+        i.float_reason = why;
+        return false;
+      }
+      gm_.replace_submodule(n->target(), fused, fused_call_fn(fused));
+    }
+    ObserverSpec ws = resolve_tensor_qconfig(i.qconfig->weight, backend_, /*is_weight=*/true, qat_, n->name());
+    if (ws.spec.per_channel) ws.spec.ch_axis = fused->weight_out_axis();
+    auto obs = make_observer(ws);
+    obs->set_tensor_name(n->name() + ".weight");
+    auto fq = std::make_shared<FakeQuantize>(obs, qat_ && i.qconfig->weight.learnable);
+    fused->set_weight_fake_quant(fq);
+    report_.changes.push_back(n->name() + ": " + fused->type_name() + " with weight " + ws.spec.str() + " (" +
+                              observer_kind_name(ws.kind) + ")");
+    return true;
+  }
+
+  bool is_observed(fx::Node* v) const { return group_of_.count(v) != 0; }
+
+  // Inserts a FakeQuantize after `v` for the activation spec of `consumer`'s
+  // qconfig; every other user of `v` now reads the observed value.
+  std::string observe_value(fx::Node* v, fx::Node* consumer, const std::string& path_hint = "") {
+    const NodeInfo& ci = info_.at(consumer);
+    std::shared_ptr<FakeQuantize> fq;
+    if (ci.op_config.kind == OpKind::kFixed && v == consumer) {
+      ObserverSpec as = resolve_tensor_qconfig(ci.qconfig->activation, backend_, false, qat_, consumer->name());
+      auto obs = std::make_shared<FixedQParamsObserver>(as.spec, ci.op_config.fixed_lo, ci.op_config.fixed_hi);
+      obs->set_tensor_name(v->name());
+      fq = std::make_shared<FakeQuantize>(obs, false);
+    } else {
+      ObserverSpec as = resolve_tensor_qconfig(ci.qconfig->activation, backend_, false, qat_, consumer->name());
+      auto obs = make_observer(as);
+      obs->set_tensor_name(v->name());
+      fq = std::make_shared<FakeQuantize>(obs, qat_ && ci.qconfig->activation.learnable);
+    }
+    const std::string path = path_hint.empty() ? "activation_post_process_" + std::to_string(counter_++) : path_hint;
+    gm_.add_submodule(path, fq, fq_call_fn(fq));
+    insert_observer_call(v, path);
+    group_of_[v] = path;
+    return path;
+  }
+
+  fx::Node* insert_observer_call(fx::Node* v, const std::string& path) {
+    fx::Node* obs_node;
+    {
+      fx::Graph::InsertPoint ip(g_, fx::Graph::after(v));
+      obs_node = g_.call_module(path, {fx::Argument(v)}, {}, v->name() + "_post_process");
+    }
+    obs_node->meta()["is_tensor"] = true;
+    obs_node->meta()["qfx_observer_of"] = v->name();
+    for (fx::Node* u : std::vector<fx::Node*>(v->users()))
+      if (u != obs_node) u->replace_input_with(v, obs_node);
+    calls_[path].push_back(obs_node);
+    observed_by_[obs_node] = v;
+    return obs_node;
+  }
+
+  // The value node behind an observed input (the observer call's producer).
+  fx::Node* producer(fx::Node* arg) const {
+    auto it = observed_by_.find(arg);
+    return it == observed_by_.end() ? arg : it->second;
+  }
+
+  std::vector<fx::Node*> tensor_inputs(fx::Node* n, bool weighted) const {
+    std::vector<fx::Node*> out;
+    auto add = [&](fx::Node* a) {
+      if (produces_tensor(*producer(a)) || observed_by_.count(a)) out.push_back(a);
+    };
+    for (const auto& a : n->args()) {
+      if (a.is_node()) add(a.node);
+      else
+        for (const auto& it : a.items)
+          if (it.is_node()) add(it.node);
+      if (weighted) break;  // the activation input only
+    }
+    return out;
+  }
+
+  void observe_node(fx::Node* n) {
+    NodeInfo& i = info_[n];
+    const OpKind kind = i.op_config.kind;
+    std::vector<fx::Node*> inputs = tensor_inputs(n, kind == OpKind::kWeighted);
+    // 1. inputs: every tensor input of an int8 op must carry qparams.
+    for (fx::Node* a : inputs) {
+      fx::Node* p = producer(a);
+      if (observed_by_.count(a) || is_observed(p)) continue;
+      observe_value(p, n);
+    }
+    // 2. output.
+    switch (kind) {
+      case OpKind::kWeighted:
+      case OpKind::kQuantized:
+      case OpKind::kFixed:
+        observe_value(n, n);
+        break;
+      case OpKind::kShare: {
+        if (inputs.empty()) {
+          observe_value(n, n);
+          break;
+        }
+        // All inputs and the output share one FakeQuantize.
+        std::string root = find(group_of_.at(producer(inputs[0])));
+        for (size_t k = 1; k < inputs.size(); ++k) unite(root, group_of_.at(producer(inputs[k])));
+        insert_observer_call(n, root);
+        group_of_[n] = root;
+        break;
+      }
+      case OpKind::kFloat:
+        break;
+    }
+  }
+
+  std::string find(const std::string& p) {
+    auto it = parent_.find(p);
+    if (it == parent_.end() || it->second == p) return p;
+    return parent_[p] = find(it->second);
+  }
+  void unite(const std::string& keep, const std::string& other) {
+    const std::string a = find(keep), b = find(other);
+    if (a != b) parent_[b] = a;
+  }
+
+  // Retargets observer calls of merged groups to one module, removes the others.
+  void finish_groups() {
+    for (auto& kv : calls_) {
+      const std::string root = find(kv.first);
+      if (root == kv.first) continue;
+      for (fx::Node* c : kv.second) c->set_target(root);
+      gm_.remove_submodule(kv.first);
+      report_.changes.push_back("shared qparams: " + kv.first + " merged into " + root);
+    }
+  }
+
+  fx::GraphModule& gm_;
+  fx::Graph& g_;
+  const QConfigMapping& mapping_;
+  const BackendConfig& backend_;
+  bool qat_;
+  PassReport report_;
+  std::map<fx::Node*, NodeInfo> info_;
+  std::unordered_map<fx::Node*, std::string> group_of_;        // value -> FakeQuantize path
+  std::unordered_map<fx::Node*, fx::Node*> observed_by_;       // observer call -> value
+  std::map<std::string, std::vector<fx::Node*>> calls_;        // path -> observer calls
+  std::unordered_map<std::string, std::string> parent_;        // union-find over paths
+  int counter_ = 0;
+};
+
+}  // namespace
+
+PassReport prepare_fx(fx::GraphModule& gm, const QConfigMapping& mapping, const BackendConfig& backend,
+                      PrepareOptions options) {
+  Preparer p(gm, mapping, backend, options.qat);
+  PassReport r = p.run();
+  if (options.qat) {
+    gm.train(true);
+    set_quant_state(gm, QuantState::kFakeQuant);
+  } else {
+    gm.eval();
+    set_quant_state(gm, QuantState::kCalibration);
+  }
+  return r;
+}
+
+PassReport prepare_qat_fx(fx::GraphModule& gm, const QConfigMapping& mapping, const BackendConfig& backend) {
+  PrepareOptions o;
+  o.qat = true;
+  return prepare_fx(gm, mapping, backend, o);
+}
+
+std::vector<std::string> float_fallbacks(const fx::GraphModule& gm) {
+  std::vector<std::string> out;
+  for (const fx::Node* n : gm.graph().nodes()) {
+    auto it = n->meta().find("qfx_float_reason");
+    if (it != n->meta().end()) out.push_back(n->name() + ": " + it->second.toStringRef());
+  }
+  return out;
+}
+
+}  // namespace qfx::quant

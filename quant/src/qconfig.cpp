@@ -1,0 +1,213 @@
+#include "qfx/quant/qconfig.h"
+
+#include <algorithm>
+
+#include "yaml_util.h"
+
+namespace qfx::quant {
+
+ObserverSpec resolve_tensor_qconfig(const TensorQConfig& req, const BackendConfig& backend, bool is_weight,
+                                    bool qat, const std::string& node) {
+  const TensorConstraints& c = is_weight ? backend.weight : backend.activation;
+  const std::string what = std::string(is_weight ? "weight" : "activation") + " of node '" + node + "'";
+  auto fail = [&](const std::string& why) {
+    throw ConfigError("qconfig for the " + what + " cannot run on backend '" + backend.name + "': " + why);
+  };
+  const QDType dtype = req.dtype.value_or(c.dtypes.front());
+  if (std::find(c.dtypes.begin(), c.dtypes.end(), dtype) == c.dtypes.end()) {
+    std::string allowed;
+    for (auto d : c.dtypes) allowed += std::string(allowed.empty() ? "" : ", ") + qdtype_name(d);
+    fail(std::string("dtype ") + qdtype_name(dtype) + " is not supported (backend allows " + allowed + ")");
+  }
+  const QScheme scheme = req.qscheme.value_or(c.qschemes.front());
+  if (std::find(c.qschemes.begin(), c.qschemes.end(), scheme) == c.qschemes.end())
+    fail(std::string(qscheme_name(scheme)) + " quantization is not supported (backend requires " +
+         qscheme_name(c.qschemes.front()) + ")");
+  const bool pc = req.per_channel.value_or(is_weight && c.per_channel_default);
+  if (pc && !c.per_channel_allowed) fail("per-channel quantization is not supported (backend requires per-tensor)");
+  if (!pc && !c.per_tensor_allowed) fail("per-tensor quantization is not supported (backend requires per-channel)");
+  const int bits = req.bits.value_or(8);
+  if (bits < c.min_bits || bits > c.max_bits)
+    fail(std::to_string(bits) + "-bit quantization is outside the backend's " + std::to_string(c.min_bits) + ".." +
+         std::to_string(c.max_bits) + " bits");
+  ObserverSpec s;
+  try {
+    s.spec = QuantSpec::make(dtype, scheme, bits, req.narrow_range.value_or(false));
+  } catch (const std::invalid_argument& e) {
+    fail(e.what());
+  }
+  s.spec.per_channel = pc;
+  s.spec.ch_axis = pc ? c.ch_axis : 0;
+  s.spec.power_of_two = backend.power_of_two_scale;
+  s.spec.scale_min = backend.scale_min;
+  s.spec.scale_max = backend.scale_max;
+  ObserverKind kind;
+  if (req.observer) {
+    kind = *req.observer;
+  } else if (is_weight) {
+    kind = qat ? ObserverKind::kMovingAverageMinMax : ObserverKind::kMinMax;
+  } else {
+    kind = qat ? ObserverKind::kMovingAverageMinMax : ObserverKind::kHistogram;
+  }
+  // per_channel picks the per-channel form of a min/max observer.
+  if (pc) {
+    if (kind == ObserverKind::kMinMax) kind = ObserverKind::kPerChannelMinMax;
+    else if (kind == ObserverKind::kMovingAverageMinMax) kind = ObserverKind::kMovingAveragePerChannelMinMax;
+    else if (kind == ObserverKind::kHistogram) fail("the histogram observer is per-tensor; use minmax for per-channel");
+  } else {
+    if (kind == ObserverKind::kPerChannelMinMax || kind == ObserverKind::kMovingAveragePerChannelMinMax)
+      fail(std::string("observer '") + observer_kind_name(kind) + "' needs per_channel: true");
+  }
+  s.kind = kind;
+  if (kind == ObserverKind::kHistogram) {
+    s.algorithm = req.algorithm.value_or(Algorithm::kMSE);
+  } else {
+    if (req.algorithm && *req.algorithm != Algorithm::kMinMax)
+      fail(std::string("algorithm '") + algorithm_name(*req.algorithm) + "' needs observer: histogram (got " +
+           observer_kind_name(kind) + ")");
+    s.algorithm = Algorithm::kMinMax;
+  }
+  if (req.percentile) s.options.percentile = *req.percentile;
+  if (req.averaging_constant) s.averaging_constant = *req.averaging_constant;
+  if (req.bins) s.bins = *req.bins;
+  return s;
+}
+
+QConfigMapping& QConfigMapping::set_global(QConfigPtr q) {
+  global_ = std::move(q);
+  return *this;
+}
+QConfigMapping& QConfigMapping::set_object_type(const std::string& type, QConfigPtr q) {
+  object_type_.emplace_back(type, std::move(q));
+  return *this;
+}
+QConfigMapping& QConfigMapping::set_module_name_regex(const std::string& regex, QConfigPtr q) {
+  regex_.emplace_back(std::regex(regex), q);
+  regex_src_.emplace_back(regex, std::move(q));
+  return *this;
+}
+QConfigMapping& QConfigMapping::set_module_name(const std::string& name, QConfigPtr q) {
+  module_name_.emplace_back(name, std::move(q));
+  return *this;
+}
+
+QConfigPtr QConfigMapping::resolve(const std::string& module_path, const std::string& type,
+                                   std::string* matched_by) const {
+  // Exact module name, then each parent ("a.b.c", "a.b", "a").
+  std::string p = module_path;
+  while (!p.empty()) {
+    for (auto it = module_name_.rbegin(); it != module_name_.rend(); ++it) {
+      if (it->first == p) {
+        if (matched_by) *matched_by = "module_name:" + p;
+        return it->second;
+      }
+    }
+    const auto dot = p.rfind('.');
+    p = dot == std::string::npos ? std::string() : p.substr(0, dot);
+  }
+  for (size_t i = 0; i < regex_.size(); ++i) {
+    if (!module_path.empty() && std::regex_match(module_path, regex_[i].first)) {
+      if (matched_by) *matched_by = "module_name_regex:" + regex_src_[i].first;
+      return regex_[i].second;
+    }
+  }
+  for (auto it = object_type_.rbegin(); it != object_type_.rend(); ++it) {
+    if (it->first == type) {
+      if (matched_by) *matched_by = "module_type:" + type;
+      return it->second;
+    }
+  }
+  if (matched_by) *matched_by = "global";
+  return global_;
+}
+
+QConfigMapping QConfigMapping::default_mapping() { return QConfigMapping(); }
+
+namespace {
+
+using namespace yaml;
+
+TensorQConfig read_tensor_qconfig(const std::string& path, const YAML::Node& n, const std::string& what) {
+  TensorQConfig t;
+  if (!n || n.IsNull()) return t;
+  check_keys(path, n, what,
+             {"observer", "algorithm", "dtype", "qscheme", "granularity", "bits", "narrow_range", "percentile",
+              "averaging_constant", "bins", "learnable"});
+  if (auto o = n["observer"])
+    t.observer = parse_observer_kind(as_choice(path, o, what + ".observer",
+                                               {"minmax", "moving_average_minmax", "histogram"}));
+  if (auto a = n["algorithm"])
+    t.algorithm = parse_algorithm(as_choice(path, a, what + ".algorithm", {"minmax", "percentile", "entropy", "kl", "mse", "auto"}));
+  if (auto d = n["dtype"]) t.dtype = parse_qdtype(as_choice(path, d, what + ".dtype", {"u8", "s8"}));
+  if (auto q = n["qscheme"])
+    t.qscheme = as_choice(path, q, what + ".qscheme", {"affine", "symmetric"}) == "affine" ? QScheme::kAffine : QScheme::kSymmetric;
+  if (auto g = n["granularity"])
+    t.per_channel = as_choice(path, g, what + ".granularity", {"per_tensor", "per_channel"}) == "per_channel";
+  if (auto b = n["bits"]) {
+    const int64_t bits = as_int(path, b, what + ".bits");
+    if (bits < 2 || bits > 8) bad(path, b, what + ".bits must be between 2 and 8");
+    t.bits = static_cast<int>(bits);
+  }
+  if (auto r = n["narrow_range"]) t.narrow_range = as_bool(path, r, what + ".narrow_range");
+  if (auto p = n["percentile"]) {
+    const double v = as_double(path, p, what + ".percentile");
+    if (!(v >= 50 && v <= 100)) bad(path, p, what + ".percentile must be between 50 and 100");
+    t.percentile = v;
+  }
+  if (auto c = n["averaging_constant"]) {
+    const double v = as_double(path, c, what + ".averaging_constant");
+    if (!(v > 0 && v <= 1)) bad(path, c, what + ".averaging_constant must be in (0, 1]");
+    t.averaging_constant = v;
+  }
+  if (auto b = n["bins"]) {
+    const int64_t v = as_int(path, b, what + ".bins");
+    if (v < 16 || v > (1 << 20)) bad(path, b, what + ".bins must be between 16 and 1048576");
+    t.bins = v;
+  }
+  if (auto l = n["learnable"]) t.learnable = as_bool(path, l, what + ".learnable");
+  if (t.algorithm && *t.algorithm != Algorithm::kMinMax && t.observer && *t.observer != ObserverKind::kHistogram)
+    bad(path, n["algorithm"], what + ".algorithm '" + algorithm_name(*t.algorithm) + "' needs observer: histogram");
+  return t;
+}
+
+QConfigPtr read_qconfig(const std::string& path, const YAML::Node& n, const std::string& what) {
+  if (n.IsNull()) return nullptr;  // keep float
+  check_keys(path, n, what, {"activation", "weight"});
+  auto q = std::make_shared<QConfig>();
+  q->activation = read_tensor_qconfig(path, n["activation"], what + ".activation");
+  q->weight = read_tensor_qconfig(path, n["weight"], what + ".weight");
+  return q;
+}
+
+}  // namespace
+
+QConfigMapping QConfigMapping::load(const std::string& path) {
+  YAML::Node root = load_file(path);
+  QConfigMapping m;
+  if (!root.IsMap() || !root["qconfig"]) return m;
+  const YAML::Node q = root["qconfig"];
+  if (q.IsNull()) return m;
+  check_keys(path, q, "qconfig", {"global", "module_type", "module_name_regex", "module_name"});
+  if (auto g = q["global"]) m.set_global(read_qconfig(path, g, "qconfig.global"));
+  auto each = [&](const char* key, auto&& set) {
+    const YAML::Node sec = q[key];
+    if (!sec) return;
+    if (!sec.IsMap()) bad(path, sec, std::string("qconfig.") + key + " must be a mapping");
+    for (const auto& kv : sec) {
+      const std::string k = kv.first.as<std::string>();
+      set(k, read_qconfig(path, kv.second, std::string("qconfig.") + key + "." + k), kv.first);
+    }
+  };
+  each("module_type", [&](const std::string& k, QConfigPtr c, const YAML::Node&) { m.set_object_type(k, c); });
+  each("module_name_regex", [&](const std::string& k, QConfigPtr c, const YAML::Node& at) {
+    try {
+      m.set_module_name_regex(k, c);
+    } catch (const std::regex_error& e) {
+      bad(path, at, "bad regular expression '" + k + "': " + e.what());
+    }
+  });
+  each("module_name", [&](const std::string& k, QConfigPtr c, const YAML::Node&) { m.set_module_name(k, c); });
+  return m;
+}
+
+}  // namespace qfx::quant
