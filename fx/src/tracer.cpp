@@ -504,7 +504,8 @@ class TraceImpl {
   // submodule: one call_module node on that submodule.
   bool cxx_leaf_call(JNode* n, Env& env, const std::string& op) {
     static const std::unordered_set<std::string> kOps = {"aten::conv1d", "aten::conv2d", "aten::conv3d",
-                                                         "aten::_convolution", "aten::linear", "aten::batch_norm"};
+                                                         "aten::_convolution", "aten::conv_transpose2d", "aten::linear",
+                                                         "aten::batch_norm"};
     if (cxx_linear_pattern(n, env, op)) return true;
     if (cxx_leaves_.empty() || !kOps.count(op) || n->inputs().size() < 2) return false;
     const Sym& w = in(n, 1, env);
@@ -984,6 +985,7 @@ std::shared_ptr<GraphModule> trace_module(std::shared_ptr<torch::nn::Module> mod
     QFX_CXX_LEAF(Conv1dImpl, "conv.Conv1d")
     QFX_CXX_LEAF(Conv2dImpl, "conv.Conv2d")
     QFX_CXX_LEAF(Conv3dImpl, "conv.Conv3d")
+    QFX_CXX_LEAF(ConvTranspose2dImpl, "conv.ConvTranspose2d")
     QFX_CXX_LEAF(LinearImpl, "linear.Linear")
     QFX_CXX_LEAF(BatchNorm1dImpl, "batchnorm.BatchNorm1d")
     QFX_CXX_LEAF(BatchNorm2dImpl, "batchnorm.BatchNorm2d")

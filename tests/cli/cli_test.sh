@@ -51,6 +51,17 @@ check "unknown config key" 3 "bad.yaml:2:3: unknown key 'wrapp'" -- \
   "$QFX" inspect "$FIXTURES/wrap_example.pt" --config "$tmp/bad.yaml"
 check "missing config" 7 "missing.yaml: cannot open config" -- \
   "$QFX" inspect "$FIXTURES/wrap_example.pt" --config "$tmp/missing.yaml"
+check "prepare_fx on example_accel: conv+bn+relu fused, pow2 weights" 0 "ConvBnReLU2d with weight s8 symmetric .*per-tensor pow2" -- \
+  "$QFX" inspect "$FIXTURES/resnet18_scripted.pt" --backend example_accel --no-code
+check "prepare_fx: wrapped call stays float" 0 "_post_process: wrapped call" -- \
+  "$QFX" inspect "$FIXTURES/wrap_example.pt" --backend onednn --no-code
+check "prepare_qat_fx keeps batch norm for folding simulation" 0 "ConvBnReLU6_2d" -- \
+  "$QFX" inspect "$FIXTURES/mobilenet_v2_scripted.pt" --backend onednn --qat --no-code
+check "unknown backend lists the shipped ones" 3 "unknown backend 'tpu' \\(available: example_accel, onednn, reference" -- \
+  "$QFX" inspect "$FIXTURES/wrap_example.pt" --backend tpu
+printf 'qconfig:\n  global: {weight: {granularity: per_channel}}\n' > "$tmp/pc.yaml"
+check "per-channel qconfig on a per-tensor backend names node and constraint" 3 "weight of node 'conv1'.*per-channel" -- \
+  "$QFX" inspect "$FIXTURES/resnet18_scripted.pt" --backend example_accel --config "$tmp/pc.yaml"
 check "no arguments" 106 "model is required|required" -- "$QFX" inspect
 
 echo "$pass passed, $fail failed"

@@ -317,3 +317,55 @@ TEST(PrepareQatFx, TrainsThroughFakeQuantAndConvBn) {
   gm->forward(x);
   EXPECT_FALSE(at::equal(rm, net->bn1->running_mean));
 }
+
+TEST(FuseFx, EveryPatternFamilyFoldsExactly) {
+  struct AllImpl : torch::nn::Module {
+    AllImpl() {
+      c1 = register_module("c1", torch::nn::Conv1d(torch::nn::Conv1dOptions(3, 4, 3)));
+      b1 = register_module("b1", torch::nn::BatchNorm1d(4));
+      c3 = register_module("c3", torch::nn::Conv3d(torch::nn::Conv3dOptions(2, 3, 3).padding(1)));
+      b3 = register_module("b3", torch::nn::BatchNorm3d(3));
+      ct = register_module("ct", torch::nn::ConvTranspose2d(torch::nn::ConvTranspose2dOptions(3, 5, 3).stride(2)));
+      bt = register_module("bt", torch::nn::BatchNorm2d(5));
+      fc = register_module("fc", torch::nn::Linear(6, 7));
+      bf = register_module("bf", torch::nn::BatchNorm1d(7));
+      c6 = register_module("c6", torch::nn::Conv2d(torch::nn::Conv2dOptions(3, 4, 3).groups(1)));
+    }
+    torch::nn::Conv1d c1{nullptr};
+    torch::nn::BatchNorm1d b1{nullptr}, bf{nullptr};
+    torch::nn::Conv3d c3{nullptr};
+    torch::nn::BatchNorm3d b3{nullptr};
+    torch::nn::ConvTranspose2d ct{nullptr};
+    torch::nn::BatchNorm2d bt{nullptr};
+    torch::nn::Linear fc{nullptr};
+    torch::nn::Conv2d c6{nullptr};
+  };
+  torch::manual_seed(1);
+  auto m = std::make_shared<AllImpl>();
+  randomize_bn(*m);
+  m->eval();
+  auto fwd = [m](std::vector<c10::IValue> in) {
+    auto a = torch::relu(m->b1->forward(m->c1->forward(in[0].toTensor())));
+    auto b = m->b3->forward(m->c3->forward(in[1].toTensor()));
+    auto c = m->bt->forward(m->ct->forward(in[2].toTensor()));
+    auto d = m->bf->forward(m->fc->forward(in[3].toTensor()));
+    auto e = torch::hardtanh(m->c6->forward(in[2].toTensor()), 0.0, 6.0);
+    return c10::IValue(c10::ivalue::Tuple::create({a, b, c, d, e}));
+  };
+  std::vector<c10::IValue> in = {at::randn({2, 3, 9}), at::randn({1, 2, 4, 4, 4}), at::randn({2, 3, 5, 5}),
+                                 at::randn({4, 6})};
+  auto gm = fx::trace_module(m, fwd, in);
+  at::NoGradGuard ng;
+  auto before = gm->forward(in).toTupleRef().elements().vec();
+  auto report = fuse_fx(*gm, BackendConfig::resolve("onednn"));
+  auto after = gm->forward(in).toTupleRef().elements().vec();
+  EXPECT_EQ(report.changes.size(), 5u) << ::testing::PrintToString(report.changes);
+  for (const char* bn : {"batchnorm1d", "batchnorm2d", "batchnorm3d"})
+    EXPECT_TRUE(nodes_with_op(*gm, bn).empty()) << bn;
+  ASSERT_EQ(before.size(), after.size());
+  for (size_t i = 0; i < before.size(); ++i)
+    EXPECT_LE(test::rel_error(after[i].toTensor(), before[i].toTensor()), 1e-5) << "output " << i;
+  EXPECT_EQ(std::dynamic_pointer_cast<FusedConvLinear>(gm->get_submodule("c1"))->type_name(), "ConvBnReLU1d");
+  EXPECT_EQ(std::dynamic_pointer_cast<FusedConvLinear>(gm->get_submodule("fc"))->type_name(), "LinearBn1d");
+  EXPECT_EQ(std::dynamic_pointer_cast<FusedConvLinear>(gm->get_submodule("c6"))->type_name(), "ConvReLU6_2d");
+}

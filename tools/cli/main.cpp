@@ -6,11 +6,17 @@
 #include "qfx/error.h"
 #include "qfx/fx/tracer.h"
 #include "qfx/quant/config.h"
+#include "qfx/quant/passes.h"
 
 namespace {
 
+struct PrepareArgs {
+  std::string backend;  // empty: print the traced graph only
+  bool qat = false;
+};
+
 int run_inspect(const std::string& model, const std::vector<std::string>& wraps, const std::string& config,
-                bool train_mode, bool show_code) {
+                bool train_mode, bool show_code, const PrepareArgs& prep) {
   qfx::fx::TracerOptions opts;
   if (!config.empty()) opts = qfx::quant::load_tracer_config(config).options;
   for (const auto& w : wraps) opts.wrap.push_back(qfx::fx::WrapSpec::parse(w));
@@ -28,6 +34,18 @@ int run_inspect(const std::string& model, const std::vector<std::string>& wraps,
     std::cout << "# wrap:";
     for (const auto& w : tracer.effective_wrap()) std::cout << " " << w.str();
     std::cout << "\n";
+  }
+  if (!prep.backend.empty()) {
+    auto backend = qfx::quant::BackendConfig::resolve(prep.backend);
+    auto mapping = config.empty() ? qfx::quant::QConfigMapping::default_mapping() : qfx::quant::QConfigMapping::load(config);
+    auto report = prep.qat ? qfx::quant::prepare_qat_fx(*gm, mapping, backend)
+                           : qfx::quant::prepare_fx(*gm, mapping, backend);
+    std::cout << "# " << (prep.qat ? "prepare_qat_fx" : "prepare_fx") << " for backend '" << backend.name << "'\n";
+    for (const auto& c : report.changes) std::cout << "#   " << c << "\n";
+    for (const auto& d : report.declined) std::cout << "#   declined: " << d << "\n";
+    const auto fb = qfx::quant::float_fallbacks(*gm);
+    std::cout << "# float fallbacks: " << (fb.empty() ? "none" : "") << "\n";
+    for (const auto& f : fb) std::cout << "#   " << f << "\n";
   }
   std::cout << "\n";
   gm->print_tabular(std::cout);
@@ -51,6 +69,11 @@ int main(int argc, char** argv) {
   inspect->add_option("--config", config, "YAML config whose tracer section applies (tracer.wrap, ...)");
   inspect->add_flag("--train", train_mode, "Trace in train mode (default: eval)");
   inspect->add_flag("--no-code", no_code, "Print only the table, not the generated code");
+  PrepareArgs prep;
+  inspect->add_option("--backend", prep.backend,
+                      "Also run prepare_fx for this backend (onednn, reference, example_accel or a YAML path); "
+                      "the config's qconfig section applies");
+  inspect->add_flag("--qat", prep.qat, "With --backend: prepare_qat_fx instead of prepare_fx");
 
   try {
     app.parse(argc, argv);
@@ -59,7 +82,7 @@ int main(int argc, char** argv) {
   }
 
   try {
-    if (*inspect) return run_inspect(model, wraps, config, train_mode, !no_code);
+    if (*inspect) return run_inspect(model, wraps, config, train_mode, !no_code, prep);
   } catch (const qfx::Error& e) {
     std::cerr << "qfx: error: " << e.what() << "\n";
     return e.exit_code();

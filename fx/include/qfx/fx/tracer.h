@@ -99,7 +99,7 @@ using ForwardFn = std::function<c10::IValue(std::vector<c10::IValue>)>;
 /// Traces a C++ `torch::nn::Module` through libtorch's JIT tracer with example
 /// inputs (the module is traced in eval mode and its mode restored after).
 ///
-/// - Conv1d/2d/3d, Linear and BatchNorm1d/2d/3d submodules come back as call_module
+/// - Conv1d/2d/3d, ConvTranspose2d, Linear and BatchNorm1d/2d/3d submodules come back as call_module
 ///   nodes on the *same* submodule objects (recognised by their parameters); other
 ///   parameters and buffers become get_attr nodes with dotted names.
 /// - Functions registered with `fx::wrap` are recorded as one call_function node.
