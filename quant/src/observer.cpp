@@ -15,6 +15,23 @@ namespace {
 at::Tensor scalar(float v) { return at::full({}, v, at::TensorOptions().dtype(at::kFloat)); }
 constexpr float kInf = std::numeric_limits<float>::infinity();
 
+// Folds a batch's [lo, hi] into running statistics: the first batch is taken as
+// is; later ones by running min/max (c == 0) or by the moving average
+// m <- m + c * (batch - m) (torch.ao's MovingAverage*MinMaxObserver).
+void accumulate(at::Tensor& min_val, at::Tensor& max_val, const at::Tensor& lo, const at::Tensor& hi, bool first,
+                double c) {
+  if (first) {
+    min_val.resize_(lo.sizes()).copy_(lo);
+    max_val.resize_(hi.sizes()).copy_(hi);
+  } else if (c == 0) {
+    min_val.copy_(at::minimum(lo, min_val));
+    max_val.copy_(at::maximum(hi, max_val));
+  } else {
+    min_val.copy_(min_val + c * (lo - min_val));
+    max_val.copy_(max_val + c * (hi - max_val));
+  }
+}
+
 }  // namespace
 
 // --- ObserverBase ------------------------------------------------------------
@@ -68,8 +85,8 @@ at::Tensor MinMaxObserver::forward(const at::Tensor& x_in) {
   at::Tensor x = x_in.detach().to(at::kFloat);
   auto [lo, hi] = at::aminmax(x);
   check_finite(lo, hi);
-  min_val_.copy_(at::minimum(lo, min_val_));
-  max_val_.copy_(at::maximum(hi, max_val_));
+  const bool first = min_val_.item<float>() == kInf && max_val_.item<float>() == -kInf;
+  accumulate(min_val_, max_val_, lo, hi, first, c_);
   return x_in;
 }
 
@@ -87,24 +104,9 @@ void MinMaxObserver::reset() {
 }
 
 MovingAverageMinMaxObserver::MovingAverageMinMaxObserver(QuantSpec spec, double c)
-    : MinMaxObserver("MovingAverageMinMaxObserver", std::move(spec)), c_(c) {
+    : MinMaxObserver("MovingAverageMinMaxObserver", std::move(spec)) {
+  c_ = c;
   if (!(c > 0 && c <= 1)) throw std::invalid_argument("averaging_constant must be in (0, 1]");
-}
-
-at::Tensor MovingAverageMinMaxObserver::forward(const at::Tensor& x_in) {
-  if (x_in.numel() == 0) return x_in;
-  at::NoGradGuard ng;
-  at::Tensor x = x_in.detach().to(at::kFloat);
-  auto [lo, hi] = at::aminmax(x);
-  check_finite(lo, hi);
-  if (min_val_.item<float>() == kInf && max_val_.item<float>() == -kInf) {
-    min_val_.copy_(lo);
-    max_val_.copy_(hi);
-  } else {
-    min_val_.copy_(min_val_ + c_ * (lo - min_val_));
-    max_val_.copy_(max_val_ + c_ * (hi - max_val_));
-  }
-  return x_in;
 }
 
 // --- per channel ---------------------------------------------------------------
@@ -140,16 +142,11 @@ at::Tensor PerChannelMinMaxObserver::forward(const at::Tensor& x_in) {
   if (x_in.numel() == 0) return x_in;
   at::NoGradGuard ng;
   auto [lo, hi] = channel_aminmax(x_in);
-  if (min_val_.numel() == 0) {
-    min_val_.resize_(lo.sizes()).copy_(lo);
-    max_val_.resize_(hi.sizes()).copy_(hi);
-  } else {
-    if (min_val_.sizes() != lo.sizes())
-      throw DataError("per-channel observer of '" + tensor_name_ + "': channel count changed from " +
-                      std::to_string(min_val_.numel()) + " to " + std::to_string(lo.numel()));
-    min_val_.copy_(at::minimum(lo, min_val_));
-    max_val_.copy_(at::maximum(hi, max_val_));
-  }
+  const bool first = min_val_.numel() == 0;
+  if (!first && min_val_.sizes() != lo.sizes())
+    throw DataError("per-channel observer of '" + tensor_name_ + "': channel count changed from " +
+                    std::to_string(min_val_.numel()) + " to " + std::to_string(lo.numel()));
+  accumulate(min_val_, max_val_, lo, hi, first, c_);
   return x_in;
 }
 
@@ -174,22 +171,9 @@ void PerChannelMinMaxObserver::reset() {
 }
 
 MovingAveragePerChannelMinMaxObserver::MovingAveragePerChannelMinMaxObserver(QuantSpec spec, double c)
-    : PerChannelMinMaxObserver("MovingAveragePerChannelMinMaxObserver", std::move(spec)), c_(c) {
+    : PerChannelMinMaxObserver("MovingAveragePerChannelMinMaxObserver", std::move(spec)) {
+  c_ = c;
   if (!(c > 0 && c <= 1)) throw std::invalid_argument("averaging_constant must be in (0, 1]");
-}
-
-at::Tensor MovingAveragePerChannelMinMaxObserver::forward(const at::Tensor& x_in) {
-  if (x_in.numel() == 0) return x_in;
-  at::NoGradGuard ng;
-  auto [lo, hi] = channel_aminmax(x_in);
-  if (min_val_.numel() == 0) {
-    min_val_.resize_(lo.sizes()).copy_(lo);
-    max_val_.resize_(hi.sizes()).copy_(hi);
-  } else {
-    min_val_.copy_(min_val_ + c_ * (lo - min_val_));
-    max_val_.copy_(max_val_ + c_ * (hi - max_val_));
-  }
-  return x_in;
 }
 
 // --- HistogramObserver -----------------------------------------------------------

@@ -68,6 +68,7 @@ class MinMaxObserver : public ObserverBase {
  protected:
   MinMaxObserver(const std::string& type_name, QuantSpec spec);
   at::Tensor min_val_, max_val_;
+  double c_ = 0.0;  ///< moving-average constant; 0: running min/max
 };
 
 /// Exponential moving average of per-batch min/max (torch.ao
@@ -76,10 +77,6 @@ class MovingAverageMinMaxObserver : public MinMaxObserver {
  public:
   /// `averaging_constant`: c in (0, 1], torch.ao's default 0.01.
   explicit MovingAverageMinMaxObserver(QuantSpec spec, double averaging_constant = 0.01);
-  at::Tensor forward(const at::Tensor& x) override;
-
- private:
-  double c_;
 };
 
 /// Per-channel running min/max along `spec.ch_axis` (torch.ao PerChannelMinMaxObserver).
@@ -96,16 +93,13 @@ class PerChannelMinMaxObserver : public ObserverBase {
   /// [C] min and max along the channel axis of `x`.
   std::pair<at::Tensor, at::Tensor> channel_aminmax(const at::Tensor& x) const;
   at::Tensor min_val_, max_val_;  // [C]; empty before data
+  double c_ = 0.0;                // moving-average constant; 0: running min/max
 };
 
 /// Per-channel moving average (torch.ao MovingAveragePerChannelMinMaxObserver).
 class MovingAveragePerChannelMinMaxObserver : public PerChannelMinMaxObserver {
  public:
   explicit MovingAveragePerChannelMinMaxObserver(QuantSpec spec, double averaging_constant = 0.01);
-  at::Tensor forward(const at::Tensor& x) override;
-
- private:
-  double c_;
 };
 
 /// A `bins`-bin histogram of the observed values (default 2048) plus the exact
