@@ -33,3 +33,19 @@ else
   $SUDO apt-get update -qq
   $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
 fi
+
+# ONNX Runtime from npm (onnxruntime-node, CPU): the independent check of qfx's
+# runtime (tools/ort_check). Its install script only fetches GPU extras: skip it.
+ort_dir="$(cd "$(dirname "$0")" && pwd)/ort_check"
+if ! command -v npm >/dev/null 2>&1; then
+  SUDO=""; if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
+  echo "install_deps: installing nodejs npm (for tools/ort_check)"
+  $SUDO apt-get update -qq && $SUDO apt-get install -y -qq --no-install-recommends nodejs npm
+fi
+if [ ! -d "$ort_dir/node_modules/onnxruntime-node" ]; then
+  echo "install_deps: npm ci --ignore-scripts in tools/ort_check (onnxruntime-node)"
+  (cd "$ort_dir" && npm ci --ignore-scripts --no-audit --no-fund --loglevel=error) ||
+    echo "install_deps: WARNING: onnxruntime-node could not be installed; the ort_check test will be skipped"
+else
+  echo "install_deps: onnxruntime-node present"
+fi

@@ -37,6 +37,28 @@ Tensor::Tensor(std::vector<int64_t> shape, DType dtype) : shape_(std::move(shape
   std::memset(data_.get(), 0, n == 0 ? 1 : n);
 }
 
+Tensor::Tensor(std::vector<int64_t> shape, DType dtype, std::shared_ptr<uint8_t[]> storage)
+    : shape_(std::move(shape)), dtype_(dtype), data_(std::move(storage)) {
+  for (int64_t d : shape_) {
+    if (d < 0) throw DataError("tensor shape has a negative dimension: " + describe());
+  }
+}
+
+Tensor Tensor::view(std::vector<int64_t> shape) const {
+  Tensor t;
+  t.shape_ = std::move(shape);
+  t.dtype_ = dtype_;
+  t.data_ = data_;
+  if (t.numel() != numel()) throw DataError("cannot view " + describe() + " as " + t.describe());
+  return t;
+}
+
+Tensor Tensor::clone() const {
+  Tensor t(shape_, dtype_);
+  if (nbytes()) std::memcpy(t.raw(), raw(), nbytes());
+  return t;
+}
+
 int64_t Tensor::numel() const {
   int64_t n = 1;
   for (int64_t d : shape_) n *= d;

@@ -62,6 +62,22 @@ check "unknown backend lists the shipped ones" 3 "unknown backend 'tpu' \\(avail
 printf 'qconfig:\n  global: {weight: {granularity: per_channel}}\n' > "$tmp/pc.yaml"
 check "per-channel qconfig on a per-tensor backend names node and constraint" 3 "weight of node 'conv1'.*per-channel" -- \
   "$QFX" inspect "$FIXTURES/resnet18_scripted.pt" --backend example_accel --config "$tmp/pc.yaml"
+check "qfx run: float model, summary with argmax" 0 "output: \\[2, 1000\\] float32 .*argmax" -- \
+  "$QFX" run "$FIXTURES/onnx/resnet18.onnx" -i "$FIXTURES/onnx/resnet18.in.npy"
+check "qfx run: int8 QDQ model on the reference backend" 0 "5 int8" -- \
+  "$QFX" run "$FIXTURES/onnx/qdq_convnet.onnx" -i "input=$FIXTURES/onnx/qdq_convnet.in.npy" --backend reference -o "$tmp/q.npy"
+check "qfx run: saved output" 0 "NUMPY" -- bash -c "head -c 6 \"$tmp/q.npy\" | tail -c 5"
+check "qfx run: missing model" 7 "missing.onnx: cannot open ONNX model" -- \
+  "$QFX" run "$tmp/missing.onnx" -i "$FIXTURES/onnx/zoo.in.npy"
+head -c 1000 "$FIXTURES/onnx/resnet18.onnx" > "$tmp/trunc.onnx"
+check "qfx run: truncated model" 7 "trunc.onnx: not an ONNX model" -- \
+  "$QFX" run "$tmp/trunc.onnx" -i "$FIXTURES/onnx/zoo.in.npy"
+check "qfx run: unsupported op names node and op" 5 "Det 'det_1': op 'Det' is not supported" -- \
+  "$QFX" run "$FIXTURES/onnx/unsupported.onnx" -i "$FIXTURES/onnx/zoo.in.npy"
+check "qfx run: wrong input shape" 6 "input 'input' has shape \\[2, 3, 64, 64\\], the model expects \\[\\?, 3, 16, 16\\]" -- \
+  "$QFX" run "$FIXTURES/onnx/zoo.onnx" -i "$FIXTURES/onnx/resnet18.in.npy"
+check "qfx run: unknown input name" 6 "unknown input 'image'" -- \
+  "$QFX" run "$FIXTURES/onnx/zoo.onnx" -i "image=$FIXTURES/onnx/zoo.in.npy"
 check "no arguments" 106 "model is required|required" -- "$QFX" inspect
 
 echo "$pass passed, $fail failed"

@@ -1,12 +1,15 @@
 // The `qfx` command-line tool.
 #include <CLI/CLI.hpp>
 
+#include <algorithm>
 #include <iostream>
 
 #include "qfx/error.h"
 #include "qfx/fx/tracer.h"
 #include "qfx/quant/config.h"
 #include "qfx/quant/passes.h"
+#include "qfx/runtime/model.h"
+#include "qfx/runtime/npy.h"
 
 namespace {
 
@@ -53,6 +56,68 @@ int run_inspect(const std::string& model, const std::vector<std::string>& wraps,
   return 0;
 }
 
+// qfx run: one ONNX model on the runtime, inputs from .npy files.
+int run_model(const std::string& path, const std::vector<std::string>& input_args, const std::string& output,
+              const std::string& backend) {
+  qfx::runtime::ModelOptions mo;
+  mo.backend = backend;
+  auto model = qfx::runtime::Model::load(path, mo);
+  std::map<std::string, qfx::runtime::Tensor> inputs;
+  const auto& declared = model.inputs();
+  for (size_t i = 0; i < input_args.size(); ++i) {
+    std::string name, file = input_args[i];
+    const auto eq = file.find('=');
+    if (eq != std::string::npos) {
+      name = file.substr(0, eq);
+      file = file.substr(eq + 1);
+    } else {
+      if (i >= declared.size())
+        throw qfx::DataError("more --input files than the model has inputs (" + std::to_string(declared.size()) + ")");
+      name = declared[i].name;
+    }
+    inputs[name] = qfx::runtime::load_npy(file);
+  }
+  auto outs = model.run(inputs);
+  std::cout << "# " << path << " on " << model.backend() << ": " << model.total_ops() << " ops, " << model.int8_ops()
+            << " int8\n";
+  for (const auto& f : model.float_fallbacks()) std::cout << "#   float: " << f << "\n";
+  for (const auto& info : model.outputs()) {
+    const auto& t = outs.at(info.name);
+    std::cout << info.name << ": " << t.describe();
+    if (t.dtype() == qfx::runtime::DType::kFloat32 && t.numel() > 0) {
+      const float* d = t.data<float>();
+      double mn = d[0], mx = d[0], sum = 0;
+      for (int64_t i = 0; i < t.numel(); ++i) {
+        mn = std::min<double>(mn, d[i]);
+        mx = std::max<double>(mx, d[i]);
+        sum += d[i];
+      }
+      std::cout << " min " << mn << " max " << mx << " mean " << sum / static_cast<double>(t.numel());
+      if (t.shape().size() == 2) {
+        std::cout << " argmax";
+        const int64_t rows = std::min<int64_t>(t.shape()[0], 8), cols = t.shape()[1];
+        for (int64_t r = 0; r < rows; ++r)
+          std::cout << " " << (std::max_element(d + r * cols, d + (r + 1) * cols) - (d + r * cols));
+        if (t.shape()[0] > rows) std::cout << " ...";
+      }
+    }
+    std::cout << "\n";
+  }
+  if (!output.empty()) {
+    const auto& infos = model.outputs();
+    for (const auto& info : infos) {
+      std::string file = output;
+      if (infos.size() > 1) {
+        const std::string stem = file.size() > 4 && file.substr(file.size() - 4) == ".npy" ? file.substr(0, file.size() - 4) : file;
+        file = stem + "." + info.name + ".npy";
+      }
+      qfx::runtime::save_npy(file, outs.at(info.name));
+      std::cout << "wrote " << file << "\n";
+    }
+  }
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -75,6 +140,14 @@ int main(int argc, char** argv) {
                       "the config's qconfig section applies");
   inspect->add_flag("--qat", prep.qat, "With --backend: prepare_qat_fx instead of prepare_fx");
 
+  auto* run = app.add_subcommand("run", "Run an ONNX model (float or int8 QDQ) on the qfx runtime");
+  std::string onnx_path, run_output, run_backend = "onednn";
+  std::vector<std::string> run_inputs;
+  run->add_option("model", onnx_path, "ONNX model (opset 13..17)")->required();
+  run->add_option("--input,-i", run_inputs, "Input .npy file, in the model's input order, or NAME=FILE.npy")->required();
+  run->add_option("--output,-o", run_output, "Save the output as .npy (several outputs: OUT.<name>.npy each)");
+  run->add_option("--backend", run_backend, "onednn (default) or reference")->check(CLI::IsMember({"onednn", "reference"}));
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -83,6 +156,7 @@ int main(int argc, char** argv) {
 
   try {
     if (*inspect) return run_inspect(model, wraps, config, train_mode, !no_code, prep);
+    if (*run) return run_model(onnx_path, run_inputs, run_output, run_backend);
   } catch (const qfx::Error& e) {
     std::cerr << "qfx: error: " << e.what() << "\n";
     return e.exit_code();

@@ -27,6 +27,14 @@ class Tensor {
   /// Allocates a zero-filled tensor of `shape` (each dim >= 0) and `dtype`.
   /// Throws `qfx::DataError` for a negative dimension.
   Tensor(std::vector<int64_t> shape, DType dtype);
+  /// A tensor over existing bytes (no copy, no zeroing): `storage` must hold at
+  /// least `numel * dtype_size` bytes and stays alive as long as the tensor.
+  Tensor(std::vector<int64_t> shape, DType dtype, std::shared_ptr<uint8_t[]> storage);
+  /// The same bytes under another shape with the same number of elements.
+  /// Throws `qfx::DataError` if the element counts differ.
+  Tensor view(std::vector<int64_t> shape) const;
+  /// A deep copy with its own storage.
+  Tensor clone() const;
 
   /// Shape, outermost dimension first (e.g. `[N, C, H, W]`).
   const std::vector<int64_t>& shape() const { return shape_; }

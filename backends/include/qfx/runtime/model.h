@@ -1,0 +1,109 @@
+// The runtime: loads an ONNX model (float or int8 QDQ) and runs it on one backend.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "qfx/runtime/tensor.h"
+
+namespace qfx::runtime {
+
+/// Options of Model::load.
+struct ModelOptions {
+  /// "onednn" (oneDNN fp32 primitives where they apply, reference kernels
+  /// elsewhere) or "reference" (plain C++ kernels that define the arithmetic).
+  std::string backend = "onednn";
+  /// Match DequantizeLinear -> op -> QuantizeLinear groups into integer ops
+  /// (false: run every op in float, Q/DQ as written).
+  bool fuse_qdq = true;
+};
+
+/// A graph input or output as the model declares it (-1: dynamic dimension).
+struct TensorInfo {
+  std::string name;
+  DType dtype = DType::kFloat32;
+  std::vector<int64_t> shape;
+};
+
+/// What observer taps collect (see Model::set_taps).
+enum class TapKind {
+  kMinMax,           ///< per-tensor min and max
+  kPerChannelMinMax, ///< min and max per channel (axis 1)
+  kHistogram,        ///< a fixed-range histogram (see TapOptions)
+};
+
+/// Options of a histogram tap: `bins` bins over [lo, hi]; values outside land in
+/// the end bins (and are counted in `min`/`max`).
+struct TapOptions {
+  int64_t bins = 2048;
+  float lo = -1.0f;
+  float hi = 1.0f;
+};
+
+/// Statistics of one tapped tensor, accumulated over every `run` since `set_taps`.
+struct TapStats {
+  float min = 0, max = 0;                 ///< over all elements seen
+  std::vector<float> channel_min, channel_max;  ///< kPerChannelMinMax, [C]
+  std::vector<double> histogram;          ///< kHistogram counts, [bins]
+  int64_t count = 0;                      ///< elements seen
+};
+
+/// A loaded ONNX model, ready to run.
+///
+/// - Load: parses ONNX (opset 13..17), folds Constant/Identity, matches QDQ groups
+///   into int8 ops (QConv, QGemm, QMatMul, QAdd, QMul, QMaxPool, QGlobalAveragePool,
+///   QConcat, QRelu/QClip, and shape ops on integers); groups that cannot run in
+///   int8 stay float and are listed in `float_fallbacks()`. Static input shapes
+///   are planned at load.
+/// - Plan (per distinct input-shape signature, cached): kernels are built for the
+///   concrete shapes, weights packed, and every intermediate value gets a slot in
+///   one arena; values whose lifetimes do not overlap share memory.
+/// - Run: thread-safe. Each concurrent run takes a planned context from a pool;
+///   in steady state no intermediate tensor is allocated (outputs are returned in
+///   their own buffers).
+class Model {
+ public:
+  /// Loads `path`. Throws IoError (missing, truncated, not ONNX),
+  /// UnsupportedOpError (opset, custom domain, op or attribute outside the set,
+  /// naming the node and op) or DataError (inconsistent shapes).
+  static Model load(const std::string& path, const ModelOptions& options = {});
+
+  /// Runs the model. `inputs` maps each graph input name to a tensor of the
+  /// declared dtype and a shape matching the declared one (dynamic dims free).
+  /// Returns the outputs by name. Throws DataError naming the input for a missing
+  /// or unknown name, a wrong dtype or rank, or a mismatching static dimension.
+  std::map<std::string, Tensor> run(const std::map<std::string, Tensor>& inputs) const;
+
+  /// The graph inputs and outputs.
+  const std::vector<TensorInfo>& inputs() const;
+  const std::vector<TensorInfo>& outputs() const;
+  /// One line per QDQ group that stays float, with the reason.
+  const std::vector<std::string>& float_fallbacks() const;
+  /// Number of int8 ops after QDQ matching, and of ops in total.
+  int int8_ops() const;
+  int total_ops() const;
+  /// The backend's name.
+  const std::string& backend() const;
+
+  /// Collects statistics of the named float tensors (graph inputs or any node
+  /// output) on every following `run`, replacing earlier taps. Throws DataError
+  /// naming an unknown tensor.
+  void set_taps(const std::vector<std::string>& names, TapKind kind, TapOptions options = {});
+  /// The statistics collected so far, by tensor name.
+  std::map<std::string, TapStats> taps() const;
+  /// Clears the collected statistics (the taps stay).
+  void reset_taps();
+
+  Model(Model&&) noexcept;
+  Model& operator=(Model&&) noexcept;
+  ~Model();
+
+ private:
+  struct Impl;
+  explicit Model(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace qfx::runtime

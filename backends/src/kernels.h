@@ -1,0 +1,60 @@
+// Internal: kernels the Program runs. A kernel is built for concrete input shapes
+// (once per plan) and then run many times, from one thread at a time.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "ir.h"
+
+namespace qfx::runtime {
+
+using Shape = std::vector<int64_t>;
+
+/// Shape and dtype of one value.
+struct Meta {
+  Shape shape;
+  DType dtype = DType::kFloat32;
+};
+
+/// A kernel for one node at fixed input shapes.
+struct Kernel {
+  std::vector<Meta> outputs;  ///< output shapes/dtypes
+  /// Computes outputs from inputs (nullptr for an omitted optional input).
+  std::function<void(const std::vector<const Tensor*>& in, const std::vector<Tensor*>& out)> run;
+};
+
+/// Which kernels to build.
+enum class Backend { kReference, kOneDNN };
+
+/// Builds the kernel for `n` at input metas `in` (constant inputs, i.e.
+/// initializers, are given in `consts`, nullptr otherwise). Throws
+/// UnsupportedOpError naming the node and op for an op or attribute outside the
+/// supported set, DataError for inconsistent shapes.
+Kernel make_kernel(const ir::Node& n, const std::vector<Meta>& in, const std::vector<const Tensor*>& consts,
+                   Backend backend);
+
+/// oneDNN versions of Conv / Gemm / MatMul (fp32) and QConv / QGemm (int8);
+/// returns false when the configuration is not one oneDNN runs here (then the
+/// reference kernel is used).
+bool make_onednn_kernel(const ir::Node& n, const std::vector<Meta>& in, const std::vector<const Tensor*>& consts,
+                        Kernel* k);
+
+/// ONNX QuantizeLinear arithmetic: saturate(round_half_even(x / scale) + zp).
+inline int32_t quantize_value(float x, float scale, int32_t zp, int32_t qmin, int32_t qmax) {
+  float q = __builtin_nearbyintf(x / scale);
+  int64_t v = static_cast<int64_t>(q) + zp;
+  if (q != q) v = zp;
+  return static_cast<int32_t>(v < qmin ? qmin : (v > qmax ? qmax : v));
+}
+
+/// Requantization of an int32 accumulator with multiplier m = in_scale * w_scale / out_scale:
+/// saturate(round_half_even(float(acc) * m) + zp), the reference integer arithmetic.
+inline int32_t requantize(int32_t acc, float m, int32_t zp, int32_t qmin, int32_t qmax) {
+  int64_t v = static_cast<int64_t>(__builtin_nearbyintf(static_cast<float>(acc) * m)) + zp;
+  return static_cast<int32_t>(v < qmin ? qmin : (v > qmax ? qmax : v));
+}
+
+}  // namespace qfx::runtime

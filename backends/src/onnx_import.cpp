@@ -1,0 +1,174 @@
+// ONNX protobuf -> runtime IR.
+#include <onnx/onnx_pb.h>
+
+#include <cstring>
+#include <fstream>
+#include <set>
+#include <sstream>
+
+#include "ir.h"
+#include "qfx/error.h"
+
+namespace qfx::runtime::ir {
+
+int64_t Node::attr_i(const std::string& a, int64_t def) const {
+  auto it = attrs.find(a);
+  return it == attrs.end() ? def : it->second.i;
+}
+float Node::attr_f(const std::string& a, float def) const {
+  auto it = attrs.find(a);
+  return it == attrs.end() ? def : it->second.f;
+}
+std::vector<int64_t> Node::attr_ints(const std::string& a, std::vector<int64_t> def) const {
+  auto it = attrs.find(a);
+  return it == attrs.end() ? def : it->second.ints;
+}
+std::string Node::attr_s(const std::string& a, const std::string& def) const {
+  auto it = attrs.find(a);
+  return it == attrs.end() ? def : it->second.s;
+}
+
+namespace {
+
+DType onnx_dtype(int t, const std::string& what) {
+  switch (t) {
+    case onnx::TensorProto::FLOAT: return DType::kFloat32;
+    case onnx::TensorProto::INT8: return DType::kInt8;
+    case onnx::TensorProto::UINT8: return DType::kUInt8;
+    case onnx::TensorProto::INT32: return DType::kInt32;
+    case onnx::TensorProto::INT64: return DType::kInt64;
+    case onnx::TensorProto::BOOL: return DType::kBool;
+    default:
+      throw DataError(what + ": ONNX tensor type " + std::to_string(t) +
+                      " is not supported (float32, int8, uint8, int32, int64, bool)");
+  }
+}
+
+Tensor to_tensor(const onnx::TensorProto& tp, const std::string& file) {
+  const std::string what = file + ": tensor '" + tp.name() + "'";
+  if (tp.data_location() == onnx::TensorProto::EXTERNAL)
+    throw IoError(what + " uses external data, which qfx does not load (save the model with the data inside)");
+  std::vector<int64_t> shape(tp.dims().begin(), tp.dims().end());
+  Tensor t(shape, onnx_dtype(tp.data_type(), what));
+  const size_t n = static_cast<size_t>(t.numel());
+  if (tp.has_raw_data()) {
+    if (tp.raw_data().size() != t.nbytes())
+      throw IoError(what + " holds " + std::to_string(tp.raw_data().size()) + " bytes, expected " + std::to_string(t.nbytes()));
+    if (t.nbytes()) std::memcpy(t.raw(), tp.raw_data().data(), t.nbytes());
+    return t;
+  }
+  auto check = [&](size_t got) {
+    if (got != n) throw IoError(what + " holds " + std::to_string(got) + " values, expected " + std::to_string(n));
+  };
+  switch (t.dtype()) {
+    case DType::kFloat32:
+      check(static_cast<size_t>(tp.float_data_size()));
+      std::copy(tp.float_data().begin(), tp.float_data().end(), t.data<float>());
+      break;
+    case DType::kInt64:
+      check(static_cast<size_t>(tp.int64_data_size()));
+      std::copy(tp.int64_data().begin(), tp.int64_data().end(), t.data<int64_t>());
+      break;
+    case DType::kInt32:
+      check(static_cast<size_t>(tp.int32_data_size()));
+      std::copy(tp.int32_data().begin(), tp.int32_data().end(), t.data<int32_t>());
+      break;
+    case DType::kInt8:
+      check(static_cast<size_t>(tp.int32_data_size()));
+      for (size_t i = 0; i < n; ++i) t.data<int8_t>()[i] = static_cast<int8_t>(tp.int32_data(static_cast<int>(i)));
+      break;
+    case DType::kUInt8:
+    case DType::kBool:
+      check(static_cast<size_t>(tp.int32_data_size()));
+      for (size_t i = 0; i < n; ++i) t.data<uint8_t>()[i] = static_cast<uint8_t>(tp.int32_data(static_cast<int>(i)));
+      break;
+  }
+  return t;
+}
+
+ValueInfo to_value_info(const onnx::ValueInfoProto& v, const std::string& file) {
+  ValueInfo vi;
+  vi.name = v.name();
+  if (!v.type().has_tensor_type()) throw DataError(file + ": value '" + v.name() + "' is not a tensor");
+  const auto& tt = v.type().tensor_type();
+  vi.dtype = onnx_dtype(tt.elem_type(), file + ": value '" + v.name() + "'");
+  if (tt.has_shape())
+    for (const auto& d : tt.shape().dim()) vi.shape.push_back(d.has_dim_value() ? d.dim_value() : -1);
+  return vi;
+}
+
+}  // namespace
+
+Graph load_onnx(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  if (!f) throw IoError(path + ": cannot open ONNX model (missing or unreadable)");
+  std::stringstream ss;
+  ss << f.rdbuf();
+  const std::string bytes = ss.str();
+  onnx::ModelProto mp;
+  if (bytes.empty() || !mp.ParseFromString(bytes) || !mp.has_graph())
+    throw IoError(path + ": not an ONNX model (truncated or not protobuf ModelProto)");
+  Graph g;
+  g.path = path;
+  for (const auto& os : mp.opset_import()) {
+    if (os.domain().empty() || os.domain() == "ai.onnx") g.opset = os.version();
+  }
+  if (g.opset < 13 || g.opset > 17)
+    throw UnsupportedOpError(path + ": ONNX opset " + std::to_string(g.opset) + " is not supported (13 to 17)");
+  const auto& gp = mp.graph();
+  for (const auto& init : gp.initializer()) g.initializers[init.name()] = to_tensor(init, path);
+  for (const auto& in : gp.input())
+    if (!g.initializers.count(in.name())) g.inputs.push_back(to_value_info(in, path));
+  for (const auto& out : gp.output()) g.outputs.push_back(to_value_info(out, path));
+  for (const auto& np : gp.node()) {
+    if (!np.domain().empty() && np.domain() != "ai.onnx")
+      throw UnsupportedOpError(path + ": node '" + np.name() + "' (" + np.domain() + "::" + np.op_type() +
+                               ") is from a custom domain qfx does not run");
+    Node n;
+    n.op = np.op_type();
+    n.name = np.name().empty() ? (np.output_size() ? np.output(0) : n.op) : np.name();
+    n.inputs.assign(np.input().begin(), np.input().end());
+    n.outputs.assign(np.output().begin(), np.output().end());
+    for (const auto& ap : np.attribute()) {
+      Attr a;
+      switch (ap.type()) {
+        case onnx::AttributeProto::INT: a.kind = Attr::Kind::kInt; a.i = ap.i(); break;
+        case onnx::AttributeProto::FLOAT: a.kind = Attr::Kind::kFloat; a.f = ap.f(); break;
+        case onnx::AttributeProto::INTS: a.kind = Attr::Kind::kInts; a.ints.assign(ap.ints().begin(), ap.ints().end()); break;
+        case onnx::AttributeProto::FLOATS: a.kind = Attr::Kind::kFloats; a.floats.assign(ap.floats().begin(), ap.floats().end()); break;
+        case onnx::AttributeProto::STRING: a.kind = Attr::Kind::kString; a.s = ap.s(); break;
+        case onnx::AttributeProto::TENSOR: a.kind = Attr::Kind::kTensor; a.t = to_tensor(ap.t(), path); break;
+        default: continue;  // graphs, sparse tensors: not used by supported ops
+      }
+      n.attrs[ap.name()] = std::move(a);
+    }
+    g.nodes.push_back(std::move(n));
+  }
+  return g;
+}
+
+void simplify(Graph& g) {
+  std::vector<Node> kept;
+  std::map<std::string, std::string> alias;
+  auto resolve = [&](const std::string& v) {
+    auto it = alias.find(v);
+    return it == alias.end() ? v : it->second;
+  };
+  std::set<std::string> outputs;
+  for (const auto& o : g.outputs) outputs.insert(o.name);
+  for (auto& n : g.nodes) {
+    for (auto& i : n.inputs) i = resolve(i);
+    if (n.op == "Constant" && n.has("value") && n.outputs.size() == 1) {
+      g.initializers[n.outputs[0]] = n.attrs.at("value").t;
+      continue;
+    }
+    if (n.op == "Identity" && n.inputs.size() == 1 && !outputs.count(n.outputs[0])) {
+      alias[n.outputs[0]] = n.inputs[0];
+      continue;
+    }
+    kept.push_back(std::move(n));
+  }
+  g.nodes = std::move(kept);
+}
+
+}  // namespace qfx::runtime::ir

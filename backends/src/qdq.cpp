@@ -1,0 +1,295 @@
+// QDQ matching: DequantizeLinear -> op -> QuantizeLinear groups become int8 ops.
+#include <map>
+#include <optional>
+#include <set>
+
+#include "ir.h"
+
+namespace qfx::runtime::ir {
+namespace {
+
+struct Ctx {
+  Graph& g;
+  std::map<std::string, size_t> producer;
+  std::map<std::string, int> uses;
+  std::set<std::string> graph_outputs;
+  std::vector<bool> removed;
+
+  explicit Ctx(Graph& gr) : g(gr), removed(gr.nodes.size(), false) {
+    for (size_t i = 0; i < g.nodes.size(); ++i) {
+      for (const auto& o : g.nodes[i].outputs) producer[o] = i;
+      for (const auto& in : g.nodes[i].inputs)
+        if (!in.empty()) ++uses[in];
+    }
+    for (const auto& o : g.outputs) graph_outputs.insert(o.name);
+  }
+
+  const Tensor* init(const std::string& name) const {
+    auto it = g.initializers.find(name);
+    return it == g.initializers.end() ? nullptr : &it->second;
+  }
+
+  // qparams of a Q/DQ node from its constant scale / zero point inputs.
+  std::optional<QInfo> qparams(const Node& n, DType fallback) const {
+    const Tensor* s = n.inputs.size() > 1 ? init(n.inputs[1]) : nullptr;
+    if (!s || s->dtype() != DType::kFloat32) return std::nullopt;
+    QInfo q;
+    q.scale.assign(s->data<float>(), s->data<float>() + s->numel());
+    q.dtype = fallback;
+    if (n.inputs.size() > 2 && !n.inputs[2].empty()) {
+      const Tensor* z = init(n.inputs[2]);
+      if (!z) return std::nullopt;
+      q.dtype = z->dtype();
+      for (int64_t i = 0; i < z->numel(); ++i)
+        q.zero_point.push_back(z->dtype() == DType::kUInt8 ? z->data<uint8_t>()[i]
+                               : z->dtype() == DType::kInt8 ? z->data<int8_t>()[i]
+                                                            : z->data<int32_t>()[i]);
+    } else {
+      q.zero_point.assign(q.scale.size(), 0);
+    }
+    q.axis = n.attr_i("axis", 1);
+    if (q.dtype != DType::kUInt8 && q.dtype != DType::kInt8 && q.dtype != DType::kInt32) return std::nullopt;
+    return q;
+  }
+
+  // The DequantizeLinear producing `value`: (node index, its quantized input, qparams).
+  struct DQ {
+    size_t node;
+    std::string quantized;
+    QInfo q;
+  };
+  std::optional<DQ> dq(const std::string& value) const {
+    auto it = producer.find(value);
+    if (it == producer.end() || removed[it->second]) return std::nullopt;
+    const Node& n = g.nodes[it->second];
+    if (n.op != "DequantizeLinear") return std::nullopt;
+    auto q = qparams(n, DType::kUInt8);
+    if (!q) return std::nullopt;
+    return DQ{it->second, n.inputs[0], *q};
+  }
+
+  // The single consumer of `value` (nullopt if several, none, or a graph output).
+  std::optional<size_t> only_consumer(const std::string& value) const {
+    if (graph_outputs.count(value) || uses.count(value) == 0 || uses.at(value) != 1) return std::nullopt;
+    for (size_t i = 0; i < g.nodes.size(); ++i) {
+      if (removed[i]) continue;
+      for (const auto& in : g.nodes[i].inputs)
+        if (in == value) return i;
+    }
+    return std::nullopt;
+  }
+
+  // Follows `node`'s output through an optional Relu/Clip to a QuantizeLinear.
+  struct Tail {
+    std::vector<size_t> absorbed;  // act node (if any) and the Q node
+    std::string output;
+    QInfo q;
+    std::string act;
+    float lo = 0, hi = 0;
+  };
+  std::optional<Tail> tail(size_t node, bool allow_act) const {
+    Tail t;
+    std::string v = g.nodes[node].outputs.at(0);
+    auto c = only_consumer(v);
+    if (!c) return std::nullopt;
+    const Node* cn = &g.nodes[*c];
+    if (allow_act && (cn->op == "Relu" || cn->op == "Clip")) {
+      if (cn->op == "Clip") {
+        t.lo = -3.4e38f;
+        t.hi = 3.4e38f;
+        if (cn->inputs.size() > 1 && !cn->inputs[1].empty()) {
+          const Tensor* lo = init(cn->inputs[1]);
+          if (!lo) return std::nullopt;
+          t.lo = lo->data<float>()[0];
+        }
+        if (cn->inputs.size() > 2 && !cn->inputs[2].empty()) {
+          const Tensor* hi = init(cn->inputs[2]);
+          if (!hi) return std::nullopt;
+          t.hi = hi->data<float>()[0];
+        }
+      }
+      t.act = cn->op;
+      t.absorbed.push_back(*c);
+      c = only_consumer(cn->outputs.at(0));
+      if (!c) return std::nullopt;
+      cn = &g.nodes[*c];
+    }
+    if (cn->op != "QuantizeLinear") return std::nullopt;
+    auto q = qparams(*cn, DType::kUInt8);
+    if (!q || q->per_channel() || q->dtype == DType::kInt32) return std::nullopt;
+    t.absorbed.push_back(*c);
+    t.output = cn->outputs.at(0);
+    t.q = *q;
+    return t;
+  }
+
+  void replace(size_t i, Node fused, const Tail& t) {
+    fused.out_q = t.q;
+    fused.fused_act = t.act;
+    fused.clip_lo = t.lo;
+    fused.clip_hi = t.hi;
+    fused.outputs = {t.output};
+    for (size_t a : t.absorbed) removed[a] = true;
+    for (const auto& in : g.nodes[i].inputs)
+      if (!in.empty()) --uses[in];
+    for (const auto& in : fused.inputs)
+      if (!in.empty()) ++uses[in];
+    g.nodes[i] = std::move(fused);
+  }
+};
+
+bool same_q(const QInfo& a, const QInfo& b) {
+  return a.scale == b.scale && a.zero_point == b.zero_point && a.dtype == b.dtype;
+}
+
+}  // namespace
+
+std::vector<std::string> fuse_qdq(Graph& g) {
+  Ctx c(g);
+  std::vector<std::string> report;
+  for (size_t i = 0; i < g.nodes.size(); ++i) {
+    if (c.removed[i]) continue;
+    const Node n = g.nodes[i];
+    const std::string& op = n.op;
+    auto d0 = n.inputs.empty() ? std::nullopt : c.dq(n.inputs[0]);
+    if (!d0) continue;  // not fed by a dequantize: a float op
+    const bool candidate = op == "Conv" || op == "Gemm" || op == "MatMul" || op == "Add" || op == "Mul" ||
+                           op == "MaxPool" || op == "GlobalAveragePool" || op == "Concat" || op == "Relu" ||
+                           op == "Clip" || op == "Flatten" || op == "Reshape" || op == "Squeeze" ||
+                           op == "Unsqueeze" || op == "Transpose";
+    std::string why;
+    if (!candidate) {
+      if (c.tail(i, false)) report.push_back(n.label() + ": no int8 kernel for this op; runs in float between DQ and Q");
+      continue;
+    }
+    if (d0->q.per_channel() || d0->q.dtype == DType::kInt32) {
+      report.push_back(n.label() + ": per-channel or int32 activation qparams; runs in float");
+      continue;
+    }
+    if (op == "Conv" || op == "Gemm" || op == "MatMul") {
+      auto dw = n.inputs.size() > 1 ? c.dq(n.inputs[1]) : std::nullopt;
+      const Tensor* w = dw ? c.init(dw->quantized) : nullptr;
+      auto t = c.tail(i, op != "MatMul");
+      if (!dw || !w || !t) {
+        if (t) report.push_back(n.label() + ": weights are not a dequantized constant; runs in float");
+        continue;
+      }
+      if (op == "Gemm" && (n.attr_i("transA", 0) != 0 || n.attr_f("alpha", 1) != 1 || n.attr_f("beta", 1) != 1)) {
+        report.push_back(n.label() + ": Gemm with transA/alpha/beta; runs in float");
+        continue;
+      }
+      // Per-channel weights must be quantized along the output channel.
+      const int64_t out_axis = op == "Conv" ? 0 : (op == "Gemm" && n.attr_i("transB", 0) != 0 ? 0 : 1);
+      if (dw->q.per_channel() && (dw->q.axis < 0 ? dw->q.axis + static_cast<int64_t>(w->shape().size()) : dw->q.axis) != out_axis) {
+        report.push_back(n.label() + ": per-channel weights on an axis other than the output channel; runs in float");
+        continue;
+      }
+      std::string bias;
+      if (n.inputs.size() > 2 && !n.inputs[2].empty()) {
+        auto db = c.dq(n.inputs[2]);
+        if (db && c.init(db->quantized) && c.init(db->quantized)->dtype() == DType::kInt32) bias = db->quantized;
+        else if (c.init(n.inputs[2])) bias = n.inputs[2];
+        else {
+          report.push_back(n.label() + ": bias is not constant; runs in float");
+          continue;
+        }
+      }
+      Node f = n;
+      f.op = op == "Conv" ? "QConv" : op == "Gemm" ? "QGemm" : "QMatMul";
+      f.inputs = {d0->quantized, dw->quantized};
+      if (!bias.empty()) f.inputs.push_back(bias);
+      f.in_q = {d0->q, dw->q};
+      c.replace(i, f, *t);
+      continue;
+    }
+    if (op == "Add" || op == "Mul") {
+      auto d1 = n.inputs.size() > 1 ? c.dq(n.inputs[1]) : std::nullopt;
+      auto t = c.tail(i, op == "Add");
+      if (!d1 || !t || d1->q.per_channel()) continue;
+      Node f = n;
+      f.op = op == "Add" ? "QAdd" : "QMul";
+      f.inputs = {d0->quantized, d1->quantized};
+      f.in_q = {d0->q, d1->q};
+      c.replace(i, f, *t);
+      continue;
+    }
+    if (op == "Concat") {
+      std::vector<std::string> ins;
+      std::vector<QInfo> qs;
+      bool ok = true;
+      for (const auto& in : n.inputs) {
+        auto d = c.dq(in);
+        if (!d || d->q.per_channel()) { ok = false; break; }
+        ins.push_back(d->quantized);
+        qs.push_back(d->q);
+      }
+      auto t = c.tail(i, false);
+      if (!ok || !t) continue;
+      Node f = n;
+      f.op = "QConcat";
+      f.inputs = ins;
+      f.in_q = qs;
+      c.replace(i, f, *t);
+      continue;
+    }
+    auto t = c.tail(i, false);
+    if (!t) continue;
+    Node f = n;
+    f.inputs[0] = d0->quantized;
+    f.in_q = {d0->q};
+    if (op == "Relu" || op == "Clip") {
+      f.op = op == "Relu" ? "QRelu" : "QClip";
+      if (op == "Clip") {
+        Ctx::Tail tt = *t;
+        tt.act = "Clip";
+        tt.lo = -3.4e38f;
+        tt.hi = 3.4e38f;
+        if (n.inputs.size() > 1 && !n.inputs[1].empty() && c.init(n.inputs[1])) tt.lo = c.init(n.inputs[1])->data<float>()[0];
+        if (n.inputs.size() > 2 && !n.inputs[2].empty() && c.init(n.inputs[2])) tt.hi = c.init(n.inputs[2])->data<float>()[0];
+        f.inputs.resize(1);
+        c.replace(i, f, tt);
+      } else {
+        Ctx::Tail tt = *t;
+        tt.act = "Relu";
+        c.replace(i, f, tt);
+      }
+      continue;
+    }
+    if (op == "GlobalAveragePool") {
+      f.op = "QGlobalAveragePool";
+      c.replace(i, f, *t);
+      continue;
+    }
+    // MaxPool and shape ops move integers: only with identical qparams on both sides.
+    if (!same_q(d0->q, t->q)) {
+      report.push_back(n.label() + ": input and output qparams differ; runs in float");
+      continue;
+    }
+    c.replace(i, f, *t);
+  }
+  // Drop what no one reads any more (dequantized weights, absorbed Q nodes).
+  std::vector<Node> kept;
+  bool changed = true;
+  while (changed) {
+    changed = false;
+    std::map<std::string, int> uses;
+    for (size_t i = 0; i < g.nodes.size(); ++i)
+      if (!c.removed[i])
+        for (const auto& in : g.nodes[i].inputs) ++uses[in];
+    for (size_t i = 0; i < g.nodes.size(); ++i) {
+      if (c.removed[i]) continue;
+      bool used = false;
+      for (const auto& o : g.nodes[i].outputs) used |= uses.count(o) || c.graph_outputs.count(o);
+      if (!used) {
+        c.removed[i] = true;
+        changed = true;
+      }
+    }
+  }
+  for (size_t i = 0; i < g.nodes.size(); ++i)
+    if (!c.removed[i]) kept.push_back(std::move(g.nodes[i]));
+  g.nodes = std::move(kept);
+  return report;
+}
+
+}  // namespace qfx::runtime::ir

@@ -1,0 +1,171 @@
+// The runtime on ONNX models exported from PyTorch and on QDQ int8 graphs: outputs
+// against PyTorch's, int8 against the float QDQ semantics, errors, threads, taps.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <thread>
+
+#include "qfx/error.h"
+#include "qfx/runtime/model.h"
+#include "qfx/runtime/npy.h"
+
+using namespace qfx::runtime;
+
+namespace {
+
+std::string onnx_dir() { return std::string(QFX_FIXTURE_DIR) + "/onnx/"; }
+
+double max_rel(const Tensor& a, const Tensor& b) {
+  EXPECT_EQ(a.shape(), b.shape());
+  double num = 0, den = 1e-12;
+  for (int64_t i = 0; i < a.numel(); ++i) {
+    num = std::max(num, std::abs(static_cast<double>(a.data<float>()[i]) - b.data<float>()[i]));
+    den = std::max(den, std::abs(static_cast<double>(b.data<float>()[i])));
+  }
+  return num / den;
+}
+
+double max_abs(const Tensor& a, const Tensor& b) {
+  double m = 0;
+  for (int64_t i = 0; i < a.numel(); ++i) m = std::max(m, std::abs(static_cast<double>(a.data<float>()[i]) - b.data<float>()[i]));
+  return m;
+}
+
+Tensor run1(const Model& m, const Tensor& x) { return m.run({{m.inputs()[0].name, x}}).begin()->second; }
+
+template <typename E>
+std::string error_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const E& e) {
+    return e.what();
+  }
+  return "(no error of the expected type)";
+}
+
+}  // namespace
+
+TEST(Runtime, FloatModelsMatchPyTorch) {
+  for (const char* name : {"resnet18", "mobilenet_v2", "zoo"}) {
+    Tensor x = load_npy(onnx_dir() + name + ".in.npy");
+    Tensor ref = load_npy(onnx_dir() + name + ".torch.npy");
+    for (const char* backend : {"reference", "onednn"}) {
+      ModelOptions o;
+      o.backend = backend;
+      Model m = Model::load(onnx_dir() + name + ".onnx", o);
+      EXPECT_LE(max_rel(run1(m, x), ref), 1e-4) << name << " on " << backend;
+    }
+  }
+}
+
+TEST(Runtime, DynamicBatchPlansPerShape) {
+  Model m = Model::load(onnx_dir() + "resnet18.onnx");
+  Tensor x = load_npy(onnx_dir() + "resnet18.in.npy");  // [2, 3, 64, 64]
+  Tensor y2 = run1(m, x);
+  Tensor x1 = x.view({2, 3, 64, 64}).clone();
+  Tensor one({1, 3, 64, 64}, DType::kFloat32);
+  std::copy(x.data<float>(), x.data<float>() + one.numel(), one.data<float>());
+  Tensor y1 = run1(m, one);
+  ASSERT_EQ(y1.shape(), (std::vector<int64_t>{1, 1000}));
+  for (int64_t j = 0; j < 1000; ++j) EXPECT_NEAR(y1.data<float>()[j], y2.data<float>()[j], 1e-4);
+}
+
+TEST(Runtime, QdqGroupsRunInInt8AndMatchTheFloatQdqSemantics) {
+  for (const char* name : {"qdq_convnet", "qdq_s8"}) {
+    Tensor x = load_npy(onnx_dir() + name + ".in.npy");
+    ModelOptions unfused;
+    unfused.fuse_qdq = false;
+    unfused.backend = "reference";
+    Model f = Model::load(onnx_dir() + name + ".onnx", unfused);
+    EXPECT_EQ(f.int8_ops(), 0);
+    Tensor ref = run1(f, x);  // ONNX QDQ semantics, op by op in float
+    for (const char* backend : {"reference", "onednn"}) {
+      ModelOptions o;
+      o.backend = backend;
+      Model m = Model::load(onnx_dir() + name + ".onnx", o);
+      EXPECT_EQ(m.int8_ops(), 5) << "QConv x2, QAdd, QGlobalAveragePool, QGemm";
+      EXPECT_TRUE(m.float_fallbacks().empty());
+      // Output scale 0.02: at most one output unit apart (integer vs float rounding).
+      EXPECT_LE(max_abs(run1(m, x), ref), 0.02 + 1e-6) << name << " on " << backend;
+    }
+  }
+}
+
+TEST(Runtime, BadFilesAndInputsAreClearErrors) {
+  EXPECT_NE(error_of<qfx::IoError>([] { Model::load("/nonexistent/model.onnx"); }).find("/nonexistent/model.onnx"),
+            std::string::npos);
+  const auto tmp = std::filesystem::temp_directory_path();
+  {  // truncated
+    std::ifstream in(onnx_dir() + "resnet18.onnx", std::ios::binary);
+    std::string bytes((std::istreambuf_iterator<char>(in)), {});
+    std::ofstream(tmp / "qfx_truncated.onnx", std::ios::binary) << bytes.substr(0, bytes.size() / 3);
+    std::ofstream(tmp / "qfx_text.onnx") << "this is not a model";
+  }
+  EXPECT_NE(error_of<qfx::IoError>([&] { Model::load((tmp / "qfx_truncated.onnx").string()); }).find("not an ONNX model"),
+            std::string::npos);
+  EXPECT_NE(error_of<qfx::IoError>([&] { Model::load((tmp / "qfx_text.onnx").string()); }).find("qfx_text.onnx"),
+            std::string::npos);
+  const std::string un = error_of<qfx::UnsupportedOpError>([] { Model::load(onnx_dir() + "unsupported.onnx"); });
+  EXPECT_NE(un.find("det_1"), std::string::npos) << un;
+  EXPECT_NE(un.find("'Det'"), std::string::npos) << un;
+
+  Model m = Model::load(onnx_dir() + "zoo.onnx");
+  Tensor x = load_npy(onnx_dir() + "zoo.in.npy");
+  EXPECT_NE(error_of<qfx::DataError>([&] { m.run({{"image", x}}); }).find("unknown input 'image'"), std::string::npos);
+  EXPECT_NE(error_of<qfx::DataError>([&] { m.run({}); }).find("missing input 'input'"), std::string::npos);
+  Tensor wrong_dtype(x.shape(), DType::kUInt8);
+  EXPECT_NE(error_of<qfx::DataError>([&] { m.run({{"input", wrong_dtype}}); }).find("dtype uint8"), std::string::npos);
+  Tensor wrong_shape({2, 3, 15, 16}, DType::kFloat32);
+  EXPECT_NE(error_of<qfx::DataError>([&] { m.run({{"input", wrong_shape}}); }).find("[2, 3, 15, 16]"), std::string::npos);
+  Tensor wrong_rank({3, 16, 16}, DType::kFloat32);
+  EXPECT_THROW(m.run({{"input", wrong_rank}}), qfx::DataError);
+}
+
+TEST(Runtime, RunsFromSeveralThreadsAtOnce) {
+  Model m = Model::load(onnx_dir() + "mobilenet_v2.onnx");
+  Tensor x = load_npy(onnx_dir() + "mobilenet_v2.in.npy");
+  Tensor ref = run1(m, x);
+  std::vector<std::thread> ts;
+  std::vector<double> err(4, 1.0);
+  for (int t = 0; t < 4; ++t)
+    ts.emplace_back([&, t] {
+      double e = 0;
+      for (int r = 0; r < 3; ++r) e = std::max(e, max_abs(run1(m, x), ref));
+      err[static_cast<size_t>(t)] = e;
+    });
+  for (auto& t : ts) t.join();
+  for (double e : err) EXPECT_EQ(e, 0.0);
+}
+
+TEST(Runtime, TapsCollectMinMaxAndHistograms) {
+  Model m = Model::load(onnx_dir() + "zoo.onnx", {"reference"});
+  Tensor x = load_npy(onnx_dir() + "zoo.in.npy");
+  m.set_taps({"input", "output"}, TapKind::kMinMax);
+  Tensor y = run1(m, x);
+  auto stats = m.taps();
+  ASSERT_EQ(stats.size(), 2u);
+  EXPECT_EQ(stats["output"].min, *std::min_element(y.data<float>(), y.data<float>() + y.numel()));
+  EXPECT_EQ(stats["output"].max, *std::max_element(y.data<float>(), y.data<float>() + y.numel()));
+  EXPECT_EQ(stats["input"].count, x.numel());
+  run1(m, x);
+  EXPECT_EQ(m.taps()["input"].count, 2 * x.numel()) << "statistics accumulate over runs";
+  m.set_taps({"input"}, TapKind::kHistogram, TapOptions{64, -4.0f, 4.0f});
+  run1(m, x);
+  auto hist_stats = m.taps();
+  const auto& h = hist_stats["input"].histogram;
+  ASSERT_EQ(h.size(), 64u);
+  double total = 0;
+  for (double c : h) total += c;
+  EXPECT_EQ(total, static_cast<double>(x.numel()));
+  m.set_taps({"input"}, TapKind::kPerChannelMinMax);
+  run1(m, x);
+  auto pc = m.taps()["input"];
+  ASSERT_EQ(pc.channel_min.size(), 3u);
+  float c1min = INFINITY;
+  for (int64_t n = 0; n < 2; ++n)
+    for (int64_t i = 0; i < 256; ++i) c1min = std::min(c1min, x.data<float>()[(n * 3 + 1) * 256 + i]);
+  EXPECT_EQ(pc.channel_min[1], c1min);
+  EXPECT_THROW(m.set_taps({"no_such_tensor"}, TapKind::kMinMax), qfx::DataError);
+}
