@@ -78,6 +78,10 @@ Graph load_onnx(const std::string& path);
 /// Folds Constant nodes into initializers and drops Identity nodes.
 void simplify(Graph& g);
 
+/// Fuses a Relu or Clip (constant bounds) that is the only consumer of a float
+/// Conv or Gemm into it (`fused_act`), so backends run it as a post-op.
+void fuse_float_activations(Graph& g);
+
 /// Matches QDQ groups (DequantizeLinear -> op -> QuantizeLinear) into int8 ops
 /// the reference kernels run; returns one line per group left in float and why.
 std::vector<std::string> fuse_qdq(Graph& g);

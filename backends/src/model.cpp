@@ -259,6 +259,7 @@ Model Model::load(const std::string& path, const ModelOptions& options) {
   im->g = ir::load_onnx(path);
   ir::simplify(im->g);
   if (options.fuse_qdq) im->fallbacks = ir::fuse_qdq(im->g);
+  ir::fuse_float_activations(im->g);
   for (const auto& in : im->g.inputs) {
     im->input_ids.push_back(im->id(in.name));
     im->inputs.push_back({in.name, in.dtype, in.shape});

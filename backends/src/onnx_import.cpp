@@ -172,3 +172,50 @@ void simplify(Graph& g) {
 }
 
 }  // namespace qfx::runtime::ir
+
+namespace qfx::runtime::ir {
+
+void fuse_float_activations(Graph& g) {
+  std::map<std::string, int> uses;
+  for (const auto& n : g.nodes)
+    for (const auto& i : n.inputs) ++uses[i];
+  std::set<std::string> outs;
+  for (const auto& o : g.outputs) outs.insert(o.name);
+  std::map<std::string, size_t> producer;
+  for (size_t i = 0; i < g.nodes.size(); ++i)
+    for (const auto& o : g.nodes[i].outputs) producer[o] = i;
+  std::vector<bool> drop(g.nodes.size(), false);
+  for (size_t i = 0; i < g.nodes.size(); ++i) {
+    Node& act = g.nodes[i];
+    if ((act.op != "Relu" && act.op != "Clip") || act.inputs.empty()) continue;
+    auto it = producer.find(act.inputs[0]);
+    if (it == producer.end()) continue;
+    Node& p = g.nodes[it->second];
+    if ((p.op != "Conv" && p.op != "Gemm") || !p.fused_act.empty() || p.outputs.size() != 1 ||
+        uses[p.outputs[0]] != 1 || outs.count(p.outputs[0]))
+      continue;
+    float lo = -3.4e38f, hi = 3.4e38f;
+    if (act.op == "Clip") {
+      auto bound = [&](size_t k, float* v) {
+        if (act.inputs.size() <= k || act.inputs[k].empty()) return true;
+        auto c = g.initializers.find(act.inputs[k]);
+        if (c == g.initializers.end() || c->second.dtype() != DType::kFloat32) return false;
+        *v = c->second.data<float>()[0];
+        return true;
+      };
+      if (!bound(1, &lo) || !bound(2, &hi)) continue;
+    }
+    p.fused_act = act.op;
+    p.clip_lo = lo;
+    p.clip_hi = hi;
+    p.outputs = act.outputs;
+    producer[act.outputs[0]] = it->second;
+    drop[i] = true;
+  }
+  std::vector<Node> kept;
+  for (size_t i = 0; i < g.nodes.size(); ++i)
+    if (!drop[i]) kept.push_back(std::move(g.nodes[i]));
+  g.nodes = std::move(kept);
+}
+
+}  // namespace qfx::runtime::ir

@@ -1,17 +1,172 @@
-// oneDNN kernels (fp32 convolution and inner product). Shapes are fixed per
-// plan, so primitives are created once when the plan is built.
+// oneDNN kernels: fp32 convolution (with fused ReLU / Clip post-ops) and inner
+// product. Primitives, reordered weights, scratchpads and layout buffers are made
+// once per plan (fixed shapes); a run only executes them.
 #include <oneapi/dnnl/dnnl.hpp>
 
+#include <cstring>
+
 #include "../kernels.h"
+#include "qfx/error.h"
 
 namespace qfx::runtime {
+namespace {
+
+using dnnl::memory;
+using tag = memory::format_tag;
+using dt = memory::data_type;
+
+dnnl::engine& engine() {
+  static dnnl::engine e(dnnl::engine::kind::cpu, 0);
+  return e;
+}
+
+dnnl::stream& stream() {
+  thread_local dnnl::stream s(engine());
+  return s;
+}
+
+// A buffer oneDNN memory can live in, owned by the kernel.
+struct Buf {
+  std::shared_ptr<uint8_t[]> bytes;
+  explicit Buf(size_t n) : bytes(new uint8_t[n == 0 ? 1 : n]) {}
+  void* get() const { return bytes.get(); }
+};
+
+dnnl::primitive_attr make_attr(const ir::Node& n) {
+  dnnl::primitive_attr attr;
+  attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+  dnnl::post_ops po;
+  if (n.fused_act == "Relu") po.append_eltwise(1.0f, dnnl::algorithm::eltwise_relu, 0.0f, 0.0f);
+  if (n.fused_act == "Clip") po.append_eltwise(1.0f, dnnl::algorithm::eltwise_clip, n.clip_lo, n.clip_hi);
+  attr.set_post_ops(po);
+  return attr;
+}
+
+bool conv_fp32(const ir::Node& n, const std::vector<Meta>& in, const std::vector<const Tensor*>& consts, Kernel* k) {
+  if (in.size() < 2 || in[0].dtype != DType::kFloat32 || in[0].shape.size() != 4 || !consts[1]) return false;
+  if (n.attr_s("auto_pad", "NOTSET") != "NOTSET") return false;  // the reference handles SAME/VALID
+  const Tensor& w = *consts[1];
+  const Tensor* b = in.size() > 2 && !n.inputs[2].empty() ? consts[2] : nullptr;
+  if (in.size() > 2 && !n.inputs[2].empty() && !b) return false;
+  const auto& x = in[0].shape;
+  const auto& ws = w.shape();
+  if (ws.size() != 4) return false;
+  const int64_t g = n.attr_i("group", 1), N = x[0], C = x[1], H = x[2], W = x[3], M = ws[0], kH = ws[2], kW = ws[3];
+  if (g <= 0 || C % g || M % g || ws[1] * g != C) return false;
+  auto s = n.attr_ints("strides", {1, 1}), d = n.attr_ints("dilations", {1, 1}), p = n.attr_ints("pads", {0, 0, 0, 0});
+  const int64_t oH = (H + p[0] + p[2] - (d[0] * (kH - 1) + 1)) / s[0] + 1;
+  const int64_t oW = (W + p[1] + p[3] - (d[1] * (kW - 1) + 1)) / s[1] + 1;
+  if (oH <= 0 || oW <= 0) return false;
+  const memory::dims src_dims = {N, C, H, W}, dst_dims = {N, M, oH, oW};
+  const memory::dims w_dims = g == 1 ? memory::dims{M, C, kH, kW} : memory::dims{g, M / g, C / g, kH, kW};
+  auto src_any = memory::desc(src_dims, dt::f32, tag::any);
+  auto dst_any = memory::desc(dst_dims, dt::f32, tag::any);
+  auto w_any = memory::desc(w_dims, dt::f32, tag::any);
+  auto b_md = memory::desc({M}, dt::f32, tag::a);
+  dnnl::convolution_forward::desc desc(dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct,
+                                       src_any, w_any, b ? b_md : memory::desc(), dst_any, {s[0], s[1]},
+                                       {d[0] - 1, d[1] - 1}, {p[0], p[1]}, {p[2], p[3]});
+  dnnl::convolution_forward::primitive_desc pd(desc, make_attr(n), engine());
+  auto& eng = engine();
+  // Weights: reordered once into the primitive's layout.
+  memory user_w({w_dims, dt::f32, g == 1 ? tag::oihw : tag::goihw}, eng, const_cast<void*>(w.raw()));
+  auto w_buf = std::make_shared<Buf>(pd.weights_desc().get_size());
+  memory wm(pd.weights_desc(), eng, w_buf->get());
+  dnnl::reorder(user_w, wm).execute(stream(), user_w, wm);
+  stream().wait();
+  Tensor bias_t = b ? *b : Tensor();
+  auto scratch = std::make_shared<Buf>(pd.scratchpad_desc().get_size());
+  const memory::desc user_src(src_dims, dt::f32, tag::nchw), user_dst(dst_dims, dt::f32, tag::nchw);
+  const bool src_plain = pd.src_desc() == user_src, dst_plain = pd.dst_desc() == user_dst;
+  auto src_buf = std::make_shared<Buf>(src_plain ? 0 : pd.src_desc().get_size());
+  auto dst_buf = std::make_shared<Buf>(dst_plain ? 0 : pd.dst_desc().get_size());
+  auto prim = std::make_shared<dnnl::convolution_forward>(pd);
+  auto src_reorder = src_plain ? nullptr : std::make_shared<dnnl::reorder>(dnnl::reorder::primitive_desc(eng, user_src, eng, pd.src_desc()));
+  auto dst_reorder = dst_plain ? nullptr : std::make_shared<dnnl::reorder>(dnnl::reorder::primitive_desc(eng, pd.dst_desc(), eng, user_dst));
+  // Memory objects and the argument map are built once; a run only swaps the
+  // user buffers' handles in.
+  struct State {
+    memory us, ud, src, dst;
+    std::unordered_map<int, memory> args;
+  };
+  auto st = std::make_shared<State>();
+  st->us = memory(user_src, eng, nullptr);
+  st->ud = memory(user_dst, eng, nullptr);
+  st->src = src_plain ? st->us : memory(pd.src_desc(), eng, src_buf->get());
+  st->dst = dst_plain ? st->ud : memory(pd.dst_desc(), eng, dst_buf->get());
+  st->args = {{DNNL_ARG_SRC, st->src}, {DNNL_ARG_WEIGHTS, wm}, {DNNL_ARG_DST, st->dst},
+              {DNNL_ARG_SCRATCHPAD, memory(pd.scratchpad_desc(), eng, scratch->get())}};
+  if (bias_t.defined()) st->args[DNNL_ARG_BIAS] = memory(b_md, eng, const_cast<void*>(bias_t.raw()));
+  k->outputs = {{{N, M, oH, oW}, DType::kFloat32}};
+  k->run = [st, prim, src_reorder, dst_reorder, w_buf, src_buf, dst_buf, scratch, bias_t](
+               const std::vector<const Tensor*>& i, const std::vector<Tensor*>& o) {
+    auto& strm = stream();
+    st->us.set_data_handle(const_cast<void*>(i[0]->raw()));
+    st->ud.set_data_handle(o[0]->raw());
+    if (src_reorder) src_reorder->execute(strm, st->us, st->src);
+    prim->execute(strm, st->args);
+    if (dst_reorder) dst_reorder->execute(strm, st->dst, st->ud);
+    strm.wait();
+  };
+  return true;
+}
+
+bool inner_product_fp32(const ir::Node& n, const std::vector<Meta>& in, const std::vector<const Tensor*>& consts,
+                        Kernel* k) {
+  if (in.size() < 2 || in[0].dtype != DType::kFloat32 || in[0].shape.size() != 2 || !consts[1]) return false;
+  if (n.attr_i("transA", 0) != 0 || n.attr_f("alpha", 1.0f) != 1.0f || n.attr_f("beta", 1.0f) != 1.0f) return false;
+  const bool tb = n.attr_i("transB", 0) != 0;
+  const Tensor& w = *consts[1];
+  if (w.shape().size() != 2) return false;
+  const int64_t M = in[0].shape[0], K = in[0].shape[1], N = tb ? w.shape()[0] : w.shape()[1];
+  if ((tb ? w.shape()[1] : w.shape()[0]) != K) return false;
+  const Tensor* b = in.size() > 2 && !n.inputs[2].empty() ? consts[2] : nullptr;
+  if (in.size() > 2 && !n.inputs[2].empty() && (!b || b->numel() != N)) return false;
+  auto& eng = engine();
+  auto src_md = memory::desc({M, K}, dt::f32, tag::nc), dst_md = memory::desc({M, N}, dt::f32, tag::nc);
+  auto w_any = memory::desc({N, K}, dt::f32, tag::any), b_md = memory::desc({N}, dt::f32, tag::a);
+  dnnl::inner_product_forward::desc desc(dnnl::prop_kind::forward_inference, src_md, w_any, b ? b_md : memory::desc(), dst_md);
+  dnnl::inner_product_forward::primitive_desc pd(desc, make_attr(n), eng);
+  memory user_w({{N, K}, dt::f32, tb ? tag::oi : tag::io}, eng, const_cast<void*>(w.raw()));
+  auto w_buf = std::make_shared<Buf>(pd.weights_desc().get_size());
+  memory wm(pd.weights_desc(), eng, w_buf->get());
+  dnnl::reorder(user_w, wm).execute(stream(), user_w, wm);
+  stream().wait();
+  Tensor bias_t = b ? *b : Tensor();
+  auto scratch = std::make_shared<Buf>(pd.scratchpad_desc().get_size());
+  auto prim = std::make_shared<dnnl::inner_product_forward>(pd);
+  struct State {
+    memory src, dst;
+    std::unordered_map<int, memory> args;
+  };
+  auto st = std::make_shared<State>();
+  st->src = memory(src_md, eng, nullptr);
+  st->dst = memory(dst_md, eng, nullptr);
+  st->args = {{DNNL_ARG_SRC, st->src}, {DNNL_ARG_WEIGHTS, wm}, {DNNL_ARG_DST, st->dst},
+              {DNNL_ARG_SCRATCHPAD, memory(pd.scratchpad_desc(), eng, scratch->get())}};
+  if (bias_t.defined()) st->args[DNNL_ARG_BIAS] = memory(b_md, eng, const_cast<void*>(bias_t.raw()));
+  k->outputs = {{{M, N}, DType::kFloat32}};
+  k->run = [st, prim, w_buf, scratch, bias_t](const std::vector<const Tensor*>& i, const std::vector<Tensor*>& o) {
+    auto& strm = stream();
+    st->src.set_data_handle(const_cast<void*>(i[0]->raw()));
+    st->dst.set_data_handle(o[0]->raw());
+    prim->execute(strm, st->args);
+    strm.wait();
+  };
+  return true;
+}
+
+}  // namespace
 
 bool make_onednn_kernel(const ir::Node& n, const std::vector<Meta>& in, const std::vector<const Tensor*>& consts,
                         Kernel* k) {
-  (void)n;
-  (void)in;
-  (void)consts;
-  (void)k;
+  try {
+    if (n.op == "Conv") return conv_fp32(n, in, consts, k);
+    if (n.op == "Gemm") return inner_product_fp32(n, in, consts, k);
+  } catch (const dnnl::error& e) {
+    // A configuration oneDNN has no implementation for: the reference kernel runs it.
+    return false;
+  }
   return false;
 }
 

@@ -307,12 +307,15 @@ Kernel conv(const Node& n, const std::vector<Meta>& in, const std::vector<const 
   Kernel k;
   k.outputs = {{spatial_out(in[0].shape, g.M, g), DType::kFloat32}};
   Tensor wt = w;
-  k.run = [g, wt, bias](const In& i, const Out& o) {
+  const float lo = n.fused_act == "Relu" ? 0.0f : n.fused_act == "Clip" ? n.clip_lo : -INFINITY;
+  const float hi = n.fused_act == "Clip" ? n.clip_hi : INFINITY;
+  k.run = [g, wt, bias, lo, hi](const In& i, const Out& o) {
     float* y = o[0]->data<float>();
     const int64_t plane = g.oH * g.oW;
     conv_loops<float, float, float>(g, i[0]->data<float>(), wt.data<float>(), 0.0f, {}, bias,
                                     [&](int64_t nb, int64_t m, const float* acc) {
-                                      std::memcpy(y + (nb * g.M + m) * plane, acc, static_cast<size_t>(plane) * 4);
+                                      float* dst = y + (nb * g.M + m) * plane;
+                                      for (int64_t p = 0; p < plane; ++p) dst[p] = std::min(std::max(acc[p], lo), hi);
                                     });
   };
   return k;
@@ -497,6 +500,8 @@ Kernel gemm(const Node& n, const std::vector<Meta>& in, const std::vector<const 
   Kernel k;
   k.outputs = {{{M, N}, DType::kFloat32}};
   const bool has_c = !cs.empty() || (in.size() > 2 && !n.inputs[2].empty());
+  const float lo = n.fused_act == "Relu" ? 0.0f : n.fused_act == "Clip" ? n.clip_lo : -INFINITY;
+  const float hi = n.fused_act == "Clip" ? n.clip_hi : INFINITY;
   k.run = [=](const In& i, const Out& o) {
     float* y = o[0]->data<float>();
     matmul_f(i[0]->data<float>(), i[1]->data<float>(), y, M, K, N, ta, tb);
@@ -506,6 +511,8 @@ Kernel gemm(const Node& n, const std::vector<Meta>& in, const std::vector<const 
       const float* c = i[2]->data<float>();
       for_each_broadcast({M, N}, {M, N}, cs, [&](int64_t p, int64_t, int64_t r) { y[p] += beta * c[r]; });
     }
+    if (lo != -INFINITY || hi != INFINITY)
+      for (int64_t p = 0; p < M * N; ++p) y[p] = std::min(std::max(y[p], lo), hi);
   };
   return k;
 }
