@@ -79,7 +79,7 @@ Graph load_onnx(const std::string& path);
 void simplify(Graph& g);
 
 /// Fuses a Relu or Clip (constant bounds) that is the only consumer of a float
-/// Conv or Gemm into it (`fused_act`), so backends run it as a post-op.
+/// Conv, Gemm or Add into it (`fused_act`), so backends run it as a post-op.
 void fuse_float_activations(Graph& g);
 
 /// Matches QDQ groups (DequantizeLinear -> op -> QuantizeLinear) into int8 ops

@@ -1,6 +1,9 @@
 #include "qfx/runtime/model.h"
 
 #include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
 #include <cmath>
 #include <mutex>
 #include <set>
@@ -355,9 +358,14 @@ std::map<std::string, Tensor> Model::run(const std::map<std::string, Tensor>& in
     plan->values[static_cast<size_t>(im.input_ids[i])] = *given[i];
     if (im.tapped[static_cast<size_t>(im.input_ids[i])]) im.tap(im.input_ids[i], *given[i]);
   }
+  static const bool profile = std::getenv("QFX_PROFILE") != nullptr;
   for (size_t n = 0; n < plan->kernels.size(); ++n) {
     if (!plan->kernels[n].run) continue;  // evaluated when the plan was built
+    const auto t0 = profile ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
     plan->kernels[n].run(plan->in_ptrs[n], plan->out_ptrs[n]);
+    if (profile)
+      std::fprintf(stderr, "[profile] %-24s %-40s %8.3f ms\n", im.g.nodes[n].op.c_str(), im.g.nodes[n].name.c_str(),
+                   std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
     for (int v : im.node_out[n])
       if (v >= 0 && im.tapped[static_cast<size_t>(v)]) im.tap(v, plan->values[static_cast<size_t>(v)]);
   }
@@ -377,6 +385,14 @@ const std::vector<std::string>& Model::float_fallbacks() const { return impl_->f
 int Model::int8_ops() const { return impl_->int8_ops; }
 int Model::total_ops() const { return static_cast<int>(impl_->g.nodes.size()); }
 const std::string& Model::backend() const { return impl_->backend_name; }
+
+std::vector<std::string> Model::value_names() const {
+  std::vector<std::string> out;
+  for (size_t n = 0; n < impl_->g.nodes.size(); ++n)
+    for (int v : impl_->node_out[n])
+      if (v >= 0) out.push_back(impl_->value_name[static_cast<size_t>(v)]);
+  return out;
+}
 
 void Model::set_taps(const std::vector<std::string>& names, TapKind kind, TapOptions options) {
   Impl& im = *impl_;

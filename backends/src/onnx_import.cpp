@@ -191,7 +191,7 @@ void fuse_float_activations(Graph& g) {
     auto it = producer.find(act.inputs[0]);
     if (it == producer.end()) continue;
     Node& p = g.nodes[it->second];
-    if ((p.op != "Conv" && p.op != "Gemm") || !p.fused_act.empty() || p.outputs.size() != 1 ||
+    if ((p.op != "Conv" && p.op != "Gemm" && p.op != "Add") || !p.fused_act.empty() || p.outputs.size() != 1 ||
         uses[p.outputs[0]] != 1 || outs.count(p.outputs[0]))
       continue;
     float lo = -3.4e38f, hi = 3.4e38f;

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <iostream>
 
+#include "bench.h"
 #include "qfx/error.h"
 #include "qfx/fx/tracer.h"
 #include "qfx/quant/config.h"
@@ -148,6 +149,15 @@ int main(int argc, char** argv) {
   run->add_option("--output,-o", run_output, "Save the output as .npy (several outputs: OUT.<name>.npy each)");
   run->add_option("--backend", run_backend, "onednn (default) or reference")->check(CLI::IsMember({"onednn", "reference"}));
 
+  auto* bench = app.add_subcommand("bench", "Latency of the runtime against libtorch, side by side in one run");
+  qfx::cli::BenchArgs bargs;
+  bench->add_option("torchscript", bargs.torchscript, "TorchScript model (libtorch baseline)")->required();
+  bench->add_option("onnx", bargs.onnx, "The same model as ONNX (qfx runtime)")->required();
+  bench->add_option("--batch", bargs.batches, "Batch sizes (default 1 32)");
+  bench->add_option("--size", bargs.size, "Input height and width (default 224)");
+  bench->add_option("--iters", bargs.iters, "Timed runs per measurement (default 10)");
+  bench->add_option("--threads", bargs.threads, "Threads for libtorch (default 2)");
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -157,6 +167,7 @@ int main(int argc, char** argv) {
   try {
     if (*inspect) return run_inspect(model, wraps, config, train_mode, !no_code, prep);
     if (*run) return run_model(onnx_path, run_inputs, run_output, run_backend);
+    if (*bench) return qfx::cli::run_bench(bargs);
   } catch (const qfx::Error& e) {
     std::cerr << "qfx: error: " << e.what() << "\n";
     return e.exit_code();

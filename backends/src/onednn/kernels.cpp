@@ -156,6 +156,52 @@ bool inner_product_fp32(const ir::Node& n, const std::vector<Meta>& in, const st
   return true;
 }
 
+bool pool_fp32(const ir::Node& n, const std::vector<Meta>& in, Kernel* k) {
+  if (in.empty() || in[0].dtype != DType::kFloat32 || in[0].shape.size() != 4) return false;
+  if (n.attr_s("auto_pad", "NOTSET") != "NOTSET" || n.attr_i("ceil_mode", 0) != 0 || n.attr_i("storage_order", 0) != 0)
+    return false;
+  if (n.outputs.size() > 1 && !n.outputs[1].empty()) return false;
+  auto kk = n.attr_ints("kernel_shape");
+  if (kk.size() != 2) return false;
+  auto s = n.attr_ints("strides", {1, 1}), p = n.attr_ints("pads", {0, 0, 0, 0}), d = n.attr_ints("dilations", {1, 1});
+  if (d != std::vector<int64_t>{1, 1}) return false;
+  const auto& x = in[0].shape;
+  const int64_t oH = (x[2] + p[0] + p[2] - kk[0]) / s[0] + 1, oW = (x[3] + p[1] + p[3] - kk[1]) / s[1] + 1;
+  if (oH <= 0 || oW <= 0) return false;
+  const bool max = n.op == "MaxPool";
+  const auto alg = max ? dnnl::algorithm::pooling_max
+                       : n.attr_i("count_include_pad", 0) ? dnnl::algorithm::pooling_avg_include_padding
+                                                          : dnnl::algorithm::pooling_avg_exclude_padding;
+  auto& eng = engine();
+  auto src_md = memory::desc({x[0], x[1], x[2], x[3]}, dt::f32, tag::nchw);
+  auto dst_md = memory::desc({x[0], x[1], oH, oW}, dt::f32, tag::nchw);
+  dnnl::pooling_forward::desc desc(dnnl::prop_kind::forward_inference, alg, src_md, dst_md, {s[0], s[1]},
+                                   {kk[0], kk[1]}, {p[0], p[1]}, {p[2], p[3]});
+  dnnl::primitive_attr attr;
+  attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+  dnnl::pooling_forward::primitive_desc pd(desc, attr, eng);
+  auto scratch = std::make_shared<Buf>(pd.scratchpad_desc().get_size());
+  struct State {
+    memory src, dst;
+    std::unordered_map<int, memory> args;
+  };
+  auto st = std::make_shared<State>();
+  st->src = memory(src_md, eng, nullptr);
+  st->dst = memory(dst_md, eng, nullptr);
+  st->args = {{DNNL_ARG_SRC, st->src}, {DNNL_ARG_DST, st->dst},
+              {DNNL_ARG_SCRATCHPAD, memory(pd.scratchpad_desc(), eng, scratch->get())}};
+  auto prim = std::make_shared<dnnl::pooling_forward>(pd);
+  k->outputs = {{{x[0], x[1], oH, oW}, DType::kFloat32}};
+  k->run = [st, prim, scratch](const std::vector<const Tensor*>& i, const std::vector<Tensor*>& o) {
+    auto& strm = stream();
+    st->src.set_data_handle(const_cast<void*>(i[0]->raw()));
+    st->dst.set_data_handle(o[0]->raw());
+    prim->execute(strm, st->args);
+    strm.wait();
+  };
+  return true;
+}
+
 }  // namespace
 
 bool make_onednn_kernel(const ir::Node& n, const std::vector<Meta>& in, const std::vector<const Tensor*>& consts,
@@ -163,6 +209,7 @@ bool make_onednn_kernel(const ir::Node& n, const std::vector<Meta>& in, const st
   try {
     if (n.op == "Conv") return conv_fp32(n, in, consts, k);
     if (n.op == "Gemm") return inner_product_fp32(n, in, consts, k);
+    if (n.op == "MaxPool" || n.op == "AveragePool") return pool_fp32(n, in, k);
   } catch (const dnnl::error& e) {
     // A configuration oneDNN has no implementation for: the reference kernel runs it.
     return false;

@@ -120,11 +120,14 @@ Kernel binary(const Node& n, const std::vector<Meta>& in) {
   if (in[0].dtype != DType::kFloat32 || in[1].dtype != DType::kFloat32) unsupported(n, "only float32 inputs are supported");
   const Shape a = in[0].shape, b = in[1].shape;
   const std::string op = n.op;
-  k.run = [o, a, b, op](const In& i, const Out& out) {
+  const float lo = n.fused_act == "Relu" ? 0.0f : n.fused_act == "Clip" ? n.clip_lo : -INFINITY;
+  const float hi = n.fused_act == "Clip" ? n.clip_hi : INFINITY;
+  k.run = [o, a, b, op, lo, hi](const In& i, const Out& out) {
     const float* x = i[0]->data<float>();
     const float* y = i[1]->data<float>();
     float* z = out[0]->data<float>();
-    if (op == "Add") for_each_broadcast(o, a, b, [&](int64_t p, int64_t q, int64_t r) { z[p] = x[q] + y[r]; });
+    if (op == "Add")
+      for_each_broadcast(o, a, b, [&](int64_t p, int64_t q, int64_t r) { z[p] = std::min(std::max(x[q] + y[r], lo), hi); });
     else if (op == "Sub") for_each_broadcast(o, a, b, [&](int64_t p, int64_t q, int64_t r) { z[p] = x[q] - y[r]; });
     else if (op == "Mul") for_each_broadcast(o, a, b, [&](int64_t p, int64_t q, int64_t r) { z[p] = x[q] * y[r]; });
     else for_each_broadcast(o, a, b, [&](int64_t p, int64_t q, int64_t r) { z[p] = x[q] / y[r]; });

@@ -86,6 +86,9 @@ class Model {
   int total_ops() const;
   /// The backend's name.
   const std::string& backend() const;
+  /// Names of the float tensors computed by the model's nodes, in execution order
+  /// (what `set_taps` accepts besides the inputs).
+  std::vector<std::string> value_names() const;
 
   /// Collects statistics of the named float tensors (graph inputs or any node
   /// output) on every following `run`, replacing earlier taps. Throws DataError

@@ -1,0 +1,24 @@
+// qfx bench (see bench.cpp).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace qfx::cli {
+
+/// Arguments of `qfx bench`.
+struct BenchArgs {
+  std::string torchscript;          ///< TorchScript model (the libtorch baseline, frozen + optimize_for_inference)
+  std::string onnx;                 ///< the same model as ONNX (run on the qfx runtime, onednn backend)
+  std::vector<int64_t> batches{1, 32};
+  int64_t size = 224;               ///< input height = width; 3 channels
+  int iters = 10;
+  int threads = 2;
+};
+
+/// Prints median latencies (ms) and ratios, measured side by side in one run:
+/// libtorch fp32, qfx fp32, qfx fp32 with histogram taps on every tensor.
+int run_bench(const BenchArgs& args);
+
+}  // namespace qfx::cli
