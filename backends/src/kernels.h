@@ -22,6 +22,7 @@ struct Meta {
 /// A kernel for one node at fixed input shapes.
 struct Kernel {
   std::vector<Meta> outputs;  ///< output shapes/dtypes
+  const char* impl = "reference";  ///< which implementation runs ("reference", "onednn")
   /// Computes outputs from inputs (nullptr for an omitted optional input).
   std::function<void(const std::vector<const Tensor*>& in, const std::vector<Tensor*>& out)> run;
 };
@@ -41,6 +42,12 @@ Kernel make_kernel(const ir::Node& n, const std::vector<Meta>& in, const std::ve
 /// reference kernel is used).
 bool make_onednn_kernel(const ir::Node& n, const std::vector<Meta>& in, const std::vector<const Tensor*>& consts,
                         Kernel* k);
+
+/// True if the CPU has VNNI (AVX512-VNNI, AVX-VNNI or AMX), where oneDNN's int8
+/// convolution accumulates u8 x s8 products exactly in int32. Without it oneDNN sums
+/// pairs of products in int16 (saturating unless |w| <= 64) and halves s8-source
+/// weights, so the onednn backend sends such QConv/QGemm to the reference kernels.
+bool onednn_int8_exact(DType src, const Tensor& weights);
 
 /// ONNX QuantizeLinear arithmetic: saturate(round_half_even(x / scale) + zp).
 inline int32_t quantize_value(float x, float scale, int32_t zp, int32_t qmin, int32_t qmax) {

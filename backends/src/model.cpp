@@ -364,7 +364,8 @@ std::map<std::string, Tensor> Model::run(const std::map<std::string, Tensor>& in
     const auto t0 = profile ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
     plan->kernels[n].run(plan->in_ptrs[n], plan->out_ptrs[n]);
     if (profile)
-      std::fprintf(stderr, "[profile] %-24s %-40s %8.3f ms\n", im.g.nodes[n].op.c_str(), im.g.nodes[n].name.c_str(),
+      std::fprintf(stderr, "[profile] %-20s %-10s %-40s %8.3f ms\n", im.g.nodes[n].op.c_str(), plan->kernels[n].impl,
+                   im.g.nodes[n].name.c_str(),
                    std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
     for (int v : im.node_out[n])
       if (v >= 0 && im.tapped[static_cast<size_t>(v)]) im.tap(v, plan->values[static_cast<size_t>(v)]);
@@ -385,6 +386,19 @@ const std::vector<std::string>& Model::float_fallbacks() const { return impl_->f
 int Model::int8_ops() const { return impl_->int8_ops; }
 int Model::total_ops() const { return static_cast<int>(impl_->g.nodes.size()); }
 const std::string& Model::backend() const { return impl_->backend_name; }
+
+std::map<std::string, int> Model::kernel_impls() const {
+  std::map<std::string, int> out;
+  std::lock_guard<std::mutex> lk(impl_->mu);
+  for (const auto& kv : impl_->pool) {
+    if (kv.second.empty()) continue;
+    const Plan& p = *kv.second.front();
+    for (size_t n = 0; n < p.kernels.size(); ++n)
+      if (p.kernels[n].run) ++out[impl_->g.nodes[n].op + ":" + p.kernels[n].impl];
+    break;
+  }
+  return out;
+}
 
 std::vector<std::string> Model::value_names() const {
   std::vector<std::string> out;

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <random>
 #include <thread>
 
 #include "qfx/error.h"
@@ -90,6 +91,31 @@ TEST(Runtime, QdqGroupsRunInInt8AndMatchTheFloatQdqSemantics) {
       // Output scale 0.02: at most one output unit apart (integer vs float rounding).
       EXPECT_LE(max_abs(run1(m, x), ref), 0.02 + 1e-6) << name << " on " << backend;
     }
+  }
+}
+
+TEST(Runtime, OneDnnInt8EqualsTheReferenceArithmetic) {
+  for (const char* name : {"qdq_convnet", "qdq_s8"}) {
+    Model ref = Model::load(onnx_dir() + name + ".onnx", {"reference"});
+    Model dnn = Model::load(onnx_dir() + name + ".onnx", {"onednn"});
+    auto impls = dnn.kernel_impls();
+    EXPECT_EQ(impls["QConv:onednn"] + impls["QConv:reference"], 2) << name;
+    // End to end through five int8 layers: a one-unit difference in one layer
+    // (oneDNN adds the output zero point before rounding, the reference after, as
+    // ONNX QuantizeLinear does) can move later layers by a unit or two; op-level
+    // exactness is tested in int8_kernels_test.cpp.
+    std::mt19937 rng(11);
+    std::normal_distribution<float> nd(0.0f, 1.5f);
+    int64_t equal = 0, total = 0;
+    for (int rep = 0; rep < 20; ++rep) {
+      Tensor x({8, 3, 16, 16}, DType::kFloat32);
+      for (int64_t i = 0; i < x.numel(); ++i) x.data<float>()[i] = nd(rng);
+      Tensor a = run1(ref, x), b = run1(dnn, x);
+      EXPECT_LE(max_abs(a, b), 3 * 0.02 + 1e-6) << name;
+      for (int64_t i = 0; i < a.numel(); ++i) equal += a.data<float>()[i] == b.data<float>()[i];
+      total += a.numel();
+    }
+    EXPECT_GE(static_cast<double>(equal) / static_cast<double>(total), 0.95) << name << ": " << equal << "/" << total;
   }
 }
 

@@ -3,6 +3,7 @@
 // once per plan (fixed shapes); a run only executes them.
 #include <oneapi/dnnl/dnnl.hpp>
 
+#include <cmath>
 #include <cstring>
 
 #include "../kernels.h"
@@ -202,14 +203,169 @@ bool pool_fp32(const ir::Node& n, const std::vector<Meta>& in, Kernel* k) {
   return true;
 }
 
+// int8 attributes: per-output-channel scales m_c = sx * sw_c / sy, fixed source and
+// destination zero points, fused Relu / Clip (bounds rounded to integers first, so
+// clamping before or after rounding agrees with the reference).
+dnnl::primitive_attr int8_attr(const ir::Node& n, const std::vector<float>& mult) {
+  dnnl::primitive_attr attr;
+  attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+  attr.set_output_scales(mult.size() == 1 ? 0 : 2, mult);
+  attr.set_zero_points(DNNL_ARG_SRC, 0, {n.in_q[0].zero_point[0]});
+  attr.set_zero_points(DNNL_ARG_DST, 0, {n.out_q.zero_point[0]});
+  dnnl::post_ops po;
+  const float sy = n.out_q.scale[0];
+  if (n.fused_act == "Relu") po.append_eltwise(1.0f, dnnl::algorithm::eltwise_relu, 0.0f, 0.0f);
+  if (n.fused_act == "Clip")
+    po.append_eltwise(1.0f, dnnl::algorithm::eltwise_clip, std::nearbyint(n.clip_lo / sy), std::nearbyint(n.clip_hi / sy));
+  attr.set_post_ops(po);
+  return attr;
+}
+
+dt qdt(DType d) { return d == DType::kUInt8 ? dt::u8 : dt::s8; }
+
+// QConv / QGemm / QMatMul on oneDNN int8 primitives (s8 weights with zero point 0).
+bool qconv_qgemm(const ir::Node& n, const std::vector<Meta>& in, const std::vector<const Tensor*>& consts, Kernel* k) {
+  if (in.size() < 2 || !consts[1] || n.in_q.size() < 2) return false;
+  const Tensor& w = *consts[1];
+  const ir::QInfo &xq = n.in_q[0], &wq = n.in_q[1], &yq = n.out_q;
+  if (w.dtype() != DType::kInt8 || !onednn_int8_exact(in[0].dtype, w)) return false;
+  for (int32_t z : wq.zero_point)
+    if (z != 0) return false;
+  const bool conv = n.op == "QConv";
+  const auto& x = in[0].shape;
+  const auto& ws = w.shape();
+  const bool tb = n.op == "QGemm" && n.attr_i("transB", 0) != 0;
+  int64_t M;  // output channels
+  if (conv) {
+    if (x.size() != 4 || ws.size() != 4 || n.attr_s("auto_pad", "NOTSET") != "NOTSET") return false;
+    M = ws[0];
+  } else {
+    if (x.size() != 2 || ws.size() != 2) return false;
+    M = tb ? ws[0] : ws[1];
+  }
+  std::vector<float> mult(static_cast<size_t>(M)), in_w(static_cast<size_t>(M));
+  for (int64_t m = 0; m < M; ++m) {
+    in_w[static_cast<size_t>(m)] = xq.scale[0] * (wq.scale.size() == 1 ? wq.scale[0] : wq.scale[static_cast<size_t>(m)]);
+    mult[static_cast<size_t>(m)] = in_w[static_cast<size_t>(m)] / yq.scale[0];
+  }
+  // int32 bias as the reference computes it.
+  Tensor bias({M}, DType::kInt32);
+  const bool has_bias = in.size() > 2 && !n.inputs[2].empty();
+  if (has_bias) {
+    if (!consts[2] || consts[2]->numel() != M) return false;
+    for (int64_t m = 0; m < M; ++m)
+      bias.data<int32_t>()[m] = consts[2]->dtype() == DType::kInt32
+                                    ? consts[2]->data<int32_t>()[m]
+                                    : static_cast<int32_t>(std::nearbyint(consts[2]->data<float>()[m] / in_w[static_cast<size_t>(m)]));
+  }
+  auto& eng = engine();
+  auto attr = int8_attr(n, mult);
+  memory::desc user_src, user_dst, w_user, w_any, b_md({M}, dt::s32, tag::a);
+  std::shared_ptr<dnnl::primitive> prim;
+  memory::desc src_pd, dst_pd, wdesc, spdesc;
+  Shape out;
+  if (conv) {
+    const int64_t g = n.attr_i("group", 1), N = x[0], C = x[1], H = x[2], W = x[3], kH = ws[2], kW = ws[3];
+    if (g <= 0 || C % g || M % g || ws[1] * g != C) return false;
+    auto s = n.attr_ints("strides", {1, 1}), d = n.attr_ints("dilations", {1, 1}), p = n.attr_ints("pads", {0, 0, 0, 0});
+    const int64_t oH = (H + p[0] + p[2] - (d[0] * (kH - 1) + 1)) / s[0] + 1;
+    const int64_t oW = (W + p[1] + p[3] - (d[1] * (kW - 1) + 1)) / s[1] + 1;
+    const memory::dims w_dims = g == 1 ? memory::dims{M, C, kH, kW} : memory::dims{g, M / g, C / g, kH, kW};
+    user_src = memory::desc({N, C, H, W}, qdt(in[0].dtype), tag::nchw);
+    user_dst = memory::desc({N, M, oH, oW}, qdt(yq.dtype), tag::nchw);
+    w_user = memory::desc(w_dims, dt::s8, g == 1 ? tag::oihw : tag::goihw);
+    dnnl::convolution_forward::desc desc(
+        dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct,
+        memory::desc({N, C, H, W}, qdt(in[0].dtype), tag::any), memory::desc(w_dims, dt::s8, tag::any), b_md,
+        memory::desc({N, M, oH, oW}, qdt(yq.dtype), tag::any), {s[0], s[1]}, {d[0] - 1, d[1] - 1}, {p[0], p[1]},
+        {p[2], p[3]});
+    dnnl::convolution_forward::primitive_desc pd(desc, attr, eng);
+    prim = std::make_shared<dnnl::convolution_forward>(pd);
+    src_pd = pd.src_desc();
+    dst_pd = pd.dst_desc();
+    wdesc = pd.weights_desc();
+    spdesc = pd.scratchpad_desc();
+    out = {N, M, oH, oW};
+  } else {
+    // matmul (oneDNN's inner product takes no zero points): [R, K] x [K, M].
+    const int64_t R = x[0], K = x[1];
+    if ((tb ? ws[1] : ws[0]) != K) return false;
+    user_src = memory::desc({R, K}, qdt(in[0].dtype), tag::ab);
+    user_dst = memory::desc({R, M}, qdt(yq.dtype), tag::ab);
+    w_user = memory::desc({K, M}, dt::s8, tb ? tag::ba : tag::ab);
+    b_md = memory::desc({1, M}, dt::s32, tag::ab);
+    dnnl::matmul::desc desc(user_src, memory::desc({K, M}, dt::s8, tag::any), b_md, user_dst);
+    dnnl::matmul::primitive_desc pd(desc, attr, eng);
+    prim = std::make_shared<dnnl::matmul>(pd);
+    src_pd = pd.src_desc();
+    dst_pd = pd.dst_desc();
+    wdesc = pd.weights_desc();
+    spdesc = pd.scratchpad_desc();
+    out = {R, M};
+  }
+  memory uw(w_user, eng, const_cast<void*>(w.raw()));
+  auto w_buf = std::make_shared<Buf>(wdesc.get_size());
+  memory wm(wdesc, eng, w_buf->get());
+  dnnl::reorder(uw, wm).execute(stream(), uw, wm);
+  stream().wait();
+  const bool src_plain = src_pd == user_src, dst_plain = dst_pd == user_dst;
+  auto src_buf = std::make_shared<Buf>(src_plain ? 0 : src_pd.get_size());
+  auto dst_buf = std::make_shared<Buf>(dst_plain ? 0 : dst_pd.get_size());
+  auto scratch = std::make_shared<Buf>(spdesc.get_size());
+  auto src_reorder = src_plain ? nullptr : std::make_shared<dnnl::reorder>(dnnl::reorder::primitive_desc(eng, user_src, eng, src_pd));
+  auto dst_reorder = dst_plain ? nullptr : std::make_shared<dnnl::reorder>(dnnl::reorder::primitive_desc(eng, dst_pd, eng, user_dst));
+  struct State {
+    memory us, ud, src, dst;
+    std::unordered_map<int, memory> args;
+  };
+  auto st = std::make_shared<State>();
+  st->us = memory(user_src, eng, nullptr);
+  st->ud = memory(user_dst, eng, nullptr);
+  st->src = src_plain ? st->us : memory(src_pd, eng, src_buf->get());
+  st->dst = dst_plain ? st->ud : memory(dst_pd, eng, dst_buf->get());
+  st->args = {{DNNL_ARG_SRC, st->src}, {DNNL_ARG_WEIGHTS, wm}, {DNNL_ARG_DST, st->dst},
+              {DNNL_ARG_BIAS, memory(b_md, eng, bias.raw())},
+              {DNNL_ARG_SCRATCHPAD, memory(spdesc, eng, scratch->get())}};
+  k->outputs = {{out, yq.dtype}};
+  k->run = [st, prim, src_reorder, dst_reorder, w_buf, src_buf, dst_buf, scratch, bias](
+               const std::vector<const Tensor*>& i, const std::vector<Tensor*>& o) {
+    auto& strm = stream();
+    st->us.set_data_handle(const_cast<void*>(i[0]->raw()));
+    st->ud.set_data_handle(o[0]->raw());
+    if (src_reorder) src_reorder->execute(strm, st->us, st->src);
+    prim->execute(strm, st->args);
+    if (dst_reorder) dst_reorder->execute(strm, st->dst, st->ud);
+    strm.wait();
+  };
+  return true;
+}
+
 }  // namespace
+
+bool onednn_int8_exact(DType src, const Tensor& weights) {
+  static const bool vnni = [] {
+    const auto isa = dnnl::get_effective_cpu_isa();
+    return isa == dnnl::cpu_isa::avx512_core_vnni || isa == dnnl::cpu_isa::avx2_vnni ||
+           isa == dnnl::cpu_isa::avx512_core_bf16 || isa == dnnl::cpu_isa::avx512_core_amx;
+  }();
+  if (vnni) return true;
+  if (src != DType::kUInt8 || weights.dtype() != DType::kInt8) return false;
+  const int8_t* w = weights.data<int8_t>();
+  for (int64_t i = 0; i < weights.numel(); ++i)
+    if (w[i] < -64 || w[i] > 64) return false;
+  return true;
+}
 
 bool make_onednn_kernel(const ir::Node& n, const std::vector<Meta>& in, const std::vector<const Tensor*>& consts,
                         Kernel* k) {
   try {
-    if (n.op == "Conv") return conv_fp32(n, in, consts, k);
-    if (n.op == "Gemm") return inner_product_fp32(n, in, consts, k);
-    if (n.op == "MaxPool" || n.op == "AveragePool") return pool_fp32(n, in, k);
+    bool ok = false;
+    if (n.op == "Conv") ok = conv_fp32(n, in, consts, k);
+    else if (n.op == "Gemm") ok = inner_product_fp32(n, in, consts, k);
+    else if (n.op == "MaxPool" || n.op == "AveragePool") ok = pool_fp32(n, in, k);
+    else if (n.op == "QConv" || n.op == "QGemm" || n.op == "QMatMul") ok = qconv_qgemm(n, in, consts, k);
+    if (ok) k->impl = "onednn";
+    return ok;
   } catch (const dnnl::error& e) {
     // A configuration oneDNN has no implementation for: the reference kernel runs it.
     return false;

@@ -86,6 +86,9 @@ class Model {
   int total_ops() const;
   /// The backend's name.
   const std::string& backend() const;
+  /// How many nodes of each op run on each implementation in the plan built at
+  /// load: {"QConv:onednn": 2, "Add:reference": 1, ...}.
+  std::map<std::string, int> kernel_impls() const;
   /// Names of the float tensors computed by the model's nodes, in execution order
   /// (what `set_taps` accepts besides the inputs).
   std::vector<std::string> value_names() const;
