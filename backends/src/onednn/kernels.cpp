@@ -43,6 +43,64 @@ dnnl::primitive_attr make_attr(const ir::Node& n) {
   return attr;
 }
 
+// The run function of a primitive between plain user tensors (input 0 -> output
+// 0): reorders into and out of the primitive's preferred layouts when they differ,
+// with every memory object, buffer and argument built once; a run only swaps the
+// user buffers' handles in. `fixed` holds the other arguments (weights, bias).
+std::function<void(const std::vector<const Tensor*>&, const std::vector<Tensor*>&)> make_exec(
+    std::shared_ptr<dnnl::primitive> prim, const memory::desc& user_src, const memory::desc& src_pd,
+    const memory::desc& user_dst, const memory::desc& dst_pd, const memory::desc& scratch_pd,
+    std::unordered_map<int, memory> fixed, std::vector<std::shared_ptr<void>> keep_alive) {
+  auto& eng = engine();
+  const bool src_plain = src_pd == user_src, dst_plain = dst_pd == user_dst;
+  struct State {
+    memory us, ud, src, dst;
+    std::unordered_map<int, memory> args;
+    std::shared_ptr<dnnl::reorder> src_reorder, dst_reorder;
+    std::vector<std::shared_ptr<void>> keep;
+  };
+  auto st = std::make_shared<State>();
+  auto buffer = [&](const memory::desc& d) {
+    auto b = std::make_shared<Buf>(d.get_size());
+    st->keep.push_back(b);
+    return b->get();
+  };
+  st->keep = std::move(keep_alive);
+  st->us = memory(user_src, eng, nullptr);
+  st->ud = memory(user_dst, eng, nullptr);
+  st->src = src_plain ? st->us : memory(src_pd, eng, buffer(src_pd));
+  st->dst = dst_plain ? st->ud : memory(dst_pd, eng, buffer(dst_pd));
+  if (!src_plain) st->src_reorder = std::make_shared<dnnl::reorder>(dnnl::reorder::primitive_desc(eng, user_src, eng, src_pd));
+  if (!dst_plain) st->dst_reorder = std::make_shared<dnnl::reorder>(dnnl::reorder::primitive_desc(eng, dst_pd, eng, user_dst));
+  st->args = std::move(fixed);
+  st->args[DNNL_ARG_SRC] = st->src;
+  st->args[DNNL_ARG_DST] = st->dst;
+  st->args[DNNL_ARG_SCRATCHPAD] = memory(scratch_pd, eng, buffer(scratch_pd));
+  return [st, prim](const std::vector<const Tensor*>& i, const std::vector<Tensor*>& o) {
+    auto& strm = stream();
+    st->us.set_data_handle(const_cast<void*>(i[0]->raw()));
+    st->ud.set_data_handle(o[0]->raw());
+    if (st->src_reorder) st->src_reorder->execute(strm, st->us, st->src);
+    prim->execute(strm, st->args);
+    if (st->dst_reorder) st->dst_reorder->execute(strm, st->dst, st->ud);
+    strm.wait();
+  };
+}
+
+// Weights reordered once into the layout the primitive wants; returns the memory
+// (its buffer is appended to `keep`).
+memory reorder_weights(const memory::desc& user, const void* data, const memory::desc& want,
+                       std::vector<std::shared_ptr<void>>* keep) {
+  auto& eng = engine();
+  memory uw(user, eng, const_cast<void*>(data));
+  auto buf = std::make_shared<Buf>(want.get_size());
+  keep->push_back(buf);
+  memory wm(want, eng, buf->get());
+  dnnl::reorder(uw, wm).execute(stream(), uw, wm);
+  stream().wait();
+  return wm;
+}
+
 bool conv_fp32(const ir::Node& n, const std::vector<Meta>& in, const std::vector<const Tensor*>& consts, Kernel* k) {
   if (in.size() < 2 || in[0].dtype != DType::kFloat32 || in[0].shape.size() != 4 || !consts[1]) return false;
   if (n.attr_s("auto_pad", "NOTSET") != "NOTSET") return false;  // the reference handles SAME/VALID
@@ -68,47 +126,17 @@ bool conv_fp32(const ir::Node& n, const std::vector<Meta>& in, const std::vector
                                        src_any, w_any, b ? b_md : memory::desc(), dst_any, {s[0], s[1]},
                                        {d[0] - 1, d[1] - 1}, {p[0], p[1]}, {p[2], p[3]});
   dnnl::convolution_forward::primitive_desc pd(desc, make_attr(n), engine());
-  auto& eng = engine();
-  // Weights: reordered once into the primitive's layout.
-  memory user_w({w_dims, dt::f32, g == 1 ? tag::oihw : tag::goihw}, eng, const_cast<void*>(w.raw()));
-  auto w_buf = std::make_shared<Buf>(pd.weights_desc().get_size());
-  memory wm(pd.weights_desc(), eng, w_buf->get());
-  dnnl::reorder(user_w, wm).execute(stream(), user_w, wm);
-  stream().wait();
-  Tensor bias_t = b ? *b : Tensor();
-  auto scratch = std::make_shared<Buf>(pd.scratchpad_desc().get_size());
-  const memory::desc user_src(src_dims, dt::f32, tag::nchw), user_dst(dst_dims, dt::f32, tag::nchw);
-  const bool src_plain = pd.src_desc() == user_src, dst_plain = pd.dst_desc() == user_dst;
-  auto src_buf = std::make_shared<Buf>(src_plain ? 0 : pd.src_desc().get_size());
-  auto dst_buf = std::make_shared<Buf>(dst_plain ? 0 : pd.dst_desc().get_size());
-  auto prim = std::make_shared<dnnl::convolution_forward>(pd);
-  auto src_reorder = src_plain ? nullptr : std::make_shared<dnnl::reorder>(dnnl::reorder::primitive_desc(eng, user_src, eng, pd.src_desc()));
-  auto dst_reorder = dst_plain ? nullptr : std::make_shared<dnnl::reorder>(dnnl::reorder::primitive_desc(eng, pd.dst_desc(), eng, user_dst));
-  // Memory objects and the argument map are built once; a run only swaps the
-  // user buffers' handles in.
-  struct State {
-    memory us, ud, src, dst;
-    std::unordered_map<int, memory> args;
-  };
-  auto st = std::make_shared<State>();
-  st->us = memory(user_src, eng, nullptr);
-  st->ud = memory(user_dst, eng, nullptr);
-  st->src = src_plain ? st->us : memory(pd.src_desc(), eng, src_buf->get());
-  st->dst = dst_plain ? st->ud : memory(pd.dst_desc(), eng, dst_buf->get());
-  st->args = {{DNNL_ARG_SRC, st->src}, {DNNL_ARG_WEIGHTS, wm}, {DNNL_ARG_DST, st->dst},
-              {DNNL_ARG_SCRATCHPAD, memory(pd.scratchpad_desc(), eng, scratch->get())}};
-  if (bias_t.defined()) st->args[DNNL_ARG_BIAS] = memory(b_md, eng, const_cast<void*>(bias_t.raw()));
+  std::vector<std::shared_ptr<void>> keep;
+  std::unordered_map<int, memory> fixed = {
+      {DNNL_ARG_WEIGHTS, reorder_weights({w_dims, dt::f32, g == 1 ? tag::oihw : tag::goihw}, w.raw(), pd.weights_desc(), &keep)}};
+  if (b) {
+    keep.push_back(std::make_shared<Tensor>(*b));
+    fixed[DNNL_ARG_BIAS] = memory(b_md, engine(), const_cast<void*>(b->raw()));
+  }
   k->outputs = {{{N, M, oH, oW}, DType::kFloat32}};
-  k->run = [st, prim, src_reorder, dst_reorder, w_buf, src_buf, dst_buf, scratch, bias_t](
-               const std::vector<const Tensor*>& i, const std::vector<Tensor*>& o) {
-    auto& strm = stream();
-    st->us.set_data_handle(const_cast<void*>(i[0]->raw()));
-    st->ud.set_data_handle(o[0]->raw());
-    if (src_reorder) src_reorder->execute(strm, st->us, st->src);
-    prim->execute(strm, st->args);
-    if (dst_reorder) dst_reorder->execute(strm, st->dst, st->ud);
-    strm.wait();
-  };
+  k->run = make_exec(std::make_shared<dnnl::convolution_forward>(pd), memory::desc(src_dims, dt::f32, tag::nchw),
+                     pd.src_desc(), memory::desc(dst_dims, dt::f32, tag::nchw), pd.dst_desc(), pd.scratchpad_desc(),
+                     std::move(fixed), std::move(keep));
   return true;
 }
 
@@ -128,32 +156,16 @@ bool inner_product_fp32(const ir::Node& n, const std::vector<Meta>& in, const st
   auto w_any = memory::desc({N, K}, dt::f32, tag::any), b_md = memory::desc({N}, dt::f32, tag::a);
   dnnl::inner_product_forward::desc desc(dnnl::prop_kind::forward_inference, src_md, w_any, b ? b_md : memory::desc(), dst_md);
   dnnl::inner_product_forward::primitive_desc pd(desc, make_attr(n), eng);
-  memory user_w({{N, K}, dt::f32, tb ? tag::oi : tag::io}, eng, const_cast<void*>(w.raw()));
-  auto w_buf = std::make_shared<Buf>(pd.weights_desc().get_size());
-  memory wm(pd.weights_desc(), eng, w_buf->get());
-  dnnl::reorder(user_w, wm).execute(stream(), user_w, wm);
-  stream().wait();
-  Tensor bias_t = b ? *b : Tensor();
-  auto scratch = std::make_shared<Buf>(pd.scratchpad_desc().get_size());
-  auto prim = std::make_shared<dnnl::inner_product_forward>(pd);
-  struct State {
-    memory src, dst;
-    std::unordered_map<int, memory> args;
-  };
-  auto st = std::make_shared<State>();
-  st->src = memory(src_md, eng, nullptr);
-  st->dst = memory(dst_md, eng, nullptr);
-  st->args = {{DNNL_ARG_SRC, st->src}, {DNNL_ARG_WEIGHTS, wm}, {DNNL_ARG_DST, st->dst},
-              {DNNL_ARG_SCRATCHPAD, memory(pd.scratchpad_desc(), eng, scratch->get())}};
-  if (bias_t.defined()) st->args[DNNL_ARG_BIAS] = memory(b_md, eng, const_cast<void*>(bias_t.raw()));
+  std::vector<std::shared_ptr<void>> keep;
+  std::unordered_map<int, memory> fixed = {
+      {DNNL_ARG_WEIGHTS, reorder_weights({{N, K}, dt::f32, tb ? tag::oi : tag::io}, w.raw(), pd.weights_desc(), &keep)}};
+  if (b) {
+    keep.push_back(std::make_shared<Tensor>(*b));
+    fixed[DNNL_ARG_BIAS] = memory(b_md, eng, const_cast<void*>(b->raw()));
+  }
   k->outputs = {{{M, N}, DType::kFloat32}};
-  k->run = [st, prim, w_buf, scratch, bias_t](const std::vector<const Tensor*>& i, const std::vector<Tensor*>& o) {
-    auto& strm = stream();
-    st->src.set_data_handle(const_cast<void*>(i[0]->raw()));
-    st->dst.set_data_handle(o[0]->raw());
-    prim->execute(strm, st->args);
-    strm.wait();
-  };
+  k->run = make_exec(std::make_shared<dnnl::inner_product_forward>(pd), src_md, pd.src_desc(), dst_md, pd.dst_desc(),
+                     pd.scratchpad_desc(), std::move(fixed), std::move(keep));
   return true;
 }
 
@@ -181,25 +193,9 @@ bool pool_fp32(const ir::Node& n, const std::vector<Meta>& in, Kernel* k) {
   dnnl::primitive_attr attr;
   attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
   dnnl::pooling_forward::primitive_desc pd(desc, attr, eng);
-  auto scratch = std::make_shared<Buf>(pd.scratchpad_desc().get_size());
-  struct State {
-    memory src, dst;
-    std::unordered_map<int, memory> args;
-  };
-  auto st = std::make_shared<State>();
-  st->src = memory(src_md, eng, nullptr);
-  st->dst = memory(dst_md, eng, nullptr);
-  st->args = {{DNNL_ARG_SRC, st->src}, {DNNL_ARG_DST, st->dst},
-              {DNNL_ARG_SCRATCHPAD, memory(pd.scratchpad_desc(), eng, scratch->get())}};
-  auto prim = std::make_shared<dnnl::pooling_forward>(pd);
   k->outputs = {{{x[0], x[1], oH, oW}, DType::kFloat32}};
-  k->run = [st, prim, scratch](const std::vector<const Tensor*>& i, const std::vector<Tensor*>& o) {
-    auto& strm = stream();
-    st->src.set_data_handle(const_cast<void*>(i[0]->raw()));
-    st->dst.set_data_handle(o[0]->raw());
-    prim->execute(strm, st->args);
-    strm.wait();
-  };
+  k->run = make_exec(std::make_shared<dnnl::pooling_forward>(pd), src_md, pd.src_desc(), dst_md, pd.dst_desc(),
+                     pd.scratchpad_desc(), {}, {});
   return true;
 }
 
@@ -303,40 +299,12 @@ bool qconv_qgemm(const ir::Node& n, const std::vector<Meta>& in, const std::vect
     spdesc = pd.scratchpad_desc();
     out = {R, M};
   }
-  memory uw(w_user, eng, const_cast<void*>(w.raw()));
-  auto w_buf = std::make_shared<Buf>(wdesc.get_size());
-  memory wm(wdesc, eng, w_buf->get());
-  dnnl::reorder(uw, wm).execute(stream(), uw, wm);
-  stream().wait();
-  const bool src_plain = src_pd == user_src, dst_plain = dst_pd == user_dst;
-  auto src_buf = std::make_shared<Buf>(src_plain ? 0 : src_pd.get_size());
-  auto dst_buf = std::make_shared<Buf>(dst_plain ? 0 : dst_pd.get_size());
-  auto scratch = std::make_shared<Buf>(spdesc.get_size());
-  auto src_reorder = src_plain ? nullptr : std::make_shared<dnnl::reorder>(dnnl::reorder::primitive_desc(eng, user_src, eng, src_pd));
-  auto dst_reorder = dst_plain ? nullptr : std::make_shared<dnnl::reorder>(dnnl::reorder::primitive_desc(eng, dst_pd, eng, user_dst));
-  struct State {
-    memory us, ud, src, dst;
-    std::unordered_map<int, memory> args;
-  };
-  auto st = std::make_shared<State>();
-  st->us = memory(user_src, eng, nullptr);
-  st->ud = memory(user_dst, eng, nullptr);
-  st->src = src_plain ? st->us : memory(src_pd, eng, src_buf->get());
-  st->dst = dst_plain ? st->ud : memory(dst_pd, eng, dst_buf->get());
-  st->args = {{DNNL_ARG_SRC, st->src}, {DNNL_ARG_WEIGHTS, wm}, {DNNL_ARG_DST, st->dst},
-              {DNNL_ARG_BIAS, memory(b_md, eng, bias.raw())},
-              {DNNL_ARG_SCRATCHPAD, memory(spdesc, eng, scratch->get())}};
+  std::vector<std::shared_ptr<void>> keep;
+  keep.push_back(std::make_shared<Tensor>(bias));
+  std::unordered_map<int, memory> fixed = {{DNNL_ARG_WEIGHTS, reorder_weights(w_user, w.raw(), wdesc, &keep)},
+                                           {DNNL_ARG_BIAS, memory(b_md, eng, bias.raw())}};
   k->outputs = {{out, yq.dtype}};
-  k->run = [st, prim, src_reorder, dst_reorder, w_buf, src_buf, dst_buf, scratch, bias](
-               const std::vector<const Tensor*>& i, const std::vector<Tensor*>& o) {
-    auto& strm = stream();
-    st->us.set_data_handle(const_cast<void*>(i[0]->raw()));
-    st->ud.set_data_handle(o[0]->raw());
-    if (src_reorder) src_reorder->execute(strm, st->us, st->src);
-    prim->execute(strm, st->args);
-    if (dst_reorder) dst_reorder->execute(strm, st->dst, st->ud);
-    strm.wait();
-  };
+  k->run = make_exec(prim, user_src, src_pd, user_dst, dst_pd, spdesc, std::move(fixed), std::move(keep));
   return true;
 }
 
