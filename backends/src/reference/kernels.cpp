@@ -1,6 +1,7 @@
 // Reference kernels: plain C++ loops that define the runtime's float and integer
 // arithmetic. Every other backend is tested against them.
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -57,6 +58,10 @@ std::vector<int64_t> int_values(const Tensor& t) {
 
 float float_value(const Tensor& t) { return t.data<float>()[0]; }
 
+// Index arithmetic uses fixed-size arrays, so running a kernel allocates nothing.
+constexpr size_t kMaxRank = 8;
+using Index = std::array<int64_t, kMaxRank>;
+
 // --- broadcasting elementwise -------------------------------------------------
 
 Shape broadcast(const Node& n, const Shape& a, const Shape& b) {
@@ -73,8 +78,8 @@ Shape broadcast(const Node& n, const Shape& a, const Shape& b) {
 }
 
 // Element strides of `s` seen as shape `o` (0 along broadcast dims).
-std::vector<int64_t> bstrides(const Shape& s, const Shape& o) {
-  std::vector<int64_t> st(o.size(), 0);
+Index bstrides(const Shape& s, const Shape& o) {
+  Index st{};
   int64_t acc = 1;
   for (size_t k = 0; k < s.size(); ++k) {
     const size_t i = s.size() - 1 - k, j = o.size() - 1 - k;
@@ -95,9 +100,9 @@ void for_each_broadcast(const Shape& o, const Shape& a, const Shape& b, F&& f) {
     for (int64_t i = 0; i < total; ++i) f(i, i, 0);
     return;
   }
-  const auto sa = bstrides(a, o), sb = bstrides(b, o);
+  const Index sa = bstrides(a, o), sb = bstrides(b, o);
   const size_t r = o.size();
-  std::vector<int64_t> idx(r, 0);
+  Index idx{};
   int64_t ia = 0, ib = 0;
   for (int64_t i = 0; i < total; ++i) {
     f(i, ia, ib);
@@ -250,11 +255,11 @@ inline void valid_range(int64_t k, int64_t s, int64_t d, int64_t p, int64_t in, 
 
 // --- Conv (float and int8) ------------------------------------------------------
 
+// `acc` is scratch for one output plane ([oH * oW]), owned by the kernel.
 template <typename TX, typename TW, typename TAcc, typename Store>
 void conv_loops(const Geom& g, const TX* x, const TW* w, TAcc x_zero, const std::vector<TAcc>& w_zero,
-                const std::vector<TAcc>& bias, Store&& store) {
+                const std::vector<TAcc>& bias, std::vector<TAcc>& acc, Store&& store) {
   const int64_t cg = g.C / g.group, mg = g.M / g.group;
-  std::vector<TAcc> acc(static_cast<size_t>(g.oH * g.oW));
   for (int64_t nb = 0; nb < g.N; ++nb) {
     for (int64_t m = 0; m < g.M; ++m) {
       const int64_t gi = m / mg;
@@ -312,10 +317,12 @@ Kernel conv(const Node& n, const std::vector<Meta>& in, const std::vector<const 
   Tensor wt = w;
   const float lo = n.fused_act == "Relu" ? 0.0f : n.fused_act == "Clip" ? n.clip_lo : -INFINITY;
   const float hi = n.fused_act == "Clip" ? n.clip_hi : INFINITY;
-  k.run = [g, wt, bias, lo, hi](const In& i, const Out& o) {
+  auto acc = std::make_shared<std::vector<float>>(static_cast<size_t>(g.oH * g.oW));
+  const std::vector<float> no_zero;
+  k.run = [g, wt, bias, lo, hi, acc, no_zero](const In& i, const Out& o) {
     float* y = o[0]->data<float>();
     const int64_t plane = g.oH * g.oW;
-    conv_loops<float, float, float>(g, i[0]->data<float>(), wt.data<float>(), 0.0f, {}, bias,
+    conv_loops<float, float, float>(g, i[0]->data<float>(), wt.data<float>(), 0.0f, no_zero, bias, *acc,
                                     [&](int64_t nb, int64_t m, const float* acc) {
                                       float* dst = y + (nb * g.M + m) * plane;
                                       for (int64_t p = 0; p < plane; ++p) dst[p] = std::min(std::max(acc[p], lo), hi);
@@ -389,6 +396,7 @@ Kernel qconv(const Node& n, const std::vector<Meta>& in, const std::vector<const
   const int32_t zy = yq.zero_point[0], zx = xq.zero_point[0];
   Tensor wt = w;
   const bool xu8 = in[0].dtype == DType::kUInt8, yu8 = yq.dtype == DType::kUInt8, wu8 = w.dtype() == DType::kUInt8;
+  auto acc = std::make_shared<std::vector<int32_t>>(static_cast<size_t>(g.oH * g.oW));
   k.run = [=](const In& i, const Out& o) {
     const int64_t plane = g.oH * g.oW;
     void* y = o[0]->raw();
@@ -403,7 +411,7 @@ Kernel qconv(const Node& n, const std::vector<Meta>& in, const std::vector<const
     };
     auto go = [&](auto* x, auto* wp) { conv_loops<std::remove_const_t<std::remove_pointer_t<decltype(x)>>,
                                                   std::remove_const_t<std::remove_pointer_t<decltype(wp)>>, int32_t>(
-                                           g, x, wp, zx, wz, bias, store); };
+                                           g, x, wp, zx, wz, bias, *acc, store); };
     if (xu8 && !wu8) go(i[0]->data<uint8_t>(), wt.data<int8_t>());
     else if (!xu8 && !wu8) go(i[0]->data<int8_t>(), wt.data<int8_t>());
     else if (xu8) go(i[0]->data<uint8_t>(), wt.data<uint8_t>());
@@ -576,9 +584,10 @@ Kernel qgemm(const Node& n, const std::vector<Meta>& in, const std::vector<const
   for (int64_t j = 0; j < N; ++j) wz[static_cast<size_t>(j)] = per(wq.zero_point, j);
   Tensor wt = bw;
   const bool yu8 = yq.dtype == DType::kUInt8;
+  auto acc_buf = std::make_shared<std::vector<int32_t>>(static_cast<size_t>(N));
   k.run = [=](const In& i, const Out& o) {
     const Tensor& x = *i[0];
-    std::vector<int32_t> acc(static_cast<size_t>(N));
+    std::vector<int32_t>& acc = *acc_buf;
     for (int64_t row = 0; row < M; ++row) {
       std::copy(bias.begin(), bias.end(), acc.begin());
       for (int64_t kk = 0; kk < K; ++kk) {
@@ -775,7 +784,7 @@ Kernel transpose(const Node& n, const std::vector<Meta>& in) {
   const DType dt = in[0].dtype;
   k.outputs = {{out, dt}};
   // Strides of the input read in output order.
-  std::vector<int64_t> in_str(x.size()), st(x.size());
+  Index in_str{}, st{};
   int64_t acc = 1;
   for (size_t i = x.size(); i-- > 0;) {
     in_str[i] = acc;
@@ -787,7 +796,7 @@ Kernel transpose(const Node& n, const std::vector<Meta>& in) {
     const uint8_t* src = static_cast<const uint8_t*>(i[0]->raw());
     uint8_t* dst = static_cast<uint8_t*>(o[0]->raw());
     const int64_t total = numel(out);
-    std::vector<int64_t> idx(out.size(), 0);
+    Index idx{};
     int64_t off = 0;
     for (int64_t p = 0; p < total; ++p) {
       std::memcpy(dst + p * static_cast<int64_t>(es), src + off * static_cast<int64_t>(es), es);
@@ -892,14 +901,14 @@ Kernel slice(const Node& n, const std::vector<Meta>& in, const std::vector<const
   k.run = [=](const In& i, const Out& o) {
     const uint8_t* src = static_cast<const uint8_t*>(i[0]->raw());
     uint8_t* dst = static_cast<uint8_t*>(o[0]->raw());
-    std::vector<int64_t> in_str(x.size());
+    Index in_str{};
     int64_t acc = 1;
     for (size_t d = x.size(); d-- > 0;) {
       in_str[d] = acc;
       acc *= x[d];
     }
     const int64_t total = numel(out);
-    std::vector<int64_t> idx(out.size(), 0);
+    Index idx{};
     for (int64_t p = 0; p < total; ++p) {
       int64_t off = 0;
       for (size_t d = 0; d < out.size(); ++d) off += (st[d] + idx[d] * step[d]) * in_str[d];
@@ -934,7 +943,7 @@ Kernel pad(const Node& n, const std::vector<Meta>& in, const std::vector<const T
     std::fill(y, y + numel(out), value);
     const float* src = i[0]->data<float>();
     const int64_t total = numel(x);
-    std::vector<int64_t> idx(x.size(), 0);
+    Index idx{};
     for (int64_t p = 0; p < total; ++p) {
       int64_t off = 0;
       for (size_t d = 0; d < x.size(); ++d) off = off * out[d] + idx[d] + pads[d];
@@ -1211,6 +1220,8 @@ Kernel make_kernel(const ir::Node& n, const std::vector<Meta>& in, const std::ve
     Kernel k;
     if (make_onednn_kernel(n, in, consts, &k)) return k;
   }
+  for (const auto& m : in)
+    if (m.shape.size() > kMaxRank) unsupported(n, "tensors of rank above " + std::to_string(kMaxRank));
   const std::string& op = n.op;
   if (in.empty() || (in[0].shape.empty() && op != "Reshape" && op != "Unsqueeze" && in[0].dtype != DType::kFloat32))
     bad_shape(n, "missing input");
