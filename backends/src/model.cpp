@@ -6,6 +6,8 @@
 #include <cstdlib>
 #include <cmath>
 #include <mutex>
+
+#include <omp.h>
 #include <set>
 
 #include "ir.h"
@@ -56,6 +58,7 @@ struct Model::Impl {
   TapOptions tap_opts;
   mutable std::mutex tap_mu;
   mutable std::map<int, TapStats> stats;
+  mutable std::vector<uint32_t> tap_scratch;  // [threads * bins] partial histograms
 
   int id(const std::string& name) {
     auto it = value_id.find(name);
@@ -195,13 +198,16 @@ struct Model::Impl {
     return p;
   }
 
+  // Folds one tensor into its statistics: min/max and histogram counts are
+  // computed in parallel (OpenMP) into per-thread scratch sized by set_taps, so
+  // taps allocate nothing per run.
   void tap(int v, const Tensor& t) const {
     if (t.dtype() != DType::kFloat32) return;
     const float* x = t.data<float>();
     const int64_t n = t.numel();
     if (n == 0) return;
-    TapStats local;
     float lo = x[0], hi = x[0];
+#pragma omp parallel for simd reduction(min : lo) reduction(max : hi) if (n > 65536)
     for (int64_t i = 0; i < n; ++i) {
       lo = x[i] < lo ? x[i] : lo;
       hi = x[i] > hi ? x[i] : hi;
@@ -222,30 +228,46 @@ struct Model::Impl {
         s.channel_min.assign(static_cast<size_t>(C), INFINITY);
         s.channel_max.assign(static_cast<size_t>(C), -INFINITY);
       }
-      for (int64_t b = 0; b < N; ++b)
-        for (int64_t c = 0; c < C; ++c) {
+      float* cmin = s.channel_min.data();
+      float* cmax = s.channel_max.data();
+#pragma omp parallel for if (n > 65536)
+      for (int64_t c = 0; c < C; ++c) {
+        float cl = cmin[c], ch = cmax[c];
+        for (int64_t b = 0; b < N; ++b) {
           const float* p = x + (b * C + c) * inner;
-          float cl = s.channel_min[static_cast<size_t>(c)], ch = s.channel_max[static_cast<size_t>(c)];
           for (int64_t i = 0; i < inner; ++i) {
             cl = p[i] < cl ? p[i] : cl;
             ch = p[i] > ch ? p[i] : ch;
           }
-          s.channel_min[static_cast<size_t>(c)] = cl;
-          s.channel_max[static_cast<size_t>(c)] = ch;
         }
+        cmin[c] = cl;
+        cmax[c] = ch;
+      }
     }
     if (tap_kind == TapKind::kHistogram) {
       const int64_t bins = tap_opts.bins;
       if (s.histogram.empty()) s.histogram.assign(static_cast<size_t>(bins), 0.0);
       const float scale = static_cast<float>(bins) / (tap_opts.hi - tap_opts.lo), off = tap_opts.lo;
-      double* h = s.histogram.data();
-      for (int64_t i = 0; i < n; ++i) {
-        int64_t b = static_cast<int64_t>((x[i] - off) * scale);
-        b = b < 0 ? 0 : (b >= bins ? bins - 1 : b);
-        h[b] += 1.0;
+      const int nthreads = static_cast<int>(tap_scratch.size() / static_cast<size_t>(bins));
+      uint32_t* part = tap_scratch.data();
+      std::fill(tap_scratch.begin(), tap_scratch.end(), 0u);
+#pragma omp parallel num_threads(nthreads) if (n > 65536)
+      {
+        const int tid = omp_get_thread_num(), nt = omp_get_num_threads();
+        uint32_t* h = part + static_cast<int64_t>(tid) * bins;
+        const int64_t b0 = n * tid / nt, b1 = n * (tid + 1) / nt;
+        for (int64_t i = b0; i < b1; ++i) {
+          int64_t b = static_cast<int64_t>((x[i] - off) * scale);
+          b = b < 0 ? 0 : (b >= bins ? bins - 1 : b);
+          ++h[b];
+        }
       }
+      double* h = s.histogram.data();
+      for (int th = 0; th < nthreads; ++th)
+        for (int64_t b = 0; b < bins; ++b) h[b] += part[static_cast<int64_t>(th) * bins + b];
     }
   }
+
 };
 
 Model::Model(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
@@ -426,6 +448,7 @@ void Model::set_taps(const std::vector<std::string>& names, TapKind kind, TapOpt
   im.tap_kind = kind;
   im.tap_opts = options;
   im.stats.clear();
+  im.tap_scratch.assign(kind == TapKind::kHistogram ? static_cast<size_t>(options.bins) * static_cast<size_t>(omp_get_max_threads()) : 0, 0u);
 }
 
 std::map<std::string, TapStats> Model::taps() const {
