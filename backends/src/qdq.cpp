@@ -154,7 +154,7 @@ std::vector<std::string> fuse_qdq(Graph& g) {
     auto d0 = n.inputs.empty() ? std::nullopt : c.dq(n.inputs[0]);
     if (!d0) continue;  // not fed by a dequantize: a float op
     const bool candidate = op == "Conv" || op == "Gemm" || op == "MatMul" || op == "Add" || op == "Mul" ||
-                           op == "MaxPool" || op == "GlobalAveragePool" || op == "Concat" || op == "Relu" ||
+                           op == "MaxPool" || op == "AveragePool" || op == "GlobalAveragePool" || op == "Concat" || op == "Relu" ||
                            op == "Clip" || op == "Flatten" || op == "Reshape" || op == "Squeeze" ||
                            op == "Unsqueeze" || op == "Transpose";
     std::string why;
@@ -255,8 +255,8 @@ std::vector<std::string> fuse_qdq(Graph& g) {
       }
       continue;
     }
-    if (op == "GlobalAveragePool") {
-      f.op = "QGlobalAveragePool";
+    if (op == "GlobalAveragePool" || op == "AveragePool") {
+      f.op = "Q" + op;
       c.replace(i, f, *t);
       continue;
     }

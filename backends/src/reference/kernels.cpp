@@ -644,8 +644,39 @@ Kernel pool(const Node& n, const std::vector<Meta>& in) {
     };
     return k;
   }
-  if (dt != DType::kFloat32) unsupported(n, "AveragePool needs float32 input");
   const bool include_pad = n.attr_i("count_include_pad", 0) != 0;
+  if (n.op == "QAveragePool") {
+    // int8: the real mean sx * (sum - count * zx) / count, quantized with the output's qparams.
+    const float sx = n.in_q.at(0).scale[0], sy = n.out_q.scale[0];
+    const int32_t zx = n.in_q.at(0).zero_point[0], zy = n.out_q.zero_point[0];
+    const QRange r = qrange(n.out_q.dtype);
+    const bool yu8 = n.out_q.dtype == DType::kUInt8;
+    k.outputs = {{spatial_out(in[0].shape, g.C, g), n.out_q.dtype}};
+    k.run = [=](const In& i, const Out& o) {
+      for (int64_t p = 0; p < g.N * g.C; ++p)
+        for (int64_t oh = 0; oh < g.oH; ++oh)
+          for (int64_t ow = 0; ow < g.oW; ++ow) {
+            int32_t sum = 0;
+            int64_t cnt = 0, cnt_pad = 0;
+            for (int64_t kh = 0; kh < g.kH; ++kh) {
+              const int64_t ih = oh * g.sH + kh * g.dH - g.pT;
+              for (int64_t kw = 0; kw < g.kW; ++kw) {
+                const int64_t iw = ow * g.sW + kw * g.dW - g.pL;
+                if (ih < g.H + g.pB && iw < g.W + g.pR) ++cnt_pad;
+                if (ih < 0 || ih >= g.H || iw < 0 || iw >= g.W) continue;
+                sum += qload(*i[0], (p * g.H + ih) * g.W + iw) - zx;
+                ++cnt;
+              }
+            }
+            const int64_t c = include_pad ? cnt_pad : std::max<int64_t>(cnt, 1);
+            const int32_t v = requantize(sum, sx / (sy * static_cast<float>(c)), zy, r.lo, r.hi);
+            if (yu8) store_q<uint8_t>(o[0]->raw(), (p * g.oH + oh) * g.oW + ow, v);
+            else store_q<int8_t>(o[0]->raw(), (p * g.oH + oh) * g.oW + ow, v);
+          }
+    };
+    return k;
+  }
+  if (dt != DType::kFloat32) unsupported(n, "AveragePool needs float32 input");
   k.run = [g, include_pad](const In& i, const Out& o) {
     const float* x = i[0]->data<float>();
     float* y = o[0]->data<float>();
@@ -1235,7 +1266,7 @@ Kernel make_kernel(const ir::Node& n, const std::vector<Meta>& in, const std::ve
   if (op == "Gemm") return gemm(n, in, consts);
   if (op == "MatMul") return matmul(n, in);
   if (op == "QGemm" || op == "QMatMul") return qgemm(n, in, consts);
-  if (op == "MaxPool" || op == "AveragePool" || op == "QMaxPool") return pool(n, in);
+  if (op == "MaxPool" || op == "AveragePool" || op == "QMaxPool" || op == "QAveragePool") return pool(n, in);
   if (op == "GlobalAveragePool" || op == "QGlobalAveragePool") return global_avg_pool(n, in);
   if (op == "Flatten" || op == "Reshape" || op == "Squeeze" || op == "Unsqueeze") return reshape(n, in, consts);
   if (op == "Transpose") return transpose(n, in);

@@ -53,7 +53,7 @@ struct TapStats {
 /// A loaded ONNX model, ready to run.
 ///
 /// - Load: parses ONNX (opset 13..17), folds Constant/Identity, matches QDQ groups
-///   into int8 ops (QConv, QGemm, QMatMul, QAdd, QMul, QMaxPool, QGlobalAveragePool,
+///   into int8 ops (QConv, QGemm, QMatMul, QAdd, QMul, QAveragePool, QGlobalAveragePool,
 ///   QConcat, QRelu/QClip, and shape ops on integers); groups that cannot run in
 ///   int8 stay float and are listed in `float_fallbacks()`. Static input shapes
 ///   are planned at load.

@@ -1,0 +1,136 @@
+// convert_fx: the exported int8 QDQ ONNX model, run on qfx's runtime, agrees with
+// the fake-quantized GraphModule it came from.
+#include <gtest/gtest.h>
+#include <torch/nn/modules/batchnorm.h>
+#include <torch/nn/modules/conv.h>
+#include <torch/nn/modules/linear.h>
+#include <ATen/ATen.h>
+
+#include <cstring>
+#include <filesystem>
+
+#include "fx/fixtures.h"
+#include "qfx/error.h"
+#include "qfx/fx/tracer.h"
+#include "qfx/quant/convert.h"
+#include "qfx/quant/fake_quantize.h"
+#include "qfx/quant/passes.h"
+#include "qfx/runtime/model.h"
+
+using namespace qfx;
+using namespace qfx::quant;
+
+namespace {
+
+struct SmallNetImpl : torch::nn::Module {
+  SmallNetImpl() {
+    c1 = register_module("c1", torch::nn::Conv2d(torch::nn::Conv2dOptions(3, 8, 3).padding(1)));
+    b1 = register_module("b1", torch::nn::BatchNorm2d(8));
+    c2 = register_module("c2", torch::nn::Conv2d(torch::nn::Conv2dOptions(8, 8, 3).padding(1)));
+    fc = register_module("fc", torch::nn::Linear(16 * 4 * 4, 10));
+  }
+  at::Tensor forward(const at::Tensor& x) {
+    at::Tensor y = torch::relu(b1->forward(c1->forward(x)));
+    at::Tensor z = torch::relu(c2->forward(y) + y);
+    at::Tensor c = torch::cat({torch::max_pool2d(z, 2), torch::avg_pool2d(z, 2)}, 1);
+    return fc->forward(c.flatten(1));
+  }
+  torch::nn::Conv2d c1{nullptr}, c2{nullptr};
+  torch::nn::BatchNorm2d b1{nullptr};
+  torch::nn::Linear fc{nullptr};
+};
+TORCH_MODULE(SmallNet);
+
+runtime::Tensor to_runtime(const at::Tensor& t) {
+  at::Tensor c = t.contiguous().to(at::kFloat);
+  runtime::Tensor r(std::vector<int64_t>(c.sizes().begin(), c.sizes().end()), runtime::DType::kFloat32);
+  std::memcpy(r.raw(), c.data_ptr(), r.nbytes());
+  return r;
+}
+
+at::Tensor to_aten(const runtime::Tensor& t) {
+  return at::from_blob(const_cast<void*>(t.raw()), t.shape(), at::kFloat).clone();
+}
+
+double cosine(const at::Tensor& a, const at::Tensor& b) {
+  return (a.flatten() * b.flatten()).sum().item<double>() / (a.norm().item<double>() * b.norm().item<double>() + 1e-30);
+}
+
+std::string tmp_path(const std::string& name) { return (std::filesystem::temp_directory_path() / name).string(); }
+
+}  // namespace
+
+TEST(ConvertFx, SmallNetInt8OnnxMatchesFakeQuant) {
+  torch::manual_seed(0);
+  SmallNet net;
+  net->eval();
+  auto gm = fx::trace_module(net.ptr(), [&](std::vector<c10::IValue> in) { return net->forward(in[0].toTensor()); },
+                             {at::randn({2, 3, 8, 8})});
+  prepare_fx(*gm, QConfigMapping::default_mapping(), BackendConfig::resolve("onednn"));
+  at::NoGradGuard ng;
+  for (int i = 0; i < 8; ++i) gm->forward(at::randn({4, 3, 8, 8}));
+  set_quant_state(*gm, QuantState::kFakeQuant);
+  disable_observer(*gm);
+  const std::string path = tmp_path("qfx_convert_small.onnx");
+  ConvertOptions o;
+  o.input_shapes = {{-1, 3, 8, 8}};
+  ConvertResult r = convert_fx(*gm, path, o);
+  EXPECT_EQ(r.quantized_weights, 3);
+  EXPECT_TRUE(r.float_ops.empty()) << ::testing::PrintToString(r.float_ops);
+  EXPECT_GE(r.encodings.size(), 5u);
+  at::Tensor x = at::randn({16, 3, 8, 8});
+  at::Tensor fq = gm->forward(x);
+  for (const char* backend : {"reference", "onednn"}) {
+    auto model = runtime::Model::load(path, {backend});
+    EXPECT_TRUE(model.float_fallbacks().empty()) << ::testing::PrintToString(model.float_fallbacks());
+    EXPECT_EQ(model.int8_ops(), 7) << ::testing::PrintToString(model.kernel_impls());
+    at::Tensor y = to_aten(model.run({{"input", to_runtime(x)}}).at("output"));
+    // The fake-quant model and the integer model differ by rounding only.
+    EXPECT_GT(cosine(y, fq), 0.999) << backend;
+    // Random weights leave near-ties between logits: allow one flip in 16.
+    EXPECT_GE(y.argmax(1).eq(fq.argmax(1)).sum().item<int64_t>(), 15) << backend;
+  }
+  std::filesystem::remove(path);
+}
+
+TEST(ConvertFx, ResNet18Int8OnnxTracksFloat) {
+  auto gm = fx::trace_file(test::fixture("resnet18_scripted.pt"));
+  gm->eval();
+  at::NoGradGuard ng;
+  at::Tensor x = at::randn({2, 3, 64, 64});
+  at::Tensor ref = gm->forward(x);
+  prepare_fx(*gm, QConfigMapping::default_mapping(), BackendConfig::resolve("onednn"));
+  for (int i = 0; i < 4; ++i) gm->forward(at::randn({2, 3, 64, 64}));
+  gm->forward(x);
+  set_quant_state(*gm, QuantState::kFakeQuant);
+  disable_observer(*gm);
+  at::Tensor fq = gm->forward(x);
+  const std::string path = tmp_path("qfx_convert_resnet18.onnx");
+  ConvertOptions o;
+  o.input_shapes = {{-1, 3, 64, 64}};
+  ConvertResult r = convert_fx(*gm, path, o);
+  EXPECT_EQ(r.quantized_weights, 21);
+  auto model = runtime::Model::load(path, {"onednn"});
+  EXPECT_TRUE(model.float_fallbacks().empty()) << ::testing::PrintToString(model.float_fallbacks());
+  at::Tensor y = to_aten(model.run({{model.inputs()[0].name, to_runtime(x)}}).at("output"));
+  EXPECT_GT(cosine(y, fq), 0.995);
+  EXPECT_GT(cosine(y, ref), 0.98) << "int8 against the float model";
+  std::filesystem::remove(path);
+}
+
+TEST(ConvertFx, WrappedCallsAreNamedAndNothingIsWritten) {
+  auto gm = fx::trace_file(test::fixture("wrap_example.pt"));
+  prepare_fx(*gm, QConfigMapping::default_mapping(), BackendConfig::resolve("onednn"));
+  const std::string path = tmp_path("qfx_convert_wrap.onnx");
+  std::filesystem::remove(path);
+  ConvertOptions o;
+  o.input_shapes = {{-1, 3, 8, 8}};
+  try {
+    convert_fx(*gm, path, o);
+    FAIL() << "expected UnsupportedOpError";
+  } catch (const UnsupportedOpError& e) {
+    EXPECT_NE(std::string(e.what()).find("_post_process"), std::string::npos) << e.what();
+  }
+  EXPECT_FALSE(std::filesystem::exists(path));
+  EXPECT_FALSE(std::filesystem::exists(path + ".tmp"));
+}
