@@ -78,6 +78,14 @@ check "qfx run: wrong input shape" 6 "input 'input' has shape \\[2, 3, 64, 64\\]
   "$QFX" run "$FIXTURES/onnx/zoo.onnx" -i "$FIXTURES/onnx/resnet18.in.npy"
 check "qfx run: unknown input name" 6 "unknown input 'image'" -- \
   "$QFX" run "$FIXTURES/onnx/zoo.onnx" -i "image=$FIXTURES/onnx/zoo.in.npy"
+check "qfx ptq: default config on a subset, int8 top-1 reported" 0 "top-1: fp32 .*int8" -- \
+  "$QFX" ptq --set calibration.num_samples=128 --set evaluation.num_samples=500 --set output.dir="$tmp/ptq"
+check "qfx ptq: artifacts written" 0 "graph_hash" -- cat "$tmp/ptq/encodings.json"
+/usr/bin/python3 -c "import numpy; numpy.save('$tmp/img.npy', numpy.zeros((1, 1, 28, 28), numpy.float32))"
+check "qfx ptq: model runs on the runtime" 0 "output: \\[1, 10\\]" -- \
+  "$QFX" run "$tmp/ptq/model_int8.onnx" -i "$tmp/img.npy"
+check "qfx ptq: unknown config key" 3 "unknown key 'calibraton'" -- \
+  "$QFX" ptq --set calibraton.num_samples=1
 check "no arguments" 106 "model is required|required" -- "$QFX" inspect
 
 echo "$pass passed, $fail failed"

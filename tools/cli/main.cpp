@@ -5,6 +5,7 @@
 #include <iostream>
 
 #include "bench.h"
+#include "ptq.h"
 #include "qfx/error.h"
 #include "qfx/fx/tracer.h"
 #include "qfx/quant/config.h"
@@ -158,6 +159,12 @@ int main(int argc, char** argv) {
   bench->add_option("--iters", bargs.iters, "Timed runs per measurement (default 10)");
   bench->add_option("--threads", bargs.threads, "Threads for libtorch (default 2)");
 
+  auto* ptq = app.add_subcommand("ptq", "Post-training quantization from a YAML config (default: configs/ptq/default.yaml)");
+  std::string ptq_config = QFX_DEFAULT_PTQ_CONFIG;
+  std::vector<std::string> ptq_set;
+  ptq->add_option("config", ptq_config, "PTQ config (YAML); default: the shipped configs/ptq/default.yaml");
+  ptq->add_option("--set", ptq_set, "Override a config key: calibration.num_samples=64 (repeatable)");
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -168,6 +175,7 @@ int main(int argc, char** argv) {
     if (*inspect) return run_inspect(model, wraps, config, train_mode, !no_code, prep);
     if (*run) return run_model(onnx_path, run_inputs, run_output, run_backend);
     if (*bench) return qfx::cli::run_bench(bargs);
+    if (*ptq) return qfx::cli::run_ptq(ptq_config, ptq_set);
   } catch (const qfx::Error& e) {
     std::cerr << "qfx: error: " << e.what() << "\n";
     return e.exit_code();

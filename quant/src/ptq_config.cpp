@@ -1,0 +1,120 @@
+#include "qfx/quant/ptq_config.h"
+
+#include <cstdlib>
+#include <filesystem>
+
+#include "yaml_util.h"
+
+namespace qfx::quant {
+namespace {
+
+using namespace yaml;
+
+DataSpec read_data(const std::string& path, const YAML::Node& n, const std::string& what) {
+  DataSpec d;
+  check_keys(path, n, what, {"format", "images", "labels", "mean", "std"});
+  if (auto f = n["format"]) d.format = as_choice(path, f, what + ".format", {"idx", "npy"});
+  if (!n["images"]) bad(path, n, what + ".images is required");
+  const std::string base = std::filesystem::path(path).parent_path().string();
+  d.images = resolve_path(as_string(path, n["images"], what + ".images"), base);
+  if (auto l = n["labels"]) d.labels = resolve_path(as_string(path, l, what + ".labels"), base);
+  if (auto m = n["mean"]) d.mean = as_double(path, m, what + ".mean");
+  if (auto s = n["std"]) {
+    d.std = as_double(path, s, what + ".std");
+    if (!(d.std > 0)) bad(path, s, what + ".std must be positive");
+  }
+  return d;
+}
+
+int64_t positive(const std::string& path, const YAML::Node& n, const std::string& what, bool allow_zero) {
+  const int64_t v = as_int(path, n, what);
+  if (v < 0 || (v == 0 && !allow_zero)) bad(path, n, what + (allow_zero ? " must be >= 0" : " must be >= 1"));
+  return v;
+}
+
+}  // namespace
+
+std::string resolve_path(const std::string& p_in, const std::string& base_dir) {
+  std::string p;
+  for (size_t i = 0; i < p_in.size(); ++i) {
+    if (p_in.compare(i, 2, "${") == 0) {
+      const size_t e = p_in.find('}', i);
+      if (e == std::string::npos) throw ConfigError("unterminated ${ in path '" + p_in + "'");
+      const std::string var = p_in.substr(i + 2, e - i - 2);
+      const char* v = std::getenv(var.c_str());
+      std::string val = v ? v : "";
+#ifdef QFX_FIXTURE_DIR_DEFAULT
+      if (!v && var == "QFX_FIXTURES") val = QFX_FIXTURE_DIR_DEFAULT;
+#endif
+      if (!v && val.empty()) throw ConfigError("path '" + p_in + "' uses ${" + var + "}, which is not set");
+      p += val;
+      i = e;
+    } else {
+      p += p_in[i];
+    }
+  }
+  if (!p.empty() && p[0] != '/' && !base_dir.empty()) p = (std::filesystem::path(base_dir) / p).string();
+  return p;
+}
+
+PtqConfig load_ptq_config(const std::string& path, const std::vector<std::string>& overrides) {
+  YAML::Node root = load_file(path);
+  if (!root.IsMap()) throw ConfigError(path + ": a PTQ config must be a YAML mapping");
+  for (const auto& o : overrides) {
+    const auto eq = o.find('=');
+    if (eq == std::string::npos || eq == 0) throw ConfigError("--set '" + o + "': expected KEY=VALUE (calibration.num_samples=64)");
+    std::vector<std::string> keys;
+    std::string key = o.substr(0, eq);
+    for (size_t s = 0, d; s <= key.size(); s = d + 1) {
+      d = key.find('.', s);
+      if (d == std::string::npos) d = key.size();
+      keys.push_back(key.substr(s, d - s));
+    }
+    YAML::Node cur = root;
+    for (size_t i = 0; i + 1 < keys.size(); ++i) {
+      if (!cur[keys[i]] || !cur[keys[i]].IsMap()) cur[keys[i]] = YAML::Node(YAML::NodeType::Map);
+      cur.reset(cur[keys[i]]);
+    }
+    try {
+      cur[keys.back()] = YAML::Load(o.substr(eq + 1));
+    } catch (const YAML::Exception& e) {
+      throw ConfigError("--set '" + o + "': bad value (" + e.msg + ")");
+    }
+  }
+  check_keys(path, root, "the config",
+             {"model", "tracer", "backend", "qconfig", "calibration", "evaluation", "output", "training"});
+  PtqConfig c;
+  c.path = path;
+  const std::string base = std::filesystem::path(path).parent_path().string();
+  const YAML::Node m = root["model"];
+  if (!m) bad(path, root, "'model' is required");
+  check_keys(path, m, "model", {"path", "input_shape"});
+  if (!m["path"]) bad(path, m, "model.path is required");
+  c.model = resolve_path(as_string(path, m["path"], "model.path"), base);
+  if (!m["input_shape"] || !m["input_shape"].IsSequence()) bad(path, m, "model.input_shape is required, e.g. [-1, 1, 28, 28]");
+  for (const auto& d : m["input_shape"]) c.input_shape.push_back(as_int(path, d, "model.input_shape"));
+  if (auto b = root["backend"]) c.backend = as_string(path, b, "backend");
+  const YAML::Node cal = root["calibration"];
+  if (!cal) bad(path, root, "'calibration' is required");
+  check_keys(path, cal, "calibration", {"data", "num_samples", "batch_size", "seed"});
+  if (!cal["data"]) bad(path, cal, "calibration.data is required");
+  c.calibration = read_data(path, cal["data"], "calibration.data");
+  if (auto n = cal["num_samples"]) c.calibration_samples = positive(path, n, "calibration.num_samples", false);
+  if (auto n = cal["batch_size"]) c.batch_size = positive(path, n, "calibration.batch_size", false);
+  if (auto n = cal["seed"]) c.seed = as_int(path, n, "calibration.seed");
+  if (const YAML::Node ev = root["evaluation"]) {
+    check_keys(path, ev, "evaluation", {"data", "num_samples", "metric"});
+    if (!ev["data"]) bad(path, ev, "evaluation.data is required");
+    c.evaluation = read_data(path, ev["data"], "evaluation.data");
+    if (auto n = ev["num_samples"]) c.evaluation_samples = positive(path, n, "evaluation.num_samples", true);
+    if (auto mt = ev["metric"]) c.metric = as_choice(path, mt, "evaluation.metric", {"top1", "cosine"});
+    if (c.metric == "top1" && c.evaluation.labels.empty()) bad(path, ev["data"], "evaluation.metric top1 needs evaluation.data.labels");
+  }
+  if (const YAML::Node out = root["output"]) {
+    check_keys(path, out, "output", {"dir"});
+    if (auto d = out["dir"]) c.output_dir = resolve_path(as_string(path, d, "output.dir"), "");
+  }
+  return c;
+}
+
+}  // namespace qfx::quant
