@@ -102,7 +102,7 @@ PtqConfig load_ptq_config(const std::string& path, const std::vector<std::string
   if (auto n = cal["num_samples"]) c.calibration_samples = positive(path, n, "calibration.num_samples", false);
   if (auto n = cal["batch_size"]) c.batch_size = positive(path, n, "calibration.batch_size", false);
   if (auto n = cal["seed"]) c.seed = as_int(path, n, "calibration.seed");
-  if (const YAML::Node ev = root["evaluation"]) {
+  if (const YAML::Node ev = root["evaluation"]; ev && !ev.IsNull()) {
     check_keys(path, ev, "evaluation", {"data", "num_samples", "metric"});
     if (!ev["data"]) bad(path, ev, "evaluation.data is required");
     c.evaluation = read_data(path, ev["data"], "evaluation.data");

@@ -41,4 +41,24 @@ for m in qdq_convnet qdq_s8; do
   compare "$m int8 vs ORT QDQ semantics" "$tmp/$m.qfx.npy" "$tmp/$m.ort.npy" units:0.02 1 || fail=1
   compare "$m int8 vs ORT fused int8 kernels (informational)" "$tmp/$m.qfx.npy" "$tmp/$m.ortopt.npy" units:0.02 1000 || fail=1
 done
+# The PTQ job's int8 model: qfx's runtime and ONNX Runtime (QDQ semantics) must
+# predict the same class for at least 99.5% of 1,000 Fashion-MNIST test images.
+"$QFX" ptq --set calibration.num_samples=256 --set 'evaluation=null' --set output.dir="$tmp/ptq" >"$tmp/ptq.log" 2>&1 ||
+  { echo "FAIL qfx ptq"; tail -3 "$tmp/ptq.log"; fail=1; }
+/usr/bin/python3 - "$tmp/test.npy" <<'PY'
+import gzip, sys, numpy as np
+with gzip.open("/usr/share/datasets/fashion-mnist/t10k-images-idx3-ubyte.gz") as f:
+    x = np.frombuffer(f.read(), np.uint8, offset=16).reshape(-1, 1, 28, 28)[:1000]
+np.save(sys.argv[1], ((x.astype(np.float32) / 255 - 0.2860) / 0.3530).astype(np.float32))
+PY
+"$QFX" run "$tmp/ptq/model_int8.onnx" -i "$tmp/test.npy" -o "$tmp/ptq.qfx.npy" >/dev/null || fail=1
+ORT_OPT=disabled node "$ort/run.js" "$tmp/ptq/model_int8.onnx" "$tmp/ptq.ort.npy" "$tmp/test.npy" || fail=1
+/usr/bin/python3 - "$tmp/ptq.qfx.npy" "$tmp/ptq.ort.npy" <<'PY' || fail=1
+import sys, numpy as np
+a, b = np.load(sys.argv[1]), np.load(sys.argv[2])
+agree = float((a.argmax(1) == b.argmax(1)).mean())
+ok = agree >= 0.995
+print(f"{'ok  ' if ok else 'FAIL'} qfx ptq int8 model: qfx runtime and ONNX Runtime agree on {agree:.4f} of {len(a)} predictions (limit 0.995)")
+sys.exit(0 if ok else 1)
+PY
 exit $fail

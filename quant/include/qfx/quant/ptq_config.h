@@ -31,7 +31,7 @@ struct PtqConfig {
   int64_t calibration_samples = 512;
   int64_t batch_size = 64;
   int64_t seed = 0;
-  DataSpec evaluation;
+  DataSpec evaluation;                 ///< `evaluation: null` (or absent): no evaluation
   int64_t evaluation_samples = 0;      ///< 0: all
   std::string metric = "top1";         ///< top1 or cosine (against fp32)
   std::string output_dir = "qfx_ptq_out";
