@@ -629,6 +629,30 @@ void max_pool_loops(const Geom& g, const T* x, T* y) {
   }
 }
 
+// Average-pool windows: for each output position j, the sum of `load(input index)`
+// over the window's in-bounds positions and the divisor (positions inside the
+// padded input with count_include_pad, in-bounds positions otherwise).
+template <typename T, typename Load, typename Emit>
+void avg_pool_windows(const Geom& g, bool include_pad, Load&& load, Emit&& emit) {
+  for (int64_t p = 0; p < g.N * g.C; ++p)
+    for (int64_t oh = 0; oh < g.oH; ++oh)
+      for (int64_t ow = 0; ow < g.oW; ++ow) {
+        T sum = 0;
+        int64_t cnt = 0, cnt_pad = 0;
+        for (int64_t kh = 0; kh < g.kH; ++kh) {
+          const int64_t ih = oh * g.sH + kh * g.dH - g.pT;
+          for (int64_t kw = 0; kw < g.kW; ++kw) {
+            const int64_t iw = ow * g.sW + kw * g.dW - g.pL;
+            if (ih < g.H + g.pB && iw < g.W + g.pR) ++cnt_pad;
+            if (ih < 0 || ih >= g.H || iw < 0 || iw >= g.W) continue;
+            sum += load((p * g.H + ih) * g.W + iw);
+            ++cnt;
+          }
+        }
+        emit((p * g.oH + oh) * g.oW + ow, sum, include_pad ? cnt_pad : std::max<int64_t>(cnt, 1));
+      }
+}
+
 Kernel pool(const Node& n, const std::vector<Meta>& in) {
   if (n.attr_i("storage_order", 0) != 0) unsupported(n, "storage_order=1");
   if (n.outputs.size() > 1 && !n.outputs[1].empty()) unsupported(n, "the Indices output");
@@ -653,26 +677,12 @@ Kernel pool(const Node& n, const std::vector<Meta>& in) {
     const bool yu8 = n.out_q.dtype == DType::kUInt8;
     k.outputs = {{spatial_out(in[0].shape, g.C, g), n.out_q.dtype}};
     k.run = [=](const In& i, const Out& o) {
-      for (int64_t p = 0; p < g.N * g.C; ++p)
-        for (int64_t oh = 0; oh < g.oH; ++oh)
-          for (int64_t ow = 0; ow < g.oW; ++ow) {
-            int32_t sum = 0;
-            int64_t cnt = 0, cnt_pad = 0;
-            for (int64_t kh = 0; kh < g.kH; ++kh) {
-              const int64_t ih = oh * g.sH + kh * g.dH - g.pT;
-              for (int64_t kw = 0; kw < g.kW; ++kw) {
-                const int64_t iw = ow * g.sW + kw * g.dW - g.pL;
-                if (ih < g.H + g.pB && iw < g.W + g.pR) ++cnt_pad;
-                if (ih < 0 || ih >= g.H || iw < 0 || iw >= g.W) continue;
-                sum += qload(*i[0], (p * g.H + ih) * g.W + iw) - zx;
-                ++cnt;
-              }
-            }
-            const int64_t c = include_pad ? cnt_pad : std::max<int64_t>(cnt, 1);
-            const int32_t v = requantize(sum, sx / (sy * static_cast<float>(c)), zy, r.lo, r.hi);
-            if (yu8) store_q<uint8_t>(o[0]->raw(), (p * g.oH + oh) * g.oW + ow, v);
-            else store_q<int8_t>(o[0]->raw(), (p * g.oH + oh) * g.oW + ow, v);
-          }
+      avg_pool_windows<int32_t>(g, include_pad, [&](int64_t j) { return qload(*i[0], j) - zx; },
+                                [&](int64_t j, int32_t sum, int64_t count) {
+                                  const int32_t v = requantize(sum, sx / (sy * static_cast<float>(count)), zy, r.lo, r.hi);
+                                  if (yu8) store_q<uint8_t>(o[0]->raw(), j, v);
+                                  else store_q<int8_t>(o[0]->raw(), j, v);
+                                });
     };
     return k;
   }
@@ -680,24 +690,8 @@ Kernel pool(const Node& n, const std::vector<Meta>& in) {
   k.run = [g, include_pad](const In& i, const Out& o) {
     const float* x = i[0]->data<float>();
     float* y = o[0]->data<float>();
-    for (int64_t p = 0; p < g.N * g.C; ++p)
-      for (int64_t oh = 0; oh < g.oH; ++oh)
-        for (int64_t ow = 0; ow < g.oW; ++ow) {
-          float sum = 0;
-          int64_t cnt = 0, cnt_pad = 0;
-          for (int64_t kh = 0; kh < g.kH; ++kh) {
-            const int64_t ih = oh * g.sH + kh * g.dH - g.pT;
-            for (int64_t kw = 0; kw < g.kW; ++kw) {
-              const int64_t iw = ow * g.sW + kw * g.dW - g.pL;
-              // Positions in the padded input (not past the right/bottom pads) count with count_include_pad.
-              if (ih < g.H + g.pB && iw < g.W + g.pR) ++cnt_pad;
-              if (ih < 0 || ih >= g.H || iw < 0 || iw >= g.W) continue;
-              sum += x[(p * g.H + ih) * g.W + iw];
-              ++cnt;
-            }
-          }
-          y[(p * g.oH + oh) * g.oW + ow] = sum / static_cast<float>(include_pad ? cnt_pad : std::max<int64_t>(cnt, 1));
-        }
+    avg_pool_windows<float>(g, include_pad, [x](int64_t j) { return x[j]; },
+                            [y](int64_t j, float sum, int64_t count) { y[j] = sum / static_cast<float>(count); });
   };
   return k;
 }
