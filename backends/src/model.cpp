@@ -326,11 +326,7 @@ Model Model::load(const std::string& path, const ModelOptions& options) {
     sig += shape_str(s);
     shapes.push_back(s);
   }
-  try {
-    im->pool[sig].push_back(im->build(shapes));
-  } catch (const qfx::Error& e) {
-    throw;
-  }
+  im->pool[sig].push_back(im->build(shapes));
   return Model(std::move(im));
 }
 

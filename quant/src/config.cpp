@@ -2,17 +2,16 @@
 
 #include "yaml_util.h"
 
-#include <fstream>
 #include <set>
-#include <sstream>
 
 #include "qfx/error.h"
 
 namespace qfx::quant {
 using namespace yaml;
 
-TracerConfig load_tracer_config(const std::string& path) {
-  YAML::Node root = load_file(path);
+TracerConfig load_tracer_config(const std::string& path) { return tracer_config_from_yaml(path, load_file(path)); }
+
+TracerConfig tracer_config_from_yaml(const std::string& path, const YAML::Node& root) {
   TracerConfig cfg;
   if (root.IsNull()) return cfg;
   check_keys(path, root, "the config",

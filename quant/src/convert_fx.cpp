@@ -9,6 +9,7 @@
 #include <torch/nn/modules/linear.h>
 #include <torch/nn/modules/pooling.h>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -479,16 +480,15 @@ class Exporter {
       const bool max = op == "max_pool2d";
       auto k = ints_arg(*n, 1);
       if (k.size() == 1) k.push_back(k[0]);
-      auto two = [&](size_t i, int64_t def) {
+      // A 2-D pooling argument: empty if absent, [v, v] for a single v.
+      auto two = [&](size_t i) {
         std::vector<int64_t> v = i < n->args().size() ? ints_arg(*n, i) : std::vector<int64_t>{};
-        if (v.empty()) return std::vector<int64_t>{};
         if (v.size() == 1) v.push_back(v[0]);
-        (void)def;
         return v;
       };
-      auto s = two(2, 0), p = two(3, 0);
+      auto s = two(2), p = two(3);
       if (p.empty()) p = {0, 0};
-      if (max) return pool(n, true, k, s, p, two(4, 1), num_arg(*n, 5, 0) != 0, false);
+      if (max) return pool(n, true, k, s, p, two(4), num_arg(*n, 5, 0) != 0, false);
       return pool(n, false, k, s, p, {}, num_arg(*n, 4, 0) != 0, num_arg(*n, 5, 1) != 0);
     }
     if (op == "adaptive_avg_pool2d") {

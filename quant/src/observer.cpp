@@ -212,20 +212,14 @@ void HistogramObserver::grow_to(double new_lo, double new_hi) {
 
 void HistogramObserver::observe(const float* data, int64_t n) {
   if (n <= 0) return;
-  float lo = data[0], hi = data[0];
-  bool finite = true;
+  // One pass: min, max, and a NaN probe (x * 0 is NaN for NaN and +-Inf; min/max skip NaN).
+  float lo = data[0], hi = data[0], probe = 0.0f;
   for (int64_t i = 0; i < n; ++i) {
     lo = std::min(lo, data[i]);
     hi = std::max(hi, data[i]);
+    probe += data[i] * 0.0f;
   }
-  finite = std::isfinite(lo) && std::isfinite(hi);
-  for (int64_t i = 0; i < n && finite; i += 4096) {
-    // min/max skip NaN; look for one explicitly.
-    const int64_t e = std::min(n, i + 4096);
-    float acc = 0;
-    for (int64_t j = i; j < e; ++j) acc += data[j] * 0.0f;
-    if (acc != acc) finite = false;
-  }
+  const bool finite = probe == 0.0f;
   if (!finite) throw DataError("observed tensor '" + (tensor_name_.empty() ? std::string("?") : tensor_name_) + "' contains NaN or Inf");
   float* mn = min_val_.data_ptr<float>();
   float* mx = max_val_.data_ptr<float>();

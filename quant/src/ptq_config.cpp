@@ -85,6 +85,8 @@ PtqConfig load_ptq_config(const std::string& path, const std::vector<std::string
              {"model", "tracer", "backend", "qconfig", "calibration", "evaluation", "output", "training"});
   PtqConfig c;
   c.path = path;
+  c.tracer = tracer_config_from_yaml(path, root);
+  c.qconfig = qconfig_mapping_from_yaml(path, root);
   const std::string base = std::filesystem::path(path).parent_path().string();
   const YAML::Node m = root["model"];
   if (!m) bad(path, root, "'model' is required");

@@ -181,8 +181,9 @@ QConfigPtr read_qconfig(const std::string& path, const YAML::Node& n, const std:
 
 }  // namespace
 
-QConfigMapping QConfigMapping::load(const std::string& path) {
-  YAML::Node root = load_file(path);
+QConfigMapping QConfigMapping::load(const std::string& path) { return qconfig_mapping_from_yaml(path, load_file(path)); }
+
+QConfigMapping qconfig_mapping_from_yaml(const std::string& path, const YAML::Node& root) {
   QConfigMapping m;
   if (!root.IsMap() || !root["qconfig"]) return m;
   const YAML::Node q = root["qconfig"];

@@ -38,3 +38,13 @@ std::string as_choice(const std::string& path, const YAML::Node& n, const std::s
 std::vector<std::string> as_string_list(const std::string& path, const YAML::Node& n, const std::string& what);
 
 }  // namespace qfx::quant::yaml
+
+namespace qfx::quant {
+struct TracerConfig;
+class QConfigMapping;
+/// The `tracer:` / `qconfig:` sections of an already parsed config (`path` for
+/// error locations); load_tracer_config / QConfigMapping::load and the PTQ config
+/// (which applies --set overrides to the parsed YAML first) share these.
+TracerConfig tracer_config_from_yaml(const std::string& path, const YAML::Node& root);
+QConfigMapping qconfig_mapping_from_yaml(const std::string& path, const YAML::Node& root);
+}  // namespace qfx::quant

@@ -86,6 +86,8 @@ check "qfx ptq: model runs on the runtime" 0 "output: \\[1, 10\\]" -- \
   "$QFX" run "$tmp/ptq/model_int8.onnx" -i "$tmp/img.npy"
 check "qfx ptq: unknown config key" 3 "unknown key 'calibraton'" -- \
   "$QFX" ptq --set calibraton.num_samples=1
+check "qfx ptq: --set reaches the qconfig section" 3 "qconfig.global.weight.bits must be between 2 and 8" -- \
+  "$QFX" ptq --set qconfig.global.weight.bits=9
 check "no arguments" 106 "model is required|required" -- "$QFX" inspect
 
 echo "$pass passed, $fail failed"

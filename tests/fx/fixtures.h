@@ -26,4 +26,9 @@ inline double rel_error(const at::Tensor& a, const at::Tensor& b) {
   return (fa - fb).abs().max().item<double>() / denom;
 }
 
+/// Cosine similarity of two tensors seen as flat vectors.
+inline double cosine(const at::Tensor& a, const at::Tensor& b) {
+  return (a.flatten() * b.flatten()).sum().item<double>() / (a.norm().item<double>() * b.norm().item<double>() + 1e-30);
+}
+
 }  // namespace qfx::test

@@ -52,9 +52,6 @@ at::Tensor to_aten(const runtime::Tensor& t) {
   return at::from_blob(const_cast<void*>(t.raw()), t.shape(), at::kFloat).clone();
 }
 
-double cosine(const at::Tensor& a, const at::Tensor& b) {
-  return (a.flatten() * b.flatten()).sum().item<double>() / (a.norm().item<double>() * b.norm().item<double>() + 1e-30);
-}
 
 std::string tmp_path(const std::string& name) { return (std::filesystem::temp_directory_path() / name).string(); }
 
@@ -86,7 +83,7 @@ TEST(ConvertFx, SmallNetInt8OnnxMatchesFakeQuant) {
     EXPECT_EQ(model.int8_ops(), 7) << ::testing::PrintToString(model.kernel_impls());
     at::Tensor y = to_aten(model.run({{"input", to_runtime(x)}}).at("output"));
     // The fake-quant model and the integer model differ by rounding only.
-    EXPECT_GT(cosine(y, fq), 0.999) << backend;
+    EXPECT_GT(test::cosine(y, fq), 0.999) << backend;
     // Random weights leave near-ties between logits: allow one flip in 16.
     EXPECT_GE(y.argmax(1).eq(fq.argmax(1)).sum().item<int64_t>(), 15) << backend;
   }
@@ -113,8 +110,8 @@ TEST(ConvertFx, ResNet18Int8OnnxTracksFloat) {
   auto model = runtime::Model::load(path, {"onednn"});
   EXPECT_TRUE(model.float_fallbacks().empty()) << ::testing::PrintToString(model.float_fallbacks());
   at::Tensor y = to_aten(model.run({{model.inputs()[0].name, to_runtime(x)}}).at("output"));
-  EXPECT_GT(cosine(y, fq), 0.995);
-  EXPECT_GT(cosine(y, ref), 0.98) << "int8 against the float model";
+  EXPECT_GT(test::cosine(y, fq), 0.995);
+  EXPECT_GT(test::cosine(y, ref), 0.98) << "int8 against the float model";
   std::filesystem::remove(path);
 }
 

@@ -86,9 +86,6 @@ std::set<std::string> fake_quant_paths(fx::GraphModule& gm) {
   return out;
 }
 
-double cosine(const at::Tensor& a, const at::Tensor& b) {
-  return (a.flatten() * b.flatten()).sum().item<double>() / (a.norm().item<double>() * b.norm().item<double>());
-}
 
 }  // namespace
 
@@ -206,7 +203,7 @@ TEST(PrepareFx, OneDnnObserversShareAndFixWhereTheBackendSays) {
   disable_observer(*gm);
   at::Tensor fq = gm->forward(x);
   EXPECT_FALSE(at::equal(fq, cal));
-  EXPECT_GT(cosine(fq - 0.5, ref - 0.5), 0.99);
+  EXPECT_GT(test::cosine(fq - 0.5, ref - 0.5), 0.99);
   auto q = sfq->qparams();
   EXPECT_FLOAT_EQ(q.scale.item<float>(), 1.0f / 256);
   EXPECT_EQ(q.zero_point.item<int>(), 0);

@@ -14,7 +14,6 @@
 
 #include "qfx/error.h"
 #include "qfx/fx/tracer.h"
-#include "qfx/quant/config.h"
 #include "qfx/quant/convert.h"
 #include "qfx/quant/data.h"
 #include "qfx/quant/fake_quantize.h"
@@ -105,8 +104,6 @@ void write_json(const std::string& path, const nlohmann::json& j) {
 int run_ptq(const std::string& config_path, const std::vector<std::string>& overrides) {
   const auto t_start = Clock::now();
   quant::PtqConfig cfg = quant::load_ptq_config(config_path, overrides);
-  auto tracer_cfg = quant::load_tracer_config(config_path);
-  auto mapping = quant::QConfigMapping::load(config_path);
   auto backend = quant::BackendConfig::resolve(cfg.backend);
   std::filesystem::create_directories(cfg.output_dir);
   std::printf("qfx ptq: %s on backend '%s' (config %s)\n", cfg.model.c_str(), backend.name.c_str(), config_path.c_str());
@@ -116,7 +113,7 @@ int run_ptq(const std::string& config_path, const std::vector<std::string>& over
   const bool have_eval = !cfg.evaluation.images.empty();
   if (have_eval) ev = load_data(cfg.evaluation, cfg.evaluation_samples);
 
-  auto gm = fx::trace_file(cfg.model, tracer_cfg.options);
+  auto gm = fx::trace_file(cfg.model, cfg.tracer.options);
   gm->eval();
   at::NoGradGuard ng;
   const int64_t bs = cfg.batch_size;
@@ -135,7 +132,7 @@ int run_ptq(const std::string& config_path, const std::vector<std::string>& over
     fp32_out = at::cat(outs);
   }
   // prepare + calibrate.
-  quant::PassReport prep = quant::prepare_fx(*gm, mapping, backend);
+  quant::prepare_fx(*gm, cfg.qconfig, backend);
   Progress pc("calibration", cal.images.size(0));
   batches(cal.images, [&](const at::Tensor& b, int64_t i) {
     gm->forward(b);
@@ -221,7 +218,6 @@ int run_ptq(const std::string& config_path, const std::vector<std::string>& over
   for (const auto& f : model.float_fallbacks()) std::printf("  runtime: %s\n", f.c_str());
   std::printf("wrote %s, encodings.json, report.json in %s (%.1f s)\n", onnx_path.c_str(), cfg.output_dir.c_str(),
               secs(t_start));
-  (void)prep;
   return 0;
 }
 

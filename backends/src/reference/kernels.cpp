@@ -1248,8 +1248,7 @@ Kernel make_kernel(const ir::Node& n, const std::vector<Meta>& in, const std::ve
   for (const auto& m : in)
     if (m.shape.size() > kMaxRank) unsupported(n, "tensors of rank above " + std::to_string(kMaxRank));
   const std::string& op = n.op;
-  if (in.empty() || (in[0].shape.empty() && op != "Reshape" && op != "Unsqueeze" && in[0].dtype != DType::kFloat32))
-    bad_shape(n, "missing input");
+  if (in.empty()) bad_shape(n, "missing input");
   if (op == "Add" || op == "Sub" || op == "Mul" || op == "Div") return binary(n, in);
   if (op == "Relu" || op == "Sigmoid" || op == "Tanh" || op == "Erf" || op == "Sqrt" || op == "Exp" || op == "Neg" ||
       op == "HardSwish" || op == "LeakyRelu" || op == "HardSigmoid" || op == "Gelu" || op == "Clip")

@@ -4,6 +4,9 @@
 #include <string>
 #include <vector>
 
+#include "qfx/quant/config.h"
+#include "qfx/quant/qconfig.h"
+
 namespace qfx::quant {
 
 /// A dataset as a config names it.
@@ -27,6 +30,8 @@ struct PtqConfig {
   std::string model;                   ///< TorchScript file
   std::vector<int64_t> input_shape;    ///< [-1, C, H, W]
   std::string backend = "onednn";
+  TracerConfig tracer;                 ///< the `tracer:` section
+  QConfigMapping qconfig;              ///< the `qconfig:` section
   DataSpec calibration;
   int64_t calibration_samples = 512;
   int64_t batch_size = 64;
@@ -37,8 +42,8 @@ struct PtqConfig {
   std::string output_dir = "qfx_ptq_out";
 };
 
-/// Loads the file at `path` with `overrides` ("calibration.num_samples=64") applied
-/// first. Throws IoError if unreadable, ConfigError with file:line:column for an
+/// Loads the file at `path` with `overrides` ("calibration.num_samples=64",
+/// "qconfig.global.weight.bits=4") applied to every section first. Throws IoError if unreadable, ConfigError with file:line:column for an
 /// unknown key, a wrong type or value, or a bad override.
 PtqConfig load_ptq_config(const std::string& path, const std::vector<std::string>& overrides = {});
 
