@@ -2,6 +2,7 @@
 #pragma once
 
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -74,13 +75,16 @@ struct Graph {
 /// missing, truncated or non-ONNX file, UnsupportedOpError for another opset or
 /// domain, and DataError for unsupported tensor types.
 Graph load_onnx(const std::string& path);
+/// The same for a serialized ModelProto in memory; `what` names it in errors.
+Graph load_onnx_bytes(const std::string& bytes, const std::string& what);
 
 /// Folds Constant nodes into initializers and drops Identity nodes.
 void simplify(Graph& g);
 
 /// Fuses a Relu or Clip (constant bounds) that is the only consumer of a float
 /// Conv, Gemm or Add into it (`fused_act`), so backends run it as a post-op.
-void fuse_float_activations(Graph& g);
+/// Values named in `keep` are never fused away.
+void fuse_float_activations(Graph& g, const std::set<std::string>& keep = {});
 
 /// Matches QDQ groups (DequantizeLinear -> op -> QuantizeLinear) into int8 ops
 /// the reference kernels run; returns one line per group left in float and why.

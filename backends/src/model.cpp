@@ -270,21 +270,36 @@ struct Model::Impl {
 
 };
 
+namespace {
+void check_backend(const ModelOptions& options) {
+  if (options.backend != "onednn" && options.backend != "reference")
+    throw ConfigError("unknown runtime backend '" + options.backend + "' (expected onednn or reference)");
+}
+}  // namespace
+
 Model::Model(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 Model::Model(Model&&) noexcept = default;
 Model& Model::operator=(Model&&) noexcept = default;
 Model::~Model() = default;
 
 Model Model::load(const std::string& path, const ModelOptions& options) {
+  check_backend(options);
+  return from_graph(ir::load_onnx(path), options, path);
+}
+
+Model Model::load_from_string(const std::string& bytes, const ModelOptions& options, const std::string& what) {
+  check_backend(options);
+  return from_graph(ir::load_onnx_bytes(bytes, what), options, what);
+}
+
+Model Model::from_graph(ir::Graph graph, const ModelOptions& options, const std::string& path) {
   auto im = std::make_unique<Impl>();
-  if (options.backend == "onednn") im->backend = Backend::kOneDNN;
-  else if (options.backend == "reference") im->backend = Backend::kReference;
-  else throw ConfigError("unknown runtime backend '" + options.backend + "' (expected onednn or reference)");
+  im->backend = options.backend == "reference" ? Backend::kReference : Backend::kOneDNN;
   im->backend_name = options.backend;
-  im->g = ir::load_onnx(path);
+  im->g = std::move(graph);
   ir::simplify(im->g);
   if (options.fuse_qdq) im->fallbacks = ir::fuse_qdq(im->g);
-  ir::fuse_float_activations(im->g);
+  ir::fuse_float_activations(im->g, std::set<std::string>(options.keep_values.begin(), options.keep_values.end()));
   for (const auto& in : im->g.inputs) {
     im->input_ids.push_back(im->id(in.name));
     im->inputs.push_back({in.name, in.dtype, in.shape});
@@ -331,6 +346,24 @@ Model Model::load(const std::string& path, const ModelOptions& options) {
 }
 
 std::map<std::string, Tensor> Model::run(const std::map<std::string, Tensor>& inputs) const {
+  return run_impl(inputs, nullptr, nullptr);
+}
+
+std::map<std::string, Tensor> Model::run(const std::map<std::string, Tensor>& inputs, const std::vector<std::string>& watch,
+                                         const ValueCallback& on_value) const {
+  const Impl& im = *impl_;
+  std::vector<char> watched(im.value_name.size(), 0);
+  for (const auto& n : watch) {
+    auto it = im.value_id.find(n);
+    if (it == im.value_id.end() || im.const_of[static_cast<size_t>(it->second)])
+      throw DataError("cannot watch '" + n + "': no such tensor computed by the model");
+    watched[static_cast<size_t>(it->second)] = 1;
+  }
+  return run_impl(inputs, &watched, &on_value);
+}
+
+std::map<std::string, Tensor> Model::run_impl(const std::map<std::string, Tensor>& inputs, const std::vector<char>* watched,
+                                              const ValueCallback* on_value) const {
   Impl& im = *impl_;
   for (const auto& kv : inputs) {
     bool known = false;
@@ -375,6 +408,7 @@ std::map<std::string, Tensor> Model::run(const std::map<std::string, Tensor>& in
   for (size_t i = 0; i < im.input_ids.size(); ++i) {
     plan->values[static_cast<size_t>(im.input_ids[i])] = *given[i];
     if (im.tapped[static_cast<size_t>(im.input_ids[i])]) im.tap(im.input_ids[i], *given[i]);
+    if (watched && (*watched)[static_cast<size_t>(im.input_ids[i])]) (*on_value)(im.inputs[i].name, *given[i]);
   }
   static const bool profile = std::getenv("QFX_PROFILE") != nullptr;
   for (size_t n = 0; n < plan->kernels.size(); ++n) {
@@ -385,8 +419,11 @@ std::map<std::string, Tensor> Model::run(const std::map<std::string, Tensor>& in
       std::fprintf(stderr, "[profile] %-20s %-10s %-40s %8.3f ms\n", im.g.nodes[n].op.c_str(), plan->kernels[n].impl,
                    im.g.nodes[n].name.c_str(),
                    std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
-    for (int v : im.node_out[n])
+    for (int v : im.node_out[n]) {
       if (v >= 0 && im.tapped[static_cast<size_t>(v)]) im.tap(v, plan->values[static_cast<size_t>(v)]);
+      if (v >= 0 && watched && (*watched)[static_cast<size_t>(v)])
+        (*on_value)(im.value_name[static_cast<size_t>(v)], plan->values[static_cast<size_t>(v)]);
+    }
   }
   std::map<std::string, Tensor> out;
   for (size_t i = 0; i < im.output_ids.size(); ++i) out[im.outputs[i].name] = plan->values[static_cast<size_t>(im.output_ids[i])].clone();

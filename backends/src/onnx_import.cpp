@@ -104,7 +104,10 @@ Graph load_onnx(const std::string& path) {
   if (!f) throw IoError(path + ": cannot open ONNX model (missing or unreadable)");
   std::stringstream ss;
   ss << f.rdbuf();
-  const std::string bytes = ss.str();
+  return load_onnx_bytes(ss.str(), path);
+}
+
+Graph load_onnx_bytes(const std::string& bytes, const std::string& path) {
   onnx::ModelProto mp;
   if (bytes.empty() || !mp.ParseFromString(bytes) || !mp.has_graph())
     throw IoError(path + ": not an ONNX model (truncated or not protobuf ModelProto)");
@@ -175,7 +178,7 @@ void simplify(Graph& g) {
 
 namespace qfx::runtime::ir {
 
-void fuse_float_activations(Graph& g) {
+void fuse_float_activations(Graph& g, const std::set<std::string>& keep) {
   std::map<std::string, int> uses;
   for (const auto& n : g.nodes)
     for (const auto& i : n.inputs) ++uses[i];
@@ -192,7 +195,7 @@ void fuse_float_activations(Graph& g) {
     if (it == producer.end()) continue;
     Node& p = g.nodes[it->second];
     if ((p.op != "Conv" && p.op != "Gemm" && p.op != "Add") || !p.fused_act.empty() || p.outputs.size() != 1 ||
-        uses[p.outputs[0]] != 1 || outs.count(p.outputs[0]))
+        uses[p.outputs[0]] != 1 || outs.count(p.outputs[0]) || keep.count(p.outputs[0]))
       continue;
     float lo = -3.4e38f, hi = 3.4e38f;
     if (act.op == "Clip") {

@@ -55,7 +55,7 @@ std::string list_str(const std::vector<std::string>& v) {
 
 TensorConstraints read_tensor(const std::string& path, const YAML::Node& n, const std::string& what, bool weight) {
   TensorConstraints t;
-  check_keys(path, n, what, {"dtypes", "qschemes", "granularity", "ch_axis", "min_bits", "max_bits"});
+  check_keys(path, n, what, {"dtypes", "qschemes", "granularity", "ch_axis", "min_bits", "max_bits", "default_bits"});
   auto dt = n["dtypes"];
   if (!dt) bad(path, n, what + ".dtypes is required");
   for (const auto& s : as_string_list(path, dt, what + ".dtypes")) {
@@ -94,6 +94,15 @@ TensorConstraints read_tensor(const std::string& path, const YAML::Node& n, cons
   if (auto b = n["max_bits"]) {
     t.max_bits = static_cast<int>(as_int(path, b, what + ".max_bits"));
     if (t.max_bits < t.min_bits || t.max_bits > 8) bad(path, b, what + ".max_bits must be between min_bits and 8");
+  }
+  if (auto b = n["default_bits"]) {
+    if (b.IsScalar() && b.Scalar() == "native") {
+      t.default_bits = 0;
+    } else {
+      t.default_bits = static_cast<int>(as_int(path, b, what + ".default_bits"));
+      if (t.default_bits < t.min_bits || t.default_bits > t.max_bits)
+        bad(path, b, what + ".default_bits must be 'native' or between min_bits and max_bits");
+    }
   }
   return t;
 }

@@ -53,9 +53,14 @@ class Exporter {
     }
   }
 
+  std::string bytes() {
+    std::string b;
+    if (!model_.SerializeToString(&b)) throw IoError("convert_fx: cannot serialize the ONNX model");
+    return b;
+  }
+
   void save(const std::string& path) {
-    std::string bytes;
-    if (!model_.SerializeToString(&bytes)) throw IoError(path + ": cannot serialize the ONNX model");
+    const std::string bytes = this->bytes();
     const std::string tmp = path + ".tmp";
     {
       std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
@@ -175,6 +180,12 @@ class Exporter {
   // QuantizeLinear -> DequantizeLinear for an activation FakeQuantize.
   void fake_quant(fx::Node* n, FakeQuantize& fq) {
     const std::string& x = value(*n, n->args().at(0));
+    if (opt_.float_model) {  // a pass-through; remember what it observes
+      res_.observed.push_back({n->target(), n->args().at(0).is_node() ? n->args().at(0).node->name() : n->name(), x});
+      names_[n] = x;
+      rank_[n] = rank_of(n->args().at(0));
+      return;
+    }
     QParams q = fq.qparams();
     const std::string s = init(n->name() + "_scale", q.scale.to(at::kFloat));
     const std::string z = init(n->name() + "_zero_point", zero_points(q));
@@ -201,6 +212,7 @@ class Exporter {
     rank_[n] = rank_of(n->args().at(0));
     Encoding e;
     e.tensor = x;
+    e.quantized = qv;
     e.node = n->args().at(0).is_node() ? n->args().at(0).node->name() : n->name();
     e.dtype = qdtype_name(q.dtype);
     at::Tensor sf = q.scale.reshape({-1}), zf = q.zero_point.reshape({-1}).to(at::kInt);
@@ -223,7 +235,7 @@ class Exporter {
     const std::string& x = value(*n, xa);
     auto [w, b] = f.folded_weight_bias();
     std::string wname, bname;
-    FakeQuantize* wfq = f.weight_fake_quant();
+    FakeQuantize* wfq = opt_.float_model ? nullptr : f.weight_fake_quant();
     const float sx = xa.is_node() && scale_of_.count(xa.node) ? scale_of_[xa.node] : -1.0f;
     if (wfq) {
       QParams q = wfq->qparams();
@@ -311,6 +323,12 @@ class Exporter {
     rank_[n] = r < 0 ? -1 : r + rank_delta;
   }
 
+  // An op that passes its input through (dropout and identity in eval mode).
+  void alias(fx::Node* n) {
+    names_[n] = value(*n, n->args().at(0));
+    rank_[n] = rank_of(n->args().at(0));
+  }
+
   void clip(fx::Node* n, float lo, float hi) {
     const std::string y = fresh(n->name());
     node("Clip", {value(*n, n->args().at(0)), init("lo", at::full({}, lo)), init("hi", at::full({}, hi))}, y, n->name());
@@ -377,7 +395,7 @@ class Exporter {
       attr_i(last_, "axis", sm->options.dim());
       return;
     }
-    if (op == "dropout" || op == "identity") return unary(n, "Identity");
+    if (op == "dropout" || op == "identity") return alias(n);
     if (auto* fl = dynamic_cast<torch::nn::FlattenImpl*>(m.get())) {
       const int r = rank_of(n->args().at(0));
       const int64_t end = fl->options.end_dim();
@@ -449,7 +467,7 @@ class Exporter {
     if (op == "sigmoid") return unary(n, "Sigmoid");
     if (op == "tanh") return unary(n, "Tanh");
     if (op == "hardswish") return unary(n, "HardSwish");
-    if (op == "dropout" || op == "identity") return unary(n, "Identity");
+    if (op == "dropout" || op == "identity") return alias(n);
     if (op == "softmax") {
       unary(n, "Softmax");
       attr_i(last_, "axis", ints_arg(*n, 1).at(0));
@@ -543,6 +561,17 @@ ConvertResult convert_fx(fx::GraphModule& gm, const std::string& path, const Con
   e.run();
   e.save(path);
   return r;
+}
+
+std::string export_onnx(fx::GraphModule& gm, const ConvertOptions& options, ConvertResult* result) {
+  if (options.opset < 13 || options.opset > 17) throw ConfigError("convert_fx: opset must be 13..17");
+  ConvertResult r;
+  at::NoGradGuard ng;
+  Exporter e(gm, options, r);
+  e.run();
+  std::string bytes = e.bytes();
+  if (result) *result = std::move(r);
+  return bytes;
 }
 
 }  // namespace qfx::quant

@@ -10,19 +10,48 @@ namespace {
 
 using namespace yaml;
 
+std::vector<double> doubles(const std::string& path, const YAML::Node& n, const std::string& what) {
+  std::vector<double> v;
+  if (n.IsSequence()) {
+    for (const auto& e : n) v.push_back(as_double(path, e, what));
+    if (v.empty()) bad(path, n, what + " must not be empty");
+  } else {
+    v.push_back(as_double(path, n, what));
+  }
+  return v;
+}
+
 DataSpec read_data(const std::string& path, const YAML::Node& n, const std::string& what) {
   DataSpec d;
-  check_keys(path, n, what, {"format", "images", "labels", "mean", "std"});
-  if (auto f = n["format"]) d.format = as_choice(path, f, what + ".format", {"idx", "npy"});
+  if (!n.IsMap()) bad(path, n, what + " must be a mapping {format: ..., images: ...}");
+  check_keys(path, n, what, {"format", "images", "labels", "mean", "std", "resize", "crop", "color"});
+  if (auto f = n["format"]) d.format = as_choice(path, f, what + ".format", {"idx", "images", "npy", "raw"});
   if (!n["images"]) bad(path, n, what + ".images is required");
   const std::string base = std::filesystem::path(path).parent_path().string();
   d.images = resolve_path(as_string(path, n["images"], what + ".images"), base);
-  if (auto l = n["labels"]) d.labels = resolve_path(as_string(path, l, what + ".labels"), base);
-  if (auto m = n["mean"]) d.mean = as_double(path, m, what + ".mean");
-  if (auto s = n["std"]) {
-    d.std = as_double(path, s, what + ".std");
-    if (!(d.std > 0)) bad(path, s, what + ".std must be positive");
+  if (auto l = n["labels"]) {
+    const std::string v = as_string(path, l, what + ".labels");
+    if (d.format == "images" && v != "subfolders") bad(path, l, what + ".labels of an image folder must be 'subfolders'");
+    if (d.format == "raw") bad(path, l, what + ".labels: raw data has no labels");
+    d.labels = d.format == "images" ? v : resolve_path(v, base);
   }
+  if (auto m = n["mean"]) d.mean = doubles(path, m, what + ".mean");
+  if (auto s = n["std"]) {
+    d.std = doubles(path, s, what + ".std");
+    for (double x : d.std)
+      if (!(x > 0)) bad(path, s, what + ".std must be positive");
+  }
+  const bool image_keys = n["resize"] || n["crop"] || n["color"];
+  if (image_keys && d.format != "images") bad(path, n, what + ": resize, crop and color apply to format: images only");
+  if (auto r = n["resize"]) {
+    d.resize = as_int(path, r, what + ".resize");
+    if (d.resize < 0) bad(path, r, what + ".resize must be >= 0");
+  }
+  if (auto c = n["crop"]) {
+    d.crop = as_int(path, c, what + ".crop");
+    if (d.crop < 0) bad(path, c, what + ".crop must be >= 0");
+  }
+  if (auto c = n["color"]) d.color = as_choice(path, c, what + ".color", {"rgb", "bgr", "gray"});
   return d;
 }
 
@@ -103,12 +132,20 @@ PtqConfig load_ptq_config(const std::string& path, const std::vector<std::string
   c.calibration = read_data(path, cal["data"], "calibration.data");
   if (auto n = cal["num_samples"]) c.calibration_samples = positive(path, n, "calibration.num_samples", false);
   if (auto n = cal["batch_size"]) c.batch_size = positive(path, n, "calibration.batch_size", false);
-  if (auto n = cal["seed"]) c.seed = as_int(path, n, "calibration.seed");
+  if (auto n = cal["seed"]) {
+    c.seed = as_int(path, n, "calibration.seed");
+    if (c.seed < -1) bad(path, n, "calibration.seed must be >= 0, or -1 for the first num_samples");
+  }
   if (const YAML::Node ev = root["evaluation"]; ev && !ev.IsNull()) {
-    check_keys(path, ev, "evaluation", {"data", "num_samples", "metric"});
+    check_keys(path, ev, "evaluation", {"data", "num_samples", "metric", "sqnr_samples", "reference_check"});
     if (!ev["data"]) bad(path, ev, "evaluation.data is required");
     c.evaluation = read_data(path, ev["data"], "evaluation.data");
     if (auto n = ev["num_samples"]) c.evaluation_samples = positive(path, n, "evaluation.num_samples", true);
+    if (auto n = ev["sqnr_samples"]) c.sqnr_samples = positive(path, n, "evaluation.sqnr_samples", true);
+    if (auto n = ev["reference_check"]) {
+      c.reference_check = as_int(path, n, "evaluation.reference_check");
+      if (c.reference_check < -1) bad(path, n, "evaluation.reference_check must be -1 (all), 0 (off) or a count");
+    }
     if (auto mt = ev["metric"]) c.metric = as_choice(path, mt, "evaluation.metric", {"top1", "cosine"});
     if (c.metric == "top1" && c.evaluation.labels.empty()) bad(path, ev["data"], "evaluation.metric top1 needs evaluation.data.labels");
   }

@@ -1,5 +1,7 @@
 #include "qfx/quant/qconfig.h"
 
+#include "qfx/runtime/model.h"
+
 #include <algorithm>
 
 #include "yaml_util.h"
@@ -26,7 +28,7 @@ ObserverSpec resolve_tensor_qconfig(const TensorQConfig& req, const BackendConfi
   const bool pc = req.per_channel.value_or(is_weight && c.per_channel_default);
   if (pc && !c.per_channel_allowed) fail("per-channel quantization is not supported (backend requires per-tensor)");
   if (!pc && !c.per_tensor_allowed) fail("per-tensor quantization is not supported (backend requires per-channel)");
-  const int bits = req.bits.value_or(8);
+  const int bits = req.bits.value_or(c.default_bits == 0 ? runtime::native_int8_weight_bits() : c.default_bits);
   if (bits < c.min_bits || bits > c.max_bits)
     fail(std::to_string(bits) + "-bit quantization is outside the backend's " + std::to_string(c.min_bits) + ".." +
          std::to_string(c.max_bits) + " bits");

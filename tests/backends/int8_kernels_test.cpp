@@ -103,11 +103,10 @@ TEST(Int8Kernels, OneDnnConvEqualsReference) {
     const bool exact = onednn_int8_exact(c.xdt, w);
     EXPECT_EQ(used, exact) << "case M=" << c.M << " group=" << c.group;
     if (c.xdt == DType::kUInt8 && c.seven_bit_weights) EXPECT_TRUE(used) << "oneDNN must take u8 x 7-bit weights";
-    // oneDNN adds the output zero point before rounding (fused multiply-add); the
-    // reference rounds first, as ONNX QuantizeLinear does. Halfway cases may differ
-    // by one unit; nothing more.
-    EXPECT_LE(r.first, 1) << "case M=" << c.M << " group=" << c.group;
-    EXPECT_GE(r.second, 0.995) << "case M=" << c.M << " group=" << c.group;
+    // Bit for bit: the oneDNN kernel rounds in a post-op before its zero point is
+    // added, as ONNX QuantizeLinear and the reference do.
+    EXPECT_EQ(r.first, 0) << "case M=" << c.M << " group=" << c.group;
+    EXPECT_EQ(r.second, 1.0) << "case M=" << c.M << " group=" << c.group;
   }
 }
 
@@ -140,7 +139,7 @@ TEST(Int8Kernels, OneDnnMatMulEqualsReference) {
     bool used = false;
     auto r = compare(n, {{x.shape(), x.dtype()}, {w.shape(), w.dtype()}}, {nullptr, &w}, {&x, &w}, &used);
     EXPECT_TRUE(used) << "u8 x 7-bit weights run on oneDNN";
-    EXPECT_LE(r.first, 1);
-    EXPECT_GE(r.second, 0.99);
+    EXPECT_EQ(r.first, 0);
+    EXPECT_EQ(r.second, 1.0);
   }
 }

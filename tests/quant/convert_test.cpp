@@ -12,6 +12,7 @@
 #include "fx/fixtures.h"
 #include "qfx/error.h"
 #include "qfx/fx/tracer.h"
+#include "qfx/quant/calibrate.h"
 #include "qfx/quant/convert.h"
 #include "qfx/quant/fake_quantize.h"
 #include "qfx/quant/passes.h"
@@ -130,4 +131,128 @@ TEST(ConvertFx, WrappedCallsAreNamedAndNothingIsWritten) {
   }
   EXPECT_FALSE(std::filesystem::exists(path));
   EXPECT_FALSE(std::filesystem::exists(path + ".tmp"));
+}
+
+namespace {
+
+// Every activation FakeQuantize of `gm` by qualified name.
+std::map<std::string, FakeQuantize*> fake_quants(fx::GraphModule& gm) {
+  std::map<std::string, FakeQuantize*> out;
+  for (const auto& item : gm.named_modules("", false))
+    if (auto* fq = dynamic_cast<FakeQuantize*>(item.value().get())) out[item.key()] = fq;
+  return out;
+}
+
+// Batches of `x`, `bs` at a time, as calibrate's NextBatch.
+NextBatch batches_of(const at::Tensor& x, int64_t bs) {
+  auto pos = std::make_shared<int64_t>(0);
+  return [x, bs, pos]() -> std::vector<at::Tensor> {
+    if (*pos >= x.size(0)) return {};
+    at::Tensor b = x.slice(0, *pos, std::min(*pos + bs, x.size(0)));
+    *pos += bs;
+    return {b};
+  };
+}
+
+}  // namespace
+
+// Calibrating on the runtime (oneDNN and reference kernels) gives each observer
+// the statistics a libtorch forward gives it: same observed ranges (up to float
+// summation order in the kernels) and so the same qparams.
+TEST(Calibrate, RuntimeMatchesLibtorchObservers) {
+  torch::manual_seed(0);
+  SmallNet net;
+  net->eval();
+  auto tracefn = [&](std::vector<c10::IValue> in) { return net->forward(in[0].toTensor()); };
+  at::Tensor data = at::randn({40, 3, 8, 8});
+  for (const char* backend : {"onednn", "reference"}) {
+    for (const char* observer : {"minmax", "histogram"}) {
+      SCOPED_TRACE(std::string(backend) + " / " + observer);
+      auto q = std::make_shared<QConfig>();
+      q->activation.observer = parse_observer_kind(observer);
+      if (std::string(observer) == "histogram") q->activation.algorithm = Algorithm::kMinMax;
+      QConfigMapping mapping;
+      mapping.set_global(q);
+      auto ref = fx::trace_module(net.ptr(), tracefn, {at::randn({2, 3, 8, 8})});
+      auto got = fx::trace_module(net.ptr(), tracefn, {at::randn({2, 3, 8, 8})});
+      prepare_fx(*ref, mapping, BackendConfig::resolve("onednn"));
+      prepare_fx(*got, mapping, BackendConfig::resolve("onednn"));
+      {
+        at::NoGradGuard ng;
+        for (int64_t i = 0; i < data.size(0); i += 16) ref->forward(data.slice(0, i, std::min<int64_t>(i + 16, data.size(0))));
+      }
+      CalibrateOptions co;
+      co.backend = backend;
+      co.input_shapes = {{-1, 3, 8, 8}};
+      int64_t seen = 0;
+      co.progress = [&](int64_t n) { seen = n; };
+      CalibrationResult r = calibrate(*got, batches_of(data, 16), co);
+      EXPECT_EQ(r.engine, std::string("runtime:") + backend);
+      EXPECT_EQ(r.images, 40);
+      EXPECT_EQ(r.batches, 3);
+      EXPECT_EQ(seen, 40);
+      auto a = fake_quants(*ref), b = fake_quants(*got);
+      ASSERT_EQ(a.size(), b.size());
+      int compared = 0;
+      for (auto& kv : a) {
+        FakeQuantize* fb = b.at(kv.first);
+        ASSERT_TRUE(fb->observer().has_data()) << kv.first << " saw nothing on the runtime";
+        auto [lo_a, hi_a] = kv.second->observer().min_max();
+        auto [lo_b, hi_b] = fb->observer().min_max();
+        EXPECT_LT(test::rel_error(lo_b, lo_a), 1e-5) << kv.first;
+        EXPECT_LT(test::rel_error(hi_b, hi_a), 1e-5) << kv.first;
+        QParams qa = kv.second->qparams(), qb = fb->qparams();
+        EXPECT_LT(test::rel_error(qb.scale, qa.scale), 1e-5) << kv.first;
+        EXPECT_TRUE(at::equal(qa.zero_point, qb.zero_point)) << kv.first;
+        ++compared;
+      }
+      EXPECT_GE(compared, 8);  // input, c1, c2, add, pools, cat, fc weights and output
+    }
+  }
+}
+
+// resnet18 calibrated on the runtime converts to an int8 model that tracks float.
+TEST(Calibrate, ResNet18OnRuntimeConvertsAndTracksFloat) {
+  auto gm = fx::trace_file(test::fixture("resnet18_scripted.pt"));
+  gm->eval();
+  at::NoGradGuard ng;
+  at::Tensor x = at::randn({2, 3, 64, 64});
+  at::Tensor ref = gm->forward(x);
+  prepare_fx(*gm, QConfigMapping::default_mapping(), BackendConfig::resolve("onednn"));
+  CalibrateOptions co;
+  co.input_shapes = {{-1, 3, 64, 64}};
+  CalibrationResult r = calibrate(*gm, batches_of(at::cat({at::randn({8, 3, 64, 64}), x}), 5), co);
+  EXPECT_EQ(r.engine, "runtime:onednn");
+  EXPECT_TRUE(r.fallback_reason.empty());
+  EXPECT_GT(r.observed_tensors, 20);
+  set_quant_state(*gm, QuantState::kFakeQuant);
+  disable_observer(*gm);
+  const std::string path = tmp_path("qfx_calibrate_resnet18.onnx");
+  ConvertOptions o;
+  o.input_shapes = {{-1, 3, 64, 64}};
+  convert_fx(*gm, path, o);
+  auto model = runtime::Model::load(path, {"onednn"});
+  at::Tensor y = to_aten(model.run({{model.inputs()[0].name, to_runtime(x)}}).at("output"));
+  EXPECT_GT(test::cosine(y, gm->forward(x)), 0.995);
+  EXPECT_GT(test::cosine(y, ref), 0.98);
+  std::filesystem::remove(path);
+}
+
+// A wrapped call cannot run on the runtime: calibration falls back to libtorch and
+// says why, or throws when the fallback is off.
+TEST(Calibrate, WrappedCallsFallBackToLibtorch) {
+  auto gm = fx::trace_file(test::fixture("wrap_example.pt"));
+  gm->eval();
+  prepare_fx(*gm, QConfigMapping::default_mapping(), BackendConfig::resolve("onednn"));
+  CalibrateOptions co;
+  co.input_shapes = {{-1, 3, 8, 8}};
+  CalibrationResult r = calibrate(*gm, batches_of(at::randn({6, 3, 8, 8}), 3), co);
+  EXPECT_EQ(r.engine, "libtorch");
+  EXPECT_NE(r.fallback_reason.find("_post_process"), std::string::npos) << r.fallback_reason;
+  EXPECT_EQ(r.images, 6);
+  int observed = 0;
+  for (auto& kv : fake_quants(*gm)) observed += kv.second->observer().has_data();
+  EXPECT_GT(observed, 0);
+  co.allow_libtorch_fallback = false;
+  EXPECT_THROW(calibrate(*gm, batches_of(at::randn({3, 3, 8, 8}), 3), co), UnsupportedOpError);
 }

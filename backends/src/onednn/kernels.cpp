@@ -213,6 +213,10 @@ dnnl::primitive_attr int8_attr(const ir::Node& n, const std::vector<float>& mult
   if (n.fused_act == "Relu") po.append_eltwise(1.0f, dnnl::algorithm::eltwise_relu, 0.0f, 0.0f);
   if (n.fused_act == "Clip")
     po.append_eltwise(1.0f, dnnl::algorithm::eltwise_clip, std::nearbyint(n.clip_lo / sy), std::nearbyint(n.clip_hi / sy));
+  // oneDNN adds the destination zero point to the scaled accumulator in float and
+  // rounds after; ONNX QuantizeLinear (and the reference) rounds first and adds the
+  // zero point after. Rounding in a post-op (half to even) makes the two agree.
+  if (n.out_q.zero_point[0] != 0) po.append_eltwise(1.0f, dnnl::algorithm::eltwise_round, 0.0f, 0.0f);
   attr.set_post_ops(po);
   return attr;
 }
@@ -310,13 +314,21 @@ bool qconv_qgemm(const ir::Node& n, const std::vector<Meta>& in, const std::vect
 
 }  // namespace
 
-bool onednn_int8_exact(DType src, const Tensor& weights) {
+namespace {
+bool has_vnni() {
   static const bool vnni = [] {
     const auto isa = dnnl::get_effective_cpu_isa();
     return isa == dnnl::cpu_isa::avx512_core_vnni || isa == dnnl::cpu_isa::avx2_vnni ||
            isa == dnnl::cpu_isa::avx512_core_bf16 || isa == dnnl::cpu_isa::avx512_core_amx;
   }();
-  if (vnni) return true;
+  return vnni;
+}
+}  // namespace
+
+int native_int8_weight_bits() { return has_vnni() ? 8 : 7; }
+
+bool onednn_int8_exact(DType src, const Tensor& weights) {
+  if (has_vnni()) return true;
   if (src != DType::kUInt8 || weights.dtype() != DType::kInt8) return false;
   const int8_t* w = weights.data<int8_t>();
   for (int64_t i = 0; i < weights.numel(); ++i)

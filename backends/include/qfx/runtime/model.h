@@ -1,6 +1,7 @@
 // The runtime: loads an ONNX model (float or int8 QDQ) and runs it on one backend.
 #pragma once
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -10,14 +11,32 @@
 
 namespace qfx::runtime {
 
+namespace ir {
+struct Graph;
+}
+
+/// Weight bits the onednn backend runs exactly in int8 on this CPU: 8 with
+/// VNNI or AMX; 7 otherwise (AVX2 / AVX-512BW multiply u8 x s8 pairs into
+/// saturating int16 (vpmaddubsw); with |w| <= 64 no pair can saturate, with 8-bit
+/// weights the reference kernels run instead, exact but slower).
+int native_int8_weight_bits();
+
 /// Options of Model::load.
 struct ModelOptions {
+  ModelOptions() = default;
+  /// `{"reference"}`, `{"onednn", false}`: backend and QDQ matching.
+  ModelOptions(std::string backend_name, bool fuse = true) : backend(std::move(backend_name)), fuse_qdq(fuse) {}
+  ModelOptions(const char* backend_name, bool fuse = true) : backend(backend_name), fuse_qdq(fuse) {}
   /// "onednn" (oneDNN fp32 primitives where they apply, reference kernels
   /// elsewhere) or "reference" (plain C++ kernels that define the arithmetic).
   std::string backend = "onednn";
   /// Match DequantizeLinear -> op -> QuantizeLinear groups into integer ops
   /// (false: run every op in float, Q/DQ as written).
   bool fuse_qdq = true;
+  /// Tensors that must stay observable by `run(inputs, watch, on_value)`: a float
+  /// Relu/Clip is not fused into the op producing one of these (the fusion would
+  /// hide the pre-activation value).
+  std::vector<std::string> keep_values;
 };
 
 /// A graph input or output as the model declares it (-1: dynamic dimension).
@@ -69,12 +88,29 @@ class Model {
   /// UnsupportedOpError (opset, custom domain, op or attribute outside the set,
   /// naming the node and op) or DataError (inconsistent shapes).
   static Model load(const std::string& path, const ModelOptions& options = {});
+  /// Loads a serialized ONNX ModelProto held in memory (`what` names it in
+  /// errors). Same checks and errors as `load`.
+  static Model load_from_string(const std::string& bytes, const ModelOptions& options = {},
+                                const std::string& what = "<in-memory ONNX>");
 
   /// Runs the model. `inputs` maps each graph input name to a tensor of the
   /// declared dtype and a shape matching the declared one (dynamic dims free).
   /// Returns the outputs by name. Throws DataError naming the input for a missing
   /// or unknown name, a wrong dtype or rank, or a mismatching static dimension.
   std::map<std::string, Tensor> run(const std::map<std::string, Tensor>& inputs) const;
+
+  /// Receives a watched tensor during `run`: its name and its value, which lives
+  /// in the run's arena and is valid only until the callback returns (copy it to
+  /// keep it). Float tensors arrive as computed; int8 values (after QDQ matching)
+  /// as their integer codes.
+  using ValueCallback = std::function<void(const std::string& name, const Tensor& value)>;
+  /// Runs the model like `run(inputs)` and calls `on_value` for each tensor named
+  /// in `watch` (graph inputs or node outputs) as soon as it is computed, in
+  /// execution order, on the calling thread. This is how calibration feeds
+  /// observers without keeping activations. Throws DataError naming a watched
+  /// tensor the model does not compute.
+  std::map<std::string, Tensor> run(const std::map<std::string, Tensor>& inputs, const std::vector<std::string>& watch,
+                                    const ValueCallback& on_value) const;
 
   /// The graph inputs and outputs.
   const std::vector<TensorInfo>& inputs() const;
@@ -109,6 +145,9 @@ class Model {
  private:
   struct Impl;
   explicit Model(std::unique_ptr<Impl> impl);
+  static Model from_graph(ir::Graph graph, const ModelOptions& options, const std::string& path);
+  std::map<std::string, Tensor> run_impl(const std::map<std::string, Tensor>& inputs, const std::vector<char>* watched,
+                                         const ValueCallback* on_value) const;
   std::unique_ptr<Impl> impl_;
 };
 

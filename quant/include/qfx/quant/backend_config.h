@@ -21,6 +21,9 @@ struct TensorConstraints {
   int64_t ch_axis = 0;           ///< channel axis of per-channel weights
   int min_bits = 2;              ///< narrowest quant range accepted (bits)
   int max_bits = 8;
+  /// Bits used when a qconfig does not say; 0 means "native": what the runtime's
+  /// oneDNN int8 kernels run exactly on this CPU (runtime::native_int8_weight_bits()).
+  int default_bits = 8;
 };
 
 /// How an op takes part in quantization on this backend.

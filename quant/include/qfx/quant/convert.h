@@ -19,11 +19,16 @@ struct ConvertOptions {
   std::vector<std::string> input_names, output_names;
   /// ONNX opset of the default domain (13..17).
   int opset = 13;
+  /// Export the float model instead: FakeQuantize nodes become pass-throughs and
+  /// weights stay float (batch norm folded). `ConvertResult::observed` then lists
+  /// where each FakeQuantize sat; this is the graph `calibrate` runs.
+  bool float_model = false;
 };
 
 /// One quantized tensor of the converted model (what encodings.json lists).
 struct Encoding {
   std::string tensor;           ///< ONNX value name (the QuantizeLinear input)
+  std::string quantized;        ///< ONNX value name of the QuantizeLinear output (the int8 codes)
   std::string node;             ///< fx node it came from
   std::string dtype;            ///< "u8" or "s8"
   std::vector<float> scale;     ///< one per tensor, or one per channel
@@ -34,8 +39,16 @@ struct Encoding {
   float observed_min = 0, observed_max = 0;
 };
 
+/// One FakeQuantize call of the prepared graph and the ONNX value it observes.
+struct ObservedValue {
+  std::string module;  ///< qualified name of the FakeQuantize module (shared ones appear once per call)
+  std::string node;    ///< fx node whose output it observes
+  std::string tensor;  ///< ONNX value name
+};
+
 /// What convert_fx produced.
 struct ConvertResult {
+  std::vector<ObservedValue> observed; ///< float_model: every activation FakeQuantize call, in graph order
   std::vector<Encoding> encodings;
   std::vector<std::string> float_ops;  ///< "node (op): why it stays float"
   int quantized_weights = 0;           ///< conv / linear weights stored as int8
@@ -55,5 +68,9 @@ struct ConvertResult {
 /// Throws UnsupportedOpError naming the node for what ONNX cannot express here
 /// (wrapped calls, unsupported aten ops), IoError if `path` cannot be written.
 ConvertResult convert_fx(fx::GraphModule& gm, const std::string& path, const ConvertOptions& options);
+
+/// Like convert_fx, but returns the serialized ONNX ModelProto instead of writing
+/// a file (for `runtime::Model::load_from_string`). Same errors, minus IoError.
+std::string export_onnx(fx::GraphModule& gm, const ConvertOptions& options, ConvertResult* result);
 
 }  // namespace qfx::quant

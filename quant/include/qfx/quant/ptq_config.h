@@ -5,24 +5,10 @@
 #include <vector>
 
 #include "qfx/quant/config.h"
+#include "qfx/quant/dataset.h"
 #include "qfx/quant/qconfig.h"
 
 namespace qfx::quant {
-
-/// A dataset as a config names it.
-///
-/// ```yaml
-/// data: {format: idx, images: PATH.gz, labels: PATH.gz, mean: 0.2860, std: 0.3530}
-/// data: {format: npy, images: PATH.npy, labels: LABELS.npy}   # float [N, C, H, W], int64 [N]
-/// ```
-/// Paths may use ${VAR} (environment, plus QFX_FIXTURES = the build's fixture
-/// folder) and are relative to the config file's folder.
-struct DataSpec {
-  std::string format = "idx";
-  std::string images;
-  std::string labels;
-  double mean = 0.0, std = 1.0;  ///< x <- (pixel / 255 - mean) / std (idx)
-};
 
 /// The whole PTQ config (see configs/ptq/default.yaml and the README).
 struct PtqConfig {
@@ -35,10 +21,12 @@ struct PtqConfig {
   DataSpec calibration;
   int64_t calibration_samples = 512;
   int64_t batch_size = 64;
-  int64_t seed = 0;
+  int64_t seed = 0;                    ///< calibration sample choice; -1: the first num_samples
   DataSpec evaluation;                 ///< `evaluation: null` (or absent): no evaluation
   int64_t evaluation_samples = 0;      ///< 0: all
   std::string metric = "top1";         ///< top1 or cosine (against fp32)
+  int64_t sqnr_samples = 256;          ///< evaluation images for the per-layer SQNR table (0: none)
+  int64_t reference_check = 0;         ///< evaluation images also run on the reference backend (-1: all)
   std::string output_dir = "qfx_ptq_out";
 };
 

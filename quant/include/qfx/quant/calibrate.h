@@ -1,0 +1,59 @@
+// calibrate: run calibration data through a prepared model on the runtime
+// (oneDNN or reference kernels) and feed its observers, instead of libtorch.
+#pragma once
+
+#include <ATen/core/Tensor.h>
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "qfx/fx/graph_module.h"
+
+namespace qfx::quant {
+
+/// Produces the next calibration batch: one float tensor per graph input
+/// ([B, ...], the model's layout), or an empty vector when the data is exhausted.
+using NextBatch = std::function<std::vector<at::Tensor>()>;
+
+/// Options of `calibrate`.
+struct CalibrateOptions {
+  /// Runtime backend that runs the float model: "onednn" or "reference".
+  std::string backend = "onednn";
+  /// Shape of each graph input (-1: dynamic), as in ConvertOptions.
+  std::vector<std::vector<int64_t>> input_shapes;
+  /// When the float graph cannot be lowered to the runtime (a wrapped call or an
+  /// op without ONNX export), run the prepared GraphModule on libtorch instead of
+  /// throwing. The reason is reported in CalibrationResult::fallback_reason.
+  bool allow_libtorch_fallback = true;
+  /// Called after each batch with the number of images seen so far.
+  std::function<void(int64_t)> progress;
+};
+
+/// What `calibrate` did.
+struct CalibrationResult {
+  std::string engine;           ///< "runtime:onednn", "runtime:reference" or "libtorch"
+  std::string fallback_reason;  ///< why libtorch was used (empty otherwise)
+  int64_t images = 0;           ///< samples seen (sum of batch sizes)
+  int64_t batches = 0;
+  int observed_tensors = 0;     ///< activation values fed to observers per batch
+  double seconds = 0;           ///< wall time of the data loop
+};
+
+/// Calibrates a `prepare_fx` (or `prepare_qat_fx`) model:
+/// 1. weight observers see the deployed (batch-norm folded) weights once;
+/// 2. the float graph is exported to ONNX in memory (`convert_fx` with
+///    `float_model`), loaded on the runtime, and every value an activation
+///    FakeQuantize observes is watched (`runtime::Model::run` with a callback);
+/// 3. each batch runs once on the runtime; each watched value is handed, without
+///    a copy, to the FakeQuantize modules that observe it (their observer_enabled
+///    flags are honoured, so shared and fixed-qparams observers behave as in a
+///    libtorch forward).
+/// Memory stays flat as the data grows: nothing is kept beyond the batch in flight.
+/// Throws DataError for NaN/Inf in a watched tensor (naming it) or a batch whose
+/// shape does not fit the model, UnsupportedOpError when the graph cannot be
+/// lowered and `allow_libtorch_fallback` is false.
+CalibrationResult calibrate(fx::GraphModule& gm, const NextBatch& next, const CalibrateOptions& options = {});
+
+}  // namespace qfx::quant

@@ -1,0 +1,88 @@
+// Datasets for calibration and evaluation, read batch by batch: Fashion-MNIST IDX
+// files, folders of PNG/JPEG images, .npy arrays and folders of raw float32 files.
+#pragma once
+
+#include <ATen/core/Tensor.h>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace qfx::quant {
+
+/// A dataset as a config names it (the `data:` mapping of `qfx ptq`):
+///
+/// ```yaml
+/// data: {format: idx, images: IMAGES.gz, labels: LABELS.gz, mean: 0.2860, std: 0.3530}
+/// data: {format: images, images: DIR, labels: subfolders, resize: 256, crop: 224,
+///        color: rgb, mean: [0.485, 0.456, 0.406], std: [0.229, 0.224, 0.225]}
+/// data: {format: npy, images: X.npy, labels: Y.npy}  # float32 [N, ...], int64/int32 [N]
+/// data: {format: raw, images: DIR}                   # one float32 file per sample
+/// ```
+struct DataSpec {
+  std::string format = "idx";  ///< idx | images | npy | raw
+  std::string images;          ///< file (idx, npy) or folder (images, raw)
+  std::string labels;          ///< idx/npy label file; "subfolders" for images (class = sorted folder index)
+  /// x <- (pixel / 255 - mean[c]) / std[c] (idx, images); one value or one per channel.
+  std::vector<double> mean{0.0}, std{1.0};
+  int64_t resize = 0;          ///< images: shorter side resized to this (bilinear, antialiased as PIL); 0 keeps the size
+  int64_t crop = 0;            ///< images: center crop to crop x crop; 0: none
+  std::string color = "rgb";   ///< images: channel order rgb | bgr, or gray (ITU-R 601 luma)
+};
+
+/// A dataset read batch by batch: only the batch asked for is decoded and held,
+/// so memory does not grow with the number of samples (npy files are the
+/// exception: they are read whole).
+class Dataset {
+ public:
+  virtual ~Dataset() = default;
+  /// Number of selected samples.
+  int64_t size() const { return static_cast<int64_t>(index_.size()); }
+  /// Shape of one sample ([C, H, W] for images).
+  const std::vector<int64_t>& sample_shape() const { return sample_shape_; }
+  /// Selected samples [begin, end) as float32 [end - begin, ...sample_shape].
+  /// Throws DataError / IoError naming the file of a sample that cannot be read or
+  /// does not fit the sample shape.
+  at::Tensor batch(int64_t begin, int64_t end);
+  /// Labels of the selected samples, int64 [size()]; undefined without labels.
+  const at::Tensor& labels() const { return labels_; }
+  /// Where the data comes from (for messages).
+  const std::string& source() const { return source_; }
+
+ protected:
+  /// Writes sample `id` (an index into the whole dataset) into `dst` (sample_shape's numel floats).
+  virtual void read(int64_t id, float* dst) = 0;
+  /// Selects `limit` of `total` samples (0: all); `seed` >= 0 picks them uniformly
+  /// at random without replacement (std::mt19937_64), -1 takes the first ones.
+  void select(int64_t total, int64_t limit, int64_t seed);
+  std::vector<int64_t> index_;
+  std::vector<int64_t> sample_shape_;
+  at::Tensor labels_;        // of the selected samples
+  std::string source_;
+};
+
+/// Opens `spec` for a model input of shape `input_shape` ([-1, C, H, W]: the
+/// batch dimension first; -1 in other dims accepts any size). Takes `limit`
+/// samples (0: all), chosen with `seed` (see Dataset::select).
+/// Throws IoError naming a missing file or folder, or an empty folder; DataError
+/// naming the file when samples do not fit the input shape (channels, size) or
+/// the labels' count differs from the samples'.
+std::unique_ptr<Dataset> open_dataset(const DataSpec& spec, const std::vector<int64_t>& input_shape, int64_t limit = 0,
+                                      int64_t seed = -1);
+
+/// Decodes a PNG or JPEG file (by content, not name) to 8-bit RGB, HWC
+/// ([height, width, 3] uint8; gray images are replicated to three channels), with
+/// libpng / libjpeg. Throws IoError naming `path` if it is missing or not a
+/// readable PNG/JPEG.
+at::Tensor decode_image(const std::string& path);
+
+/// torchvision-style preprocessing of a decoded uint8 HWC RGB image: resize the
+/// shorter side to `resize` (0: keep) with antialiased bilinear filtering (PIL's
+/// BILINEAR), center crop to `crop` (0: none; torchvision's CenterCrop offsets),
+/// convert to `color` (rgb, bgr, gray), scale to [0, 1] and normalise with
+/// `mean`/`std` (one value or one per channel). Returns float32 [C, H, W].
+/// Throws DataError if the image is smaller than the crop.
+at::Tensor preprocess_image(const at::Tensor& hwc, const DataSpec& spec, const std::string& what);
+
+}  // namespace qfx::quant

@@ -1,0 +1,106 @@
+// calibrate: the float graph on the runtime, with observers fed from watched values.
+#include "qfx/quant/calibrate.h"
+
+#include <ATen/ATen.h>
+
+#include <chrono>
+#include <map>
+
+#include "qfx/error.h"
+#include "qfx/quant/convert.h"
+#include "qfx/quant/fake_quantize.h"
+#include "qfx/quant/modules.h"
+#include "qfx/runtime/model.h"
+
+namespace qfx::quant {
+namespace {
+
+// A runtime tensor over an ATen tensor's memory (no copy; the ATen tensor is kept alive).
+runtime::Tensor wrap(const at::Tensor& t_in) {
+  at::Tensor t = t_in.to(at::kFloat).contiguous();
+  std::shared_ptr<uint8_t[]> storage(static_cast<uint8_t*>(t.data_ptr()), [t](uint8_t*) {});
+  return runtime::Tensor(std::vector<int64_t>(t.sizes().begin(), t.sizes().end()), runtime::DType::kFloat32,
+                         std::move(storage));
+}
+
+// An ATen view of a runtime tensor's memory, valid while the runtime keeps it.
+at::Tensor view(const runtime::Tensor& t) {
+  return at::from_blob(const_cast<void*>(t.raw()), t.shape(), at::kFloat);
+}
+
+}  // namespace
+
+CalibrationResult calibrate(fx::GraphModule& gm, const NextBatch& next, const CalibrateOptions& options) {
+  using Clock = std::chrono::steady_clock;
+  at::NoGradGuard ng;
+  CalibrationResult res;
+  // 1. Weight observers: the deployed weights, once (they do not change with data).
+  for (const auto& item : gm.named_modules("", /*include_self=*/false)) {
+    auto* f = dynamic_cast<FusedConvLinear*>(item.value().get());
+    if (!f || !f->weight_fake_quant() || !f->weight_fake_quant()->observer_enabled()) continue;
+    f->weight_fake_quant()->forward(f->folded_weight_bias().first);
+  }
+  // 2. The float graph on the runtime.
+  ConvertOptions co;
+  co.float_model = true;
+  co.input_shapes = options.input_shapes;
+  ConvertResult cr;
+  std::string bytes;
+  try {
+    bytes = export_onnx(gm, co, &cr);
+  } catch (const UnsupportedOpError& e) {
+    if (!options.allow_libtorch_fallback) throw;
+    res.fallback_reason = e.what();
+  }
+  const auto t0 = Clock::now();
+  auto finish = [&] {
+    res.seconds = std::chrono::duration<double>(Clock::now() - t0).count();
+    return res;
+  };
+  if (bytes.empty()) {  // libtorch: the prepared model's own forward.
+    res.engine = "libtorch";
+    for (auto batch = next(); !batch.empty(); batch = next()) {
+      std::vector<c10::IValue> in(batch.begin(), batch.end());
+      gm.forward(std::move(in));
+      res.images += batch[0].size(0);
+      ++res.batches;
+      if (options.progress) options.progress(res.images);
+    }
+    return finish();
+  }
+  // Which FakeQuantize modules observe each value.
+  std::map<std::string, std::vector<FakeQuantize*>> observers;
+  for (const auto& o : cr.observed) {
+    auto* fq = dynamic_cast<FakeQuantize*>(gm.get_submodule(o.module).get());
+    if (fq && fq->observer_enabled()) observers[o.tensor].push_back(fq);
+  }
+  std::vector<std::string> watch;
+  for (const auto& kv : observers) watch.push_back(kv.first);
+  res.observed_tensors = static_cast<int>(watch.size());
+  runtime::ModelOptions mo;
+  mo.backend = options.backend;
+  mo.fuse_qdq = false;
+  mo.keep_values = watch;
+  auto model = runtime::Model::load_from_string(bytes, mo, "the float graph of the prepared model");
+  res.engine = "runtime:" + options.backend;
+  const auto& inputs = model.inputs();
+  auto feed = [&](const std::string& name, const runtime::Tensor& value) {
+    if (value.dtype() != runtime::DType::kFloat32) return;
+    at::Tensor t = view(value);
+    for (FakeQuantize* fq : observers.at(name)) fq->forward(t);
+  };
+  for (auto batch = next(); !batch.empty(); batch = next()) {
+    if (batch.size() != inputs.size())
+      throw DataError("calibration batch has " + std::to_string(batch.size()) + " tensors; the model has " +
+                      std::to_string(inputs.size()) + " inputs");
+    std::map<std::string, runtime::Tensor> in;
+    for (size_t i = 0; i < batch.size(); ++i) in[inputs[i].name] = wrap(batch[i]);
+    model.run(in, watch, feed);
+    res.images += batch[0].size(0);
+    ++res.batches;
+    if (options.progress) options.progress(res.images);
+  }
+  return finish();
+}
+
+}  // namespace qfx::quant
