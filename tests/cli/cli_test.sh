@@ -79,11 +79,53 @@ check "qfx run: wrong input shape" 6 "input 'input' has shape \\[2, 3, 64, 64\\]
 check "qfx run: unknown input name" 6 "unknown input 'image'" -- \
   "$QFX" run "$FIXTURES/onnx/zoo.onnx" -i "image=$FIXTURES/onnx/zoo.in.npy"
 check "qfx ptq: default config on a subset, int8 top-1 reported" 0 "top-1: fp32 .*int8" -- \
-  "$QFX" ptq --set calibration.num_samples=128 --set evaluation.num_samples=500 --set output.dir="$tmp/ptq"
+  "$QFX" ptq --set calibration.num_samples=512 --set evaluation.num_samples=2000 \
+  --set evaluation.reference_check=-1 --set output.dir="$tmp/ptq"
 check "qfx ptq: artifacts written" 0 "graph_hash" -- cat "$tmp/ptq/encodings.json"
+# Acceptance on the subset: calibrated on the runtime, int8 top-1 within 0.5 points
+# of fp32, the reference backend's int8 outputs identical to oneDNN's on every image.
+check "qfx ptq: acceptance on 2,000 test images" 0 "^accepted" -- /usr/bin/python3 -c "
+import json, sys
+r = json.load(open('$tmp/ptq/report.json'))
+e = r['evaluation']
+ok = r['calibration']['engine'] == 'runtime:onednn' and abs(e['top1_int8'] - e['top1_fp32']) <= 0.005 \
+     and e['reference_check']['identical_outputs'] == e['reference_check']['images'] == 2000 \
+     and e['fp32_runtime_vs_libtorch_max_rel_error'] < 1e-4 and len(r['per_layer_sqnr']['layers']) >= 10
+print('accepted' if ok else 'rejected', r['calibration'], {k: e[k] for k in ('top1_fp32', 'top1_int8', 'reference_check')})
+"
+check "qfx ptq: per-layer SQNR table, worst first" 0 "^sorted" -- /usr/bin/python3 -c "
+import json
+l = json.load(open('$tmp/ptq/report.json'))['per_layer_sqnr']['layers']
+v = [x.get('sqnr_db_int8', x['sqnr_db_fakequant']) for x in l]
+print('sorted' if v == sorted(v) and all(5 < x < 80 for x in v) else 'unsorted', v[:3])
+"
 /usr/bin/python3 -c "import numpy; numpy.save('$tmp/img.npy', numpy.zeros((1, 1, 28, 28), numpy.float32))"
 check "qfx ptq: model runs on the runtime" 0 "output: \\[1, 10\\]" -- \
   "$QFX" run "$tmp/ptq/model_int8.onnx" -i "$tmp/img.npy"
+check "qfx ptq: calibration from a PNG/JPEG folder" 0 "calibration: 12 images on runtime:onednn" -- \
+  "$QFX" ptq --set "calibration.data={format: images, images: $FIXTURES/images/small, resize: 28, crop: 28, color: gray}" \
+  --set evaluation=null --set output.dir="$tmp/ptq_images"
+# Bad input: one message naming the file or key, a distinct exit code, no output files.
+check "qfx ptq: model file missing" 7 "none.pt: model file not found" -- \
+  "$QFX" ptq --set model.path="$tmp/none.pt" --set output.dir="$tmp/bad1"
+mkdir -p "$tmp/empty"
+check "qfx ptq: empty data folder" 7 "empty: no .png, .jpg, .jpeg files" -- \
+  "$QFX" ptq --set "calibration.data={format: images, images: $tmp/empty}" --set output.dir="$tmp/bad2"
+check "qfx ptq: data folder missing" 7 "nowhere: not a folder" -- \
+  "$QFX" ptq --set "calibration.data={format: images, images: $tmp/nowhere}" --set output.dir="$tmp/bad2"
+check "qfx ptq: image channels do not fit the model" 6 "samples are 3x28x28; the model input takes 1x28x28" -- \
+  "$QFX" ptq --set "calibration.data={format: images, images: $FIXTURES/images/small, resize: 28, crop: 28}" \
+  --set output.dir="$tmp/bad3"
+check "qfx ptq: label count differs from the images" 6 "60000 labels for 10000 images" -- \
+  "$QFX" ptq --set evaluation.data.labels=/usr/share/datasets/fashion-mnist/train-labels-idx1-ubyte.gz \
+  --set output.dir="$tmp/bad4"
+check "qfx ptq: output directory not writable" 7 "cannot be created or written" -- \
+  "$QFX" ptq --set calibration.num_samples=8 --set evaluation=null --set output.dir=/proc/qfx_out
+check "qfx ptq: wrong type" 3 "calibration.num_samples" -- "$QFX" ptq --set calibration.num_samples=many
+check "qfx ptq: resize on IDX data is rejected" 3 "resize, crop and color apply to format: images only" -- \
+  "$QFX" ptq --set calibration.data.resize=32
+check "qfx ptq: failed runs leave no output files" 0 "^clean$" -- bash -c \
+  "ls -A '$tmp'/bad1 '$tmp'/bad2 '$tmp'/bad3 '$tmp'/bad4 2>/dev/null | grep -q . && echo dirty || echo clean"
 check "qfx ptq: unknown config key" 3 "unknown key 'calibraton'" -- \
   "$QFX" ptq --set calibraton.num_samples=1
 check "qfx ptq: --set reaches the qconfig section" 3 "qconfig.global.weight.bits must be between 2 and 8" -- \

@@ -1,0 +1,170 @@
+// Dataset readers: image folders against torchvision's preprocessing of the same
+// files (PIL decode, Resize, CenterCrop, Grayscale, Normalize), IDX against the
+// raw bytes, sample selection, and the errors users meet.
+#include <gtest/gtest.h>
+#include <ATen/ATen.h>
+
+#include <filesystem>
+#include <fstream>
+#include <set>
+
+#include "fx/fixtures.h"
+#include "qfx/error.h"
+#include "qfx/quant/data.h"
+#include "qfx/quant/dataset.h"
+#include "qfx/runtime/npy.h"
+
+using namespace qfx;
+using namespace qfx::quant;
+namespace fs = std::filesystem;
+
+namespace {
+
+at::Tensor npy(const std::string& path) {
+  auto t = runtime::load_npy(path);
+  return at::from_blob(t.raw(), t.shape(), at::kFloat).clone();
+}
+
+DataSpec small_images() {
+  DataSpec d;
+  d.format = "images";
+  d.images = test::fixture("images/small");
+  d.labels = "subfolders";
+  d.resize = 32;
+  d.crop = 28;
+  d.mean = {0.485, 0.456, 0.406};
+  d.std = {0.229, 0.224, 0.225};
+  return d;
+}
+
+fs::path scratch(const std::string& name) {
+  fs::path p = fs::temp_directory_path() / ("qfx_dataset_test_" + name);
+  fs::remove_all(p);
+  fs::create_directories(p);
+  return p;
+}
+
+}  // namespace
+
+// PNG and JPEG, RGB and gray, of several sizes: decoded with libpng / libjpeg-turbo,
+// resized (antialiased bilinear), cropped and normalised as torchvision does. PIL
+// rounds to 8 bits after each resize pass; we do not, so values may differ by about
+// one 8-bit level, and no more.
+TEST(Dataset, ImageFolderMatchesTorchvision) {
+  auto ds = open_dataset(small_images(), {-1, 3, 28, 28});
+  ASSERT_EQ(ds->size(), 12);
+  EXPECT_EQ(ds->sample_shape(), (std::vector<int64_t>{3, 28, 28}));
+  at::Tensor got = ds->batch(0, 12), want = npy(test::fixture("images/small.expected.npy"));
+  ASSERT_EQ(got.sizes(), want.sizes());
+  at::Tensor std = at::tensor({0.229, 0.224, 0.225}, at::kFloat).view({1, 3, 1, 1});
+  at::Tensor levels = ((got - want) * std * 255.0).abs();
+  EXPECT_LT(levels.max().item<double>(), 1.6) << "max difference in 8-bit levels";
+  EXPECT_LT(levels.mean().item<double>(), 0.3);
+  // Labels: index of the sorted subfolder (shirt = 0, shoe = 1).
+  at::Tensor y = ds->labels();
+  ASSERT_EQ(y.numel(), 12);
+  EXPECT_EQ(y.sum().item<int64_t>(), 6);
+  EXPECT_EQ(y[0].item<int64_t>(), 0);
+  EXPECT_EQ(y[11].item<int64_t>(), 1);
+}
+
+TEST(Dataset, GrayAndBgrConversions) {
+  DataSpec d = small_images();
+  d.color = "gray";
+  d.mean = {0.5};
+  d.std = {0.25};
+  d.labels.clear();
+  auto ds = open_dataset(d, {-1, 1, 28, 28});
+  at::Tensor levels = ((ds->batch(0, 12) - npy(test::fixture("images/small.gray.expected.npy"))) * 0.25 * 255.0).abs();
+  EXPECT_LT(levels.max().item<double>(), 1.6);  // PIL also rounds the luma to 8 bits
+  DataSpec b = small_images();
+  b.color = "bgr";
+  b.mean = {0.0};
+  b.std = {1.0};
+  DataSpec r = b;
+  r.color = "rgb";
+  at::Tensor xb = open_dataset(b, {-1, 3, 28, 28})->batch(0, 3), xr = open_dataset(r, {-1, 3, 28, 28})->batch(0, 3);
+  EXPECT_TRUE(at::equal(xb, xr.flip({1})));
+}
+
+TEST(Dataset, IdxMatchesRawBytesAndSelectsBySeed) {
+  const std::string path = fashion_mnist_dir() + "/t10k-images-idx3-ubyte.gz";
+  DataSpec d;
+  d.images = path;
+  d.labels = fashion_mnist_dir() + "/t10k-labels-idx1-ubyte.gz";
+  d.mean = {0.2860};
+  d.std = {0.3530};
+  at::Tensor raw = read_idx(path).to(at::kFloat).div(255.0).sub(0.2860).div(0.3530).unsqueeze(1);
+  auto first = open_dataset(d, {-1, 1, 28, 28}, 100, -1);
+  EXPECT_EQ(first->size(), 100);
+  EXPECT_TRUE(at::allclose(first->batch(0, 100), raw.slice(0, 0, 100), 0, 1e-6));
+  EXPECT_TRUE(at::equal(first->labels(), read_idx(d.labels).to(at::kLong).slice(0, 0, 100)));
+  // seed >= 0: a random subset without repeats, the same for the same seed.
+  auto a = open_dataset(d, {-1, 1, 28, 28}, 64, 7), b = open_dataset(d, {-1, 1, 28, 28}, 64, 7);
+  EXPECT_TRUE(at::equal(a->batch(0, 64), b->batch(0, 64)));
+  EXPECT_FALSE(at::equal(a->batch(0, 64), first->batch(0, 64)));
+  at::Tensor la = a->labels();
+  std::set<int64_t> classes;
+  for (int64_t i = 0; i < 64; ++i) classes.insert(la[i].item<int64_t>());
+  EXPECT_GE(classes.size(), 8u) << "a random subset spans the classes; the first 64 in order would too, but not in this order";
+  // Batches are read on demand: the same sample read twice is the same.
+  EXPECT_TRUE(at::equal(a->batch(10, 20), a->batch(0, 64).slice(0, 10, 20)));
+}
+
+TEST(Dataset, RawFloatFiles) {
+  fs::path dir = scratch("raw");
+  at::Tensor x = at::randn({3, 2, 4, 4});
+  for (int i = 0; i < 3; ++i) {
+    std::ofstream f(dir / ("s" + std::to_string(i) + ".raw"), std::ios::binary);
+    at::Tensor s = x[i].contiguous();
+    f.write(static_cast<const char*>(s.data_ptr()), static_cast<std::streamsize>(s.nbytes()));
+  }
+  DataSpec d;
+  d.format = "raw";
+  d.images = dir.string();
+  EXPECT_TRUE(at::equal(open_dataset(d, {-1, 2, 4, 4})->batch(0, 3), x));
+  // A file of the wrong size is named.
+  std::ofstream(dir / "s9.raw", std::ios::binary) << "short";
+  auto ds = open_dataset(d, {-1, 2, 4, 4});
+  try {
+    ds->batch(0, 4);
+    FAIL() << "expected DataError";
+  } catch (const DataError& e) {
+    EXPECT_NE(std::string(e.what()).find("s9.raw"), std::string::npos) << e.what();
+  }
+  fs::remove_all(dir);
+}
+
+TEST(Dataset, ErrorsNameTheFileOrFolder) {
+  auto message = [](const std::function<void()>& fn) -> std::string {
+    try {
+      fn();
+    } catch (const Error& e) {
+      return e.what();
+    }
+    return "(no error)";
+  };
+  DataSpec d = small_images();
+  // Channels or size that do not fit the model input.
+  EXPECT_NE(message([&] { open_dataset(d, {-1, 1, 28, 28}); }).find("the model input takes 1x28x28"), std::string::npos);
+  EXPECT_NE(message([&] { open_dataset(d, {-1, 3, 224, 224}); }).find("3x224x224"), std::string::npos);
+  // A missing folder, an empty one, a non-image file with an image extension.
+  d.images = "/nonexistent/qfx/folder";
+  EXPECT_NE(message([&] { open_dataset(d, {-1, 3, 28, 28}); }).find("/nonexistent/qfx/folder"), std::string::npos);
+  fs::path empty = scratch("empty");
+  d.images = empty.string();
+  EXPECT_NE(message([&] { open_dataset(d, {-1, 3, 28, 28}); }).find("no .png, .jpg, .jpeg files"), std::string::npos);
+  std::ofstream(empty / "broken.png") << "not a png";
+  EXPECT_NE(message([&] { open_dataset(d, {-1, 3, 28, 28}); }).find("broken.png"), std::string::npos);
+  fs::remove_all(empty);
+  // A crop larger than the image.
+  d = small_images();
+  d.resize = 0;
+  d.crop = 64;
+  EXPECT_NE(message([&] { open_dataset(d, {-1, 3, 64, 64}); }).find("smaller than crop 64"), std::string::npos);
+  // Labels whose count differs from the images.
+  DataSpec idx;
+  idx.images = fashion_mnist_dir() + "/t10k-images-idx3-ubyte.gz";
+  idx.labels = fashion_mnist_dir() + "/train-labels-idx1-ubyte.gz";
+  EXPECT_NE(message([&] { open_dataset(idx, {-1, 1, 28, 28}); }).find("60000 labels for 10000 images"), std::string::npos);
+}
