@@ -43,6 +43,12 @@ Kernel make_kernel(const ir::Node& n, const std::vector<Meta>& in, const std::ve
 bool make_onednn_kernel(const ir::Node& n, const std::vector<Meta>& in, const std::vector<const Tensor*>& consts,
                         Kernel* k);
 
+/// Vectorised, multi-threaded versions of QuantizeLinear (per-tensor), QRelu / QClip
+/// (a lookup table), QAdd / QMul (u8, equal shapes) and float Relu / Clip, used by
+/// the onednn backend; equal to the reference kernels bit for bit. Returns false
+/// outside those cases.
+bool make_simd_kernel(const ir::Node& n, const std::vector<Meta>& in, const std::vector<const Tensor*>& consts, Kernel* k);
+
 /// True if the CPU has VNNI (AVX512-VNNI, AVX-VNNI or AMX), where oneDNN's int8
 /// convolution accumulates u8 x s8 products exactly in int32. Without it oneDNN sums
 /// pairs of products in int16 (saturating unless |w| <= 64) and halves s8-source

@@ -1,11 +1,15 @@
 #include "qfx/quant/observer.h"
 
+#include <omp.h>
+
 #include <ATen/ATen.h>
 #include <torch/csrc/autograd/grad_mode.h>
 
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <stdexcept>
+#include <vector>
 
 #include "qfx/error.h"
 
@@ -212,15 +216,19 @@ void HistogramObserver::grow_to(double new_lo, double new_hi) {
 
 void HistogramObserver::observe(const float* data, int64_t n) {
   if (n <= 0) return;
-  // One pass: min, max, and a NaN probe (x * 0 is NaN for NaN and +-Inf; min/max skip NaN).
-  float lo = data[0], hi = data[0], probe = 0.0f;
+  // Pass 1 (vectorised, both threads): min, max and a non-finite flag (exponent all ones).
+  float lo = std::numeric_limits<float>::infinity(), hi = -std::numeric_limits<float>::infinity();
+  uint32_t nonfinite = 0;
+#pragma omp parallel for simd reduction(min : lo) reduction(max : hi) reduction(| : nonfinite) if (n > 65536)
   for (int64_t i = 0; i < n; ++i) {
-    lo = std::min(lo, data[i]);
-    hi = std::max(hi, data[i]);
-    probe += data[i] * 0.0f;
+    const float x = data[i];
+    uint32_t bits;
+    std::memcpy(&bits, &x, sizeof bits);
+    nonfinite |= static_cast<uint32_t>((bits & 0x7f800000u) == 0x7f800000u);
+    lo = x < lo ? x : lo;
+    hi = x > hi ? x : hi;
   }
-  const bool finite = probe == 0.0f;
-  if (!finite) throw DataError("observed tensor '" + (tensor_name_.empty() ? std::string("?") : tensor_name_) + "' contains NaN or Inf");
+  if (nonfinite) throw DataError("observed tensor '" + (tensor_name_.empty() ? std::string("?") : tensor_name_) + "' contains NaN or Inf");
   float* mn = min_val_.data_ptr<float>();
   float* mx = max_val_.data_ptr<float>();
   *mn = std::min(*mn, lo);
@@ -234,14 +242,33 @@ void HistogramObserver::observe(const float* data, int64_t n) {
   } else {
     grow_to(lo, hi);
   }
+  // Pass 2: counts into per-thread integer histograms (four interleaved copies per
+  // thread, so consecutive equal bins do not serialise on one counter), then summed.
   const double start = r[0], inv = 1.0 / r[1];
-  double* h = hist_.data_ptr<double>();
   const int64_t last = bins_ - 1;
-  for (int64_t i = 0; i < n; ++i) {
-    int64_t b = static_cast<int64_t>((static_cast<double>(data[i]) - start) * inv);
-    b = b < 0 ? 0 : (b > last ? last : b);
-    h[b] += 1.0;
+  const int threads = n > 65536 ? omp_get_max_threads() : 1;
+  std::vector<uint32_t> part(static_cast<size_t>(threads) * 4 * static_cast<size_t>(bins_), 0u);
+#pragma omp parallel num_threads(threads)
+  {
+    const int t = omp_get_thread_num(), nt = omp_get_num_threads();
+    uint32_t* h = part.data() + static_cast<size_t>(t) * 4 * static_cast<size_t>(bins_);
+    const int64_t b0 = n * t / nt, b1 = n * (t + 1) / nt;
+    int64_t i = b0;
+    for (; i + 4 <= b1; i += 4)
+      for (int64_t u = 0; u < 4; ++u) {
+        int64_t b = static_cast<int64_t>((static_cast<double>(data[i + u]) - start) * inv);
+        b = b < 0 ? 0 : (b > last ? last : b);
+        ++h[u * bins_ + b];
+      }
+    for (; i < b1; ++i) {
+      int64_t b = static_cast<int64_t>((static_cast<double>(data[i]) - start) * inv);
+      b = b < 0 ? 0 : (b > last ? last : b);
+      ++h[b];
+    }
   }
+  double* hist = hist_.data_ptr<double>();
+  for (size_t c = 0; c < part.size() / static_cast<size_t>(bins_); ++c)
+    for (int64_t b = 0; b < bins_; ++b) hist[b] += part[c * static_cast<size_t>(bins_) + static_cast<size_t>(b)];
 }
 
 at::Tensor HistogramObserver::forward(const at::Tensor& x_in) {

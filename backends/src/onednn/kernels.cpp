@@ -170,7 +170,11 @@ bool inner_product_fp32(const ir::Node& n, const std::vector<Meta>& in, const st
 }
 
 bool pool_fp32(const ir::Node& n, const std::vector<Meta>& in, Kernel* k) {
-  if (in.empty() || in[0].dtype != DType::kFloat32 || in[0].shape.size() != 4) return false;
+  if (in.empty() || in[0].shape.size() != 4) return false;
+  // Max pooling moves values, so u8/s8 codes pool exactly; averages stay float here.
+  const DType dtype = in[0].dtype;
+  if (dtype != DType::kFloat32 && !(n.op == "MaxPool" && (dtype == DType::kUInt8 || dtype == DType::kInt8))) return false;
+  const dt ddt = dtype == DType::kFloat32 ? dt::f32 : dtype == DType::kUInt8 ? dt::u8 : dt::s8;
   if (n.attr_s("auto_pad", "NOTSET") != "NOTSET" || n.attr_i("ceil_mode", 0) != 0 || n.attr_i("storage_order", 0) != 0)
     return false;
   if (n.outputs.size() > 1 && !n.outputs[1].empty()) return false;
@@ -186,14 +190,19 @@ bool pool_fp32(const ir::Node& n, const std::vector<Meta>& in, Kernel* k) {
                        : n.attr_i("count_include_pad", 0) ? dnnl::algorithm::pooling_avg_include_padding
                                                           : dnnl::algorithm::pooling_avg_exclude_padding;
   auto& eng = engine();
-  auto src_md = memory::desc({x[0], x[1], x[2], x[3]}, dt::f32, tag::nchw);
-  auto dst_md = memory::desc({x[0], x[1], oH, oW}, dt::f32, tag::nchw);
-  dnnl::pooling_forward::desc desc(dnnl::prop_kind::forward_inference, alg, src_md, dst_md, {s[0], s[1]},
-                                   {kk[0], kk[1]}, {p[0], p[1]}, {p[2], p[3]});
+  auto src_md = memory::desc({x[0], x[1], x[2], x[3]}, ddt, tag::nchw);
+  auto dst_md = memory::desc({x[0], x[1], oH, oW}, ddt, tag::nchw);
+  // oneDNN's jit int8 pooling wants channels last (on nchw it runs a slow generic
+  // loop): reorder around it.
+  const auto ptag = ddt == dt::f32 ? tag::nchw : tag::nhwc;
+  dnnl::pooling_forward::desc desc(dnnl::prop_kind::forward_inference, alg,
+                                   memory::desc({x[0], x[1], x[2], x[3]}, ddt, ptag),
+                                   memory::desc({x[0], x[1], oH, oW}, ddt, ptag), {s[0], s[1]}, {kk[0], kk[1]},
+                                   {p[0], p[1]}, {p[2], p[3]});
   dnnl::primitive_attr attr;
   attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
   dnnl::pooling_forward::primitive_desc pd(desc, attr, eng);
-  k->outputs = {{{x[0], x[1], oH, oW}, DType::kFloat32}};
+  k->outputs = {{{x[0], x[1], oH, oW}, dtype}};
   k->run = make_exec(std::make_shared<dnnl::pooling_forward>(pd), src_md, pd.src_desc(), dst_md, pd.dst_desc(),
                      pd.scratchpad_desc(), {}, {});
   return true;

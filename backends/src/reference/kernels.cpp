@@ -1244,6 +1244,7 @@ Kernel make_kernel(const ir::Node& n, const std::vector<Meta>& in, const std::ve
   if (backend == Backend::kOneDNN) {
     Kernel k;
     if (make_onednn_kernel(n, in, consts, &k)) return k;
+    if (make_simd_kernel(n, in, consts, &k)) return k;
   }
   for (const auto& m : in)
     if (m.shape.size() > kMaxRank) unsupported(n, "tensors of rank above " + std::to_string(kMaxRank));

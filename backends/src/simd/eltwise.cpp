@@ -1,0 +1,186 @@
+// Fast elementwise kernels of the onednn backend (plain loops the compiler
+// vectorises, split over threads with OpenMP). Each computes exactly what the
+// reference kernel computes, in the same float operations, so outputs are equal
+// bit for bit; they only cover the common cases (per-tensor qparams, equal shapes).
+#include <omp.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <limits>
+
+#include "../kernels.h"
+
+namespace qfx::runtime {
+namespace {
+
+using In = std::vector<const Tensor*>;
+using Out = std::vector<Tensor*>;
+constexpr int64_t kParallelMin = 1 << 15;  // elements below which one thread is faster
+
+template <typename T>
+void quantize_loop(const float* x, T* y, int64_t n, float scale, int32_t zp, int32_t lo, int32_t hi) {
+  const float fz = static_cast<float>(zp), flo = static_cast<float>(lo), fhi = static_cast<float>(hi);
+  const float magic = 12582912.0f;
+#pragma omp parallel for simd if (n > kParallelMin)
+  for (int64_t p = 0; p < n; ++p) {
+    float t = x[p] / scale;
+    t = t == t ? t : 0.0f;
+    t = std::min(std::max(t, -4194304.0f), 4194304.0f);
+    t = (t + magic) - magic;  // half to even
+    y[p] = static_cast<T>(std::min(std::max(t + fz, flo), fhi));
+  }
+}
+
+bool per_tensor_q(const Tensor* s, const Tensor* z) {
+  return s && s->numel() == 1 && s->dtype() == DType::kFloat32 && (!z || z->numel() == 1);
+}
+
+int32_t int_at(const Tensor& t) {
+  switch (t.dtype()) {
+    case DType::kUInt8: return t.data<uint8_t>()[0];
+    case DType::kInt8: return t.data<int8_t>()[0];
+    case DType::kInt32: return t.data<int32_t>()[0];
+    default: return 0;
+  }
+}
+
+// QuantizeLinear, per-tensor.
+bool quantize(const ir::Node& n, const std::vector<Meta>& in, const std::vector<const Tensor*>& consts, Kernel* k) {
+  if (in[0].dtype != DType::kFloat32 || consts.size() < 2 || !per_tensor_q(consts[1], consts.size() > 2 ? consts[2] : nullptr))
+    return false;
+  const float scale = consts[1]->data<float>()[0];
+  const bool has_z = consts.size() > 2 && consts[2];
+  const DType dt = has_z ? consts[2]->dtype() : DType::kUInt8;
+  if (dt != DType::kUInt8 && dt != DType::kInt8) return false;
+  const int32_t zp = has_z ? int_at(*consts[2]) : 0;
+  const int32_t lo = dt == DType::kUInt8 ? 0 : -128, hi = dt == DType::kUInt8 ? 255 : 127;
+  k->outputs = {{in[0].shape, dt}};
+  k->run = [=](const In& i, const Out& o) {
+    const int64_t t = i[0]->numel();
+    if (dt == DType::kUInt8) quantize_loop(i[0]->data<float>(), o[0]->data<uint8_t>(), t, scale, zp, lo, hi);
+    else quantize_loop(i[0]->data<float>(), o[0]->data<int8_t>(), t, scale, zp, lo, hi);
+  };
+  return true;
+}
+
+// QRelu / QClip: a 256-entry table built with the reference arithmetic.
+bool qunary(const ir::Node& n, const std::vector<Meta>& in, Kernel* k) {
+  const DType xd = in[0].dtype, yd = n.out_q.dtype;
+  if ((xd != DType::kUInt8 && xd != DType::kInt8) || n.in_q.empty() || n.in_q[0].scale.size() != 1 ||
+      n.out_q.scale.size() != 1)
+    return false;
+  // The reference kernel's exact arithmetic, run once on all 256 codes.
+  Kernel ref = make_kernel(n, {{{256}, xd}}, {}, Backend::kReference);
+  Tensor codes({256}, xd), table({256}, yd);
+  for (int v = 0; v < 256; ++v) {
+    if (xd == DType::kUInt8) codes.data<uint8_t>()[v] = static_cast<uint8_t>(v);
+    else codes.data<int8_t>()[v] = static_cast<int8_t>(v - 128);
+  }
+  ref.run({&codes}, {&table});
+  std::vector<uint8_t> lut(256);
+  std::memcpy(lut.data(), table.raw(), 256);
+  const int offset = xd == DType::kUInt8 ? 0 : 128;
+  k->outputs = {{in[0].shape, yd}};
+  k->run = [lut, offset](const In& i, const Out& o) {
+    const uint8_t* x = static_cast<const uint8_t*>(i[0]->raw());
+    uint8_t* y = static_cast<uint8_t*>(o[0]->raw());
+    const int64_t t = i[0]->numel();
+    const uint8_t* l = lut.data();
+#pragma omp parallel for if (t > kParallelMin)
+    for (int64_t p = 0; p < t; ++p) y[p] = l[static_cast<uint8_t>(x[p] + offset)];
+  };
+  return true;
+}
+
+template <typename A, typename B, typename Y>
+void qadd_loop(const A* a, const B* b, Y* y, int64_t n, float sa, float za, float sb, float zb, float sy, float zy,
+               float lo, float hi, bool mul) {
+  const float magic = 12582912.0f;
+#pragma omp parallel for simd if (n > kParallelMin)
+  for (int64_t p = 0; p < n; ++p) {
+    const float ra = sa * (static_cast<float>(a[p]) - za);
+    const float rb = sb * (static_cast<float>(b[p]) - zb);
+    float t = (mul ? ra * rb : ra + rb) / sy;
+    t = t == t ? t : 0.0f;
+    t = std::min(std::max(t, -4194304.0f), 4194304.0f);
+    t = (t + magic) - magic;
+    y[p] = static_cast<Y>(std::min(std::max(t + zy, lo), hi));
+  }
+}
+
+// QAdd / QMul of two tensors of the same shape, per-tensor qparams.
+bool qbinary(const ir::Node& n, const std::vector<Meta>& in, Kernel* k) {
+  if (in.size() != 2 || in[0].shape != in[1].shape || n.in_q.size() < 2) return false;
+  for (const auto& m : in)
+    if (m.dtype != DType::kUInt8) return false;  // the common case after ReLU; others take the reference
+  if (n.out_q.dtype != DType::kUInt8 || n.in_q[0].scale.size() != 1 || n.in_q[1].scale.size() != 1) return false;
+  // The reference computes (qa - za) as int32 then converts: identical to converting
+  // each (exact for 8-bit values) and subtracting in float.
+  const float sa = n.in_q[0].scale[0], sb = n.in_q[1].scale[0], sy = n.out_q.scale[0];
+  const float za = static_cast<float>(n.in_q[0].zero_point[0]), zb = static_cast<float>(n.in_q[1].zero_point[0]);
+  const float zy = static_cast<float>(n.out_q.zero_point[0]);
+  // Output clamp, fused activation included (as the reference's act_range).
+  const bool mul = n.op == "QMul";
+  int32_t lo = 0, hi = 255;
+  if (n.fused_act == "Relu") lo = std::max(lo, n.out_q.zero_point[0]);
+  if (n.fused_act == "Clip") {
+    lo = std::max(lo, quantize_value(n.clip_lo, sy, n.out_q.zero_point[0], 0, 255));
+    hi = std::min(hi, quantize_value(n.clip_hi, sy, n.out_q.zero_point[0], 0, 255));
+  }
+  k->outputs = {{in[0].shape, DType::kUInt8}};
+  const float flo = static_cast<float>(lo), fhi = static_cast<float>(hi);
+  k->run = [=](const In& i, const Out& o) {
+    qadd_loop(i[0]->data<uint8_t>(), i[1]->data<uint8_t>(), o[0]->data<uint8_t>(), i[0]->numel(), sa, za, sb, zb, sy, zy,
+              flo, fhi, mul);
+  };
+  return true;
+}
+
+template <typename F>
+void map_loop(const float* x, float* y, int64_t n, F f) {
+#pragma omp parallel for simd if (n > kParallelMin)
+  for (int64_t p = 0; p < n; ++p) y[p] = f(x[p]);
+}
+
+// Relu / Clip in float.
+bool float_unary(const ir::Node& n, const std::vector<Meta>& in, const std::vector<const Tensor*>& consts, Kernel* k) {
+  if (in[0].dtype != DType::kFloat32) return false;
+  float lo = 0.0f, hi = std::numeric_limits<float>::infinity();
+  if (n.op == "Clip") {
+    lo = -std::numeric_limits<float>::infinity();
+    auto bound = [&](size_t j, float* v) {
+      if (j >= n.inputs.size() || n.inputs[j].empty()) return true;
+      if (j >= consts.size() || !consts[j] || consts[j]->dtype() != DType::kFloat32 || consts[j]->numel() != 1) return false;
+      *v = consts[j]->data<float>()[0];
+      return true;
+    };
+    if (!bound(1, &lo) || !bound(2, &hi)) return false;
+  }
+  k->outputs = {{in[0].shape, DType::kFloat32}};
+  if (n.op == "Relu") {
+    k->run = [](const In& i, const Out& o) {
+      map_loop(i[0]->data<float>(), o[0]->data<float>(), i[0]->numel(), [](float x) { return x > 0 ? x : 0.0f; });
+    };
+  } else {
+    k->run = [lo, hi](const In& i, const Out& o) {
+      map_loop(i[0]->data<float>(), o[0]->data<float>(), i[0]->numel(), [lo, hi](float x) { return std::min(std::max(x, lo), hi); });
+    };
+  }
+  return true;
+}
+
+}  // namespace
+
+bool make_simd_kernel(const ir::Node& n, const std::vector<Meta>& in, const std::vector<const Tensor*>& consts, Kernel* k) {
+  if (in.empty()) return false;
+  bool ok = false;
+  if (n.op == "QuantizeLinear") ok = quantize(n, in, consts, k);
+  else if (n.op == "QRelu" || n.op == "QClip") ok = qunary(n, in, k);
+  else if (n.op == "QAdd" || n.op == "QMul") ok = qbinary(n, in, k);
+  else if ((n.op == "Relu" || n.op == "Clip") && n.fused_act.empty()) ok = float_unary(n, in, consts, k);
+  if (ok) k->impl = "simd";
+  return ok;
+}
+
+}  // namespace qfx::runtime
