@@ -13,7 +13,7 @@ PKGS=(
   libcli11-dev nlohmann-json3-dev libspdlog-dev libfmt-dev
   libpng-dev libjpeg-dev zlib1g-dev
   dataset-fashion-mnist   # real images + labels (IDX)
-  python3-torch python3-torchvision python3-numpy python3-onnx  # fixture export only
+  python3-torch python3-torchvision python3-numpy python3-onnx python3-pil  # fixture export only
 )
 
 missing=()

@@ -2,6 +2,7 @@
 #include "qfx/quant/convert.h"
 
 #include <ATen/ATen.h>
+#include <nlohmann/json.hpp>
 #include <onnx/onnx_pb.h>
 #include <torch/nn/modules/activation.h>
 #include <torch/nn/modules/batchnorm.h>
@@ -561,6 +562,23 @@ ConvertResult convert_fx(fx::GraphModule& gm, const std::string& path, const Con
   e.run();
   e.save(path);
   return r;
+}
+
+void write_encodings(const std::string& path, const ConvertResult& result, const std::string& graph_hash,
+                     const std::string& backend) {
+  nlohmann::json enc;
+  enc["graph_hash"] = graph_hash;
+  enc["backend"] = backend;
+  enc["activations"] = nlohmann::json::object();
+  for (const auto& e : result.encodings)
+    enc["activations"][e.tensor] = {{"node", e.node}, {"dtype", e.dtype}, {"scale", e.scale},
+                                    {"zero_point", e.zero_point}, {"axis", e.axis}, {"quant_min", e.quant_min},
+                                    {"quant_max", e.quant_max}, {"algorithm", e.algorithm},
+                                    {"observed_min", e.observed_min}, {"observed_max", e.observed_max}};
+  std::ofstream f(path);
+  if (!f) throw IoError(path + ": cannot write");
+  f << enc.dump(2) << "\n";
+  if (!f) throw IoError(path + ": write failed");
 }
 
 std::string export_onnx(fx::GraphModule& gm, const ConvertOptions& options, ConvertResult* result) {

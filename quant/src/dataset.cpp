@@ -304,6 +304,19 @@ at::Tensor Dataset::batch(int64_t begin, int64_t end) {
   return out;
 }
 
+at::Tensor Dataset::gather(const std::vector<int64_t>& positions) {
+  std::vector<int64_t> shape{static_cast<int64_t>(positions.size())};
+  shape.insert(shape.end(), sample_shape_.begin(), sample_shape_.end());
+  at::Tensor out = at::empty(shape, at::kFloat);
+  const int64_t n = numel(sample_shape_);
+  for (size_t i = 0; i < positions.size(); ++i) {
+    const int64_t p = positions[i];
+    if (p < 0 || p >= size()) throw DataError(source_ + ": sample " + std::to_string(p) + " out of range");
+    read(index_[static_cast<size_t>(p)], out.data_ptr<float>() + static_cast<int64_t>(i) * n);
+  }
+  return out;
+}
+
 at::Tensor decode_image(const std::string& path) {
   FILE* f = std::fopen(path.c_str(), "rb");
   if (!f) throw IoError(path + ": cannot open image (missing or unreadable)");

@@ -81,10 +81,10 @@ at::Tensor FakeQuantize::forward(const at::Tensor& x) {
       if (!observer_->has_data()) observer_->forward(x.detach());
       calculate_qparams();
     }
-    {
-      at::NoGradGuard ng;
-      scale_.clamp_min_(kScaleEps);
-    }
+    // As torch.ao's `scale.data.clamp_(eps)`: through .data(), which does not bump the
+    // version counter, so a FakeQuantize called twice in one forward (shared qparams)
+    // does not invalidate the first call's saved scale.
+    scale_.data().clamp_min_(kScaleEps);
     const double grad_factor = 1.0 / std::sqrt(static_cast<double>(x.numel()) * static_cast<double>(spec.quant_max));
     if (spec.per_channel)
       return at::_fake_quantize_learnable_per_channel_affine(x, scale_, zero_point_, spec.ch_axis, spec.quant_min,

@@ -126,7 +126,8 @@ PtqConfig load_ptq_config(const std::string& path, const std::vector<std::string
   for (const auto& d : m["input_shape"]) c.input_shape.push_back(as_int(path, d, "model.input_shape"));
   if (auto b = root["backend"]) c.backend = as_string(path, b, "backend");
   const YAML::Node cal = root["calibration"];
-  if (!cal) bad(path, root, "'calibration' is required");
+  if (!cal && !root["training"]) bad(path, root, "'calibration' is required");
+  if (cal) {
   check_keys(path, cal, "calibration", {"data", "num_samples", "batch_size", "seed"});
   if (!cal["data"]) bad(path, cal, "calibration.data is required");
   c.calibration = read_data(path, cal["data"], "calibration.data");
@@ -135,6 +136,7 @@ PtqConfig load_ptq_config(const std::string& path, const std::vector<std::string
   if (auto n = cal["seed"]) {
     c.seed = as_int(path, n, "calibration.seed");
     if (c.seed < -1) bad(path, n, "calibration.seed must be >= 0, or -1 for the first num_samples");
+  }
   }
   if (const YAML::Node ev = root["evaluation"]; ev && !ev.IsNull()) {
     check_keys(path, ev, "evaluation", {"data", "num_samples", "metric", "sqnr_samples", "reference_check"});
@@ -148,6 +150,47 @@ PtqConfig load_ptq_config(const std::string& path, const std::vector<std::string
     }
     if (auto mt = ev["metric"]) c.metric = as_choice(path, mt, "evaluation.metric", {"top1", "cosine"});
     if (c.metric == "top1" && c.evaluation.labels.empty()) bad(path, ev["data"], "evaluation.metric top1 needs evaluation.data.labels");
+  }
+  if (const YAML::Node t = root["training"]; t && !t.IsNull()) {
+    TrainingConfig& tc = c.training;
+    c.has_training = true;
+    check_keys(path, t, "training",
+               {"data", "num_samples", "epochs", "batch_size", "optimizer", "lr_schedule", "freeze_bn_after",
+                "disable_observer_after", "seed", "max_steps", "checkpoint", "resume"});
+    if (!t["data"]) bad(path, t, "training.data is required");
+    tc.data = read_data(path, t["data"], "training.data");
+    if (tc.data.labels.empty()) bad(path, t["data"], "training.data.labels is required");
+    if (auto n = t["num_samples"]) tc.num_samples = positive(path, n, "training.num_samples", true);
+    if (auto n = t["epochs"]) tc.epochs = positive(path, n, "training.epochs", false);
+    if (auto n = t["batch_size"]) tc.batch_size = positive(path, n, "training.batch_size", false);
+    if (const YAML::Node o = t["optimizer"]) {
+      check_keys(path, o, "training.optimizer", {"type", "lr", "momentum", "weight_decay"});
+      if (auto v = o["type"]) tc.optimizer = as_choice(path, v, "training.optimizer.type", {"sgd", "adam"});
+      if (auto v = o["lr"]) {
+        tc.lr = as_double(path, v, "training.optimizer.lr");
+        if (!(tc.lr > 0)) bad(path, v, "training.optimizer.lr must be positive");
+      }
+      if (auto v = o["momentum"]) tc.momentum = as_double(path, v, "training.optimizer.momentum");
+      if (auto v = o["weight_decay"]) tc.weight_decay = as_double(path, v, "training.optimizer.weight_decay");
+    }
+    if (const YAML::Node l = t["lr_schedule"]) {
+      if (l.IsScalar()) {
+        tc.lr_schedule = as_choice(path, l, "training.lr_schedule", {"constant", "cosine", "step"});
+      } else {
+        check_keys(path, l, "training.lr_schedule", {"type", "milestones"});
+        if (auto v = l["type"]) tc.lr_schedule = as_choice(path, v, "training.lr_schedule.type", {"constant", "cosine", "step"});
+        if (auto v = l["milestones"]) {
+          if (!v.IsSequence()) bad(path, v, "training.lr_schedule.milestones must be a list of steps");
+          for (const auto& e : v) tc.lr_steps.push_back(as_int(path, e, "training.lr_schedule.milestones"));
+        }
+      }
+    }
+    if (auto n = t["freeze_bn_after"]) tc.freeze_bn_after = as_int(path, n, "training.freeze_bn_after");
+    if (auto n = t["disable_observer_after"]) tc.disable_observer_after = as_int(path, n, "training.disable_observer_after");
+    if (auto n = t["seed"]) tc.seed = as_int(path, n, "training.seed");
+    if (auto n = t["max_steps"]) tc.max_steps = positive(path, n, "training.max_steps", true);
+    if (auto v = t["checkpoint"]) tc.checkpoint = resolve_path(as_string(path, v, "training.checkpoint"), "");
+    if (auto v = t["resume"]) tc.resume = resolve_path(as_string(path, v, "training.resume"), "");
   }
   if (const YAML::Node out = root["output"]) {
     check_keys(path, out, "output", {"dir"});

@@ -6,21 +6,7 @@ set -u
 pass=0; fail=0
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 
-check() {  # name expected_rc pattern -- command...
-  local name=$1 want=$2 pattern=$3; shift 4
-  local out rc
-  out=$("$@" 2>&1); rc=$?
-  if [ "$rc" -ne "$want" ]; then
-    echo "FAIL $name: exit $rc, expected $want"; echo "$out" | head -5; fail=$((fail+1)); return
-  fi
-  if ! grep -qE -- "$pattern" <<<"$out"; then
-    echo "FAIL $name: output lacks /$pattern/"; echo "$out" | head -5; fail=$((fail+1)); return
-  fi
-  if grep -qE "terminate called|Segmentation|Exception raised from|frame #" <<<"$out"; then
-    echo "FAIL $name: crash or stack dump in output"; fail=$((fail+1)); return
-  fi
-  echo "ok   $name"; pass=$((pass+1))
-}
+source "$(dirname "$0")/check.sh"
 
 check "wrap fixture: _post_process is one call_method" 0 "call_method +_post_process +_post_process" -- \
   "$QFX" inspect "$FIXTURES/wrap_example.pt"

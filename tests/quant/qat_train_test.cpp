@@ -13,6 +13,8 @@
 #include <numeric>
 
 #include "qfx/fx/tracer.h"
+#include "qfx/error.h"
+#include "qfx/quant/checkpoint.h"
 #include "qfx/quant/data.h"
 #include "qfx/quant/fake_quantize.h"
 #include "qfx/quant/modules.h"
@@ -87,4 +89,83 @@ TEST(QatTraining, FashionMnistLossFallsInAPlainLoop) {
   std::cout << "loss " << first << " -> " << last << ", test accuracy fake-quant " << acc << ", float " << acc_float << "\n";
   EXPECT_GT(acc, 0.70) << "fake-quant test accuracy after " << steps << " steps";
   RecordProperty("fake_quant_accuracy", std::to_string(acc));
+}
+
+// Stopping after step 3, saving a checkpoint, and resuming in a fresh process-like
+// setup (new C++ model, new trace, new optimizer) gives exactly the parameters,
+// buffers (batch norm, observers, fake-quant state, learnt LSQ scales) and outputs
+// of a run that never stopped. The model is a torch::nn::Module defined in C++.
+TEST(QatTraining, CheckpointResumeEqualsUninterruptedRun) {
+  std::vector<std::pair<at::Tensor, at::Tensor>> batches;
+  torch::manual_seed(1);
+  for (int i = 0; i < 6; ++i) batches.emplace_back(at::randn({8, 1, 28, 28}), at::randint(10, {8}, at::kLong));
+  auto q = std::make_shared<QConfig>();
+  q->activation.learnable = true;  // LSQ scales are parameters: the optimizer state covers them too
+  QConfigMapping mapping;
+  mapping.set_global(q);
+  auto make = [&](SmallCnn* keep) {
+    torch::manual_seed(0);
+    *keep = SmallCnn();
+    SmallCnn net = *keep;
+    auto gm = fx::trace_module(net.ptr(), [net](std::vector<c10::IValue> in) mutable { return net->forward(in[0].toTensor()); },
+                               {at::randn({2, 1, 28, 28})});
+    prepare_qat_fx(*gm, mapping, BackendConfig::resolve("onednn"));
+    gm->train();
+    return gm;
+  };
+  auto train = [&](fx::GraphModule& gm, torch::optim::SGD& opt, int from, int to) {
+    for (int s = from; s < to; ++s) {
+      if (s >= 3) freeze_bn_stats(gm);
+      if (s >= 4) disable_observer(gm);
+      opt.zero_grad();
+      torch::nn::functional::cross_entropy(gm.forward(batches[s].first), batches[s].second).backward();
+      opt.step();
+    }
+  };
+  SmallCnn net_a{nullptr}, net_b{nullptr}, net_c{nullptr};
+  auto a = make(&net_a);
+  torch::optim::SGD opt_a(a->parameters(), torch::optim::SGDOptions(0.01).momentum(0.9));
+  train(*a, opt_a, 0, 6);
+
+  auto b = make(&net_b);
+  torch::optim::SGD opt_b(b->parameters(), torch::optim::SGDOptions(0.01).momentum(0.9));
+  train(*b, opt_b, 0, 3);
+  const std::string path = (std::filesystem::temp_directory_path() / "qfx_qat_checkpoint.pt").string();
+  save_qat_checkpoint(path, *b, opt_b, 3);
+
+  auto c = make(&net_c);
+  torch::optim::SGD opt_c(c->parameters(), torch::optim::SGDOptions(0.01).momentum(0.9));
+  ASSERT_EQ(load_qat_checkpoint(path, *c, opt_c), 3);
+  train(*c, opt_c, 3, 6);
+
+  auto pa = a->named_parameters(), pc = c->named_parameters();
+  ASSERT_EQ(pa.size(), pc.size());
+  int learnable_scales = 0;
+  for (const auto& kv : pa) {
+    EXPECT_TRUE(at::equal(kv.value(), pc[kv.key()])) << kv.key();
+    learnable_scales += kv.key().find("scale") != std::string::npos;
+  }
+  EXPECT_GT(learnable_scales, 3);
+  auto ba = a->named_buffers(), bc = c->named_buffers();
+  ASSERT_EQ(ba.size(), bc.size());
+  for (const auto& kv : ba) EXPECT_TRUE(at::equal(kv.value(), bc[kv.key()])) << kv.key();
+  a->eval();
+  c->eval();
+  at::NoGradGuard ng;
+  at::Tensor x = at::randn({4, 1, 28, 28});
+  EXPECT_TRUE(at::equal(a->forward(x), c->forward(x)));
+  // A checkpoint of another graph is refused, naming the file.
+  torch::manual_seed(0);
+  SmallCnn other;
+  auto g2 = fx::trace_module(other.ptr(), [other](std::vector<c10::IValue> in) mutable { return other->forward(in[0].toTensor()); },
+                             {at::randn({2, 1, 28, 28})});
+  prepare_qat_fx(*g2, QConfigMapping::default_mapping(), BackendConfig::resolve("example_accel"));
+  torch::optim::SGD opt2(g2->parameters(), torch::optim::SGDOptions(0.01));
+  try {
+    load_qat_checkpoint(path, *g2, opt2);
+    FAIL() << "expected DataError";
+  } catch (const DataError& e) {
+    EXPECT_NE(std::string(e.what()).find("qfx_qat_checkpoint.pt"), std::string::npos) << e.what();
+  }
+  std::filesystem::remove(path);
 }

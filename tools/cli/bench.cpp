@@ -13,6 +13,8 @@
 #include <iostream>
 #include <random>
 
+#include <nlohmann/json.hpp>
+
 #include "qfx/error.h"
 #include "qfx/runtime/model.h"
 
@@ -30,6 +32,25 @@ double median_ms(const std::function<void()>& fn, int iters, int warmup = 2) {
   }
   std::sort(t.begin(), t.end());
   return t[t.size() / 2];
+}
+
+// PyTorch 1.13's FX int8 latency at batch `b`, measured by the Python script now
+// (prepare_fx + convert_fx, onednn engine); negative if the script failed.
+double pytorch_int8_ms(const BenchArgs& args, int64_t b) {
+  const std::string cmd = "/usr/bin/python3 '" + args.pytorch_script + "' '" + args.torchscript + "' --arch " + args.arch +
+                          " --batch " + std::to_string(b) + " --images 0 --res " + std::to_string(args.size) +
+                          " --threads " + std::to_string(args.threads) + " 2>/dev/null";
+  FILE* p = popen(cmd.c_str(), "r");
+  if (!p) return -1;
+  std::string out;
+  char buf[4096];
+  while (size_t n = fread(buf, 1, sizeof buf, p)) out.append(buf, n);
+  if (pclose(p) != 0) return -1;
+  try {
+    return nlohmann::json::parse(out.substr(out.find('{'))).at("int8_ms_per_batch").get<double>();
+  } catch (const std::exception&) {
+    return -1;
+  }
 }
 
 }  // namespace
@@ -50,6 +71,9 @@ int run_bench(const BenchArgs& args) {
               args.threads, args.iters);
   std::printf("%-6s %14s %14s %10s %16s %12s\n", "batch", "libtorch fp32", "qfx fp32", "qfx/torch", "qfx fp32 + taps",
               "taps/plain");
+  std::unique_ptr<runtime::Model> int8;
+  if (!args.int8_onnx.empty()) int8 = std::make_unique<runtime::Model>(runtime::Model::load(args.int8_onnx, {"onednn"}));
+  std::vector<std::string> int8_rows;
   for (int64_t b : args.batches) {
     std::mt19937 rng(0);
     std::normal_distribution<float> nd;
@@ -62,6 +86,24 @@ int run_bench(const BenchArgs& args) {
     const double t_taps = median_ms([&] { tapped.run({{tapped.inputs()[0].name, x}}); }, args.iters);
     std::printf("%-6lld %14.2f %14.2f %10.2f %16.2f %12.2f\n", static_cast<long long>(b), t_torch, t_qfx,
                 t_qfx / t_torch, t_taps, t_taps / t_qfx);
+    if (int8) {
+      const double t_int8 = median_ms([&] { int8->run({{int8->inputs()[0].name, x}}); }, args.iters);
+      const double t_pt = args.pytorch_script.empty() ? -1 : pytorch_int8_ms(args, b);
+      char row[256];
+      if (t_pt > 0)
+        std::snprintf(row, sizeof row, "%-6lld %14.2f %14.2f %16.2f %16.2f", static_cast<long long>(b), t_int8,
+                      t_int8 / t_qfx, t_pt, t_int8 / t_pt);
+      else
+        std::snprintf(row, sizeof row, "%-6lld %14.2f %14.2f %16s %16s", static_cast<long long>(b), t_int8, t_int8 / t_qfx,
+                      "-", "-");
+      int8_rows.push_back(row);
+    }
+  }
+  if (int8) {
+    std::printf("# int8: %s (runtime onednn); PyTorch FX int8: prepare_fx + convert_fx, onednn engine\n",
+                args.int8_onnx.c_str());
+    std::printf("%-6s %14s %14s %16s %16s\n", "batch", "qfx int8", "int8/fp32", "PyTorch FX int8", "qfx/PyTorch");
+    for (const auto& r : int8_rows) std::printf("%s\n", r.c_str());
   }
   std::printf("# qfx/torch < 1: the runtime is faster than frozen, optimize_for_inference libtorch\n");
   return 0;

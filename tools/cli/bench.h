@@ -15,6 +15,9 @@ struct BenchArgs {
   int64_t size = 224;               ///< input height = width; 3 channels
   int iters = 10;
   int threads = 2;
+  std::string int8_onnx;            ///< the int8 QDQ model (from qfx ptq): adds qfx int8 columns
+  std::string pytorch_script;       ///< tools/bench/pytorch_calibration.py: adds PyTorch FX int8 (onednn engine) columns
+  std::string arch = "resnet18";    ///< torchvision architecture of the model, for the PyTorch script
 };
 
 /// Prints median latencies (ms) and ratios, measured side by side in one run:

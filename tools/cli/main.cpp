@@ -6,6 +6,7 @@
 
 #include "bench.h"
 #include "ptq.h"
+#include "qat.h"
 #include "qfx/error.h"
 #include "qfx/fx/tracer.h"
 #include "qfx/quant/config.h"
@@ -158,12 +159,22 @@ int main(int argc, char** argv) {
   bench->add_option("--size", bargs.size, "Input height and width (default 224)");
   bench->add_option("--iters", bargs.iters, "Timed runs per measurement (default 10)");
   bench->add_option("--threads", bargs.threads, "Threads for libtorch (default 2)");
+  bench->add_option("--int8", bargs.int8_onnx, "The int8 QDQ model (from qfx ptq): adds int8 rows");
+  bench->add_option("--pytorch-int8", bargs.pytorch_script,
+                    "tools/bench/pytorch_calibration.py: also time PyTorch's FX int8 model in the same run");
+  bench->add_option("--arch", bargs.arch, "torchvision architecture, for --pytorch-int8 (default resnet18)");
 
   auto* ptq = app.add_subcommand("ptq", "Post-training quantization from a YAML config (default: configs/ptq/default.yaml)");
   std::string ptq_config = QFX_DEFAULT_PTQ_CONFIG;
   std::vector<std::string> ptq_set;
   ptq->add_option("config", ptq_config, "PTQ config (YAML); default: the shipped configs/ptq/default.yaml");
   ptq->add_option("--set", ptq_set, "Override a config key: calibration.num_samples=64 (repeatable)");
+
+  auto* qat = app.add_subcommand("qat", "Quantization-aware training from a YAML config (default: configs/qat/fashion_mobilenet.yaml)");
+  std::string qat_config = QFX_DEFAULT_QAT_CONFIG;
+  std::vector<std::string> qat_set;
+  qat->add_option("config", qat_config, "QAT config (YAML): the PTQ keys plus training:");
+  qat->add_option("--set", qat_set, "Override a config key: training.epochs=1 (repeatable)");
 
   try {
     app.parse(argc, argv);
@@ -176,6 +187,7 @@ int main(int argc, char** argv) {
     if (*run) return run_model(onnx_path, run_inputs, run_output, run_backend);
     if (*bench) return qfx::cli::run_bench(bargs);
     if (*ptq) return qfx::cli::run_ptq(ptq_config, ptq_set);
+    if (*qat) return qfx::cli::run_qat(qat_config, qat_set);
   } catch (const qfx::Error& e) {
     std::cerr << "qfx: error: " << e.what() << "\n";
     return e.exit_code();

@@ -69,6 +69,13 @@ struct ConvertResult {
 /// (wrapped calls, unsupported aten ops), IoError if `path` cannot be written.
 ConvertResult convert_fx(fx::GraphModule& gm, const std::string& path, const ConvertOptions& options);
 
+/// Writes `encodings.json` for a converted model: {"graph_hash", "backend",
+/// "activations": {ONNX tensor: {node, dtype, scale[], zero_point[], axis, quant_min,
+/// quant_max, algorithm, observed_min, observed_max}}}. `graph_hash` is
+/// `graph_hash(gm)` of the prepared model. Throws IoError if `path` cannot be written.
+void write_encodings(const std::string& path, const ConvertResult& result, const std::string& graph_hash,
+                     const std::string& backend);
+
 /// Like convert_fx, but returns the serialized ONNX ModelProto instead of writing
 /// a file (for `runtime::Model::load_from_string`). Same errors, minus IoError.
 std::string export_onnx(fx::GraphModule& gm, const ConvertOptions& options, ConvertResult* result);

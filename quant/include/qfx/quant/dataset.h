@@ -45,6 +45,9 @@ class Dataset {
   /// Throws DataError / IoError naming the file of a sample that cannot be read or
   /// does not fit the sample shape.
   at::Tensor batch(int64_t begin, int64_t end);
+  /// The selected samples at `positions` (indices into 0..size()-1, any order) as
+  /// float32 [positions.size(), ...sample_shape]; same errors as `batch`.
+  at::Tensor gather(const std::vector<int64_t>& positions);
   /// Labels of the selected samples, int64 [size()]; undefined without labels.
   const at::Tensor& labels() const { return labels_; }
   /// Where the data comes from (for messages).

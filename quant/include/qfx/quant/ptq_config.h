@@ -10,6 +10,26 @@
 
 namespace qfx::quant {
 
+/// The `training:` section of a `qfx qat` config.
+struct TrainingConfig {
+  DataSpec data;                     ///< training images and labels (labels required)
+  int64_t num_samples = 0;           ///< 0: all
+  int64_t epochs = 1;
+  int64_t batch_size = 64;
+  std::string optimizer = "sgd";     ///< sgd | adam
+  double lr = 0.01;                  ///< peak learning rate
+  double momentum = 0.9;             ///< sgd
+  double weight_decay = 0.0;
+  std::string lr_schedule = "cosine";  ///< constant | cosine (to 0 over all steps) | step (x0.1 at each of `lr_steps`)
+  std::vector<int64_t> lr_steps;     ///< step schedule milestones (steps)
+  int64_t freeze_bn_after = -1;      ///< steps; -1: never
+  int64_t disable_observer_after = -1;  ///< steps; -1: never
+  int64_t seed = 0;                  ///< shuffling
+  int64_t max_steps = 0;             ///< stop after this many steps (0: epochs decide)
+  std::string checkpoint;            ///< save here after every epoch (empty: OUT/qat_checkpoint.pt)
+  std::string resume;                ///< load this checkpoint first (empty: start fresh)
+};
+
 /// The whole PTQ config (see configs/ptq/default.yaml and the README).
 struct PtqConfig {
   std::string path;                    ///< the config file
@@ -28,6 +48,8 @@ struct PtqConfig {
   int64_t sqnr_samples = 256;          ///< evaluation images for the per-layer SQNR table (0: none)
   int64_t reference_check = 0;         ///< evaluation images also run on the reference backend (-1: all)
   std::string output_dir = "qfx_ptq_out";
+  bool has_training = false;           ///< a `training:` section was given (qfx qat)
+  TrainingConfig training;
 };
 
 /// Loads the file at `path` with `overrides` ("calibration.num_samples=64",

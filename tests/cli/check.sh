@@ -1,0 +1,18 @@
+# check NAME EXPECTED_RC PATTERN -- COMMAND...: runs COMMAND, expects its exit code
+# and a line matching PATTERN (extended regex), and no crash or stack dump.
+# Counts into $pass / $fail. Sourced by the CLI test scripts.
+check() {  # name expected_rc pattern -- command...
+  local name=$1 want=$2 pattern=$3; shift 4
+  local out rc
+  out=$("$@" 2>&1); rc=$?
+  if [ "$rc" -ne "$want" ]; then
+    echo "FAIL $name: exit $rc, expected $want"; echo "$out" | head -5; fail=$((fail+1)); return
+  fi
+  if ! grep -qE -- "$pattern" <<<"$out"; then
+    echo "FAIL $name: output lacks /$pattern/"; echo "$out" | head -5; fail=$((fail+1)); return
+  fi
+  if grep -qE "terminate called|Segmentation|Exception raised from|frame #" <<<"$out"; then
+    echo "FAIL $name: crash or stack dump in output"; fail=$((fail+1)); return
+  fi
+  echo "ok   $name"; pass=$((pass+1))
+}
