@@ -107,4 +107,14 @@ inline at::Tensor to_aten(const runtime::Tensor& t) {
 }
 
 
+/// convert_fx for the CLI's one-input models: the graph input is named "input", the
+/// output "output"; `input_shape` as model.input_shape.
+inline quant::ConvertResult convert_model(fx::GraphModule& gm, const std::string& path,
+                                          const std::vector<int64_t>& input_shape) {
+  quant::ConvertOptions o;
+  o.input_shapes = {input_shape};
+  o.input_names = {"input"};
+  return quant::convert_fx(gm, path, o);
+}
+
 }  // namespace qfx::cli

@@ -120,10 +120,7 @@ int run_ptq(const std::string& config_path, const std::vector<std::string>& over
 
   // Convert.
   const std::string onnx_path = out.path("model_int8.onnx");
-  quant::ConvertOptions qo;
-  qo.input_shapes = {cfg.input_shape};
-  qo.input_names = {"input"};
-  quant::ConvertResult conv = quant::convert_fx(*gm, onnx_path, qo);
+  quant::ConvertResult conv = convert_model(*gm, onnx_path, cfg.input_shape);
   auto int8 = runtime::Model::load(onnx_path, {rt_backend});
 
   nlohmann::json report;

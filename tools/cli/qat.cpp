@@ -183,10 +183,7 @@ int run_qat(const std::string& config_path, const std::vector<std::string>& over
   const double top1_fq = top1(*gm, *ev, cfg.batch_size, &fq_pred, "fake-quant evaluation");
   // Convert and run the int8 model on the runtime.
   const std::string onnx_path = out.path("model_int8.onnx");
-  quant::ConvertOptions qo;
-  qo.input_shapes = {cfg.input_shape};
-  qo.input_names = {"input"};
-  quant::ConvertResult conv = quant::convert_fx(*gm, onnx_path, qo);
+  quant::ConvertResult conv = convert_model(*gm, onnx_path, cfg.input_shape);
   auto int8 = runtime::Model::load(onnx_path, {rt_backend});
   std::vector<at::Tensor> preds;
   Progress pe("int8 evaluation", ev->size());
