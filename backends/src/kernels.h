@@ -15,14 +15,18 @@ using Shape = std::vector<int64_t>;
 
 /// Shape and dtype of one value.
 struct Meta {
-  Shape shape;
+  Shape shape;             ///< logical shape (NCHW for 4-D)
   DType dtype = DType::kFloat32;
+  bool nhwc = false;       ///< 4-D int8 stored channels last (N, H, W, C): what oneDNN's int8 kernels use
 };
 
 /// A kernel for one node at fixed input shapes.
 struct Kernel {
   std::vector<Meta> outputs;  ///< output shapes/dtypes
   const char* impl = "reference";  ///< which implementation runs ("reference", "onednn")
+  /// True if `run` takes its inputs in the layouts their Metas say (channels last
+  /// included); otherwise the planner hands it plain copies of channels-last inputs.
+  bool accepts_nhwc = false;
   /// Computes outputs from inputs (nullptr for an omitted optional input).
   std::function<void(const std::vector<const Tensor*>& in, const std::vector<Tensor*>& out)> run;
 };
@@ -34,20 +38,28 @@ enum class Backend { kReference, kOneDNN };
 /// initializers, are given in `consts`, nullptr otherwise). Throws
 /// UnsupportedOpError naming the node and op for an op or attribute outside the
 /// supported set, DataError for inconsistent shapes.
+/// `nhwc_out`: every consumer of the output can take channels last, so a kernel
+/// that can may write it so (it says so in `outputs[i].nhwc`); without it outputs
+/// are plain.
 Kernel make_kernel(const ir::Node& n, const std::vector<Meta>& in, const std::vector<const Tensor*>& consts,
-                   Backend backend);
+                   Backend backend, bool nhwc_out = false);
 
 /// oneDNN versions of Conv / Gemm / MatMul (fp32) and QConv / QGemm (int8);
 /// returns false when the configuration is not one oneDNN runs here (then the
 /// reference kernel is used).
 bool make_onednn_kernel(const ir::Node& n, const std::vector<Meta>& in, const std::vector<const Tensor*>& consts,
-                        Kernel* k);
+                        Kernel* k, bool nhwc_out = false);
 
 /// Vectorised, multi-threaded versions of QuantizeLinear (per-tensor), QRelu / QClip
 /// (a lookup table), QAdd / QMul (u8, equal shapes) and float Relu / Clip, used by
 /// the onednn backend; equal to the reference kernels bit for bit. Returns false
 /// outside those cases.
-bool make_simd_kernel(const ir::Node& n, const std::vector<Meta>& in, const std::vector<const Tensor*>& consts, Kernel* k);
+bool make_simd_kernel(const ir::Node& n, const std::vector<Meta>& in, const std::vector<const Tensor*>& consts, Kernel* k,
+                      bool nhwc_out = false);
+
+/// Copies a channels-last [N, H, W, C] tensor of logical shape `shape` (NCHW) with
+/// `elem` bytes per element into plain NCHW at `dst`.
+void nhwc_to_nchw(const void* src, void* dst, const Shape& shape, size_t elem);
 
 /// True if the CPU has VNNI (AVX512-VNNI, AVX-VNNI or AMX), where oneDNN's int8
 /// convolution accumulates u8 x s8 products exactly in int32. Without it oneDNN sums

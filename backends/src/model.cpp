@@ -22,6 +22,7 @@ constexpr size_t kAlign = 64;
 
 struct Plan {
   std::vector<Kernel> kernels;
+  std::vector<Meta> meta;      // by value id (layout of each value)
   std::vector<Tensor> values;  // by value id
   std::shared_ptr<uint8_t[]> arena;
   std::vector<std::vector<const Tensor*>> in_ptrs;
@@ -87,6 +88,23 @@ struct Model::Impl {
       if (const_of[static_cast<size_t>(v)]) return const_of[static_cast<size_t>(v)];
       return folded[static_cast<size_t>(v)].defined() ? &folded[static_cast<size_t>(v)] : nullptr;
     };
+    // Channels last between int8 layers (onednn backend): a value may be stored NHWC
+    // when it is not a graph output and every consumer is an op whose kernels take
+    // that layout. A consumer kernel that turns out not to (a reference fallback)
+    // gets a plain copy, so this is only ever a speed decision.
+    std::vector<char> nhwc_ok(nv, 0);
+    if (backend == Backend::kOneDNN) {
+      static const std::set<std::string> takes = {"QConv", "MaxPool", "QAdd", "QMul", "QRelu", "QClip"};
+      std::vector<char> bad(nv, 0), used(nv, 0);
+      for (size_t n = 0; n < g.nodes.size(); ++n)
+        for (int v : node_in[n])
+          if (v >= 0) {
+            used[static_cast<size_t>(v)] = 1;
+            if (!takes.count(g.nodes[n].op)) bad[static_cast<size_t>(v)] = 1;
+          }
+      for (int v : output_ids) bad[static_cast<size_t>(v)] = 1;
+      for (size_t v = 0; v < nv; ++v) nhwc_ok[v] = used[v] && !bad[v];
+    }
     for (size_t n = 0; n < g.nodes.size(); ++n) {
       const ir::Node& node = g.nodes[n];
       std::vector<Meta> in;
@@ -110,7 +128,10 @@ struct Model::Impl {
         p->kernels.push_back(Kernel{});
         continue;
       }
-      Kernel k = make_kernel(node, in, consts, all_const ? Backend::kReference : backend);
+      const bool out_nhwc = !all_const && node_out[n].size() == 1 && node_out[n][0] >= 0 &&
+                            nhwc_ok[static_cast<size_t>(node_out[n][0])];
+      Kernel k = make_kernel(node, in, consts, all_const ? Backend::kReference : backend, out_nhwc);
+      if (!k.accepts_nhwc) plain_inputs(&k, in);
       if (k.outputs.size() < node_out[n].size())
         throw UnsupportedOpError(node.label() + ": produces fewer outputs than the model uses");
       for (size_t o = 0; o < node_out[n].size(); ++o)
@@ -175,6 +196,7 @@ struct Model::Impl {
       offset[s] = total;
       total += slots[s].size;
     }
+    p->meta = meta;
     p->arena = std::shared_ptr<uint8_t[]>(new uint8_t[std::max<size_t>(total, kAlign)]);
     p->values.resize(nv);
     for (size_t v = 0; v < nv; ++v) {
@@ -196,6 +218,26 @@ struct Model::Impl {
       p->out_ptrs.push_back(std::move(out));
     }
     return p;
+  }
+
+  // Makes `k` take plain copies of its channels-last inputs (buffers owned by the
+  // kernel, allocated now: running still allocates nothing).
+  static void plain_inputs(Kernel* k, const std::vector<Meta>& in) {
+    std::vector<size_t> which;
+    for (size_t i = 0; i < in.size(); ++i)
+      if (in[i].nhwc) which.push_back(i);
+    if (which.empty() || !k->run) return;
+    auto bufs = std::make_shared<std::vector<Tensor>>();
+    for (size_t i : which) bufs->emplace_back(in[i].shape, in[i].dtype);
+    k->run = [inner = std::move(k->run), which, bufs](const std::vector<const Tensor*>& ins, const std::vector<Tensor*>& outs) {
+      std::vector<const Tensor*> plain = ins;
+      for (size_t j = 0; j < which.size(); ++j) {
+        Tensor& b = (*bufs)[j];
+        nhwc_to_nchw(ins[which[j]]->raw(), b.raw(), b.shape(), dtype_size(b.dtype()));
+        plain[which[j]] = &b;
+      }
+      inner(plain, outs);
+    };
   }
 
   // Folds one tensor into its statistics: min/max and histogram counts are
@@ -421,8 +463,16 @@ std::map<std::string, Tensor> Model::run_impl(const std::map<std::string, Tensor
                    std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
     for (int v : im.node_out[n]) {
       if (v >= 0 && im.tapped[static_cast<size_t>(v)]) im.tap(v, plan->values[static_cast<size_t>(v)]);
-      if (v >= 0 && watched && (*watched)[static_cast<size_t>(v)])
-        (*on_value)(im.value_name[static_cast<size_t>(v)], plan->values[static_cast<size_t>(v)]);
+      if (v >= 0 && watched && (*watched)[static_cast<size_t>(v)]) {
+        const Tensor& t = plan->values[static_cast<size_t>(v)];
+        if (plan->meta[static_cast<size_t>(v)].nhwc) {  // callbacks see the logical (plain) layout
+          Tensor plain(t.shape(), t.dtype());
+          nhwc_to_nchw(t.raw(), plain.raw(), t.shape(), dtype_size(t.dtype()));
+          (*on_value)(im.value_name[static_cast<size_t>(v)], plain);
+        } else {
+          (*on_value)(im.value_name[static_cast<size_t>(v)], t);
+        }
+      }
     }
   }
   std::map<std::string, Tensor> out;

@@ -169,7 +169,7 @@ bool inner_product_fp32(const ir::Node& n, const std::vector<Meta>& in, const st
   return true;
 }
 
-bool pool_fp32(const ir::Node& n, const std::vector<Meta>& in, Kernel* k) {
+bool pool_fp32(const ir::Node& n, const std::vector<Meta>& in, Kernel* k, bool nhwc_out) {
   if (in.empty() || in[0].shape.size() != 4) return false;
   // Max pooling moves values, so u8/s8 codes pool exactly; averages stay float here.
   const DType dtype = in[0].dtype;
@@ -190,8 +190,10 @@ bool pool_fp32(const ir::Node& n, const std::vector<Meta>& in, Kernel* k) {
                        : n.attr_i("count_include_pad", 0) ? dnnl::algorithm::pooling_avg_include_padding
                                                           : dnnl::algorithm::pooling_avg_exclude_padding;
   auto& eng = engine();
-  auto src_md = memory::desc({x[0], x[1], x[2], x[3]}, ddt, tag::nchw);
-  auto dst_md = memory::desc({x[0], x[1], oH, oW}, ddt, tag::nchw);
+  // int8: channels-last input as it comes, output channels last when the consumers take it.
+  const bool int8 = ddt != dt::f32, out_nhwc = int8 && nhwc_out;
+  auto src_md = memory::desc({x[0], x[1], x[2], x[3]}, ddt, int8 && in[0].nhwc ? tag::nhwc : tag::nchw);
+  auto dst_md = memory::desc({x[0], x[1], oH, oW}, ddt, out_nhwc ? tag::nhwc : tag::nchw);
   // oneDNN's jit int8 pooling wants channels last (on nchw it runs a slow generic
   // loop): reorder around it.
   const auto ptag = ddt == dt::f32 ? tag::nchw : tag::nhwc;
@@ -202,7 +204,8 @@ bool pool_fp32(const ir::Node& n, const std::vector<Meta>& in, Kernel* k) {
   dnnl::primitive_attr attr;
   attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
   dnnl::pooling_forward::primitive_desc pd(desc, attr, eng);
-  k->outputs = {{{x[0], x[1], oH, oW}, dtype}};
+  k->outputs = {{{x[0], x[1], oH, oW}, dtype, out_nhwc}};
+  k->accepts_nhwc = int8;
   k->run = make_exec(std::make_shared<dnnl::pooling_forward>(pd), src_md, pd.src_desc(), dst_md, pd.dst_desc(),
                      pd.scratchpad_desc(), {}, {});
   return true;
@@ -233,7 +236,8 @@ dnnl::primitive_attr int8_attr(const ir::Node& n, const std::vector<float>& mult
 dt qdt(DType d) { return d == DType::kUInt8 ? dt::u8 : dt::s8; }
 
 // QConv / QGemm / QMatMul on oneDNN int8 primitives (s8 weights with zero point 0).
-bool qconv_qgemm(const ir::Node& n, const std::vector<Meta>& in, const std::vector<const Tensor*>& consts, Kernel* k) {
+bool qconv_qgemm(const ir::Node& n, const std::vector<Meta>& in, const std::vector<const Tensor*>& consts, Kernel* k,
+                 bool nhwc_out) {
   if (in.size() < 2 || !consts[1] || n.in_q.size() < 2) return false;
   const Tensor& w = *consts[1];
   const ir::QInfo &xq = n.in_q[0], &wq = n.in_q[1], &yq = n.out_q;
@@ -280,8 +284,8 @@ bool qconv_qgemm(const ir::Node& n, const std::vector<Meta>& in, const std::vect
     const int64_t oH = (H + p[0] + p[2] - (d[0] * (kH - 1) + 1)) / s[0] + 1;
     const int64_t oW = (W + p[1] + p[3] - (d[1] * (kW - 1) + 1)) / s[1] + 1;
     const memory::dims w_dims = g == 1 ? memory::dims{M, C, kH, kW} : memory::dims{g, M / g, C / g, kH, kW};
-    user_src = memory::desc({N, C, H, W}, qdt(in[0].dtype), tag::nchw);
-    user_dst = memory::desc({N, M, oH, oW}, qdt(yq.dtype), tag::nchw);
+    user_src = memory::desc({N, C, H, W}, qdt(in[0].dtype), in[0].nhwc ? tag::nhwc : tag::nchw);
+    user_dst = memory::desc({N, M, oH, oW}, qdt(yq.dtype), nhwc_out ? tag::nhwc : tag::nchw);
     w_user = memory::desc(w_dims, dt::s8, g == 1 ? tag::oihw : tag::goihw);
     dnnl::convolution_forward::desc desc(
         dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct,
@@ -316,7 +320,8 @@ bool qconv_qgemm(const ir::Node& n, const std::vector<Meta>& in, const std::vect
   keep.push_back(std::make_shared<Tensor>(bias));
   std::unordered_map<int, memory> fixed = {{DNNL_ARG_WEIGHTS, reorder_weights(w_user, w.raw(), wdesc, &keep)},
                                            {DNNL_ARG_BIAS, memory(b_md, eng, bias.raw())}};
-  k->outputs = {{out, yq.dtype}};
+  k->outputs = {{out, yq.dtype, conv && nhwc_out}};
+  k->accepts_nhwc = conv;
   k->run = make_exec(prim, user_src, src_pd, user_dst, dst_pd, spdesc, std::move(fixed), std::move(keep));
   return true;
 }
@@ -346,13 +351,13 @@ bool onednn_int8_exact(DType src, const Tensor& weights) {
 }
 
 bool make_onednn_kernel(const ir::Node& n, const std::vector<Meta>& in, const std::vector<const Tensor*>& consts,
-                        Kernel* k) {
+                        Kernel* k, bool nhwc_out) {
   try {
     bool ok = false;
     if (n.op == "Conv") ok = conv_fp32(n, in, consts, k);
     else if (n.op == "Gemm") ok = inner_product_fp32(n, in, consts, k);
-    else if (n.op == "MaxPool" || n.op == "AveragePool") ok = pool_fp32(n, in, k);
-    else if (n.op == "QConv" || n.op == "QGemm" || n.op == "QMatMul") ok = qconv_qgemm(n, in, consts, k);
+    else if (n.op == "MaxPool" || n.op == "AveragePool") ok = pool_fp32(n, in, k, nhwc_out);
+    else if (n.op == "QConv" || n.op == "QGemm" || n.op == "QMatMul") ok = qconv_qgemm(n, in, consts, k, nhwc_out);
     if (ok) k->impl = "onednn";
     return ok;
   } catch (const dnnl::error& e) {

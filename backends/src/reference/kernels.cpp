@@ -1240,11 +1240,11 @@ Kernel qunary(const Node& n, const std::vector<Meta>& in) {
 }  // namespace
 
 Kernel make_kernel(const ir::Node& n, const std::vector<Meta>& in, const std::vector<const Tensor*>& consts,
-                   Backend backend) {
+                   Backend backend, bool nhwc_out) {
   if (backend == Backend::kOneDNN) {
     Kernel k;
-    if (make_onednn_kernel(n, in, consts, &k)) return k;
-    if (make_simd_kernel(n, in, consts, &k)) return k;
+    if (make_onednn_kernel(n, in, consts, &k, nhwc_out)) return k;
+    if (make_simd_kernel(n, in, consts, &k, nhwc_out)) return k;
   }
   for (const auto& m : in)
     if (m.shape.size() > kMaxRank) unsupported(n, "tensors of rank above " + std::to_string(kMaxRank));

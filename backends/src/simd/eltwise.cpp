@@ -65,7 +65,7 @@ bool quantize(const ir::Node& n, const std::vector<Meta>& in, const std::vector<
 }
 
 // QRelu / QClip: a 256-entry table built with the reference arithmetic.
-bool qunary(const ir::Node& n, const std::vector<Meta>& in, Kernel* k) {
+bool qunary(const ir::Node& n, const std::vector<Meta>& in, Kernel* k, bool nhwc_out) {
   const DType xd = in[0].dtype, yd = n.out_q.dtype;
   if ((xd != DType::kUInt8 && xd != DType::kInt8) || n.in_q.empty() || n.in_q[0].scale.size() != 1 ||
       n.out_q.scale.size() != 1)
@@ -81,7 +81,9 @@ bool qunary(const ir::Node& n, const std::vector<Meta>& in, Kernel* k) {
   std::vector<uint8_t> lut(256);
   std::memcpy(lut.data(), table.raw(), 256);
   const int offset = xd == DType::kUInt8 ? 0 : 128;
-  k->outputs = {{in[0].shape, yd}};
+  // Elementwise: any layout; the output keeps the input's when the consumers take it.
+  k->accepts_nhwc = nhwc_out;
+  k->outputs = {{in[0].shape, yd, in[0].nhwc && nhwc_out}};
   k->run = [lut, offset](const In& i, const Out& o) {
     const uint8_t* x = static_cast<const uint8_t*>(i[0]->raw());
     uint8_t* y = static_cast<uint8_t*>(o[0]->raw());
@@ -93,24 +95,45 @@ bool qunary(const ir::Node& n, const std::vector<Meta>& in, Kernel* k) {
   return true;
 }
 
-template <typename A, typename B, typename Y>
-void qadd_loop(const A* a, const B* b, Y* y, int64_t n, float sa, float za, float sb, float zb, float sy, float zy,
-               float lo, float hi, bool mul) {
+// u8 (+|x) u8 -> u8. Built for AVX-512, AVX2 and baseline x86-64, chosen at run time;
+// the file is compiled with -ffp-contract=off, so every variant does the reference's
+// float operations one by one (no fused multiply-add) and rounds the same. Inputs are
+// integers, so no NaN can arise.
+template <bool Mul>
+__attribute__((target_clones("avx512f", "avx2", "default")))
+void qbinary_u8_chunk(const uint8_t* a, const uint8_t* b, uint8_t* y, int64_t n, float sa, float za, float sb, float zb,
+                      float sy, float zy, float lo, float hi) {
   const float magic = 12582912.0f;
-#pragma omp parallel for simd if (n > kParallelMin)
+#pragma omp simd
   for (int64_t p = 0; p < n; ++p) {
     const float ra = sa * (static_cast<float>(a[p]) - za);
     const float rb = sb * (static_cast<float>(b[p]) - zb);
-    float t = (mul ? ra * rb : ra + rb) / sy;
-    t = t == t ? t : 0.0f;
-    t = std::min(std::max(t, -4194304.0f), 4194304.0f);
-    t = (t + magic) - magic;
-    y[p] = static_cast<Y>(std::min(std::max(t + zy, lo), hi));
+    float t = (Mul ? ra * rb : ra + rb) / sy;
+    t = t < -4194304.0f ? -4194304.0f : t;
+    t = t > 4194304.0f ? 4194304.0f : t;
+    t = (t + magic) - magic;  // half to even (|t| <= 2^22)
+    t += zy;
+    t = t < lo ? lo : t;
+    t = t > hi ? hi : t;
+    y[p] = static_cast<uint8_t>(static_cast<int32_t>(t));
+  }
+}
+
+// Splits the elements over the threads; each runs the CPU-specific chunk kernel
+// (an OpenMP region's body would not inherit target_clones).
+template <bool Mul>
+void qbinary_u8(const uint8_t* a, const uint8_t* b, uint8_t* y, int64_t n, float sa, float za, float sb, float zb,
+                float sy, float zy, float lo, float hi) {
+#pragma omp parallel if (n > kParallelMin)
+  {
+    const int64_t t = omp_get_thread_num(), nt = omp_get_num_threads();
+    const int64_t b0 = n * t / nt, b1 = n * (t + 1) / nt;
+    qbinary_u8_chunk<Mul>(a + b0, b + b0, y + b0, b1 - b0, sa, za, sb, zb, sy, zy, lo, hi);
   }
 }
 
 // QAdd / QMul of two tensors of the same shape, per-tensor qparams.
-bool qbinary(const ir::Node& n, const std::vector<Meta>& in, Kernel* k) {
+bool qbinary(const ir::Node& n, const std::vector<Meta>& in, Kernel* k, bool nhwc_out) {
   if (in.size() != 2 || in[0].shape != in[1].shape || n.in_q.size() < 2) return false;
   for (const auto& m : in)
     if (m.dtype != DType::kUInt8) return false;  // the common case after ReLU; others take the reference
@@ -128,11 +151,15 @@ bool qbinary(const ir::Node& n, const std::vector<Meta>& in, Kernel* k) {
     lo = std::max(lo, quantize_value(n.clip_lo, sy, n.out_q.zero_point[0], 0, 255));
     hi = std::min(hi, quantize_value(n.clip_hi, sy, n.out_q.zero_point[0], 0, 255));
   }
-  k->outputs = {{in[0].shape, DType::kUInt8}};
+  // Both inputs in one layout: the output keeps it (when the consumers take it).
+  k->accepts_nhwc = nhwc_out && in[0].nhwc == in[1].nhwc;
+  k->outputs = {{in[0].shape, DType::kUInt8, k->accepts_nhwc && in[0].nhwc}};
   const float flo = static_cast<float>(lo), fhi = static_cast<float>(hi);
   k->run = [=](const In& i, const Out& o) {
-    qadd_loop(i[0]->data<uint8_t>(), i[1]->data<uint8_t>(), o[0]->data<uint8_t>(), i[0]->numel(), sa, za, sb, zb, sy, zy,
-              flo, fhi, mul);
+    if (mul) qbinary_u8<true>(i[0]->data<uint8_t>(), i[1]->data<uint8_t>(), o[0]->data<uint8_t>(), i[0]->numel(), sa, za, sb,
+                              zb, sy, zy, flo, fhi);
+    else qbinary_u8<false>(i[0]->data<uint8_t>(), i[1]->data<uint8_t>(), o[0]->data<uint8_t>(), i[0]->numel(), sa, za, sb,
+                           zb, sy, zy, flo, fhi);
   };
   return true;
 }
@@ -172,12 +199,30 @@ bool float_unary(const ir::Node& n, const std::vector<Meta>& in, const std::vect
 
 }  // namespace
 
-bool make_simd_kernel(const ir::Node& n, const std::vector<Meta>& in, const std::vector<const Tensor*>& consts, Kernel* k) {
+void nhwc_to_nchw(const void* src, void* dst, const Shape& shape, size_t elem) {
+  const int64_t N = shape[0], C = shape[1], HW = shape[2] * shape[3];
+  const auto* s = static_cast<const uint8_t*>(src);
+  auto* d = static_cast<uint8_t*>(dst);
+#pragma omp parallel for collapse(2) if (N * C * HW > kParallelMin)
+  for (int64_t b = 0; b < N; ++b)
+    for (int64_t c = 0; c < C; ++c) {
+      const uint8_t* from = s + (b * HW * C + c) * static_cast<int64_t>(elem);
+      uint8_t* to = d + (b * C + c) * HW * static_cast<int64_t>(elem);
+      if (elem == 1) {
+        for (int64_t p = 0; p < HW; ++p) to[p] = from[p * C];
+      } else {
+        for (int64_t p = 0; p < HW; ++p) std::memcpy(to + p * static_cast<int64_t>(elem), from + p * C * static_cast<int64_t>(elem), elem);
+      }
+    }
+}
+
+bool make_simd_kernel(const ir::Node& n, const std::vector<Meta>& in, const std::vector<const Tensor*>& consts, Kernel* k,
+                      bool nhwc_out) {
   if (in.empty()) return false;
   bool ok = false;
   if (n.op == "QuantizeLinear") ok = quantize(n, in, consts, k);
-  else if (n.op == "QRelu" || n.op == "QClip") ok = qunary(n, in, k);
-  else if (n.op == "QAdd" || n.op == "QMul") ok = qbinary(n, in, k);
+  else if (n.op == "QRelu" || n.op == "QClip") ok = qunary(n, in, k, nhwc_out);
+  else if (n.op == "QAdd" || n.op == "QMul") ok = qbinary(n, in, k, nhwc_out);
   else if ((n.op == "Relu" || n.op == "Clip") && n.fused_act.empty()) ok = float_unary(n, in, consts, k);
   if (ok) k->impl = "simd";
   return ok;
