@@ -54,6 +54,18 @@ at::Tensor to_aten(const runtime::Tensor& t) {
 }
 
 
+// resnet18 (fixture) traced and prepared for the onednn backend; `x` is a [2, 3, 64, 64]
+// input and `ref` the float model's output on it.
+std::shared_ptr<fx::GraphModule> prepared_resnet18(at::Tensor* x, at::Tensor* ref) {
+  at::NoGradGuard ng;
+  auto gm = fx::trace_file(test::fixture("resnet18_scripted.pt"));
+  gm->eval();
+  *x = at::randn({2, 3, 64, 64});
+  *ref = gm->forward(*x);
+  prepare_fx(*gm, QConfigMapping::default_mapping(), BackendConfig::resolve("onednn"));
+  return gm;
+}
+
 std::string tmp_path(const std::string& name) { return (std::filesystem::temp_directory_path() / name).string(); }
 
 }  // namespace
@@ -92,12 +104,9 @@ TEST(ConvertFx, SmallNetInt8OnnxMatchesFakeQuant) {
 }
 
 TEST(ConvertFx, ResNet18Int8OnnxTracksFloat) {
-  auto gm = fx::trace_file(test::fixture("resnet18_scripted.pt"));
-  gm->eval();
   at::NoGradGuard ng;
-  at::Tensor x = at::randn({2, 3, 64, 64});
-  at::Tensor ref = gm->forward(x);
-  prepare_fx(*gm, QConfigMapping::default_mapping(), BackendConfig::resolve("onednn"));
+  at::Tensor x, ref;
+  auto gm = prepared_resnet18(&x, &ref);
   for (int i = 0; i < 4; ++i) gm->forward(at::randn({2, 3, 64, 64}));
   gm->forward(x);
   set_quant_state(*gm, QuantState::kFakeQuant);
@@ -213,12 +222,9 @@ TEST(Calibrate, RuntimeMatchesLibtorchObservers) {
 
 // resnet18 calibrated on the runtime converts to an int8 model that tracks float.
 TEST(Calibrate, ResNet18OnRuntimeConvertsAndTracksFloat) {
-  auto gm = fx::trace_file(test::fixture("resnet18_scripted.pt"));
-  gm->eval();
   at::NoGradGuard ng;
-  at::Tensor x = at::randn({2, 3, 64, 64});
-  at::Tensor ref = gm->forward(x);
-  prepare_fx(*gm, QConfigMapping::default_mapping(), BackendConfig::resolve("onednn"));
+  at::Tensor x, ref;
+  auto gm = prepared_resnet18(&x, &ref);
   CalibrateOptions co;
   co.input_shapes = {{-1, 3, 64, 64}};
   CalibrationResult r = calibrate(*gm, batches_of(at::cat({at::randn({8, 3, 64, 64}), x}), 5), co);
