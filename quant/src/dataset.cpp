@@ -295,13 +295,9 @@ void Dataset::select(int64_t total, int64_t limit, int64_t seed) {
 }
 
 at::Tensor Dataset::batch(int64_t begin, int64_t end) {
-  end = std::min(end, size());
-  std::vector<int64_t> shape{std::max<int64_t>(end - begin, 0)};
-  shape.insert(shape.end(), sample_shape_.begin(), sample_shape_.end());
-  at::Tensor out = at::empty(shape, at::kFloat);
-  const int64_t n = numel(sample_shape_);
-  for (int64_t i = begin; i < end; ++i) read(index_[static_cast<size_t>(i)], out.data_ptr<float>() + (i - begin) * n);
-  return out;
+  std::vector<int64_t> positions;
+  for (int64_t i = begin; i < std::min(end, size()); ++i) positions.push_back(i);
+  return gather(positions);
 }
 
 at::Tensor Dataset::gather(const std::vector<int64_t>& positions) {
