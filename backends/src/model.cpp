@@ -48,6 +48,7 @@ struct Model::Impl {
   std::vector<int> input_ids, output_ids;
   std::vector<TensorInfo> inputs, outputs;
   std::vector<std::string> fallbacks;
+  std::set<std::string> keep;  // ModelOptions::keep_values: stay plain, so watching them costs no conversion
   int int8_ops = 0;
 
   mutable std::mutex mu;
@@ -88,13 +89,14 @@ struct Model::Impl {
       if (const_of[static_cast<size_t>(v)]) return const_of[static_cast<size_t>(v)];
       return folded[static_cast<size_t>(v)].defined() ? &folded[static_cast<size_t>(v)] : nullptr;
     };
-    // Channels last between int8 layers (onednn backend): a value may be stored NHWC
-    // when it is not a graph output and every consumer is an op whose kernels take
-    // that layout. A consumer kernel that turns out not to (a reference fallback)
+    // Channels last between layers (onednn backend; float and int8): a value may be
+    // stored NHWC when it is not a graph output and every consumer is an op whose
+    // kernels take that layout. A consumer kernel that turns out not to (a reference fallback)
     // gets a plain copy, so this is only ever a speed decision.
     std::vector<char> nhwc_ok(nv, 0);
     if (backend == Backend::kOneDNN) {
-      static const std::set<std::string> takes = {"QConv", "MaxPool", "QAdd", "QMul", "QRelu", "QClip"};
+      static const std::set<std::string> takes = {"QConv", "MaxPool", "QAdd", "QMul", "QRelu", "QClip",
+                                                  "Conv", "AveragePool", "Add", "Relu", "Clip"};
       std::vector<char> bad(nv, 0), used(nv, 0);
       for (size_t n = 0; n < g.nodes.size(); ++n)
         for (int v : node_in[n])
@@ -103,6 +105,10 @@ struct Model::Impl {
             if (!takes.count(g.nodes[n].op)) bad[static_cast<size_t>(v)] = 1;
           }
       for (int v : output_ids) bad[static_cast<size_t>(v)] = 1;
+      for (const auto& k : keep) {
+        auto it = value_id.find(k);
+        if (it != value_id.end()) bad[static_cast<size_t>(it->second)] = 1;
+      }
       for (size_t v = 0; v < nv; ++v) nhwc_ok[v] = used[v] && !bad[v];
     }
     for (size_t n = 0; n < g.nodes.size(); ++n) {
@@ -243,7 +249,7 @@ struct Model::Impl {
   // Folds one tensor into its statistics: min/max and histogram counts are
   // computed in parallel (OpenMP) into per-thread scratch sized by set_taps, so
   // taps allocate nothing per run.
-  void tap(int v, const Tensor& t) const {
+  void tap(int v, const Tensor& t, bool nhwc = false) const {
     if (t.dtype() != DType::kFloat32) return;
     const float* x = t.data<float>();
     const int64_t n = t.numel();
@@ -272,18 +278,28 @@ struct Model::Impl {
       }
       float* cmin = s.channel_min.data();
       float* cmax = s.channel_max.data();
-#pragma omp parallel for if (n > 65536)
-      for (int64_t c = 0; c < C; ++c) {
-        float cl = cmin[c], ch = cmax[c];
-        for (int64_t b = 0; b < N; ++b) {
-          const float* p = x + (b * C + c) * inner;
-          for (int64_t i = 0; i < inner; ++i) {
-            cl = p[i] < cl ? p[i] : cl;
-            ch = p[i] > ch ? p[i] : ch;
+      if (nhwc) {  // channels innermost: rows of C values
+        for (int64_t r = 0; r < n / C; ++r) {
+          const float* p = x + r * C;
+          for (int64_t c = 0; c < C; ++c) {
+            cmin[c] = p[c] < cmin[c] ? p[c] : cmin[c];
+            cmax[c] = p[c] > cmax[c] ? p[c] : cmax[c];
           }
         }
-        cmin[c] = cl;
-        cmax[c] = ch;
+      } else {
+#pragma omp parallel for if (n > 65536)
+        for (int64_t c = 0; c < C; ++c) {
+          float cl = cmin[c], ch = cmax[c];
+          for (int64_t b = 0; b < N; ++b) {
+            const float* p = x + (b * C + c) * inner;
+            for (int64_t i = 0; i < inner; ++i) {
+              cl = p[i] < cl ? p[i] : cl;
+              ch = p[i] > ch ? p[i] : ch;
+            }
+          }
+          cmin[c] = cl;
+          cmax[c] = ch;
+        }
       }
     }
     if (tap_kind == TapKind::kHistogram) {
@@ -341,7 +357,8 @@ Model Model::from_graph(ir::Graph graph, const ModelOptions& options, const std:
   im->g = std::move(graph);
   ir::simplify(im->g);
   if (options.fuse_qdq) im->fallbacks = ir::fuse_qdq(im->g);
-  ir::fuse_float_activations(im->g, std::set<std::string>(options.keep_values.begin(), options.keep_values.end()));
+  im->keep.insert(options.keep_values.begin(), options.keep_values.end());
+  ir::fuse_float_activations(im->g, im->keep);
   for (const auto& in : im->g.inputs) {
     im->input_ids.push_back(im->id(in.name));
     im->inputs.push_back({in.name, in.dtype, in.shape});
@@ -462,7 +479,8 @@ std::map<std::string, Tensor> Model::run_impl(const std::map<std::string, Tensor
                    im.g.nodes[n].name.c_str(),
                    std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
     for (int v : im.node_out[n]) {
-      if (v >= 0 && im.tapped[static_cast<size_t>(v)]) im.tap(v, plan->values[static_cast<size_t>(v)]);
+      if (v >= 0 && im.tapped[static_cast<size_t>(v)])
+        im.tap(v, plan->values[static_cast<size_t>(v)], plan->meta[static_cast<size_t>(v)].nhwc);
       if (v >= 0 && watched && (*watched)[static_cast<size_t>(v)]) {
         const Tensor& t = plan->values[static_cast<size_t>(v)];
         if (plan->meta[static_cast<size_t>(v)].nhwc) {  // callbacks see the logical (plain) layout

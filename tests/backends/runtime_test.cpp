@@ -5,6 +5,7 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <random>
 #include <thread>
 
@@ -194,4 +195,39 @@ TEST(Runtime, TapsCollectMinMaxAndHistograms) {
     for (int64_t i = 0; i < 256; ++i) c1min = std::min(c1min, x.data<float>()[(n * 3 + 1) * 256 + i]);
   EXPECT_EQ(pc.channel_min[1], c1min);
   EXPECT_THROW(m.set_taps({"no_such_tensor"}, TapKind::kMinMax), qfx::DataError);
+}
+
+// On the onednn backend, float values between convolutions are stored channels last.
+// What users see must not change: per-channel taps and watched values are per the
+// logical NCHW layout, identical to the reference backend's plain tensors.
+TEST(Runtime, ChannelsLastValuesLookPlainToTapsAndWatchers) {
+  Tensor x = load_npy(onnx_dir() + "resnet18.in.npy");
+  Model fast = Model::load(onnx_dir() + "resnet18.onnx", {"onednn"});
+  Model ref = Model::load(onnx_dir() + "resnet18.onnx", {"reference"});
+  std::vector<std::string> names = fast.value_names();
+  std::map<std::string, Tensor> want;
+  ref.run({{ref.inputs()[0].name, x}}, names, [&](const std::string& n, const Tensor& t) { want[n] = t.clone(); });
+  fast.set_taps(names, TapKind::kPerChannelMinMax);
+  int compared = 0;
+  fast.run({{fast.inputs()[0].name, x}}, names, [&](const std::string& n, const Tensor& t) {
+    ASSERT_TRUE(want.count(n)) << n;
+    if (t.shape().size() != 4) return;
+    EXPECT_LE(max_rel(t, want[n]), 1e-4) << n << ": watched value differs from the reference's";
+    ++compared;
+  });
+  EXPECT_GT(compared, 20);
+  auto taps = fast.taps();
+  for (const auto& kv : want) {
+    const Tensor& t = kv.second;
+    if (t.shape().size() != 4) continue;
+    const int64_t N = t.shape()[0], C = t.shape()[1], HW = t.shape()[2] * t.shape()[3];
+    const auto& got = taps.at(kv.first);
+    ASSERT_EQ(static_cast<int64_t>(got.channel_max.size()), C) << kv.first;
+    for (int64_t c = 0; c < C; ++c) {
+      float hi = -INFINITY;
+      for (int64_t b = 0; b < N; ++b)
+        for (int64_t i = 0; i < HW; ++i) hi = std::max(hi, t.data<float>()[(b * C + c) * HW + i]);
+      EXPECT_NEAR(got.channel_max[static_cast<size_t>(c)], hi, 1e-4 * (1.0 + std::abs(hi))) << kv.first << " channel " << c;
+    }
+  }
 }

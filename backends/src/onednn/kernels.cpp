@@ -101,7 +101,8 @@ memory reorder_weights(const memory::desc& user, const void* data, const memory:
   return wm;
 }
 
-bool conv_fp32(const ir::Node& n, const std::vector<Meta>& in, const std::vector<const Tensor*>& consts, Kernel* k) {
+bool conv_fp32(const ir::Node& n, const std::vector<Meta>& in, const std::vector<const Tensor*>& consts, Kernel* k,
+               bool nhwc_out) {
   if (in.size() < 2 || in[0].dtype != DType::kFloat32 || in[0].shape.size() != 4 || !consts[1]) return false;
   if (n.attr_s("auto_pad", "NOTSET") != "NOTSET") return false;  // the reference handles SAME/VALID
   const Tensor& w = *consts[1];
@@ -118,8 +119,11 @@ bool conv_fp32(const ir::Node& n, const std::vector<Meta>& in, const std::vector
   if (oH <= 0 || oW <= 0) return false;
   const memory::dims src_dims = {N, C, H, W}, dst_dims = {N, M, oH, oW};
   const memory::dims w_dims = g == 1 ? memory::dims{M, C, kH, kW} : memory::dims{g, M / g, C / g, kH, kW};
-  auto src_any = memory::desc(src_dims, dt::f32, tag::any);
-  auto dst_any = memory::desc(dst_dims, dt::f32, tag::any);
+  // Channels last when the input comes so or the consumers take it: no reorders
+  // between layers; otherwise oneDNN picks its blocked layout and we reorder around it.
+  const bool cl = in[0].nhwc || nhwc_out;
+  auto src_any = memory::desc(src_dims, dt::f32, cl ? tag::nhwc : tag::any);
+  auto dst_any = memory::desc(dst_dims, dt::f32, cl ? tag::nhwc : tag::any);
   auto w_any = memory::desc(w_dims, dt::f32, tag::any);
   auto b_md = memory::desc({M}, dt::f32, tag::a);
   dnnl::convolution_forward::desc desc(dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct,
@@ -133,9 +137,11 @@ bool conv_fp32(const ir::Node& n, const std::vector<Meta>& in, const std::vector
     keep.push_back(std::make_shared<Tensor>(*b));
     fixed[DNNL_ARG_BIAS] = memory(b_md, engine(), const_cast<void*>(b->raw()));
   }
-  k->outputs = {{{N, M, oH, oW}, DType::kFloat32}};
-  k->run = make_exec(std::make_shared<dnnl::convolution_forward>(pd), memory::desc(src_dims, dt::f32, tag::nchw),
-                     pd.src_desc(), memory::desc(dst_dims, dt::f32, tag::nchw), pd.dst_desc(), pd.scratchpad_desc(),
+  k->outputs = {{{N, M, oH, oW}, DType::kFloat32, nhwc_out}};
+  k->accepts_nhwc = true;
+  k->run = make_exec(std::make_shared<dnnl::convolution_forward>(pd),
+                     memory::desc(src_dims, dt::f32, in[0].nhwc ? tag::nhwc : tag::nchw), pd.src_desc(),
+                     memory::desc(dst_dims, dt::f32, nhwc_out ? tag::nhwc : tag::nchw), pd.dst_desc(), pd.scratchpad_desc(),
                      std::move(fixed), std::move(keep));
   return true;
 }
@@ -191,12 +197,12 @@ bool pool_fp32(const ir::Node& n, const std::vector<Meta>& in, Kernel* k, bool n
                                                           : dnnl::algorithm::pooling_avg_exclude_padding;
   auto& eng = engine();
   // int8: channels-last input as it comes, output channels last when the consumers take it.
-  const bool int8 = ddt != dt::f32, out_nhwc = int8 && nhwc_out;
-  auto src_md = memory::desc({x[0], x[1], x[2], x[3]}, ddt, int8 && in[0].nhwc ? tag::nhwc : tag::nchw);
+  const bool out_nhwc = nhwc_out;
+  auto src_md = memory::desc({x[0], x[1], x[2], x[3]}, ddt, in[0].nhwc ? tag::nhwc : tag::nchw);
   auto dst_md = memory::desc({x[0], x[1], oH, oW}, ddt, out_nhwc ? tag::nhwc : tag::nchw);
   // oneDNN's jit int8 pooling wants channels last (on nchw it runs a slow generic
   // loop): reorder around it.
-  const auto ptag = ddt == dt::f32 ? tag::nchw : tag::nhwc;
+  const auto ptag = ddt == dt::f32 && !in[0].nhwc && !nhwc_out ? tag::nchw : tag::nhwc;
   dnnl::pooling_forward::desc desc(dnnl::prop_kind::forward_inference, alg,
                                    memory::desc({x[0], x[1], x[2], x[3]}, ddt, ptag),
                                    memory::desc({x[0], x[1], oH, oW}, ddt, ptag), {s[0], s[1]}, {kk[0], kk[1]},
@@ -205,7 +211,7 @@ bool pool_fp32(const ir::Node& n, const std::vector<Meta>& in, Kernel* k, bool n
   attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
   dnnl::pooling_forward::primitive_desc pd(desc, attr, eng);
   k->outputs = {{{x[0], x[1], oH, oW}, dtype, out_nhwc}};
-  k->accepts_nhwc = int8;
+  k->accepts_nhwc = true;
   k->run = make_exec(std::make_shared<dnnl::pooling_forward>(pd), src_md, pd.src_desc(), dst_md, pd.dst_desc(),
                      pd.scratchpad_desc(), {}, {});
   return true;
@@ -354,7 +360,7 @@ bool make_onednn_kernel(const ir::Node& n, const std::vector<Meta>& in, const st
                         Kernel* k, bool nhwc_out) {
   try {
     bool ok = false;
-    if (n.op == "Conv") ok = conv_fp32(n, in, consts, k);
+    if (n.op == "Conv") ok = conv_fp32(n, in, consts, k, nhwc_out);
     else if (n.op == "Gemm") ok = inner_product_fp32(n, in, consts, k);
     else if (n.op == "MaxPool" || n.op == "AveragePool") ok = pool_fp32(n, in, k, nhwc_out);
     else if (n.op == "QConv" || n.op == "QGemm" || n.op == "QMatMul") ok = qconv_qgemm(n, in, consts, k, nhwc_out);

@@ -171,7 +171,8 @@ void map_loop(const float* x, float* y, int64_t n, F f) {
 }
 
 // Relu / Clip in float.
-bool float_unary(const ir::Node& n, const std::vector<Meta>& in, const std::vector<const Tensor*>& consts, Kernel* k) {
+bool float_unary(const ir::Node& n, const std::vector<Meta>& in, const std::vector<const Tensor*>& consts, Kernel* k,
+                 bool nhwc_out) {
   if (in[0].dtype != DType::kFloat32) return false;
   float lo = 0.0f, hi = std::numeric_limits<float>::infinity();
   if (n.op == "Clip") {
@@ -184,7 +185,8 @@ bool float_unary(const ir::Node& n, const std::vector<Meta>& in, const std::vect
     };
     if (!bound(1, &lo) || !bound(2, &hi)) return false;
   }
-  k->outputs = {{in[0].shape, DType::kFloat32}};
+  k->accepts_nhwc = nhwc_out;
+  k->outputs = {{in[0].shape, DType::kFloat32, in[0].nhwc && nhwc_out}};
   if (n.op == "Relu") {
     k->run = [](const In& i, const Out& o) {
       map_loop(i[0]->data<float>(), o[0]->data<float>(), i[0]->numel(), [](float x) { return x > 0 ? x : 0.0f; });
@@ -194,6 +196,29 @@ bool float_unary(const ir::Node& n, const std::vector<Meta>& in, const std::vect
       map_loop(i[0]->data<float>(), o[0]->data<float>(), i[0]->numel(), [lo, hi](float x) { return std::min(std::max(x, lo), hi); });
     };
   }
+  return true;
+}
+
+// Float Add of two same-shape tensors, with a fused Relu / Clip: y = act(a + b).
+bool float_add(const ir::Node& n, const std::vector<Meta>& in, Kernel* k, bool nhwc_out) {
+  if (in.size() != 2 || in[0].dtype != DType::kFloat32 || in[1].dtype != DType::kFloat32 || in[0].shape != in[1].shape)
+    return false;
+  float lo = -std::numeric_limits<float>::infinity(), hi = std::numeric_limits<float>::infinity();
+  if (n.fused_act == "Relu") lo = 0.0f;
+  if (n.fused_act == "Clip") {
+    lo = n.clip_lo;
+    hi = n.clip_hi;
+  }
+  k->accepts_nhwc = nhwc_out && in[0].nhwc == in[1].nhwc;
+  k->outputs = {{in[0].shape, DType::kFloat32, k->accepts_nhwc && in[0].nhwc}};
+  k->run = [lo, hi](const In& i, const Out& o) {
+    const float* a = i[0]->data<float>();
+    const float* b = i[1]->data<float>();
+    float* y = o[0]->data<float>();
+    const int64_t t = i[0]->numel();
+#pragma omp parallel for simd if (t > kParallelMin)
+    for (int64_t p = 0; p < t; ++p) y[p] = std::min(std::max(a[p] + b[p], lo), hi);
+  };
   return true;
 }
 
@@ -223,7 +248,8 @@ bool make_simd_kernel(const ir::Node& n, const std::vector<Meta>& in, const std:
   if (n.op == "QuantizeLinear") ok = quantize(n, in, consts, k);
   else if (n.op == "QRelu" || n.op == "QClip") ok = qunary(n, in, k, nhwc_out);
   else if (n.op == "QAdd" || n.op == "QMul") ok = qbinary(n, in, k, nhwc_out);
-  else if ((n.op == "Relu" || n.op == "Clip") && n.fused_act.empty()) ok = float_unary(n, in, consts, k);
+  else if (n.op == "Add") ok = float_add(n, in, k, nhwc_out);
+  else if ((n.op == "Relu" || n.op == "Clip") && n.fused_act.empty()) ok = float_unary(n, in, consts, k, nhwc_out);
   if (ok) k->impl = "simd";
   return ok;
 }

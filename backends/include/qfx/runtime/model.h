@@ -35,7 +35,8 @@ struct ModelOptions {
   bool fuse_qdq = true;
   /// Tensors that must stay observable by `run(inputs, watch, on_value)`: a float
   /// Relu/Clip is not fused into the op producing one of these (the fusion would
-  /// hide the pre-activation value).
+  /// hide the pre-activation value), and they are stored in the plain layout, so
+  /// watching them costs no conversion from channels last.
   std::vector<std::string> keep_values;
 };
 
