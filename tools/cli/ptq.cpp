@@ -92,11 +92,12 @@ int run_ptq(const std::string& config_path, const std::vector<std::string>& over
     fp32_tensor_of[o.node] = o.tensor;
     keep.push_back(o.tensor);
   }
-  runtime::ModelOptions fmo;
-  fmo.backend = rt_backend;
-  fmo.fuse_qdq = false;
+  // Two loads of the float graph: as deployed (fused, channels last) for evaluation and
+  // latency, and with the observed values kept for the per-layer SQNR table.
+  auto fp32 = runtime::Model::load_from_string(float_onnx, {rt_backend, false}, cfg.model + " (float graph)");
+  runtime::ModelOptions fmo(rt_backend, false);
   fmo.keep_values = keep;
-  auto fp32 = runtime::Model::load_from_string(float_onnx, fmo, cfg.model + " (float graph)");
+  auto fp32_watch = runtime::Model::load_from_string(float_onnx, fmo, cfg.model + " (float graph)");
 
   // Calibrate on the runtime.
   Progress pc("calibration", cal->size());
@@ -217,7 +218,7 @@ int run_ptq(const std::string& config_path, const std::vector<std::string>& over
       for (int64_t i = 0; i < ns; i += sbs) {
         at::Tensor b = ev->batch(i, std::min(i + sbs, ns));
         std::map<std::string, runtime::Tensor> in{{"input", wrap(b)}};
-        fp32.run(in, w_fp, [&](const std::string& name, const runtime::Tensor& t) {
+        fp32_watch.run(in, w_fp, [&](const std::string& name, const runtime::Tensor& t) {
           const std::string& node = node_of_fp.at(name);
           ref[node] = to_aten(t);
           layers[node].signal += ref[node].pow(2).sum().item<double>();
