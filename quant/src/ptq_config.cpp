@@ -128,15 +128,15 @@ PtqConfig load_ptq_config(const std::string& path, const std::vector<std::string
   const YAML::Node cal = root["calibration"];
   if (!cal && !root["training"]) bad(path, root, "'calibration' is required");
   if (cal) {
-  check_keys(path, cal, "calibration", {"data", "num_samples", "batch_size", "seed"});
-  if (!cal["data"]) bad(path, cal, "calibration.data is required");
-  c.calibration = read_data(path, cal["data"], "calibration.data");
-  if (auto n = cal["num_samples"]) c.calibration_samples = positive(path, n, "calibration.num_samples", false);
-  if (auto n = cal["batch_size"]) c.batch_size = positive(path, n, "calibration.batch_size", false);
-  if (auto n = cal["seed"]) {
-    c.seed = as_int(path, n, "calibration.seed");
-    if (c.seed < -1) bad(path, n, "calibration.seed must be >= 0, or -1 for the first num_samples");
-  }
+    check_keys(path, cal, "calibration", {"data", "num_samples", "batch_size", "seed"});
+    if (!cal["data"]) bad(path, cal, "calibration.data is required");
+    c.calibration = read_data(path, cal["data"], "calibration.data");
+    if (auto n = cal["num_samples"]) c.calibration_samples = positive(path, n, "calibration.num_samples", false);
+    if (auto n = cal["batch_size"]) c.batch_size = positive(path, n, "calibration.batch_size", false);
+    if (auto n = cal["seed"]) {
+      c.seed = as_int(path, n, "calibration.seed");
+      if (c.seed < -1) bad(path, n, "calibration.seed must be >= 0, or -1 for the first num_samples");
+    }
   }
   if (const YAML::Node ev = root["evaluation"]; ev && !ev.IsNull()) {
     check_keys(path, ev, "evaluation", {"data", "num_samples", "metric", "sqnr_samples", "reference_check"});
