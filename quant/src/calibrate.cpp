@@ -9,26 +9,21 @@
 #include "qfx/error.h"
 #include "qfx/quant/convert.h"
 #include "qfx/quant/fake_quantize.h"
+#include "qfx/quant/dataset.h"
 #include "qfx/quant/modules.h"
+#include "qfx/quant/runtime_tensor.h"
 #include "qfx/runtime/model.h"
 
 namespace qfx::quant {
-namespace {
-
-// A runtime tensor over an ATen tensor's memory (no copy; the ATen tensor is kept alive).
-runtime::Tensor wrap(const at::Tensor& t_in) {
-  at::Tensor t = t_in.to(at::kFloat).contiguous();
-  std::shared_ptr<uint8_t[]> storage(static_cast<uint8_t*>(t.data_ptr()), [t](uint8_t*) {});
-  return runtime::Tensor(std::vector<int64_t>(t.sizes().begin(), t.sizes().end()), runtime::DType::kFloat32,
-                         std::move(storage));
+NextBatch batches(Dataset& data, int64_t batch_size) {
+  auto pos = std::make_shared<int64_t>(0);
+  return [&data, batch_size, pos]() -> std::vector<at::Tensor> {
+    if (*pos >= data.size()) return {};
+    at::Tensor b = data.batch(*pos, std::min(*pos + batch_size, data.size()));
+    *pos += batch_size;
+    return {b};
+  };
 }
-
-// An ATen view of a runtime tensor's memory, valid while the runtime keeps it.
-at::Tensor view(const runtime::Tensor& t) {
-  return at::from_blob(const_cast<void*>(t.raw()), t.shape(), at::kFloat);
-}
-
-}  // namespace
 
 CalibrationResult calibrate(fx::GraphModule& gm, const NextBatch& next, const CalibrateOptions& options) {
   using Clock = std::chrono::steady_clock;
@@ -86,7 +81,7 @@ CalibrationResult calibrate(fx::GraphModule& gm, const NextBatch& next, const Ca
   const auto& inputs = model.inputs();
   auto feed = [&](const std::string& name, const runtime::Tensor& value) {
     if (value.dtype() != runtime::DType::kFloat32) return;
-    at::Tensor t = view(value);
+    at::Tensor t = aten_view(value);
     for (FakeQuantize* fq : observers.at(name)) fq->forward(t);
   };
   for (auto batch = next(); !batch.empty(); batch = next()) {
@@ -94,7 +89,7 @@ CalibrationResult calibrate(fx::GraphModule& gm, const NextBatch& next, const Ca
       throw DataError("calibration batch has " + std::to_string(batch.size()) + " tensors; the model has " +
                       std::to_string(inputs.size()) + " inputs");
     std::map<std::string, runtime::Tensor> in;
-    for (size_t i = 0; i < batch.size(); ++i) in[inputs[i].name] = wrap(batch[i]);
+    for (size_t i = 0; i < batch.size(); ++i) in[inputs[i].name] = runtime_view(batch[i]);
     model.run(in, watch, feed);
     res.images += batch[0].size(0);
     ++res.batches;

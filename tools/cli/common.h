@@ -15,6 +15,7 @@
 
 #include "qfx/error.h"
 #include "qfx/quant/convert.h"
+#include "qfx/quant/runtime_tensor.h"
 #include "qfx/runtime/model.h"
 
 namespace qfx::cli {
@@ -96,15 +97,10 @@ inline void write_json(const std::string& path, const nlohmann::json& j) {
 }
 
 /// A runtime tensor over an ATen tensor's memory (no copy).
-inline runtime::Tensor wrap(const at::Tensor& t_in) {
-  at::Tensor t = t_in.contiguous();
-  std::shared_ptr<uint8_t[]> storage(static_cast<uint8_t*>(t.data_ptr()), [t](uint8_t*) {});
-  return runtime::Tensor(std::vector<int64_t>(t.sizes().begin(), t.sizes().end()), runtime::DType::kFloat32, std::move(storage));
-}
+inline runtime::Tensor wrap(const at::Tensor& t) { return quant::runtime_view(t); }
 
-inline at::Tensor to_aten(const runtime::Tensor& t) {
-  return at::from_blob(const_cast<void*>(t.raw()), t.shape(), at::kFloat).clone();
-}
+/// A float runtime tensor copied into ATen.
+inline at::Tensor to_aten(const runtime::Tensor& t) { return quant::aten_view(t).clone(); }
 
 
 /// convert_fx for the CLI's one-input models: the graph input is named "input", the

@@ -101,20 +101,11 @@ int run_ptq(const std::string& config_path, const std::vector<std::string>& over
 
   // Calibrate on the runtime.
   Progress pc("calibration", cal->size());
-  int64_t next_i = 0;
   quant::CalibrateOptions co;
   co.backend = rt_backend;
   co.input_shapes = {cfg.input_shape};
   co.progress = [&](int64_t n) { pc.update(n); };
-  auto cr = quant::calibrate(
-      *gm,
-      [&]() -> std::vector<at::Tensor> {
-        if (next_i >= cal->size()) return {};
-        at::Tensor b = cal->batch(next_i, std::min(next_i + bs, cal->size()));
-        next_i += bs;
-        return {b};
-      },
-      co);
+  auto cr = quant::calibrate(*gm, quant::batches(*cal, bs), co);
   const double cal_rate = static_cast<double>(cr.images) / std::max(cr.seconds, 1e-9);
   quant::set_quant_state(*gm, quant::QuantState::kFakeQuant);
   quant::disable_observer(*gm);

@@ -83,16 +83,10 @@ int run_qat(const std::string& config_path, const std::vector<std::string>& over
   // Optional: observers start from a calibration pass over the float graph (runtime).
   if (!cfg.calibration.images.empty()) {
     auto cal = quant::open_dataset(cfg.calibration, cfg.input_shape, cfg.calibration_samples, cfg.seed);
-    int64_t next = 0;
     quant::CalibrateOptions co;
     co.backend = rt_backend;
     co.input_shapes = {cfg.input_shape};
-    quant::calibrate(*gm, [&]() -> std::vector<at::Tensor> {
-      if (next >= cal->size()) return {};
-      at::Tensor b = cal->batch(next, std::min(next + cfg.batch_size, cal->size()));
-      next += cfg.batch_size;
-      return {b};
-    }, co);
+    quant::calibrate(*gm, quant::batches(*cal, cfg.batch_size), co);
   }
   std::unique_ptr<torch::optim::Optimizer> opt;
   if (tc.optimizer == "adam")

@@ -17,6 +17,11 @@ namespace qfx::quant {
 /// ([B, ...], the model's layout), or an empty vector when the data is exhausted.
 using NextBatch = std::function<std::vector<at::Tensor>()>;
 
+class Dataset;
+/// The samples of `data` in order, `batch_size` at a time, as a NextBatch for a
+/// one-input model. `data` must outlive the returned function.
+NextBatch batches(Dataset& data, int64_t batch_size);
+
 /// Options of `calibrate`.
 struct CalibrateOptions {
   /// Runtime backend that runs the float model: "onednn" or "reference".
