@@ -6,53 +6,10 @@
 #include <string>
 #include <vector>
 
+#include "qfx/runtime/kernel.h"  // ir::Attr, ir::QInfo, ir::Node
 #include "qfx/runtime/tensor.h"
 
 namespace qfx::runtime::ir {
-
-/// One ONNX attribute.
-struct Attr {
-  enum class Kind { kInt, kFloat, kInts, kFloats, kString, kTensor } kind = Kind::kInt;
-  int64_t i = 0;
-  float f = 0;
-  std::vector<int64_t> ints;
-  std::vector<float> floats;
-  std::string s;
-  Tensor t;
-};
-
-/// Quantization parameters of one int8 value (per tensor, or per channel on `axis`).
-struct QInfo {
-  std::vector<float> scale;
-  std::vector<int32_t> zero_point;
-  DType dtype = DType::kUInt8;
-  int64_t axis = 1;
-  bool per_channel() const { return scale.size() > 1; }
-};
-
-/// One operation. `op` is the ONNX op type, or a qfx int8 op after QDQ matching
-/// ("QConv", "QGemm", "QMatMul", "QAdd", "QMul", "QMaxPool", "QAveragePool",
-/// "QGlobalAveragePool", "QConcat", "QRelu", "QClip", "QShape" for reshape-likes).
-struct Node {
-  std::string op;
-  std::string name;
-  std::vector<std::string> inputs;   // "" for an omitted optional input
-  std::vector<std::string> outputs;
-  std::map<std::string, Attr> attrs;
-  // int8 ops: qparams of the quantized inputs and output, and the fused activation.
-  std::vector<QInfo> in_q;
-  QInfo out_q;
-  std::string fused_act;             // "", "Relu", "Clip"
-  float clip_lo = 0, clip_hi = 0;
-
-  bool has(const std::string& a) const { return attrs.count(a) != 0; }
-  int64_t attr_i(const std::string& a, int64_t def) const;
-  float attr_f(const std::string& a, float def) const;
-  std::vector<int64_t> attr_ints(const std::string& a, std::vector<int64_t> def = {}) const;
-  std::string attr_s(const std::string& a, const std::string& def = "") const;
-  /// "Conv 'conv1'" for messages.
-  std::string label() const { return op + " '" + name + "'"; }
-};
 
 /// A graph input or output: name, element type, shape (-1 for a dynamic dim).
 struct ValueInfo {

@@ -195,7 +195,7 @@ std::vector<std::string> fuse_qdq(Graph& g) {
         }
       }
       Node f = n;
-      f.op = op == "Conv" ? "QConv" : op == "Gemm" ? "QGemm" : "QMatMul";
+      f.op = op == "Conv" ? "QLinearConv" : op == "Gemm" ? "QGemm" : "QLinearMatMul";
       f.inputs = {d0->quantized, dw->quantized};
       if (!bias.empty()) f.inputs.push_back(bias);
       f.in_q = {d0->q, dw->q};
@@ -207,7 +207,7 @@ std::vector<std::string> fuse_qdq(Graph& g) {
       auto t = c.tail(i, op == "Add");
       if (!d1 || !t || d1->q.per_channel()) continue;
       Node f = n;
-      f.op = op == "Add" ? "QAdd" : "QMul";
+      f.op = op == "Add" ? "QLinearAdd" : "QLinearMul";
       f.inputs = {d0->quantized, d1->quantized};
       f.in_q = {d0->q, d1->q};
       c.replace(i, f, *t);
@@ -226,7 +226,7 @@ std::vector<std::string> fuse_qdq(Graph& g) {
       auto t = c.tail(i, false);
       if (!ok || !t) continue;
       Node f = n;
-      f.op = "QConcat";
+      f.op = "QLinearConcat";
       f.inputs = ins;
       f.in_q = qs;
       c.replace(i, f, *t);
@@ -256,7 +256,7 @@ std::vector<std::string> fuse_qdq(Graph& g) {
       continue;
     }
     if (op == "GlobalAveragePool" || op == "AveragePool") {
-      f.op = "Q" + op;
+      f.op = "QLinear" + op;
       c.replace(i, f, *t);
       continue;
     }

@@ -4,6 +4,7 @@
 #include <cstdlib>
 #include <filesystem>
 
+#include "qfx/runtime/registry.h"
 #include "yaml_util.h"
 
 namespace qfx::quant {
@@ -107,18 +108,47 @@ TensorConstraints read_tensor(const std::string& path, const YAML::Node& n, cons
   return t;
 }
 
+// runtime: NAME, or {backend: NAME, plugins: [lib.so, ...]} (paths relative to the
+// file). The plug-ins are loaded now, so the backend they register is known.
+void read_runtime(const std::string& path, const YAML::Node& rt, BackendConfig* b) {
+  if (rt.IsScalar()) {
+    b->runtime = as_string(path, rt, "runtime");
+  } else {
+    if (!rt.IsMap()) bad(path, rt, "runtime must be a backend name or a mapping {backend, plugins}");
+    check_keys(path, rt, "runtime", {"backend", "plugins"});
+    if (!rt["backend"]) bad(path, rt, "runtime.backend is required");
+    b->runtime = as_string(path, rt["backend"], "runtime.backend");
+    if (auto pl = rt["plugins"]) {
+      const auto dir = std::filesystem::path(path).parent_path();
+      for (const auto& f : as_string_list(path, pl, "runtime.plugins")) {
+        const std::string full = std::filesystem::path(f).is_absolute() ? f : (dir / f).string();
+        if (!std::filesystem::exists(full)) bad(path, pl, "runtime.plugins: '" + full + "' not found");
+        runtime::load_plugin(full);
+        b->runtime_plugins.push_back(full);
+      }
+    }
+  }
+  if (!runtime::has_backend(b->runtime)) {
+    std::string names;
+    for (const auto& n : runtime::backend_names()) names += (names.empty() ? "" : ", ") + n;
+    bad(path, rt, "runtime: '" + b->runtime + "' is not a registered runtime backend (registered: " + names +
+                      "; a plug-in backend needs runtime.plugins)");
+  }
+}
+
 }  // namespace
 
 BackendConfig BackendConfig::load(const std::string& path) {
   YAML::Node root = load_file(path);
   if (!root.IsMap()) throw ConfigError(path + ": a backend file must be a YAML mapping");
   check_keys(path, root, "the backend file",
-             {"name", "description", "activation", "weight", "bias", "scale", "fusions", "ops"});
+             {"name", "description", "runtime", "activation", "weight", "bias", "scale", "fusions", "ops"});
   BackendConfig b;
   b.source = path;
   if (!root["name"]) bad(path, root, "'name' is required");
   b.name = as_string(path, root["name"], "name");
   if (auto d = root["description"]) b.description = as_string(path, d, "description");
+  if (auto rt = root["runtime"]) read_runtime(path, rt, &b);
   if (!root["activation"]) bad(path, root, "'activation' is required");
   if (!root["weight"]) bad(path, root, "'weight' is required");
   b.activation = read_tensor(path, root["activation"], "activation", false);

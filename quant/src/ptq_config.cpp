@@ -139,10 +139,11 @@ PtqConfig load_ptq_config(const std::string& path, const std::vector<std::string
     }
   }
   if (const YAML::Node ev = root["evaluation"]; ev && !ev.IsNull()) {
-    check_keys(path, ev, "evaluation", {"data", "num_samples", "metric", "sqnr_samples", "reference_check"});
+    check_keys(path, ev, "evaluation", {"data", "num_samples", "batch_size", "metric", "sqnr_samples", "reference_check"});
     if (!ev["data"]) bad(path, ev, "evaluation.data is required");
     c.evaluation = read_data(path, ev["data"], "evaluation.data");
     if (auto n = ev["num_samples"]) c.evaluation_samples = positive(path, n, "evaluation.num_samples", true);
+    if (auto n = ev["batch_size"]) c.evaluation_batch_size = positive(path, n, "evaluation.batch_size", false);
     if (auto n = ev["sqnr_samples"]) c.sqnr_samples = positive(path, n, "evaluation.sqnr_samples", true);
     if (auto n = ev["reference_check"]) {
       c.reference_check = as_int(path, n, "evaluation.reference_check");

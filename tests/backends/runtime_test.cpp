@@ -87,7 +87,7 @@ TEST(Runtime, QdqGroupsRunInInt8AndMatchTheFloatQdqSemantics) {
       ModelOptions o;
       o.backend = backend;
       Model m = Model::load(onnx_dir() + name + ".onnx", o);
-      EXPECT_EQ(m.int8_ops(), 5) << "QConv x2, QAdd, QGlobalAveragePool, QGemm";
+      EXPECT_EQ(m.int8_ops(), 5) << "QLinearConv x2, QLinearAdd, QLinearGlobalAveragePool, QGemm";
       EXPECT_TRUE(m.float_fallbacks().empty());
       // Output scale 0.02: at most one output unit apart (integer vs float rounding).
       EXPECT_LE(max_abs(run1(m, x), ref), 0.02 + 1e-6) << name << " on " << backend;
@@ -100,7 +100,7 @@ TEST(Runtime, OneDnnInt8EqualsTheReferenceArithmetic) {
     Model ref = Model::load(onnx_dir() + name + ".onnx", {"reference"});
     Model dnn = Model::load(onnx_dir() + name + ".onnx", {"onednn"});
     auto impls = dnn.kernel_impls();
-    EXPECT_EQ(impls["QConv:onednn"] + impls["QConv:reference"], 2) << name;
+    EXPECT_EQ(impls["QLinearConv:onednn"] + impls["QLinearConv:reference"], 2) << name;
     // End to end through five int8 layers: a one-unit difference in one layer
     // (oneDNN adds the output zero point before rounding, the reference after, as
     // ONNX QuantizeLinear does) can move later layers by a unit or two; op-level

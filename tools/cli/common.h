@@ -1,26 +1,21 @@
-// Helpers shared by the qfx ptq and qat commands: progress display, staged output
-// files, JSON, and tensor conversions between ATen and the runtime.
+// Presentation shared by the qfx commands: a progress bar driven by the pipelines'
+// hooks, and the kernel summary. No pipeline logic lives in the CLI.
 #pragma once
 
-#include <ATen/ATen.h>
-#include <nlohmann/json.hpp>
 #include <unistd.h>
 
 #include <chrono>
 #include <cstdio>
-#include <filesystem>
-#include <fstream>
 #include <map>
+#include <memory>
 #include <string>
+#include <vector>
 
-#include "qfx/error.h"
-#include "qfx/quant/convert.h"
-#include "qfx/quant/runtime_tensor.h"
-#include "qfx/runtime/model.h"
+#include "qfx/quant/pipeline.h"
+#include "qfx/runtime/registry.h"
 
 namespace qfx::cli {
 
-namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
 inline double secs(Clock::time_point a) { return std::chrono::duration<double>(Clock::now() - a).count(); }
 
@@ -52,65 +47,32 @@ class Progress {
   Clock::time_point t0_, last_ = Clock::now();
 };
 
-/// Output files are written under temporary names and renamed together at the end;
-/// on failure the temporaries are removed, so OUT never holds a partial set.
-class Staging {
+/// Pipeline hooks that draw one Progress per stage and print info lines.
+class ProgressHooks {
  public:
-  explicit Staging(const std::string& dir) : dir_(dir) {
-    std::error_code ec;
-    fs::create_directories(dir_, ec);
-    const std::string probe = (fs::path(dir_) / ".qfx_write_test").string();
-    std::ofstream f(probe);
-    if (ec || !f) throw IoError(dir_ + ": output directory cannot be created or written");
-    f.close();
-    fs::remove(probe, ec);
+  quant::PipelineHooks hooks() {
+    quant::PipelineHooks h;
+    h.progress = [this](const std::string& stage, int64_t done, int64_t total, const std::string& extra) {
+      auto& p = bars_[stage];
+      if (!p) p = std::make_unique<Progress>(stage, total);
+      p->update(done, extra);
+    };
+    h.info = [](const std::string& line) { std::printf("%s\n", line.c_str()); };
+    return h;
   }
-  ~Staging() {
-    std::error_code ec;
-    for (const auto& kv : files_) fs::remove(kv.second, ec);
-  }
-  std::string path(const std::string& name) {
-    const std::string tmp = (fs::path(dir_) / (name + ".partial")).string();
-    files_[name] = tmp;
-    return tmp;
-  }
-  void commit() {
-    for (const auto& kv : files_) {
-      std::error_code ec;
-      fs::rename(kv.second, fs::path(dir_) / kv.first, ec);
-      if (ec) throw IoError((fs::path(dir_) / kv.first).string() + ": cannot rename into place: " + ec.message());
-    }
-    files_.clear();
-  }
-  std::string final_path(const std::string& name) const { return (fs::path(dir_) / name).string(); }
 
  private:
-  std::string dir_;
-  std::map<std::string, std::string> files_;
+  std::map<std::string, std::unique_ptr<Progress>> bars_;
 };
 
-inline void write_json(const std::string& path, const nlohmann::json& j) {
-  std::ofstream f(path);
-  if (!f) throw IoError(path + ": cannot write");
-  f << j.dump(2) << "\n";
-  if (!f) throw IoError(path + ": write failed");
-}
-
-/// A runtime tensor over an ATen tensor's memory (no copy).
-inline runtime::Tensor wrap(const at::Tensor& t) { return quant::runtime_view(t); }
-
-/// A float runtime tensor copied into ATen.
-inline at::Tensor to_aten(const runtime::Tensor& t) { return quant::aten_view(t).clone(); }
-
-
-/// convert_fx for the CLI's one-input models: the graph input is named "input", the
-/// output "output"; `input_shape` as model.input_shape.
-inline quant::ConvertResult convert_model(fx::GraphModule& gm, const std::string& path,
-                                          const std::vector<int64_t>& input_shape) {
-  quant::ConvertOptions o;
-  o.input_shapes = {input_shape};
-  o.input_names = {"input"};
-  return quant::convert_fx(gm, path, o);
+/// "kernels on onednn: QLinearConv 12 onednn, Add 3 simd, ..." (one line).
+inline void print_kernel_summary(const std::vector<runtime::KernelChoice>& report, const std::string& backend) {
+  std::map<std::string, int> n;
+  for (const auto& c : report)
+    if (!c.folded) ++n[c.op + " on " + c.impl];
+  std::string line;
+  for (const auto& kv : n) line += (line.empty() ? "" : ", ") + std::to_string(kv.second) + " " + kv.first;
+  std::printf("int8 model on runtime backend %s: %s (per node: qfx run --explain)\n", backend.c_str(), line.c_str());
 }
 
 }  // namespace qfx::cli

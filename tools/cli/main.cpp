@@ -60,10 +60,20 @@ int run_inspect(const std::string& model, const std::vector<std::string>& wraps,
 }
 
 // qfx run: one ONNX model on the runtime, inputs from .npy files.
+// Which implementation runs each node, and why the ones before it declined.
+void print_kernel_report(const qfx::runtime::Model& model) {
+  std::cout << "# kernels (backend " << model.backend() << "):\n";
+  for (const auto& c : model.kernel_report()) {
+    std::cout << "#   " << c.node << "  " << c.op << "  " << (c.folded ? "folded at plan time" : c.impl) << "\n";
+    for (const auto& d : c.declined) std::cout << "#       declined by " << d.impl << ": " << d.reason << "\n";
+  }
+}
+
 int run_model(const std::string& path, const std::vector<std::string>& input_args, const std::string& output,
-              const std::string& backend) {
+              const std::string& backend, const std::vector<std::string>& plugins, bool explain) {
   qfx::runtime::ModelOptions mo;
   mo.backend = backend;
+  mo.plugins = plugins;
   auto model = qfx::runtime::Model::load(path, mo);
   std::map<std::string, qfx::runtime::Tensor> inputs;
   const auto& declared = model.inputs();
@@ -84,6 +94,7 @@ int run_model(const std::string& path, const std::vector<std::string>& input_arg
   std::cout << "# " << path << " on " << model.backend() << ": " << model.total_ops() << " ops, " << model.int8_ops()
             << " int8\n";
   for (const auto& f : model.float_fallbacks()) std::cout << "#   float: " << f << "\n";
+  if (explain) print_kernel_report(model);
   for (const auto& info : model.outputs()) {
     const auto& t = outs.at(info.name);
     std::cout << info.name << ": " << t.describe();
@@ -145,11 +156,14 @@ int main(int argc, char** argv) {
 
   auto* run = app.add_subcommand("run", "Run an ONNX model (float or int8 QDQ) on the qfx runtime");
   std::string onnx_path, run_output, run_backend = "onednn";
-  std::vector<std::string> run_inputs;
+  std::vector<std::string> run_inputs, run_plugins;
+  bool run_explain = false;
   run->add_option("model", onnx_path, "ONNX model (opset 13..17)")->required();
   run->add_option("--input,-i", run_inputs, "Input .npy file, in the model's input order, or NAME=FILE.npy")->required();
   run->add_option("--output,-o", run_output, "Save the output as .npy (several outputs: OUT.<name>.npy each)");
-  run->add_option("--backend", run_backend, "onednn (default) or reference")->check(CLI::IsMember({"onednn", "reference"}));
+  run->add_option("--backend", run_backend, "Runtime backend: onednn (default), reference, or one a --plugin registers");
+  run->add_option("--plugin", run_plugins, "Runtime plug-in shared library to load first (repeatable)");
+  run->add_flag("--explain", run_explain, "Print which kernel implementation runs each node, and why faster ones declined");
 
   auto* bench = app.add_subcommand("bench", "Latency of the runtime against libtorch, side by side in one run");
   qfx::cli::BenchArgs bargs;
@@ -184,7 +198,7 @@ int main(int argc, char** argv) {
 
   try {
     if (*inspect) return run_inspect(model, wraps, config, train_mode, !no_code, prep);
-    if (*run) return run_model(onnx_path, run_inputs, run_output, run_backend);
+    if (*run) return run_model(onnx_path, run_inputs, run_output, run_backend, run_plugins, run_explain);
     if (*bench) return qfx::cli::run_bench(bargs);
     if (*ptq) return qfx::cli::run_ptq(ptq_config, ptq_set);
     if (*qat) return qfx::cli::run_qat(qat_config, qat_set);

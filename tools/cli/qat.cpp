@@ -1,221 +1,28 @@
-// qfx qat: prepare_qat_fx, a libtorch training loop with fake quantization, convert.
+// qfx qat: parse the config, draw progress, print quant::qat's result.
 #include "qat.h"
 
-#include <torch/nn/functional/loss.h>
-#include <torch/optim/adam.h>
-#include <torch/optim/sgd.h>
-
 #include <algorithm>
-#include <cmath>
-#include <numeric>
-#include <random>
+#include <cstdio>
 
 #include "common.h"
-#include "qfx/fx/tracer.h"
-#include "qfx/quant/calibrate.h"
-#include "qfx/quant/checkpoint.h"
-#include "qfx/quant/dataset.h"
-#include "qfx/quant/fake_quantize.h"
-#include "qfx/quant/modules.h"
-#include "qfx/quant/passes.h"
-#include "qfx/quant/ptq_config.h"
+#include "qfx/quant/pipeline.h"
 
 namespace qfx::cli {
-namespace {
-
-// Learning rate at `step` of `total` (see TrainingConfig::lr_schedule).
-double lr_at(const quant::TrainingConfig& t, int64_t step, int64_t total) {
-  if (t.lr_schedule == "cosine") return 0.5 * t.lr * (1.0 + std::cos(M_PI * static_cast<double>(step) / std::max<int64_t>(total, 1)));
-  if (t.lr_schedule == "step") {
-    double lr = t.lr;
-    for (int64_t m : t.lr_steps)
-      if (step >= m) lr *= 0.1;
-    return lr;
-  }
-  return t.lr;
-}
-
-void set_lr(torch::optim::Optimizer& opt, double lr) {
-  for (auto& g : opt.param_groups()) {
-    if (auto* o = dynamic_cast<torch::optim::SGDOptions*>(&g.options())) o->lr(lr);
-    if (auto* o = dynamic_cast<torch::optim::AdamOptions*>(&g.options())) o->lr(lr);
-  }
-}
-
-// Top-1 of `gm` (libtorch, eval mode) on a dataset; also returns the predictions.
-double top1(fx::GraphModule& gm, quant::Dataset& d, int64_t bs, at::Tensor* pred, const std::string& what) {
-  at::NoGradGuard ng;
-  std::vector<at::Tensor> preds;
-  Progress p(what, d.size());
-  for (int64_t i = 0; i < d.size(); i += bs) {
-    at::Tensor b = d.batch(i, std::min(i + bs, d.size()));
-    preds.push_back(gm.forward(b).argmax(1));
-    p.update(i + b.size(0));
-  }
-  *pred = at::cat(preds);
-  return pred->eq(d.labels()).to(at::kDouble).mean().item<double>();
-}
-
-}  // namespace
 
 int run_qat(const std::string& config_path, const std::vector<std::string>& overrides) {
-  const auto t_start = Clock::now();
   quant::PtqConfig cfg = quant::load_ptq_config(config_path, overrides);
-  if (!cfg.has_training) throw ConfigError(config_path + ": 'training' is required for qfx qat");
-  const quant::TrainingConfig& tc = cfg.training;
-  auto backend = quant::BackendConfig::resolve(cfg.backend);
-  const std::string rt_backend = backend.name == "reference" ? "reference" : "onednn";
-  if (!fs::exists(cfg.model)) throw IoError(cfg.model + ": model file not found (model.path in " + config_path + ")");
-  if (cfg.evaluation.images.empty()) throw ConfigError(config_path + ": qfx qat needs an 'evaluation' section with labels");
-  std::printf("qfx qat: %s on backend '%s' (config %s)\n", cfg.model.c_str(), backend.name.c_str(), config_path.c_str());
-  auto train = quant::open_dataset(tc.data, cfg.input_shape, tc.num_samples, -1);
-  auto ev = quant::open_dataset(cfg.evaluation, cfg.input_shape, cfg.evaluation_samples, -1);
-  if (!ev->labels().defined()) throw ConfigError(config_path + ": evaluation.data.labels is required for qfx qat");
-  Staging out(cfg.output_dir);
-  const std::string ckpt = tc.checkpoint.empty() ? (fs::path(cfg.output_dir) / "qat_checkpoint.pt").string() : tc.checkpoint;
-
-  torch::manual_seed(static_cast<uint64_t>(tc.seed));
-  auto gm = fx::trace_file(cfg.model, cfg.tracer.options);
-  gm->eval();
-  at::Tensor fp32_pred;
-  const double top1_fp32 = top1(*gm, *ev, cfg.batch_size, &fp32_pred, "fp32 evaluation");
-  quant::prepare_qat_fx(*gm, cfg.qconfig, backend);
-  // Optional: observers start from a calibration pass over the float graph (runtime).
-  if (!cfg.calibration.images.empty()) {
-    auto cal = quant::open_dataset(cfg.calibration, cfg.input_shape, cfg.calibration_samples, cfg.seed);
-    quant::CalibrateOptions co;
-    co.backend = rt_backend;
-    co.input_shapes = {cfg.input_shape};
-    quant::calibrate(*gm, quant::batches(*cal, cfg.batch_size), co);
-  }
-  std::unique_ptr<torch::optim::Optimizer> opt;
-  if (tc.optimizer == "adam")
-    opt = std::make_unique<torch::optim::Adam>(gm->parameters(), torch::optim::AdamOptions(tc.lr).weight_decay(tc.weight_decay));
-  else
-    opt = std::make_unique<torch::optim::SGD>(
-        gm->parameters(), torch::optim::SGDOptions(tc.lr).momentum(tc.momentum).weight_decay(tc.weight_decay));
-  const int64_t n = train->size(), bs = tc.batch_size, steps_per_epoch = (n + bs - 1) / bs;
-  int64_t total = tc.epochs * steps_per_epoch;
-  if (tc.max_steps > 0) total = std::min(total, tc.max_steps);
-  int64_t step = 0;
-  if (!tc.resume.empty()) {
-    step = quant::load_qat_checkpoint(tc.resume, *gm, *opt);
-    std::printf("resumed from %s at step %lld\n", tc.resume.c_str(), static_cast<long long>(step));
-  }
-  // The schedule is a function of the step, so a resumed run re-applies it.
-  auto apply_schedule = [&](int64_t s) {
-    if (tc.freeze_bn_after >= 0 && s >= tc.freeze_bn_after) quant::freeze_bn_stats(*gm);
-    if (tc.disable_observer_after >= 0 && s >= tc.disable_observer_after) quant::disable_observer(*gm);
-  };
-  apply_schedule(step);
-  double loss_ema = 0, step_seconds = 0;
-  int64_t timed_steps = 0;
-  while (step < total) {
-    const int64_t epoch = step / steps_per_epoch;
-    std::vector<int64_t> order(static_cast<size_t>(n));
-    std::iota(order.begin(), order.end(), int64_t{0});
-    std::mt19937_64 rng(static_cast<uint64_t>(tc.seed) * 1000003u + static_cast<uint64_t>(epoch));
-    std::shuffle(order.begin(), order.end(), rng);
-    Progress p("epoch " + std::to_string(epoch + 1) + "/" + std::to_string(tc.epochs), n);
-    int64_t correct = 0, seen = 0;
-    gm->train();
-    for (int64_t k = step % steps_per_epoch; k < steps_per_epoch && step < total; ++k, ++step) {
-      apply_schedule(step);
-      std::vector<int64_t> pos(order.begin() + k * bs, order.begin() + std::min((k + 1) * bs, n));
-      at::Tensor x = train->gather(pos), y = train->labels().index_select(0, at::tensor(pos, at::kLong));
-      const auto t0 = Clock::now();
-      set_lr(*opt, lr_at(tc, step, total));
-      opt->zero_grad();
-      at::Tensor logits = gm->forward(x);
-      at::Tensor loss = torch::nn::functional::cross_entropy(logits, y);
-      loss.backward();
-      opt->step();
-      step_seconds += secs(t0);
-      ++timed_steps;
-      const double l = loss.item<double>();
-      loss_ema = (step == 0 || k == 0) ? l : 0.95 * loss_ema + 0.05 * l;
-      correct += logits.argmax(1).eq(y).sum().item<int64_t>();
-      seen += x.size(0);
-      char extra[96];
-      std::snprintf(extra, sizeof extra, "loss %.3f  acc %.1f%%  lr %.4f", loss_ema, 100.0 * correct / std::max<int64_t>(seen, 1),
-                    lr_at(tc, step, total));
-      p.update(std::min((k + 1) * bs, n), extra);
-    }
-    quant::save_qat_checkpoint(ckpt, *gm, *opt, step);
-  }
-  // Cost of fake quantization: forward + backward on one training batch with fake
-  // quant on and off (observers and batch-norm statistics frozen, no optimizer step).
-  double ms_fq = 0, ms_float = 0;
-  {
-    quant::disable_observer(*gm);
-    quant::freeze_bn_stats(*gm);
-    std::vector<int64_t> pos(static_cast<size_t>(std::min(bs, n)));
-    std::iota(pos.begin(), pos.end(), int64_t{0});
-    at::Tensor x = train->gather(pos), y = train->labels().index_select(0, at::tensor(pos, at::kLong));
-    auto time_steps = [&]() {
-      std::vector<double> t;
-      for (int i = 0; i < 7; ++i) {
-        const auto t0 = Clock::now();
-        gm->zero_grad();
-        torch::nn::functional::cross_entropy(gm->forward(x), y).backward();
-        t.push_back(1000.0 * secs(t0));
-      }
-      std::sort(t.begin(), t.end());
-      return t[t.size() / 2];
-    };
-    quant::set_quant_state(*gm, quant::QuantState::kFloat);
-    ms_float = time_steps();
-    quant::set_quant_state(*gm, quant::QuantState::kFakeQuant);
-    quant::disable_observer(*gm);
-    ms_fq = time_steps();
-    gm->zero_grad();
-  }
-  gm->eval();
-  quant::set_quant_state(*gm, quant::QuantState::kFakeQuant);
-  quant::disable_observer(*gm);
-  at::Tensor fq_pred;
-  const double top1_fq = top1(*gm, *ev, cfg.batch_size, &fq_pred, "fake-quant evaluation");
-  // Convert and run the int8 model on the runtime.
-  const std::string onnx_path = out.path("model_int8.onnx");
-  quant::ConvertResult conv = convert_model(*gm, onnx_path, cfg.input_shape);
-  auto int8 = runtime::Model::load(onnx_path, {rt_backend});
-  std::vector<at::Tensor> preds;
-  Progress pe("int8 evaluation", ev->size());
-  for (int64_t i = 0; i < ev->size(); i += cfg.batch_size) {
-    at::Tensor b = ev->batch(i, std::min(i + cfg.batch_size, ev->size()));
-    preds.push_back(to_aten(int8.run({{"input", wrap(b)}}).at("output")).argmax(1));
-    pe.update(i + b.size(0));
-  }
-  at::Tensor q_pred = at::cat(preds);
-  const double top1_int8 = q_pred.eq(ev->labels()).to(at::kDouble).mean().item<double>();
-  const double agree = q_pred.eq(fq_pred).to(at::kDouble).mean().item<double>();
-  nlohmann::json report;
-  report["model"] = cfg.model;
-  report["config"] = config_path;
-  report["backend"] = backend.name;
-  report["training"] = {{"steps", step}, {"epochs", tc.epochs}, {"batch_size", bs}, {"optimizer", tc.optimizer},
-                        {"lr", tc.lr}, {"lr_schedule", tc.lr_schedule}, {"final_loss_ema", loss_ema},
-                        {"ms_per_step", timed_steps ? 1000.0 * step_seconds / static_cast<double>(timed_steps) : 0.0},
-                        {"checkpoint", ckpt},
-                        {"fwd_bwd_ms_fake_quant", ms_fq}, {"fwd_bwd_ms_float", ms_float}};
-  report["evaluation"] = {{"images", ev->size()}, {"top1_fp32", top1_fp32}, {"top1_fakequant", top1_fq},
-                          {"top1_int8", top1_int8}, {"int8_agrees_with_fakequant", agree}};
-  report["float_fallbacks"] = quant::float_fallbacks(*gm);
-  report["runtime_float_groups"] = int8.float_fallbacks();
-  quant::write_encodings(out.path("encodings.json"), conv, quant::graph_hash(*gm), backend.name);
-  report["seconds"] = secs(t_start);
-  write_json(out.path("report.json"), report);
-  out.commit();
-  std::printf("trained %lld steps (%.1f ms/step)\n", static_cast<long long>(step),
-              timed_steps ? 1000.0 * step_seconds / static_cast<double>(timed_steps) : 0.0);
-  std::printf("forward + backward of one batch: %.1f ms with fake quant, %.1f ms float (x%.2f)\n", ms_fq, ms_float,
-              ms_fq / std::max(ms_float, 1e-9));
+  ProgressHooks ph;
+  const quant::QatResult r = quant::qat(cfg, ph.hooks());
+  std::printf("trained %lld steps (%.1f ms/step)\n", static_cast<long long>(r.steps), r.ms_per_step);
+  std::printf("forward + backward of one batch: %.1f ms with fake quant, %.1f ms float (x%.2f)\n", r.fwd_bwd_ms_fake_quant,
+              r.fwd_bwd_ms_float, r.fwd_bwd_ms_fake_quant / std::max(r.fwd_bwd_ms_float, 1e-9));
   std::printf("top-1 on %lld images: fp32 %.2f%%, QAT fake-quant %.2f%%, int8 (runtime) %.2f%% (%+.2f points vs fp32); "
               "int8 agrees with fake-quant on %.2f%%\n",
-              static_cast<long long>(ev->size()), 100 * top1_fp32, 100 * top1_fq, 100 * top1_int8,
-              100 * (top1_int8 - top1_fp32), 100 * agree);
-  std::printf("wrote model_int8.onnx, encodings.json, report.json in %s; checkpoint %s (%.1f s)\n", cfg.output_dir.c_str(),
-              ckpt.c_str(), secs(t_start));
+              static_cast<long long>(r.eval_images), 100 * r.top1_fp32, 100 * r.top1_fakequant, 100 * r.top1_int8,
+              100 * (r.top1_int8 - r.top1_fp32), 100 * r.int8_agrees_with_fakequant);
+  print_kernel_summary(r.kernel_report, r.runtime_backend);
+  std::printf("wrote model_int8.onnx, encodings.json, report.json in %s; checkpoint %s (%.1f s)\n", r.output_dir.c_str(),
+              r.checkpoint.c_str(), r.seconds);
   return 0;
 }
 

@@ -7,6 +7,7 @@
 #include <cstring>
 
 #include "../kernels.h"
+#include "qfx/runtime/registry.h"
 #include "qfx/error.h"
 
 namespace qfx::runtime {
@@ -101,22 +102,25 @@ memory reorder_weights(const memory::desc& user, const void* data, const memory:
   return wm;
 }
 
-bool conv_fp32(const ir::Node& n, const std::vector<Meta>& in, const std::vector<const Tensor*>& consts, Kernel* k,
-               bool nhwc_out) {
-  if (in.size() < 2 || in[0].dtype != DType::kFloat32 || in[0].shape.size() != 4 || !consts[1]) return false;
-  if (n.attr_s("auto_pad", "NOTSET") != "NOTSET") return false;  // the reference handles SAME/VALID
+bool conv_fp32(const KernelRequest& r, Kernel* k) {
+  const ir::Node& n = r.node;
+  const auto& in = r.in;
+  const auto& consts = r.consts;
+  const bool nhwc_out = r.nhwc_out;
+  if (in.size() < 2 || in[0].dtype != DType::kFloat32 || in[0].shape.size() != 4 || !consts[1]) return r.decline("needs a 4-D float32 input and constant weights");
+  if (n.attr_s("auto_pad", "NOTSET") != "NOTSET") return r.decline("auto_pad SAME/VALID (the reference computes the padding)");  // the reference handles SAME/VALID
   const Tensor& w = *consts[1];
   const Tensor* b = in.size() > 2 && !n.inputs[2].empty() ? consts[2] : nullptr;
-  if (in.size() > 2 && !n.inputs[2].empty() && !b) return false;
+  if (in.size() > 2 && !n.inputs[2].empty() && !b) return r.decline("the bias is not a constant");
   const auto& x = in[0].shape;
   const auto& ws = w.shape();
-  if (ws.size() != 4) return false;
+  if (ws.size() != 4) return r.decline("weights are not 4-D");
   const int64_t g = n.attr_i("group", 1), N = x[0], C = x[1], H = x[2], W = x[3], M = ws[0], kH = ws[2], kW = ws[3];
-  if (g <= 0 || C % g || M % g || ws[1] * g != C) return false;
+  if (g <= 0 || C % g || M % g || ws[1] * g != C) return r.decline("group does not divide the channels");
   auto s = n.attr_ints("strides", {1, 1}), d = n.attr_ints("dilations", {1, 1}), p = n.attr_ints("pads", {0, 0, 0, 0});
   const int64_t oH = (H + p[0] + p[2] - (d[0] * (kH - 1) + 1)) / s[0] + 1;
   const int64_t oW = (W + p[1] + p[3] - (d[1] * (kW - 1) + 1)) / s[1] + 1;
-  if (oH <= 0 || oW <= 0) return false;
+  if (oH <= 0 || oW <= 0) return r.decline("the window does not fit the input");
   const memory::dims src_dims = {N, C, H, W}, dst_dims = {N, M, oH, oW};
   const memory::dims w_dims = g == 1 ? memory::dims{M, C, kH, kW} : memory::dims{g, M / g, C / g, kH, kW};
   // Channels last when the input comes so or the consumers take it: no reorders
@@ -146,17 +150,19 @@ bool conv_fp32(const ir::Node& n, const std::vector<Meta>& in, const std::vector
   return true;
 }
 
-bool inner_product_fp32(const ir::Node& n, const std::vector<Meta>& in, const std::vector<const Tensor*>& consts,
-                        Kernel* k) {
-  if (in.size() < 2 || in[0].dtype != DType::kFloat32 || in[0].shape.size() != 2 || !consts[1]) return false;
-  if (n.attr_i("transA", 0) != 0 || n.attr_f("alpha", 1.0f) != 1.0f || n.attr_f("beta", 1.0f) != 1.0f) return false;
+bool inner_product_fp32(const KernelRequest& r, Kernel* k) {
+  const ir::Node& n = r.node;
+  const auto& in = r.in;
+  const auto& consts = r.consts;
+  if (in.size() < 2 || in[0].dtype != DType::kFloat32 || in[0].shape.size() != 2 || !consts[1]) return r.decline("needs a 2-D float32 input and constant weights");
+  if (n.attr_i("transA", 0) != 0 || n.attr_f("alpha", 1.0f) != 1.0f || n.attr_f("beta", 1.0f) != 1.0f) return r.decline("transA, alpha or beta other than the defaults");
   const bool tb = n.attr_i("transB", 0) != 0;
   const Tensor& w = *consts[1];
-  if (w.shape().size() != 2) return false;
+  if (w.shape().size() != 2) return r.decline("weights are not 2-D");
   const int64_t M = in[0].shape[0], K = in[0].shape[1], N = tb ? w.shape()[0] : w.shape()[1];
-  if ((tb ? w.shape()[1] : w.shape()[0]) != K) return false;
+  if ((tb ? w.shape()[1] : w.shape()[0]) != K) return r.decline("weight shape does not match the input");
   const Tensor* b = in.size() > 2 && !n.inputs[2].empty() ? consts[2] : nullptr;
-  if (in.size() > 2 && !n.inputs[2].empty() && (!b || b->numel() != N)) return false;
+  if (in.size() > 2 && !n.inputs[2].empty() && (!b || b->numel() != N)) return r.decline("the bias is not a constant of N values");
   auto& eng = engine();
   auto src_md = memory::desc({M, K}, dt::f32, tag::nc), dst_md = memory::desc({M, N}, dt::f32, tag::nc);
   auto w_any = memory::desc({N, K}, dt::f32, tag::any), b_md = memory::desc({N}, dt::f32, tag::a);
@@ -175,22 +181,25 @@ bool inner_product_fp32(const ir::Node& n, const std::vector<Meta>& in, const st
   return true;
 }
 
-bool pool_fp32(const ir::Node& n, const std::vector<Meta>& in, Kernel* k, bool nhwc_out) {
-  if (in.empty() || in[0].shape.size() != 4) return false;
+bool pool_fp32(const KernelRequest& r, Kernel* k) {
+  const ir::Node& n = r.node;
+  const auto& in = r.in;
+  const bool nhwc_out = r.nhwc_out;
+  if (in.empty() || in[0].shape.size() != 4) return r.decline("needs a 4-D input");
   // Max pooling moves values, so u8/s8 codes pool exactly; averages stay float here.
   const DType dtype = in[0].dtype;
-  if (dtype != DType::kFloat32 && !(n.op == "MaxPool" && (dtype == DType::kUInt8 || dtype == DType::kInt8))) return false;
+  if (dtype != DType::kFloat32 && !(n.op == "MaxPool" && (dtype == DType::kUInt8 || dtype == DType::kInt8))) return r.decline("oneDNN pools float32, and int8 only for MaxPool (averages are rounded by the reference)");
   const dt ddt = dtype == DType::kFloat32 ? dt::f32 : dtype == DType::kUInt8 ? dt::u8 : dt::s8;
   if (n.attr_s("auto_pad", "NOTSET") != "NOTSET" || n.attr_i("ceil_mode", 0) != 0 || n.attr_i("storage_order", 0) != 0)
-    return false;
-  if (n.outputs.size() > 1 && !n.outputs[1].empty()) return false;
+    return r.decline("auto_pad, ceil_mode or storage_order other than the defaults");
+  if (n.outputs.size() > 1 && !n.outputs[1].empty()) return r.decline("the Indices output is used");
   auto kk = n.attr_ints("kernel_shape");
-  if (kk.size() != 2) return false;
+  if (kk.size() != 2) return r.decline("only 2-D windows");
   auto s = n.attr_ints("strides", {1, 1}), p = n.attr_ints("pads", {0, 0, 0, 0}), d = n.attr_ints("dilations", {1, 1});
-  if (d != std::vector<int64_t>{1, 1}) return false;
+  if (d != std::vector<int64_t>{1, 1}) return r.decline("dilations other than 1");
   const auto& x = in[0].shape;
   const int64_t oH = (x[2] + p[0] + p[2] - kk[0]) / s[0] + 1, oW = (x[3] + p[1] + p[3] - kk[1]) / s[1] + 1;
-  if (oH <= 0 || oW <= 0) return false;
+  if (oH <= 0 || oW <= 0) return r.decline("the window does not fit the input");
   const bool max = n.op == "MaxPool";
   const auto alg = max ? dnnl::algorithm::pooling_max
                        : n.attr_i("count_include_pad", 0) ? dnnl::algorithm::pooling_avg_include_padding
@@ -239,27 +248,45 @@ dnnl::primitive_attr int8_attr(const ir::Node& n, const std::vector<float>& mult
   return attr;
 }
 
+bool has_vnni() {
+  static const bool vnni = [] {
+    const auto isa = dnnl::get_effective_cpu_isa();
+    return isa == dnnl::cpu_isa::avx512_core_vnni || isa == dnnl::cpu_isa::avx2_vnni ||
+           isa == dnnl::cpu_isa::avx512_core_bf16 || isa == dnnl::cpu_isa::avx512_core_amx;
+  }();
+  return vnni;
+}
+
+std::string int8_decline(DType src, const Tensor& w) {
+  if (src != DType::kUInt8) return "s8 activations without VNNI (oneDNN halves s8-source weights)";
+  return "weights beyond +-64 without VNNI (u8 x s8 pair sums would saturate in int16; 7-bit weights run here)";
+}
+
 dt qdt(DType d) { return d == DType::kUInt8 ? dt::u8 : dt::s8; }
 
-// QConv / QGemm / QMatMul on oneDNN int8 primitives (s8 weights with zero point 0).
-bool qconv_qgemm(const ir::Node& n, const std::vector<Meta>& in, const std::vector<const Tensor*>& consts, Kernel* k,
-                 bool nhwc_out) {
-  if (in.size() < 2 || !consts[1] || n.in_q.size() < 2) return false;
+// QLinearConv / QGemm / QLinearMatMul on oneDNN int8 primitives (s8 weights with zero point 0).
+bool qconv_qgemm(const KernelRequest& r, Kernel* k) {
+  const ir::Node& n = r.node;
+  const auto& in = r.in;
+  const auto& consts = r.consts;
+  const bool nhwc_out = r.nhwc_out;
+  if (in.size() < 2 || !consts[1] || n.in_q.size() < 2) return r.decline("weights are not a constant with qparams");
   const Tensor& w = *consts[1];
   const ir::QInfo &xq = n.in_q[0], &wq = n.in_q[1], &yq = n.out_q;
-  if (w.dtype() != DType::kInt8 || !onednn_int8_exact(in[0].dtype, w)) return false;
+  if (w.dtype() != DType::kInt8) return r.decline("weights are not int8");
+  if (!onednn_int8_exact(in[0].dtype, w)) return r.decline(int8_decline(in[0].dtype, w));
   for (int32_t z : wq.zero_point)
-    if (z != 0) return false;
-  const bool conv = n.op == "QConv";
+    if (z != 0) return r.decline("weight zero points other than 0");
+  const bool conv = n.op == "QLinearConv";
   const auto& x = in[0].shape;
   const auto& ws = w.shape();
   const bool tb = n.op == "QGemm" && n.attr_i("transB", 0) != 0;
   int64_t M;  // output channels
   if (conv) {
-    if (x.size() != 4 || ws.size() != 4 || n.attr_s("auto_pad", "NOTSET") != "NOTSET") return false;
+    if (x.size() != 4 || ws.size() != 4 || n.attr_s("auto_pad", "NOTSET") != "NOTSET") return r.decline("needs a 4-D input, 4-D weights and auto_pad NOTSET");
     M = ws[0];
   } else {
-    if (x.size() != 2 || ws.size() != 2) return false;
+    if (x.size() != 2 || ws.size() != 2) return r.decline("needs a 2-D input and 2-D weights");
     M = tb ? ws[0] : ws[1];
   }
   std::vector<float> mult(static_cast<size_t>(M)), in_w(static_cast<size_t>(M));
@@ -271,7 +298,7 @@ bool qconv_qgemm(const ir::Node& n, const std::vector<Meta>& in, const std::vect
   Tensor bias({M}, DType::kInt32);
   const bool has_bias = in.size() > 2 && !n.inputs[2].empty();
   if (has_bias) {
-    if (!consts[2] || consts[2]->numel() != M) return false;
+    if (!consts[2] || consts[2]->numel() != M) return r.decline("the bias is not a constant of M values");
     for (int64_t m = 0; m < M; ++m)
       bias.data<int32_t>()[m] = consts[2]->dtype() == DType::kInt32
                                     ? consts[2]->data<int32_t>()[m]
@@ -285,7 +312,7 @@ bool qconv_qgemm(const ir::Node& n, const std::vector<Meta>& in, const std::vect
   Shape out;
   if (conv) {
     const int64_t g = n.attr_i("group", 1), N = x[0], C = x[1], H = x[2], W = x[3], kH = ws[2], kW = ws[3];
-    if (g <= 0 || C % g || M % g || ws[1] * g != C) return false;
+    if (g <= 0 || C % g || M % g || ws[1] * g != C) return r.decline("group does not divide the channels");
     auto s = n.attr_ints("strides", {1, 1}), d = n.attr_ints("dilations", {1, 1}), p = n.attr_ints("pads", {0, 0, 0, 0});
     const int64_t oH = (H + p[0] + p[2] - (d[0] * (kH - 1) + 1)) / s[0] + 1;
     const int64_t oW = (W + p[1] + p[3] - (d[1] * (kW - 1) + 1)) / s[1] + 1;
@@ -308,7 +335,7 @@ bool qconv_qgemm(const ir::Node& n, const std::vector<Meta>& in, const std::vect
   } else {
     // matmul (oneDNN's inner product takes no zero points): [R, K] x [K, M].
     const int64_t R = x[0], K = x[1];
-    if ((tb ? ws[1] : ws[0]) != K) return false;
+    if ((tb ? ws[1] : ws[0]) != K) return r.decline("weight shape does not match the input");
     user_src = memory::desc({R, K}, qdt(in[0].dtype), tag::ab);
     user_dst = memory::desc({R, M}, qdt(yq.dtype), tag::ab);
     w_user = memory::desc({K, M}, dt::s8, tb ? tag::ba : tag::ab);
@@ -332,17 +359,18 @@ bool qconv_qgemm(const ir::Node& n, const std::vector<Meta>& in, const std::vect
   return true;
 }
 
-}  // namespace
-
-namespace {
-bool has_vnni() {
-  static const bool vnni = [] {
-    const auto isa = dnnl::get_effective_cpu_isa();
-    return isa == dnnl::cpu_isa::avx512_core_vnni || isa == dnnl::cpu_isa::avx2_vnni ||
-           isa == dnnl::cpu_isa::avx512_core_bf16 || isa == dnnl::cpu_isa::avx512_core_amx;
-  }();
-  return vnni;
+// oneDNN raises dnnl::error for a configuration it has no implementation of:
+// that is a decline, and the next implementation runs the node.
+KernelFactory guarded(bool (*f)(const KernelRequest&, Kernel*)) {
+  return [f](const KernelRequest& r, Kernel* k) {
+    try {
+      return f(r, k);
+    } catch (const dnnl::error& e) {
+      return r.decline(std::string("oneDNN has no implementation: ") + e.what());
+    }
+  };
 }
+
 }  // namespace
 
 int native_int8_weight_bits() { return has_vnni() ? 8 : 7; }
@@ -356,21 +384,11 @@ bool onednn_int8_exact(DType src, const Tensor& weights) {
   return true;
 }
 
-bool make_onednn_kernel(const ir::Node& n, const std::vector<Meta>& in, const std::vector<const Tensor*>& consts,
-                        Kernel* k, bool nhwc_out) {
-  try {
-    bool ok = false;
-    if (n.op == "Conv") ok = conv_fp32(n, in, consts, k, nhwc_out);
-    else if (n.op == "Gemm") ok = inner_product_fp32(n, in, consts, k);
-    else if (n.op == "MaxPool" || n.op == "AveragePool") ok = pool_fp32(n, in, k, nhwc_out);
-    else if (n.op == "QConv" || n.op == "QGemm" || n.op == "QMatMul") ok = qconv_qgemm(n, in, consts, k, nhwc_out);
-    if (ok) k->impl = "onednn";
-    return ok;
-  } catch (const dnnl::error& e) {
-    // A configuration oneDNN has no implementation for: the reference kernel runs it.
-    return false;
-  }
-  return false;
+void register_onednn_kernels() {
+  add_kernel("onednn", "Conv", "onednn", guarded(conv_fp32));
+  add_kernel("onednn", "Gemm", "onednn", guarded(inner_product_fp32));
+  for (const char* op : {"MaxPool", "AveragePool"}) add_kernel("onednn", op, "onednn", guarded(pool_fp32));
+  for (const char* op : {"QLinearConv", "QGemm", "QLinearMatMul"}) add_kernel("onednn", op, "onednn", guarded(qconv_qgemm));
 }
 
 }  // namespace qfx::runtime

@@ -46,13 +46,17 @@ int32_t int_at(const Tensor& t) {
 }
 
 // QuantizeLinear, per-tensor.
-bool quantize(const ir::Node& n, const std::vector<Meta>& in, const std::vector<const Tensor*>& consts, Kernel* k) {
+bool quantize(const KernelRequest& r, Kernel* k) {
+  const ir::Node& n = r.node;
+  const auto& in = r.in;
+  const auto& consts = r.consts;
+  (void)n;
   if (in[0].dtype != DType::kFloat32 || consts.size() < 2 || !per_tensor_q(consts[1], consts.size() > 2 ? consts[2] : nullptr))
-    return false;
+    return r.decline("needs float32 input and per-tensor constant qparams");
   const float scale = consts[1]->data<float>()[0];
   const bool has_z = consts.size() > 2 && consts[2];
   const DType dt = has_z ? consts[2]->dtype() : DType::kUInt8;
-  if (dt != DType::kUInt8 && dt != DType::kInt8) return false;
+  if (dt != DType::kUInt8 && dt != DType::kInt8) return r.decline("output is not 8-bit");
   const int32_t zp = has_z ? int_at(*consts[2]) : 0;
   const int32_t lo = dt == DType::kUInt8 ? 0 : -128, hi = dt == DType::kUInt8 ? 255 : 127;
   k->outputs = {{in[0].shape, dt}};
@@ -65,13 +69,16 @@ bool quantize(const ir::Node& n, const std::vector<Meta>& in, const std::vector<
 }
 
 // QRelu / QClip: a 256-entry table built with the reference arithmetic.
-bool qunary(const ir::Node& n, const std::vector<Meta>& in, Kernel* k, bool nhwc_out) {
+bool qunary(const KernelRequest& r, Kernel* k) {
+  const ir::Node& n = r.node;
+  const auto& in = r.in;
+  const bool nhwc_out = r.nhwc_out;
   const DType xd = in[0].dtype, yd = n.out_q.dtype;
   if ((xd != DType::kUInt8 && xd != DType::kInt8) || n.in_q.empty() || n.in_q[0].scale.size() != 1 ||
       n.out_q.scale.size() != 1)
-    return false;
+    return r.decline("needs 8-bit input and per-tensor qparams");
   // The reference kernel's exact arithmetic, run once on all 256 codes.
-  Kernel ref = make_kernel(n, {{{256}, xd}}, {}, Backend::kReference);
+  Kernel ref = make_kernel(n, {{{256}, xd}}, {}, "reference");
   Tensor codes({256}, xd), table({256}, yd);
   for (int v = 0; v < 256; ++v) {
     if (xd == DType::kUInt8) codes.data<uint8_t>()[v] = static_cast<uint8_t>(v);
@@ -132,19 +139,22 @@ void qbinary_u8(const uint8_t* a, const uint8_t* b, uint8_t* y, int64_t n, float
   }
 }
 
-// QAdd / QMul of two tensors of the same shape, per-tensor qparams.
-bool qbinary(const ir::Node& n, const std::vector<Meta>& in, Kernel* k, bool nhwc_out) {
-  if (in.size() != 2 || in[0].shape != in[1].shape || n.in_q.size() < 2) return false;
+// QLinearAdd / QLinearMul of two tensors of the same shape, per-tensor qparams.
+bool qbinary(const KernelRequest& r, Kernel* k) {
+  const ir::Node& n = r.node;
+  const auto& in = r.in;
+  const bool nhwc_out = r.nhwc_out;
+  if (in.size() != 2 || in[0].shape != in[1].shape || n.in_q.size() < 2) return r.decline("inputs of different shapes (broadcasting)");
   for (const auto& m : in)
-    if (m.dtype != DType::kUInt8) return false;  // the common case after ReLU; others take the reference
-  if (n.out_q.dtype != DType::kUInt8 || n.in_q[0].scale.size() != 1 || n.in_q[1].scale.size() != 1) return false;
+    if (m.dtype != DType::kUInt8) return r.decline("s8 inputs (u8 only)");
+  if (n.out_q.dtype != DType::kUInt8 || n.in_q[0].scale.size() != 1 || n.in_q[1].scale.size() != 1) return r.decline("s8 output or per-channel qparams");
   // The reference computes (qa - za) as int32 then converts: identical to converting
   // each (exact for 8-bit values) and subtracting in float.
   const float sa = n.in_q[0].scale[0], sb = n.in_q[1].scale[0], sy = n.out_q.scale[0];
   const float za = static_cast<float>(n.in_q[0].zero_point[0]), zb = static_cast<float>(n.in_q[1].zero_point[0]);
   const float zy = static_cast<float>(n.out_q.zero_point[0]);
   // Output clamp, fused activation included (as the reference's act_range).
-  const bool mul = n.op == "QMul";
+  const bool mul = n.op == "QLinearMul";
   int32_t lo = 0, hi = 255;
   if (n.fused_act == "Relu") lo = std::max(lo, n.out_q.zero_point[0]);
   if (n.fused_act == "Clip") {
@@ -171,9 +181,13 @@ void map_loop(const float* x, float* y, int64_t n, F f) {
 }
 
 // Relu / Clip in float.
-bool float_unary(const ir::Node& n, const std::vector<Meta>& in, const std::vector<const Tensor*>& consts, Kernel* k,
-                 bool nhwc_out) {
-  if (in[0].dtype != DType::kFloat32) return false;
+bool float_unary(const KernelRequest& r, Kernel* k) {
+  const ir::Node& n = r.node;
+  const auto& in = r.in;
+  const auto& consts = r.consts;
+  const bool nhwc_out = r.nhwc_out;
+  if (!n.fused_act.empty()) return r.decline("a fused activation");
+  if (in[0].dtype != DType::kFloat32) return r.decline("input is not float32");
   float lo = 0.0f, hi = std::numeric_limits<float>::infinity();
   if (n.op == "Clip") {
     lo = -std::numeric_limits<float>::infinity();
@@ -183,7 +197,7 @@ bool float_unary(const ir::Node& n, const std::vector<Meta>& in, const std::vect
       *v = consts[j]->data<float>()[0];
       return true;
     };
-    if (!bound(1, &lo) || !bound(2, &hi)) return false;
+    if (!bound(1, &lo) || !bound(2, &hi)) return r.decline("Clip bounds are not float32 constants");
   }
   k->accepts_nhwc = nhwc_out;
   k->outputs = {{in[0].shape, DType::kFloat32, in[0].nhwc && nhwc_out}};
@@ -200,9 +214,12 @@ bool float_unary(const ir::Node& n, const std::vector<Meta>& in, const std::vect
 }
 
 // Float Add of two same-shape tensors, with a fused Relu / Clip: y = act(a + b).
-bool float_add(const ir::Node& n, const std::vector<Meta>& in, Kernel* k, bool nhwc_out) {
+bool float_add(const KernelRequest& r, Kernel* k) {
+  const ir::Node& n = r.node;
+  const auto& in = r.in;
+  const bool nhwc_out = r.nhwc_out;
   if (in.size() != 2 || in[0].dtype != DType::kFloat32 || in[1].dtype != DType::kFloat32 || in[0].shape != in[1].shape)
-    return false;
+    return r.decline("needs two float32 inputs of the same shape (no broadcasting)");
   float lo = -std::numeric_limits<float>::infinity(), hi = std::numeric_limits<float>::infinity();
   if (n.fused_act == "Relu") lo = 0.0f;
   if (n.fused_act == "Clip") {
@@ -241,17 +258,12 @@ void nhwc_to_nchw(const void* src, void* dst, const Shape& shape, size_t elem) {
     }
 }
 
-bool make_simd_kernel(const ir::Node& n, const std::vector<Meta>& in, const std::vector<const Tensor*>& consts, Kernel* k,
-                      bool nhwc_out) {
-  if (in.empty()) return false;
-  bool ok = false;
-  if (n.op == "QuantizeLinear") ok = quantize(n, in, consts, k);
-  else if (n.op == "QRelu" || n.op == "QClip") ok = qunary(n, in, k, nhwc_out);
-  else if (n.op == "QAdd" || n.op == "QMul") ok = qbinary(n, in, k, nhwc_out);
-  else if (n.op == "Add") ok = float_add(n, in, k, nhwc_out);
-  else if ((n.op == "Relu" || n.op == "Clip") && n.fused_act.empty()) ok = float_unary(n, in, consts, k, nhwc_out);
-  if (ok) k->impl = "simd";
-  return ok;
+void register_simd_kernels() {
+  add_kernel("onednn", "QuantizeLinear", "simd", quantize);
+  for (const char* op : {"QRelu", "QClip"}) add_kernel("onednn", op, "simd", qunary);
+  for (const char* op : {"QLinearAdd", "QLinearMul"}) add_kernel("onednn", op, "simd", qbinary);
+  add_kernel("onednn", "Add", "simd", float_add);
+  for (const char* op : {"Relu", "Clip"}) add_kernel("onednn", op, "simd", float_unary);
 }
 
 }  // namespace qfx::runtime

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "qfx/runtime/registry.h"
 #include "qfx/runtime/tensor.h"
 
 namespace qfx::runtime {
@@ -21,15 +22,19 @@ struct Graph;
 /// weights the reference kernels run instead, exact but slower).
 int native_int8_weight_bits();
 
-/// Options of Model::load.
+/// Options of Model::load. Throws from load: ConfigError for an unknown backend
+/// (naming the registered ones), IoError for a plug-in that does not load.
 struct ModelOptions {
   ModelOptions() = default;
   /// `{"reference"}`, `{"onednn", false}`: backend and QDQ matching.
   ModelOptions(std::string backend_name, bool fuse = true) : backend(std::move(backend_name)), fuse_qdq(fuse) {}
   ModelOptions(const char* backend_name, bool fuse = true) : backend(backend_name), fuse_qdq(fuse) {}
-  /// "onednn" (oneDNN fp32 primitives where they apply, reference kernels
-  /// elsewhere) or "reference" (plain C++ kernels that define the arithmetic).
+  /// A registered runtime backend (see registry.h): "onednn" (oneDNN primitives,
+  /// then vectorised kernels, then the reference kernels), "reference" (plain C++
+  /// kernels that define the arithmetic), or one a plug-in registers.
   std::string backend = "onednn";
+  /// Plug-in shared libraries to load (load_plugin) before the backend is looked up.
+  std::vector<std::string> plugins;
   /// Match DequantizeLinear -> op -> QuantizeLinear groups into integer ops
   /// (false: run every op in float, Q/DQ as written).
   bool fuse_qdq = true;
@@ -73,8 +78,8 @@ struct TapStats {
 /// A loaded ONNX model, ready to run.
 ///
 /// - Load: parses ONNX (opset 13..17), folds Constant/Identity, matches QDQ groups
-///   into int8 ops (QConv, QGemm, QMatMul, QAdd, QMul, QAveragePool, QGlobalAveragePool,
-///   QConcat, QRelu/QClip, and shape ops on integers); groups that cannot run in
+///   into int8 ops (QLinearConv, QGemm, QLinearMatMul, QLinearAdd, QLinearMul, QLinearAveragePool, QLinearGlobalAveragePool,
+///   QLinearConcat, QRelu/QClip, and shape ops on integers); groups that cannot run in
 ///   int8 stay float and are listed in `float_fallbacks()`. Static input shapes
 ///   are planned at load.
 /// - Plan (per distinct input-shape signature, cached): kernels are built for the
@@ -123,8 +128,11 @@ class Model {
   int total_ops() const;
   /// The backend's name.
   const std::string& backend() const;
+  /// Per node of the plan built at load, in execution order: which implementation
+  /// runs it and which faster ones declined, with their reasons (`qfx run --explain`).
+  std::vector<KernelChoice> kernel_report() const;
   /// How many nodes of each op run on each implementation in the plan built at
-  /// load: {"QConv:onednn": 2, "Add:reference": 1, ...}.
+  /// load, nodes folded at plan time left out: {"QLinearConv:onednn": 2, "Add:simd": 1, ...}.
   std::map<std::string, int> kernel_impls() const;
   /// Names of the float tensors computed by the model's nodes, in execution order
   /// (what `set_taps` accepts besides the inputs).

@@ -50,6 +50,8 @@ struct OpConfig {
 /// ```yaml
 /// name: onednn
 /// description: free text
+/// runtime: onednn               # the runtime backend its int8 model runs on (default onednn);
+///                               # or {backend: my_npu, plugins: [libmy_npu.so]} (paths relative to the file)
 /// activation: {dtypes: [u8], qschemes: [affine, symmetric], min_bits: 8}
 /// weight: {dtypes: [s8], qschemes: [symmetric], granularity: [per_channel, per_tensor], ch_axis: 0}
 /// bias: s32
@@ -70,6 +72,12 @@ struct BackendConfig {
   std::string name;
   std::string description;
   std::string source;  ///< file it was loaded from ("" for built in C++)
+  /// The runtime backend (qfx::runtime registry name) that calibrates and runs
+  /// the converted model: "onednn", "reference", "cuda" or a plug-in's.
+  std::string runtime = "onednn";
+  /// Plug-in libraries the file's `runtime.plugins` named (absolute paths), loaded
+  /// when the file was read.
+  std::vector<std::string> runtime_plugins;
   TensorConstraints activation;
   TensorConstraints weight;
   QDType bias_dtype = QDType::kInt32;

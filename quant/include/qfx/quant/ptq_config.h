@@ -40,11 +40,12 @@ struct PtqConfig {
   QConfigMapping qconfig;              ///< the `qconfig:` section
   DataSpec calibration;
   int64_t calibration_samples = 512;
-  int64_t batch_size = 64;
+  int64_t batch_size = 64;             ///< calibration.batch_size
   int64_t seed = 0;                    ///< calibration sample choice; -1: the first num_samples
   DataSpec evaluation;                 ///< `evaluation: null` (or absent): no evaluation
   int64_t evaluation_samples = 0;      ///< 0: all
-  std::string metric = "top1";         ///< top1 or cosine (against fp32)
+  int64_t evaluation_batch_size = 64;  ///< evaluation.batch_size (also the latency batch)
+  std::string metric = "top1";         ///< evaluation.metric: top1 (needs labels) or cosine (int8 vs fp32 outputs only)
   int64_t sqnr_samples = 256;          ///< evaluation images for the per-layer SQNR table (0: none)
   int64_t reference_check = 0;         ///< evaluation images also run on the reference backend (-1: all)
   std::string output_dir = "qfx_ptq_out";

@@ -1,0 +1,113 @@
+// The executor: takes a plan for the inputs' shapes from the pool (or builds one),
+// runs the kernels in order, hands computed values to taps and watch callbacks,
+// and returns the outputs. Thread-safe: concurrent runs use different plans.
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+
+#include "model_impl.h"
+#include "qfx/error.h"
+
+namespace qfx::runtime {
+
+std::map<std::string, Tensor> Model::run(const std::map<std::string, Tensor>& inputs) const {
+  return run_impl(inputs, nullptr, nullptr);
+}
+
+std::map<std::string, Tensor> Model::run(const std::map<std::string, Tensor>& inputs, const std::vector<std::string>& watch,
+                                         const ValueCallback& on_value) const {
+  const Impl& im = *impl_;
+  std::vector<char> watched(im.value_name.size(), 0);
+  for (const auto& n : watch) {
+    auto it = im.value_id.find(n);
+    if (it == im.value_id.end() || im.const_of[static_cast<size_t>(it->second)])
+      throw DataError("cannot watch '" + n + "': no such tensor computed by the model");
+    watched[static_cast<size_t>(it->second)] = 1;
+  }
+  return run_impl(inputs, &watched, &on_value);
+}
+
+std::map<std::string, Tensor> Model::run_impl(const std::map<std::string, Tensor>& inputs, const std::vector<char>* watched,
+                                              const ValueCallback* on_value) const {
+  Impl& im = *impl_;
+  for (const auto& kv : inputs) {
+    bool known = false;
+    for (const auto& in : im.inputs) known |= in.name == kv.first;
+    if (!known) {
+      std::string names;
+      for (const auto& in : im.inputs) names += (names.empty() ? "" : ", ") + in.name;
+      throw DataError("unknown input '" + kv.first + "' (the model's inputs: " + names + ")");
+    }
+  }
+  std::string sig;
+  std::vector<std::vector<int64_t>> shapes;
+  std::vector<const Tensor*> given;
+  for (const auto& in : im.inputs) {
+    auto it = inputs.find(in.name);
+    if (it == inputs.end()) throw DataError("missing input '" + in.name + "' " + shape_str(in.shape));
+    const Tensor& t = it->second;
+    if (t.dtype() != in.dtype)
+      throw DataError("input '" + in.name + "' has dtype " + dtype_name(t.dtype()) + ", the model expects " +
+                      dtype_name(in.dtype));
+    if (!in.shape.empty() && t.shape().size() != in.shape.size())
+      throw DataError("input '" + in.name + "' has shape " + shape_str(t.shape()) + ", the model expects " +
+                      shape_str(in.shape));
+    for (size_t d = 0; d < in.shape.size(); ++d)
+      if (in.shape[d] >= 0 && in.shape[d] != t.shape()[d])
+        throw DataError("input '" + in.name + "' has shape " + shape_str(t.shape()) + ", the model expects " +
+                        shape_str(in.shape));
+    sig += shape_str(t.shape());
+    shapes.push_back(t.shape());
+    given.push_back(&t);
+  }
+  std::unique_ptr<Plan> plan;
+  {
+    std::lock_guard<std::mutex> lk(im.mu);
+    auto& free_plans = im.pool[sig];
+    if (!free_plans.empty()) {
+      plan = std::move(free_plans.back());
+      free_plans.pop_back();
+    }
+  }
+  if (!plan) plan = im.build(shapes);
+  // Observation of one computed value: the taps' statistics and the caller's watch
+  // callback, which sees the logical (plain) layout.
+  auto observe = [&](int v, const Tensor& t, bool nhwc) {
+    const size_t vi = static_cast<size_t>(v);
+    if (im.tapped[vi]) im.tap(v, t, nhwc);
+    if (!watched || !(*watched)[vi]) return;
+    if (nhwc) {
+      Tensor plain(t.shape(), t.dtype());
+      nhwc_to_nchw(t.raw(), plain.raw(), t.shape(), dtype_size(t.dtype()));
+      (*on_value)(im.value_name[vi], plain);
+    } else {
+      (*on_value)(im.value_name[vi], t);
+    }
+  };
+  for (size_t i = 0; i < im.input_ids.size(); ++i) {
+    plan->values[static_cast<size_t>(im.input_ids[i])] = *given[i];
+    observe(im.input_ids[i], *given[i], false);
+  }
+  static const bool profile = std::getenv("QFX_PROFILE") != nullptr;
+  for (size_t n = 0; n < plan->kernels.size(); ++n) {
+    if (!plan->kernels[n].run) continue;  // evaluated when the plan was built
+    const auto t0 = profile ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
+    plan->kernels[n].run(plan->in_ptrs[n], plan->out_ptrs[n]);
+    if (profile)
+      std::fprintf(stderr, "[profile] %-20s %-10s %-40s %8.3f ms\n", im.g.nodes[n].op.c_str(), plan->kernels[n].impl.c_str(),
+                   im.g.nodes[n].name.c_str(),
+                   std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+    for (int v : im.node_out[n])
+      if (v >= 0) observe(v, plan->values[static_cast<size_t>(v)], plan->meta[static_cast<size_t>(v)].nhwc);
+  }
+  std::map<std::string, Tensor> out;
+  for (size_t i = 0; i < im.output_ids.size(); ++i) out[im.outputs[i].name] = plan->values[static_cast<size_t>(im.output_ids[i])].clone();
+  for (size_t i = 0; i < im.input_ids.size(); ++i) plan->values[static_cast<size_t>(im.input_ids[i])] = Tensor();
+  {
+    std::lock_guard<std::mutex> lk(im.mu);
+    im.pool[sig].push_back(std::move(plan));
+  }
+  return out;
+}
+
+}  // namespace qfx::runtime

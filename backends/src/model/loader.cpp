@@ -1,0 +1,139 @@
+// The loader: ONNX -> runtime graph (Constant/Identity folded, QDQ groups matched
+// into int8 ops, float activations fused), value ids, checks that every input is
+// produced, and the first plan at the declared shapes, so that unsupported ops and
+// bad shapes fail at load.
+#include <set>
+
+#include "model_impl.h"
+#include "qfx/error.h"
+
+namespace qfx::runtime {
+
+namespace {
+// Loads the plug-ins and checks the backend is registered (ConfigError naming the
+// registered ones otherwise).
+void check_backend(const ModelOptions& options) {
+  for (const auto& p : options.plugins) load_plugin(p);
+  backend_info(options.backend);
+}
+}  // namespace
+
+std::string shape_str(const std::vector<int64_t>& s) {
+  std::string o = "[";
+  for (size_t i = 0; i < s.size(); ++i) o += (i ? ", " : "") + (s[i] < 0 ? std::string("?") : std::to_string(s[i]));
+  return o + "]";
+}
+
+int Model::Impl::id(const std::string& name) {
+  auto it = value_id.find(name);
+  if (it != value_id.end()) return it->second;
+  const int i = static_cast<int>(value_name.size());
+  value_id[name] = i;
+  value_name.push_back(name);
+  auto c = g.initializers.find(name);
+  const_of.push_back(c == g.initializers.end() ? nullptr : &c->second);
+  return i;
+}
+
+Model::Model(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+Model::Model(Model&&) noexcept = default;
+Model& Model::operator=(Model&&) noexcept = default;
+Model::~Model() = default;
+
+Model Model::load(const std::string& path, const ModelOptions& options) {
+  check_backend(options);
+  return from_graph(ir::load_onnx(path), options, path);
+}
+
+Model Model::load_from_string(const std::string& bytes, const ModelOptions& options, const std::string& what) {
+  check_backend(options);
+  return from_graph(ir::load_onnx_bytes(bytes, what), options, what);
+}
+
+Model Model::from_graph(ir::Graph graph, const ModelOptions& options, const std::string& path) {
+  auto im = std::make_unique<Impl>();
+  im->backend_name = options.backend;
+  for (const auto& b : backend_chain(options.backend)) {
+    const auto ops = backend_info(b).nhwc_ops;
+    im->nhwc_ops.insert(ops.begin(), ops.end());
+  }
+  im->g = std::move(graph);
+  ir::simplify(im->g);
+  if (options.fuse_qdq) im->fallbacks = ir::fuse_qdq(im->g);
+  im->keep.insert(options.keep_values.begin(), options.keep_values.end());
+  ir::fuse_float_activations(im->g, im->keep);
+  for (const auto& in : im->g.inputs) {
+    im->input_ids.push_back(im->id(in.name));
+    im->inputs.push_back({in.name, in.dtype, in.shape});
+  }
+  for (const auto& n : im->g.nodes) {
+    std::vector<int> in, out;
+    for (const auto& i : n.inputs) in.push_back(i.empty() ? -1 : im->id(i));
+    for (const auto& o : n.outputs) out.push_back(o.empty() ? -1 : im->id(o));
+    // Every input must be a graph input, an initializer or an earlier output.
+    im->node_in.push_back(in);
+    im->node_out.push_back(out);
+    if (n.op.size() > 1 && n.op[0] == 'Q' && n.op != "QuantizeLinear") ++im->int8_ops;
+  }
+  std::set<int> defined(im->input_ids.begin(), im->input_ids.end());
+  for (size_t v = 0; v < im->const_of.size(); ++v)
+    if (im->const_of[v]) defined.insert(static_cast<int>(v));
+  for (size_t n = 0; n < im->g.nodes.size(); ++n) {
+    for (int v : im->node_in[n])
+      if (v >= 0 && !defined.count(v))
+        throw DataError(path + ": " + im->g.nodes[n].label() + " reads '" + im->value_name[static_cast<size_t>(v)] +
+                        "', which nothing produces before it");
+    for (int v : im->node_out[n])
+      if (v >= 0) defined.insert(v);
+  }
+  for (const auto& o : im->g.outputs) {
+    auto it = im->value_id.find(o.name);
+    if (it == im->value_id.end() || !defined.count(it->second))
+      throw DataError(path + ": graph output '" + o.name + "' is never produced");
+    im->output_ids.push_back(it->second);
+    im->outputs.push_back({o.name, o.dtype, o.shape});
+  }
+  im->tapped.assign(im->value_name.size(), false);
+  // Plan once now (dynamic dims as 1): unsupported ops and bad shapes fail at load.
+  std::vector<std::vector<int64_t>> shapes;
+  std::string sig;
+  for (const auto& in : im->inputs) {
+    std::vector<int64_t> s = in.shape;
+    for (auto& d : s) d = d < 0 ? 1 : d;
+    sig += shape_str(s);
+    shapes.push_back(s);
+  }
+  im->pool[sig].push_back(im->build(shapes));
+  return Model(std::move(im));
+}
+
+const std::vector<TensorInfo>& Model::inputs() const { return impl_->inputs; }
+const std::vector<TensorInfo>& Model::outputs() const { return impl_->outputs; }
+const std::vector<std::string>& Model::float_fallbacks() const { return impl_->fallbacks; }
+int Model::int8_ops() const { return impl_->int8_ops; }
+int Model::total_ops() const { return static_cast<int>(impl_->g.nodes.size()); }
+const std::string& Model::backend() const { return impl_->backend_name; }
+
+std::vector<KernelChoice> Model::kernel_report() const {
+  std::lock_guard<std::mutex> lk(impl_->mu);
+  for (const auto& kv : impl_->pool)
+    if (!kv.second.empty()) return kv.second.front()->choices;
+  return {};
+}
+
+std::map<std::string, int> Model::kernel_impls() const {
+  std::map<std::string, int> out;
+  for (const auto& c : kernel_report())
+    if (!c.folded) ++out[c.op + ":" + c.impl];
+  return out;
+}
+
+std::vector<std::string> Model::value_names() const {
+  std::vector<std::string> out;
+  for (size_t n = 0; n < impl_->g.nodes.size(); ++n)
+    for (int v : impl_->node_out[n])
+      if (v >= 0) out.push_back(impl_->value_name[static_cast<size_t>(v)]);
+  return out;
+}
+
+}  // namespace qfx::runtime

@@ -1,0 +1,199 @@
+// The planner: kernels from the registry for concrete input shapes, channels-last
+// layouts between layers where every consumer takes them, shape arithmetic folded
+// at plan time, and the memory plan (one arena; values whose lifetimes do not
+// overlap share a slot).
+#include <algorithm>
+#include <cstdlib>
+
+#include "model_impl.h"
+#include "qfx/error.h"
+
+namespace qfx::runtime {
+namespace {
+
+constexpr size_t kAlign = 64;
+
+// Makes `k` take plain copies of its channels-last inputs (buffers owned by the
+// kernel, allocated now: running still allocates nothing).
+void plain_inputs(Kernel* k, const std::vector<Meta>& in) {
+  std::vector<size_t> which;
+  for (size_t i = 0; i < in.size(); ++i)
+    if (in[i].nhwc) which.push_back(i);
+  if (which.empty() || !k->run) return;
+  auto bufs = std::make_shared<std::vector<Tensor>>();
+  for (size_t i : which) bufs->emplace_back(in[i].shape, in[i].dtype);
+  k->run = [inner = std::move(k->run), which, bufs](const std::vector<const Tensor*>& ins, const std::vector<Tensor*>& outs) {
+    std::vector<const Tensor*> plain = ins;
+    for (size_t j = 0; j < which.size(); ++j) {
+      Tensor& b = (*bufs)[j];
+      nhwc_to_nchw(ins[which[j]]->raw(), b.raw(), b.shape(), dtype_size(b.dtype()));
+      plain[which[j]] = &b;
+    }
+    inner(plain, outs);
+  };
+}
+
+}  // namespace
+
+std::unique_ptr<Plan> Model::Impl::build(const std::vector<std::vector<int64_t>>& in_shapes) const {
+  auto p = std::make_unique<Plan>();
+  const size_t nv = value_name.size();
+  std::vector<Meta> meta(nv);
+  for (size_t v = 0; v < nv; ++v)
+    if (const_of[v]) meta[v] = {const_of[v]->shape(), const_of[v]->dtype()};
+  for (size_t i = 0; i < input_ids.size(); ++i) meta[static_cast<size_t>(input_ids[i])] = {in_shapes[i], inputs[i].dtype};
+  // Kernels for the concrete shapes. Shape ops and nodes whose inputs are all
+  // constant (shape arithmetic exported around Resize, Reshape, ...) are
+  // evaluated now, once per plan, and their outputs become plan constants.
+  std::vector<Tensor> folded(nv);
+  auto const_ptr = [&](int v) -> const Tensor* {
+    if (v < 0) return nullptr;
+    if (const_of[static_cast<size_t>(v)]) return const_of[static_cast<size_t>(v)];
+    return folded[static_cast<size_t>(v)].defined() ? &folded[static_cast<size_t>(v)] : nullptr;
+  };
+  // Channels last between layers (onednn backend; float and int8): a value may be
+  // stored NHWC when it is not a graph output and every consumer is an op whose
+  // kernels take that layout. A consumer kernel that turns out not to (a reference fallback)
+  // gets a plain copy, so this is only ever a speed decision.
+  std::vector<char> nhwc_ok(nv, 0);
+  if (!nhwc_ops.empty()) {
+    const std::set<std::string>& takes = nhwc_ops;
+    std::vector<char> bad(nv, 0), used(nv, 0);
+    for (size_t n = 0; n < g.nodes.size(); ++n)
+      for (int v : node_in[n])
+        if (v >= 0) {
+          used[static_cast<size_t>(v)] = 1;
+          if (!takes.count(g.nodes[n].op)) bad[static_cast<size_t>(v)] = 1;
+        }
+    for (int v : output_ids) bad[static_cast<size_t>(v)] = 1;
+    for (const auto& k : keep) {
+      auto it = value_id.find(k);
+      if (it != value_id.end()) bad[static_cast<size_t>(it->second)] = 1;
+    }
+    for (size_t v = 0; v < nv; ++v) nhwc_ok[v] = used[v] && !bad[v];
+  }
+  for (size_t n = 0; n < g.nodes.size(); ++n) {
+    const ir::Node& node = g.nodes[n];
+    std::vector<Meta> in;
+    std::vector<const Tensor*> consts;
+    bool all_const = !node_in[n].empty();
+    for (int v : node_in[n]) {
+      in.push_back(v < 0 ? Meta{} : meta[static_cast<size_t>(v)]);
+      consts.push_back(const_ptr(v));
+      if (v >= 0 && !consts.back()) all_const = false;
+    }
+    if (node.op == "Shape" && !in.empty()) {
+      const auto& s = in[0].shape;
+      const int64_t r = static_cast<int64_t>(s.size());
+      int64_t b = node.attr_i("start", 0), e = node.attr_i("end", r);
+      b = std::min(std::max(b < 0 ? b + r : b, int64_t{0}), r);
+      e = std::min(std::max(e < 0 ? e + r : e, int64_t{0}), r);
+      Tensor t({std::max<int64_t>(e - b, 0)}, DType::kInt64);
+      for (int64_t i = b; i < e; ++i) t.data<int64_t>()[i - b] = s[static_cast<size_t>(i)];
+      folded[static_cast<size_t>(node_out[n][0])] = t;
+      meta[static_cast<size_t>(node_out[n][0])] = {t.shape(), t.dtype()};
+      p->kernels.push_back(Kernel{});
+      KernelChoice c;
+      c.node = node.name;
+      c.op = node.op;
+      c.impl = "planner";
+      c.folded = true;
+      p->choices.push_back(c);
+      continue;
+    }
+    const bool out_nhwc = !all_const && node_out[n].size() == 1 && node_out[n][0] >= 0 &&
+                          nhwc_ok[static_cast<size_t>(node_out[n][0])];
+    KernelChoice choice;
+    Kernel k = make_kernel(node, in, consts, all_const ? "reference" : backend_name, out_nhwc, &choice);
+    choice.folded = all_const;
+    p->choices.push_back(std::move(choice));
+    if (!k.accepts_nhwc) plain_inputs(&k, in);
+    if (k.outputs.size() < node_out[n].size())
+      throw UnsupportedOpError(node.label() + ": produces fewer outputs than the model uses");
+    for (size_t o = 0; o < node_out[n].size(); ++o)
+      if (node_out[n][o] >= 0) meta[static_cast<size_t>(node_out[n][o])] = k.outputs[o];
+    if (all_const) {
+      std::vector<Tensor*> outs;
+      for (size_t o = 0; o < node_out[n].size(); ++o) {
+        if (node_out[n][o] < 0) {
+          outs.push_back(nullptr);
+          continue;
+        }
+        Tensor& t = folded[static_cast<size_t>(node_out[n][o])];
+        t = Tensor(k.outputs[o].shape, k.outputs[o].dtype);
+        outs.push_back(&t);
+      }
+      k.run(consts, outs);
+      k.run = nullptr;
+    }
+    p->kernels.push_back(std::move(k));
+  }
+  // Memory plan: lifetimes, then greedy slot sharing.
+  std::vector<int> last_use(nv, -1);
+  for (size_t n = 0; n < g.nodes.size(); ++n)
+    for (int v : node_in[n])
+      if (v >= 0) last_use[static_cast<size_t>(v)] = static_cast<int>(n);
+  for (int v : output_ids) last_use[static_cast<size_t>(v)] = static_cast<int>(g.nodes.size());
+  struct Slot {
+    size_t size = 0;
+    bool free = true;
+  };
+  std::vector<Slot> slots;
+  std::vector<int> slot_of(nv, -1);
+  for (size_t n = 0; n < g.nodes.size(); ++n) {
+    for (int v : node_out[n]) {
+      if (v < 0 || folded[static_cast<size_t>(v)].defined()) continue;
+      const Meta& m = meta[static_cast<size_t>(v)];
+      int64_t cnt = 1;
+      for (auto d : m.shape) cnt *= d;
+      const size_t need = (static_cast<size_t>(cnt) * dtype_size(m.dtype) + kAlign - 1) / kAlign * kAlign;
+      int best = -1;
+      for (size_t s = 0; s < slots.size(); ++s) {
+        if (!slots[s].free) continue;
+        if (best < 0 || (slots[s].size >= need && (slots[static_cast<size_t>(best)].size < need ||
+                                                   slots[s].size < slots[static_cast<size_t>(best)].size)))
+          best = static_cast<int>(s);
+      }
+      if (best < 0) {
+        slots.push_back({});
+        best = static_cast<int>(slots.size() - 1);
+      }
+      slots[static_cast<size_t>(best)].free = false;
+      slots[static_cast<size_t>(best)].size = std::max(slots[static_cast<size_t>(best)].size, need);
+      slot_of[static_cast<size_t>(v)] = best;
+      if (last_use[static_cast<size_t>(v)] < 0) last_use[static_cast<size_t>(v)] = static_cast<int>(n);  // unused output
+    }
+    for (size_t v = 0; v < nv; ++v)
+      if (slot_of[v] >= 0 && last_use[v] == static_cast<int>(n)) slots[static_cast<size_t>(slot_of[v])].free = true;
+  }
+  std::vector<size_t> offset(slots.size());
+  size_t total = 0;
+  for (size_t s = 0; s < slots.size(); ++s) {
+    offset[s] = total;
+    total += slots[s].size;
+  }
+  p->meta = meta;
+  p->arena = std::shared_ptr<uint8_t[]>(new uint8_t[std::max<size_t>(total, kAlign)]);
+  p->values.resize(nv);
+  for (size_t v = 0; v < nv; ++v) {
+    if (const_of[v]) {
+      p->values[v] = *const_of[v];
+    } else if (folded[v].defined()) {
+      p->values[v] = folded[v];
+    } else if (slot_of[v] >= 0) {
+      std::shared_ptr<uint8_t[]> view(p->arena, p->arena.get() + offset[static_cast<size_t>(slot_of[v])]);
+      p->values[v] = Tensor(meta[v].shape, meta[v].dtype, view);
+    }
+  }
+  for (size_t n = 0; n < g.nodes.size(); ++n) {
+    std::vector<const Tensor*> in;
+    for (int v : node_in[n]) in.push_back(v < 0 ? nullptr : &p->values[static_cast<size_t>(v)]);
+    std::vector<Tensor*> out;
+    for (int v : node_out[n]) out.push_back(v < 0 ? nullptr : &p->values[static_cast<size_t>(v)]);
+    p->in_ptrs.push_back(std::move(in));
+    p->out_ptrs.push_back(std::move(out));
+  }
+  return p;
+}
+
+}  // namespace qfx::runtime

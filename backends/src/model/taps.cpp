@@ -1,0 +1,126 @@
+// Observer taps: min/max, per-channel min/max or histograms of named float values,
+// collected while the model runs (the executor hands them each value as it is
+// computed, the same observation that serves Model::run's watch callback).
+#include <algorithm>
+#include <cmath>
+
+#include <omp.h>
+
+#include "model_impl.h"
+#include "qfx/error.h"
+
+namespace qfx::runtime {
+
+// Folds one tensor into its statistics: min/max and histogram counts are
+// computed in parallel (OpenMP) into per-thread scratch sized by set_taps, so
+// taps allocate nothing per run.
+void Model::Impl::tap(int v, const Tensor& t, bool nhwc) const {
+  if (t.dtype() != DType::kFloat32) return;
+  const float* x = t.data<float>();
+  const int64_t n = t.numel();
+  if (n == 0) return;
+  float lo = x[0], hi = x[0];
+#pragma omp parallel for simd reduction(min : lo) reduction(max : hi) if (n > 65536)
+  for (int64_t i = 0; i < n; ++i) {
+    lo = x[i] < lo ? x[i] : lo;
+    hi = x[i] > hi ? x[i] : hi;
+  }
+  std::lock_guard<std::mutex> lk(tap_mu);
+  TapStats& s = stats[v];
+  if (s.count == 0) {
+    s.min = lo;
+    s.max = hi;
+  } else {
+    s.min = std::min(s.min, lo);
+    s.max = std::max(s.max, hi);
+  }
+  s.count += n;
+  if (tap_kind == TapKind::kPerChannelMinMax && t.shape().size() >= 2) {
+    const int64_t N = t.shape()[0], C = t.shape()[1], inner = n / (N * C);
+    if (s.channel_min.empty()) {
+      s.channel_min.assign(static_cast<size_t>(C), INFINITY);
+      s.channel_max.assign(static_cast<size_t>(C), -INFINITY);
+    }
+    float* cmin = s.channel_min.data();
+    float* cmax = s.channel_max.data();
+    if (nhwc) {  // channels innermost: rows of C values
+      for (int64_t r = 0; r < n / C; ++r) {
+        const float* p = x + r * C;
+        for (int64_t c = 0; c < C; ++c) {
+          cmin[c] = p[c] < cmin[c] ? p[c] : cmin[c];
+          cmax[c] = p[c] > cmax[c] ? p[c] : cmax[c];
+        }
+      }
+    } else {
+#pragma omp parallel for if (n > 65536)
+      for (int64_t c = 0; c < C; ++c) {
+        float cl = cmin[c], ch = cmax[c];
+        for (int64_t b = 0; b < N; ++b) {
+          const float* p = x + (b * C + c) * inner;
+          for (int64_t i = 0; i < inner; ++i) {
+            cl = p[i] < cl ? p[i] : cl;
+            ch = p[i] > ch ? p[i] : ch;
+          }
+        }
+        cmin[c] = cl;
+        cmax[c] = ch;
+      }
+    }
+  }
+  if (tap_kind == TapKind::kHistogram) {
+    const int64_t bins = tap_opts.bins;
+    if (s.histogram.empty()) s.histogram.assign(static_cast<size_t>(bins), 0.0);
+    const float scale = static_cast<float>(bins) / (tap_opts.hi - tap_opts.lo), off = tap_opts.lo;
+    const int nthreads = static_cast<int>(tap_scratch.size() / static_cast<size_t>(bins));
+    uint32_t* part = tap_scratch.data();
+    std::fill(tap_scratch.begin(), tap_scratch.end(), 0u);
+#pragma omp parallel num_threads(nthreads) if (n > 65536)
+    {
+      const int tid = omp_get_thread_num(), nt = omp_get_num_threads();
+      uint32_t* h = part + static_cast<int64_t>(tid) * bins;
+      const int64_t b0 = n * tid / nt, b1 = n * (tid + 1) / nt;
+      for (int64_t i = b0; i < b1; ++i) {
+        int64_t b = static_cast<int64_t>((x[i] - off) * scale);
+        b = b < 0 ? 0 : (b >= bins ? bins - 1 : b);
+        ++h[b];
+      }
+    }
+    double* h = s.histogram.data();
+    for (int th = 0; th < nthreads; ++th)
+      for (int64_t b = 0; b < bins; ++b) h[b] += part[static_cast<int64_t>(th) * bins + b];
+  }
+}
+
+void Model::set_taps(const std::vector<std::string>& names, TapKind kind, TapOptions options) {
+  Impl& im = *impl_;
+  std::vector<int> ids;
+  for (const auto& n : names) {
+    auto it = im.value_id.find(n);
+    if (it == im.value_id.end() || im.const_of[static_cast<size_t>(it->second)])
+      throw DataError("cannot tap '" + n + "': no such tensor computed by the model");
+    ids.push_back(it->second);
+  }
+  if (kind == TapKind::kHistogram && (options.bins < 1 || !(options.hi > options.lo)))
+    throw DataError("histogram taps need bins >= 1 and hi > lo");
+  std::lock_guard<std::mutex> lk(im.tap_mu);
+  im.tapped.assign(im.value_name.size(), false);
+  for (int v : ids) im.tapped[static_cast<size_t>(v)] = true;
+  im.tap_kind = kind;
+  im.tap_opts = options;
+  im.stats.clear();
+  im.tap_scratch.assign(kind == TapKind::kHistogram ? static_cast<size_t>(options.bins) * static_cast<size_t>(omp_get_max_threads()) : 0, 0u);
+}
+
+std::map<std::string, TapStats> Model::taps() const {
+  std::lock_guard<std::mutex> lk(impl_->tap_mu);
+  std::map<std::string, TapStats> out;
+  for (const auto& kv : impl_->stats) out[impl_->value_name[static_cast<size_t>(kv.first)]] = kv.second;
+  return out;
+}
+
+void Model::reset_taps() {
+  std::lock_guard<std::mutex> lk(impl_->tap_mu);
+  impl_->stats.clear();
+}
+
+}  // namespace qfx::runtime

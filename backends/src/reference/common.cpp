@@ -1,0 +1,68 @@
+// Reference kernels: window geometry and the registration wrapper.
+#include "common.h"
+
+namespace qfx::runtime::ref {
+
+Geom window_geom(const Node& n, const Shape& x, std::vector<int64_t> kernel, bool ceil_mode) {
+  if (x.size() != 3 && x.size() != 4)
+    unsupported(n, "only 1-D and 2-D spatial inputs ([N, C, W] or [N, C, H, W]) are supported, got " + shape_str(x));
+  const bool one_d = x.size() == 3;
+  Geom g{};
+  g.N = x[0];
+  g.C = x[1];
+  g.H = one_d ? 1 : x[2];
+  g.W = x.back();
+  if (kernel.size() != (one_d ? 1u : 2u)) bad_shape(n, "kernel rank does not match the input");
+  if (one_d) kernel.insert(kernel.begin(), 1);
+  g.kH = kernel[0];
+  g.kW = kernel[1];
+  auto pick = [&](const char* a, int64_t def) {
+    auto v = n.attr_ints(a);
+    if (v.empty()) v.assign(one_d ? 1 : 2, def);
+    if (one_d) v.insert(v.begin(), def);
+    return v;
+  };
+  auto s = pick("strides", 1), d = pick("dilations", 1);
+  g.sH = s[0]; g.sW = s[1]; g.dH = d[0]; g.dW = d[1];
+  auto pads = n.attr_ints("pads");
+  if (pads.empty()) pads.assign(one_d ? 2 : 4, 0);
+  if (one_d) pads = {0, pads[0], 0, pads[1]};
+  g.pT = pads[0]; g.pL = pads[1]; g.pB = pads[2]; g.pR = pads[3];
+  const std::string ap = n.attr_s("auto_pad", "NOTSET");
+  auto out = [&](int64_t in, int64_t k, int64_t st, int64_t dil, int64_t p0, int64_t p1) {
+    const int64_t ek = dil * (k - 1) + 1;
+    const int64_t num = in + p0 + p1 - ek;
+    return (ceil_mode ? (num + st - 1) / st : num / st) + 1;
+  };
+  if (ap == "SAME_UPPER" || ap == "SAME_LOWER") {
+    auto same = [&](int64_t in, int64_t k, int64_t st, int64_t dil, int64_t* p0, int64_t* p1) {
+      const int64_t o = (in + st - 1) / st;
+      const int64_t total = std::max<int64_t>(0, (o - 1) * st + dil * (k - 1) + 1 - in);
+      *p0 = ap == "SAME_UPPER" ? total / 2 : total - total / 2;
+      *p1 = total - *p0;
+    };
+    if (!one_d) same(g.H, g.kH, g.sH, g.dH, &g.pT, &g.pB);
+    same(g.W, g.kW, g.sW, g.dW, &g.pL, &g.pR);
+  } else if (ap == "VALID") {
+    g.pT = g.pL = g.pB = g.pR = 0;
+  } else if (ap != "NOTSET") {
+    unsupported(n, "auto_pad " + ap);
+  }
+  g.oH = out(g.H, g.kH, g.sH, g.dH, g.pT, g.pB);
+  g.oW = out(g.W, g.kW, g.sW, g.dW, g.pL, g.pR);
+  if (g.oH <= 0 || g.oW <= 0) bad_shape(n, "the window does not fit the input " + shape_str(x));
+  return g;
+}
+
+void add_reference(const std::vector<std::string>& ops, RefBuilder build) {
+  for (const auto& op : ops)
+    add_kernel("reference", op, "reference", [build](const KernelRequest& r, Kernel* k) {
+      for (const auto& m : r.in)
+        if (m.shape.size() > kMaxRank) unsupported(r.node, "tensors of rank above " + std::to_string(kMaxRank));
+      if (r.in.empty()) bad_shape(r.node, "missing input");
+      *k = build(r.node, r.in, r.consts);
+      return true;
+    });
+}
+
+}  // namespace qfx::runtime::ref

@@ -1,0 +1,188 @@
+// Internal: helpers shared by the reference kernels (shapes, broadcasting, window
+// geometry, int8 ranges) and their registration wrapper.
+#pragma once
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <cstring>
+#include <functional>
+#include <limits>
+#include <numeric>
+#include <string>
+#include <vector>
+
+#include "../kernels.h"
+#include "qfx/error.h"
+
+namespace qfx::runtime::ref {
+
+using ir::Node;
+using In = std::vector<const Tensor*>;
+using Out = std::vector<Tensor*>;
+
+[[noreturn]] inline void unsupported(const Node& n, const std::string& why) {
+  throw UnsupportedOpError(n.label() + ": " + why);
+}
+
+inline std::string shape_str(const Shape& s) {
+  std::string o = "[";
+  for (size_t i = 0; i < s.size(); ++i) o += (i ? ", " : "") + std::to_string(s[i]);
+  return o + "]";
+}
+
+[[noreturn]] inline void bad_shape(const Node& n, const std::string& why) {
+  throw DataError(n.label() + ": " + why);
+}
+
+inline int64_t numel(const Shape& s) {
+  int64_t p = 1;
+  for (auto d : s) p *= d;
+  return p;
+}
+
+inline int64_t norm_axis(const Node& n, int64_t axis, size_t rank) {
+  const int64_t r = static_cast<int64_t>(rank);
+  if (axis < -r || axis >= r) bad_shape(n, "axis " + std::to_string(axis) + " out of range for rank " + std::to_string(r));
+  return axis < 0 ? axis + r : axis;
+}
+
+inline const Tensor& need_const(const Node& n, const std::vector<const Tensor*>& consts, size_t i, const char* what) {
+  if (i >= consts.size() || !consts[i])
+    unsupported(n, std::string(what) + " must be a constant (initializer); computed " + what + " is not supported");
+  return *consts[i];
+}
+
+inline std::vector<int64_t> int_values(const Tensor& t) {
+  std::vector<int64_t> v(static_cast<size_t>(t.numel()));
+  for (size_t i = 0; i < v.size(); ++i)
+    v[i] = t.dtype() == DType::kInt64 ? t.data<int64_t>()[i] : t.data<int32_t>()[i];
+  return v;
+}
+
+inline float float_value(const Tensor& t) { return t.data<float>()[0]; }
+
+// Index arithmetic uses fixed-size arrays, so running a kernel allocates nothing.
+constexpr size_t kMaxRank = 8;
+using Index = std::array<int64_t, kMaxRank>;
+
+// --- broadcasting elementwise -------------------------------------------------
+
+inline Shape broadcast(const Node& n, const Shape& a, const Shape& b) {
+  const size_t r = std::max(a.size(), b.size());
+  Shape o(r);
+  for (size_t i = 0; i < r; ++i) {
+    const int64_t da = i + a.size() >= r ? a[i + a.size() - r] : 1;
+    const int64_t db = i + b.size() >= r ? b[i + b.size() - r] : 1;
+    if (da != db && da != 1 && db != 1)
+      bad_shape(n, "cannot broadcast " + shape_str(a) + " with " + shape_str(b));
+    o[i] = da == 1 ? db : da;
+  }
+  return o;
+}
+
+// Element strides of `s` seen as shape `o` (0 along broadcast dims).
+inline Index bstrides(const Shape& s, const Shape& o) {
+  Index st{};
+  int64_t acc = 1;
+  for (size_t k = 0; k < s.size(); ++k) {
+    const size_t i = s.size() - 1 - k, j = o.size() - 1 - k;
+    st[j] = s[i] == 1 ? 0 : acc;
+    acc *= s[i];
+  }
+  return st;
+}
+
+template <typename F>
+void for_each_broadcast(const Shape& o, const Shape& a, const Shape& b, F&& f) {
+  const int64_t total = numel(o);
+  if (a == o && b == o) {
+    for (int64_t i = 0; i < total; ++i) f(i, i, i);
+    return;
+  }
+  if (a == o && numel(b) == 1) {
+    for (int64_t i = 0; i < total; ++i) f(i, i, 0);
+    return;
+  }
+  const Index sa = bstrides(a, o), sb = bstrides(b, o);
+  const size_t r = o.size();
+  Index idx{};
+  int64_t ia = 0, ib = 0;
+  for (int64_t i = 0; i < total; ++i) {
+    f(i, ia, ib);
+    for (size_t d = r; d-- > 0;) {
+      ++idx[d];
+      ia += sa[d];
+      ib += sb[d];
+      if (idx[d] < o[d]) break;
+      ia -= sa[d] * o[d];
+      ib -= sb[d] * o[d];
+      idx[d] = 0;
+    }
+  }
+}
+
+// --- conv / pool geometry --------------------------------------------------------
+
+struct Geom {
+  int64_t N, C, H, W, M, kH, kW, oH, oW, sH, sW, dH, dW, pT, pL, pB, pR, group;
+};
+
+
+// Spatial geometry of a 1-D or 2-D window op on input [N, C, (H,) W]. Throws
+// UnsupportedOpError / DataError naming the node for geometry it cannot run.
+Geom window_geom(const Node& n, const Shape& x, std::vector<int64_t> kernel, bool ceil_mode = false);
+
+inline Shape spatial_out(const Shape& x, int64_t C, const Geom& g) {
+  if (x.size() == 3) return {g.N, C, g.oW};
+  return {g.N, C, g.oH, g.oW};
+}
+
+// Output columns [lo, hi) whose input column ow*s + kw*d - p lies inside [0, W).
+inline void valid_range(int64_t k, int64_t s, int64_t d, int64_t p, int64_t in, int64_t out, int64_t* lo, int64_t* hi) {
+  const int64_t off = k * d - p;  // input = o * s + off
+  *lo = off >= 0 ? 0 : (-off + s - 1) / s;
+  *hi = in - off <= 0 ? 0 : std::min(out, (in - off + s - 1) / s);
+  if (*hi < *lo) *hi = *lo;
+}
+
+// --- int8 helpers -------------------------------------------------------------------
+
+struct QRange {
+  int32_t lo, hi;
+};
+inline QRange qrange(DType d) { return d == DType::kUInt8 ? QRange{0, 255} : QRange{-128, 127}; }
+
+// Output clamp of a fused activation, in the output's integer domain.
+inline QRange act_range(const Node& n) {
+  QRange r = qrange(n.out_q.dtype);
+  const float s = n.out_q.scale[0];
+  const int32_t z = n.out_q.zero_point[0];
+  if (n.fused_act == "Relu") r.lo = std::max(r.lo, z);
+  if (n.fused_act == "Clip") {
+    r.lo = std::max(r.lo, quantize_value(n.clip_lo, s, z, r.lo, r.hi));
+    r.hi = std::min(r.hi, quantize_value(n.clip_hi, s, z, r.lo, r.hi));
+  }
+  return r;
+}
+
+template <typename T>
+void store_q(void* dst, int64_t i, int32_t v) {
+  static_cast<T*>(dst)[i] = static_cast<T>(v);
+}
+
+// Reads element i of an int8/uint8 tensor as int32.
+inline int32_t qload(const Tensor& t, int64_t i) {
+  return t.dtype() == DType::kUInt8 ? t.data<uint8_t>()[i] : t.data<int8_t>()[i];
+}
+
+inline float per(const std::vector<float>& v, int64_t i) { return v.size() == 1 ? v[0] : v[static_cast<size_t>(i)]; }
+inline int32_t per(const std::vector<int32_t>& v, int64_t i) { return v.size() == 1 ? v[0] : v[static_cast<size_t>(i)]; }
+
+/// A reference kernel builder: builds the kernel or throws for an invalid node.
+using RefBuilder = std::function<Kernel(const Node&, const std::vector<Meta>&, const std::vector<const Tensor*>&)>;
+/// Registers `build` as the "reference" implementation of each op in `ops`
+/// (after the checks every reference kernel shares: rank <= kMaxRank, an input).
+void add_reference(const std::vector<std::string>& ops, RefBuilder build);
+
+}  // namespace qfx::runtime::ref

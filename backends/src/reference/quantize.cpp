@@ -1,0 +1,86 @@
+// Reference kernels: QuantizeLinear and DequantizeLinear (per tensor and per channel),
+// ONNX opset 13 semantics.
+#include "common.h"
+
+namespace qfx::runtime {
+namespace {
+using namespace ref;
+
+// --- Quantize / Dequantize ----------------------------------------------------------------
+
+ir::QInfo qinfo_of(const Node& n, const std::vector<const Tensor*>& consts, size_t scale_i, size_t zp_i, DType dt) {
+  ir::QInfo q;
+  const Tensor& s = need_const(n, consts, scale_i, "scale");
+  q.scale.assign(s.data<float>(), s.data<float>() + s.numel());
+  q.dtype = dt;
+  if (zp_i < n.inputs.size() && !n.inputs[zp_i].empty()) {
+    const Tensor& z = need_const(n, consts, zp_i, "zero_point");
+    q.dtype = z.dtype();
+    for (int64_t i = 0; i < z.numel(); ++i) q.zero_point.push_back(qload(z, i));
+  } else {
+    q.zero_point.assign(q.scale.size(), 0);
+  }
+  q.axis = n.attr_i("axis", 1);
+  return q;
+}
+
+// Channels and elements per channel slice of `x` for (per-channel) qparams `q`.
+void channel_layout(const Node& n, const ir::QInfo& q, const Shape& x, int64_t* channels, int64_t* inner) {
+  const int64_t axis = q.per_channel() ? norm_axis(n, q.axis, x.size()) : 0;
+  *inner = 1;
+  for (size_t d = static_cast<size_t>(axis) + 1; d < x.size(); ++d) *inner *= x[d];
+  *channels = q.per_channel() ? x[static_cast<size_t>(axis)] : 1;
+  if (q.per_channel() && static_cast<int64_t>(q.scale.size()) != *channels)
+    bad_shape(n, std::to_string(q.scale.size()) + " scales for " + std::to_string(*channels) + " channels");
+}
+
+Kernel quantize(const Node& n, const std::vector<Meta>& in, const std::vector<const Tensor*>& consts) {
+  ir::QInfo q = qinfo_of(n, consts, 1, 2, DType::kUInt8);
+  const Shape& x = in[0].shape;
+  int64_t C, inner;
+  channel_layout(n, q, x, &C, &inner);
+  Kernel k;
+  k.outputs = {{x, q.dtype}};
+  const QRange r = qrange(q.dtype);
+  k.run = [=](const In& i, const Out& o) {
+    const float* xp = i[0]->data<float>();
+    const int64_t t = i[0]->numel();
+    for (int64_t p = 0; p < t; ++p) {
+      const int64_t c = C == 1 ? 0 : (p / inner) % C;
+      const int32_t v = quantize_value(xp[p], per(q.scale, c), per(q.zero_point, c), r.lo, r.hi);
+      if (q.dtype == DType::kUInt8) store_q<uint8_t>(o[0]->raw(), p, v);
+      else store_q<int8_t>(o[0]->raw(), p, v);
+    }
+  };
+  return k;
+}
+
+Kernel dequantize(const Node& n, const std::vector<Meta>& in, const std::vector<const Tensor*>& consts) {
+  ir::QInfo q = qinfo_of(n, consts, 1, 2, in[0].dtype);
+  const Shape& x = in[0].shape;
+  int64_t C, inner;
+  channel_layout(n, q, x, &C, &inner);
+  Kernel k;
+  k.outputs = {{x, DType::kFloat32}};
+  k.run = [=](const In& i, const Out& o) {
+    float* y = o[0]->data<float>();
+    const int64_t t = i[0]->numel();
+    const bool i32 = i[0]->dtype() == DType::kInt32;
+    for (int64_t p = 0; p < t; ++p) {
+      const int64_t c = C == 1 ? 0 : (p / inner) % C;
+      const int32_t v = i32 ? i[0]->data<int32_t>()[p] : qload(*i[0], p);
+      y[p] = static_cast<float>(v - per(q.zero_point, c)) * per(q.scale, c);
+    }
+  };
+  return k;
+}
+
+
+}  // namespace
+
+void register_reference_quantize() {
+  add_reference({"QuantizeLinear"}, quantize);
+  add_reference({"DequantizeLinear"}, dequantize);
+}
+
+}  // namespace qfx::runtime

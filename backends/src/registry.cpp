@@ -1,0 +1,205 @@
+// The kernel registry: backends by name, implementations per backend and op,
+// selection with reasons, and plug-in loading (dlopen).
+#include "qfx/runtime/registry.h"
+
+#include <dlfcn.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <map>
+#include <mutex>
+
+#include "kernels.h"
+#include "qfx/error.h"
+
+namespace qfx::runtime {
+namespace {
+
+struct Impl {
+  std::string name;
+  KernelFactory factory;
+};
+
+struct Entry {
+  BackendInfo info;
+  std::map<std::string, std::vector<Impl>> ops;
+};
+
+struct Registry {
+  std::recursive_mutex mu;
+  std::map<std::string, Entry> backends;
+  std::set<std::string> plugins;  // canonical paths loaded
+};
+
+Registry& reg() {
+  static Registry r;
+  return r;
+}
+
+void register_builtins() {
+  add_backend({"reference", "", "plain C++ kernels that define the integer arithmetic", {}});
+  register_reference_conv_gemm();
+  register_reference_elementwise();
+  register_reference_pooling();
+  register_reference_shape();
+  register_reference_quantize();
+  add_backend({"onednn", "reference", "oneDNN primitives, then vectorised kernels, then the reference",
+               {"Conv", "QLinearConv", "MaxPool", "AveragePool", "Add", "QLinearAdd", "QLinearMul", "Relu", "Clip",
+                "QRelu", "QClip"}});
+  register_onednn_kernels();
+  register_simd_kernels();
+}
+
+// Built-ins registered before anything else looks at the registry.
+Registry& ready() {
+  static std::once_flag once;
+  std::call_once(once, register_builtins);
+  return reg();
+}
+
+std::string names_of(const std::map<std::string, Entry>& m) {
+  std::string s;
+  for (const auto& kv : m) s += (s.empty() ? "" : ", ") + kv.first;
+  return s;
+}
+
+}  // namespace
+
+void add_backend(const BackendInfo& info) {
+  Registry& r = reg();
+  std::lock_guard<std::recursive_mutex> lk(r.mu);
+  if (info.name.empty()) throw ConfigError("register_backend: empty backend name");
+  if (info.name != "reference" && !r.backends.count(info.parent))
+    throw ConfigError("register_backend '" + info.name + "': parent backend '" + info.parent +
+                      "' is not registered (registered: " + names_of(r.backends) + ")");
+  Entry& e = r.backends[info.name];
+  e.info = info;
+  if (info.name == "reference") e.info.parent.clear();
+}
+
+void add_kernel(const std::string& backend, const std::string& op, const std::string& impl, KernelFactory factory) {
+  Registry& r = reg();
+  std::lock_guard<std::recursive_mutex> lk(r.mu);
+  auto it = r.backends.find(backend);
+  if (it == r.backends.end())
+    throw ConfigError("register_kernel " + op + " (" + impl + "): backend '" + backend +
+                      "' is not registered (registered: " + names_of(r.backends) + ")");
+  it->second.ops[op].push_back({impl, std::move(factory)});
+}
+
+void register_backend(const BackendInfo& info) {
+  ready();
+  add_backend(info);
+}
+
+void register_kernel(const std::string& backend, const std::string& op, const std::string& impl, KernelFactory factory) {
+  ready();
+  add_kernel(backend, op, impl, std::move(factory));
+}
+
+bool has_backend(const std::string& name) {
+  Registry& r = ready();
+  std::lock_guard<std::recursive_mutex> lk(r.mu);
+  return r.backends.count(name) != 0;
+}
+
+std::vector<std::string> backend_names() {
+  Registry& r = ready();
+  std::lock_guard<std::recursive_mutex> lk(r.mu);
+  std::vector<std::string> out;
+  for (const auto& kv : r.backends) out.push_back(kv.first);
+  return out;
+}
+
+BackendInfo backend_info(const std::string& name) {
+  Registry& r = ready();
+  std::lock_guard<std::recursive_mutex> lk(r.mu);
+  auto it = r.backends.find(name);
+  if (it == r.backends.end())
+    throw ConfigError("unknown runtime backend '" + name + "' (registered: " + names_of(r.backends) +
+                      "; a plug-in backend needs its library loaded first: ModelOptions::plugins, runtime.plugins, "
+                      "qfx run --plugin)");
+  return it->second.info;
+}
+
+std::vector<std::string> backend_chain(const std::string& name) {
+  std::vector<std::string> chain;
+  for (std::string b = name; !b.empty(); b = backend_info(b).parent) {
+    if (std::find(chain.begin(), chain.end(), b) != chain.end()) break;  // a cycle through re-registration
+    chain.push_back(b);
+  }
+  return chain;
+}
+
+Kernel make_kernel(const ir::Node& n, const std::vector<Meta>& in, const std::vector<const Tensor*>& consts,
+                   const std::string& backend, bool nhwc_out, KernelChoice* choice) {
+  Registry& r = ready();
+  // Candidates in order, copied out so factories run without the lock.
+  std::vector<std::pair<std::string, Impl>> cands;
+  {
+    std::lock_guard<std::recursive_mutex> lk(r.mu);
+    for (const auto& b : backend_chain(backend)) {
+      const Entry& e = r.backends.at(b);
+      auto it = e.ops.find(n.op);
+      if (it == e.ops.end()) continue;
+      for (const auto& impl : it->second) cands.emplace_back(b, impl);
+    }
+  }
+  if (cands.empty())
+    throw UnsupportedOpError(n.label() + ": op '" + n.op + "' is not supported by the qfx runtime (no kernel for it on backend '" +
+                             backend + "' or the backends it inherits from)");
+  KernelChoice local;
+  KernelChoice& c = choice ? *choice : local;
+  c = KernelChoice{};
+  c.node = n.name;
+  c.op = n.op;
+  KernelRequest req{n, in, consts, nhwc_out};
+  for (size_t i = 0; i < cands.size(); ++i) {
+    const bool last = i + 1 == cands.size();
+    Kernel k;
+    bool ok = false;
+    req.why.clear();
+    try {
+      ok = cands[i].second.factory(req, &k);
+    } catch (const std::exception& e) {
+      if (last) throw;
+      req.why = std::string("failed: ") + e.what();
+    }
+    if (ok) {
+      k.impl = cands[i].second.name;
+      c.backend = cands[i].first;
+      c.impl = k.impl;
+      return k;
+    }
+    c.declined.push_back({cands[i].second.name, req.why.empty() ? "declined (no reason given)" : req.why});
+  }
+  std::string why;
+  for (const auto& d : c.declined) why += "; " + d.impl + ": " + d.reason;
+  throw UnsupportedOpError(n.label() + ": no kernel on backend '" + backend + "' runs this configuration" + why);
+}
+
+void load_plugin(const std::string& path) {
+  ready();
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  if (!fs::exists(path, ec)) throw IoError(path + ": runtime plug-in not found");
+  const std::string canon = fs::canonical(path, ec).string();
+  Registry& r = reg();
+  std::lock_guard<std::recursive_mutex> lk(r.mu);
+  if (r.plugins.count(canon)) return;
+  // The plug-in links libqfx_runtime.so itself, so it shares this registry.
+  void* h = dlopen(canon.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (!h) throw IoError(path + ": cannot load runtime plug-in: " + std::string(dlerror()));
+  using Init = int (*)(int);
+  auto init = reinterpret_cast<Init>(dlsym(h, "qfx_runtime_plugin_init"));
+  if (!init) {
+    dlclose(h);
+    throw IoError(path + ": not a qfx runtime plug-in (no qfx_runtime_plugin_init; define it with QFX_RUNTIME_PLUGIN)");
+  }
+  if (init(kPluginApiVersion) != 0)
+    throw IoError(path + ": runtime plug-in refused to register (built for another plug-in API version than " +
+                  std::to_string(kPluginApiVersion) + "?)");
+  r.plugins.insert(canon);  // kept loaded: its kernels live in the registry
+}
+
+}  // namespace qfx::runtime

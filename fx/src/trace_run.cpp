@@ -1,0 +1,392 @@
+// The tracer: executing TorchScript graphs symbolically (nodes, lists, control
+// flow, attribute reads, method and function calls, operators).
+#include "trace_impl.h"
+
+namespace qfx::fx::detail {
+
+std::vector<Sym> TraceImpl::run_graph(torch::jit::Graph& graph, const std::vector<Sym>& inputs) {
+  Env env;
+  for (size_t i = 0; i < graph.inputs().size(); ++i) {
+    env[graph.inputs()[i]] = i < inputs.size() ? inputs[i] : Sym::constant(IValue());
+  }
+  run_block(graph.block(), env);
+  std::vector<Sym> outs;
+  for (const JValue* v : graph.outputs()) outs.push_back(env.at(v));
+  return outs;
+}
+
+void TraceImpl::run_block(torch::jit::Block* b, Env& env) {
+  for (JNode* n : b->nodes()) run_node(n, env);
+}
+
+const Sym& TraceImpl::in(const JNode* n, size_t i, Env& env) {
+  auto it = env.find(n->inputs()[i]);
+  if (it == env.end()) fail(n, "internal: value %" + n->inputs()[i]->debugName() + " is undefined");
+  return it->second;
+}
+
+void TraceImpl::run_node(JNode* n, Env& env) {
+  const auto kind = n->kind();
+  if (kind == c10::prim::Constant) {
+    auto t = n->output()->type();
+    if (t->kind() == c10::TypeKind::FunctionType) {
+      Sym s;
+      s.k = Sym::K::kFunction;
+      s.fn = t->expect<c10::FunctionType>()->function();
+      env[n->output()] = s;
+    } else {
+      auto v = torch::jit::toIValue(n->output());
+      if (!v) fail(n, "unsupported constant of type " + t->str());
+      env[n->output()] = Sym::constant(*v);
+    }
+    return;
+  }
+  if (kind == c10::prim::GetAttr) return get_attr(n, env);
+  if (kind == c10::prim::CallMethod) return call_method(n, env);
+  if (kind == c10::prim::CallFunction) return call_function(n, env);
+  if (kind == c10::prim::If) return run_if(n, env);
+  if (kind == c10::prim::Loop) return run_loop(n, env);
+  if (kind == c10::prim::ListConstruct || kind == c10::prim::TupleConstruct) {
+    Sym s;
+    s.k = kind == c10::prim::ListConstruct ? Sym::K::kList : Sym::K::kTuple;
+    s.items = std::make_shared<std::vector<Sym>>();
+    for (size_t i = 0; i < n->inputs().size(); ++i) s.items->push_back(in(n, i, env));
+    if (s.k == Sym::K::kList) s.elem = n->output()->type()->expect<c10::ListType>()->getElementType();
+    env[n->output()] = s;
+    return;
+  }
+  if (kind == c10::prim::ListUnpack || kind == c10::prim::TupleUnpack) {
+    const Sym& s = in(n, 0, env);
+    for (size_t i = 0; i < n->outputs().size(); ++i) env[n->outputs()[i]] = element(n, s, static_cast<int64_t>(i));
+    return;
+  }
+  if (kind == c10::prim::TupleIndex) {
+    const Sym& idx = in(n, 1, env);
+    if (idx.k != Sym::K::kConst) fail(n, "tuple index depends on tensor values");
+    env[n->output()] = element(n, in(n, 0, env), idx.c.toInt());
+    return;
+  }
+  if (kind == c10::prim::unchecked_cast) {
+    env[n->output()] = in(n, 0, env);
+    return;
+  }
+  if (kind == c10::prim::Uninitialized) {
+    env[n->output()] = Sym::constant(IValue());
+    return;
+  }
+  if (kind == c10::prim::RaiseException) fail(n, "the model raises an exception on this path");
+  if (kind == c10::prim::SetAttr) fail(n, "the model assigns a module attribute (prim::SetAttr)");
+  if (kind == c10::prim::isinstance) return run_isinstance(n, env);
+  if (kind == c10::aten::warn || kind == c10::prim::Print) return;
+  if (kind == c10::aten::__is__ || kind == c10::aten::__isnot__) {
+    const Sym& a = in(n, 0, env);
+    const Sym& b = in(n, 1, env);
+    const bool a_none = a.k == Sym::K::kConst && a.c.isNone();
+    const bool b_none = b.k == Sym::K::kConst && b.c.isNone();
+    if ((a.has_proxy() && b_none) || (b.has_proxy() && a_none)) {
+      // A traced value is never None.
+      env[n->output()] = Sym::constant(IValue(kind == c10::aten::__isnot__));
+      return;
+    }
+  }
+  if (structural_list_op(n, env)) return;
+  run_operator(n, env);
+}
+
+Sym TraceImpl::element(const JNode* n, const Sym& s, int64_t i) {
+  if (s.k == Sym::K::kList || s.k == Sym::K::kTuple) {
+    const auto size = static_cast<int64_t>(s.items->size());
+    if (i < 0) i += size;
+    if (i < 0 || i >= size) fail(n, "index out of range");
+    return (*s.items)[static_cast<size_t>(i)];
+  }
+  if (s.k == Sym::K::kConst) {
+    if (s.c.isTuple()) return Sym::constant(s.c.toTupleRef().elements().at(static_cast<size_t>(i)));
+    if (s.c.isList()) return Sym::constant(s.c.toListRef().at(static_cast<size_t>(i)));
+  }
+  if (s.k == Sym::K::kProxy) {
+    Node* gi = g_.call_function("getitem", {Argument(s.node), Argument(IValue(i))}, {},
+                                s.node->name() + "_" + std::to_string(i));
+    annotate(gi, n);
+    return Sym::proxy(gi);
+  }
+  fail(n, "cannot index this value");
+}
+
+bool TraceImpl::structural_list_op(JNode* n, Env& env) {
+  if (n->inputs().empty()) return false;
+  const Sym& first = in(n, 0, env);
+  if (first.k != Sym::K::kList && first.k != Sym::K::kTuple) return false;
+  if (first.is_const() && !n->hasUses()) {
+    // fine to fold below unless it mutates
+  }
+  const std::string op = n->kind().toQualString();
+  auto& items = *first.items;
+  if (op == "aten::len") {
+    env[n->output()] = Sym::constant(IValue(static_cast<int64_t>(items.size())));
+    return true;
+  }
+  if (op == "aten::__getitem__") {
+    const Sym& idx = in(n, 1, env);
+    if (idx.k != Sym::K::kConst) fail(n, "list index depends on tensor values");
+    env[n->output()] = element(n, first, idx.c.toInt());
+    return true;
+  }
+  if (op == "aten::append") {
+    items.push_back(in(n, 1, env));
+    env[n->output()] = first;
+    return true;
+  }
+  if (op == "aten::extend") {
+    const Sym& other = in(n, 1, env);
+    if (other.k != Sym::K::kList) return false;
+    for (const auto& i : *other.items) items.push_back(i);
+    return true;
+  }
+  if (op == "aten::_set_item") {
+    const Sym& idx = in(n, 1, env);
+    if (idx.k != Sym::K::kConst) fail(n, "list index depends on tensor values");
+    int64_t i = idx.c.toInt();
+    if (i < 0) i += static_cast<int64_t>(items.size());
+    items.at(static_cast<size_t>(i)) = in(n, 2, env);
+    env[n->output()] = first;
+    return true;
+  }
+  if (op == "aten::insert" || op == "aten::pop" || op == "aten::clear" || op == "aten::remove" ||
+      op == "aten::reverse") {
+    if (first.is_const()) return false;
+    fail(n, "in-place list operation " + op + " on a list of traced values");
+  }
+  return false;
+}
+
+void TraceImpl::run_isinstance(JNode* n, Env& env) {
+  const Sym& s = in(n, 0, env);
+  c10::TypePtr actual;
+  if (s.k == Sym::K::kConst) actual = s.c.type();
+  else if (s.k == Sym::K::kProxy || s.k == Sym::K::kList || s.k == Sym::K::kTuple) actual = n->input(0)->type();
+  if (actual && actual->kind() == c10::TypeKind::OptionalType && s.k != Sym::K::kConst) {
+    actual = actual->expect<c10::OptionalType>()->getElementType();
+  }
+  bool result = false;
+  if (actual) {
+    for (const auto& t : n->tys(c10::attr::types)) result = result || actual->isSubtypeOf(*t);
+  }
+  env[n->output()] = Sym::constant(IValue(result));
+}
+
+void TraceImpl::get_attr(JNode* n, Env& env) {
+  const Sym& base = in(n, 0, env);
+  const std::string name = n->s(c10::attr::name);
+  if (base.k != Sym::K::kModule) fail(n, "attribute '" + name + "' read from a non-module value");
+  ModuleCtx ctx = modules_[base.module];
+  const std::string path = join(ctx.path, name);
+  IValue v = ctx.module.attr(name);
+  if (v.isModule()) {
+    env[n->output()] = module_sym(module_index(v.toModule(), path));
+    return;
+  }
+  if (v.isTensor()) {
+    auto it = attr_nodes_.find(path);
+    if (it == attr_nodes_.end()) {
+      const auto slot = ctx.module.type()->getAttributeSlot(name);
+      const bool param = ctx.module.type()->is_parameter(slot);
+      if (!gm_->has_attr(path)) gm_->add_tensor(path, v.toTensor(), !param);
+      Node* ga = g_.get_attr(path, path);
+      annotate(ga, n);
+      it = attr_nodes_.emplace(path, ga).first;
+    }
+    env[n->output()] = Sym::proxy(it->second);
+    return;
+  }
+  env[n->output()] = Sym::constant(v);
+}
+
+void TraceImpl::call_method(JNode* n, Env& env) {
+  const Sym& self = in(n, 0, env);
+  const std::string method = n->s(c10::attr::name);
+  if (self.k != Sym::K::kModule) fail(n, "method '" + method + "' called on a non-module value");
+  const int idx = self.module;
+  ModuleCtx ctx = modules_[idx];
+  std::vector<Sym> args;
+  for (size_t i = 1; i < n->inputs().size(); ++i) args.push_back(in(n, i, env));
+
+  if (method != "forward" && wrapped_method(ctx.path, method)) {
+    const std::string target = join(ctx.path, method);
+    if (!gm_->method_fn(target)) {
+      torch::jit::Module m = ctx.module;
+      gm_->add_method(target, [m, method](std::vector<IValue>& a) mutable -> IValue {
+        return m.get_method(method)(a);
+      });
+      method_owners_.push_back(ctx);
+    }
+    std::vector<Argument> fx_args;
+    for (const auto& a : args) fx_args.push_back(to_arg(a, n));
+    Node* fxn = g_.call_method(target, std::move(fx_args), {}, method);
+    annotate(fxn, n);
+    bind_outputs(n, fxn, env);
+    return;
+  }
+  if (method == "forward" && wrapped_module(ctx)) {
+    if (!gm_->get_submodule(ctx.path)) {
+      auto w = std::make_shared<ScriptModuleWrapper>(ctx.module);
+      torch::jit::Module m = ctx.module;
+      gm_->add_submodule(ctx.path, w, [m](std::vector<IValue>& a) mutable -> IValue { return m.forward(a); });
+    }
+    emit_call_module(n, ctx.path, args, env);
+    return;
+  }
+  if (method == "forward" && !args.empty() && args[0].k == Sym::K::kProxy) {
+    bool extras_none = true;
+    for (size_t i = 1; i < args.size(); ++i) extras_none = extras_none && args[i].k == Sym::K::kConst && args[i].c.isNone();
+    if (extras_none && !ctx.path.empty()) {
+      if (leaves_.count(ctx.path)) {
+        emit_call_module(n, ctx.path, {args[0]}, env);
+        return;
+      }
+      torch::jit::Module m = ctx.module;
+      if (auto leaf = detail::make_leaf(m)) {
+        gm_->add_submodule(ctx.path, leaf->module, leaf->fn);
+        leaves_.insert(ctx.path);
+        emit_call_module(n, ctx.path, {args[0]}, env);
+        return;
+      }
+    }
+  }
+  // Trace through the method.
+  auto graph = ctx.module.get_method(method).graph();
+  std::vector<Sym> inputs{self};
+  inputs.insert(inputs.end(), args.begin(), args.end());
+  frames_.push_back({ctx.path, ctx.type, method, ""});
+  auto outs = run_graph(*graph, inputs);
+  frames_.pop_back();
+  for (size_t i = 0; i < n->outputs().size(); ++i) env[n->outputs()[i]] = outs.at(i);
+}
+
+void TraceImpl::emit_call_module(JNode* n, const std::string& path, const std::vector<Sym>& args, Env& env) {
+  std::vector<Argument> fx_args;
+  for (const auto& a : args) fx_args.push_back(to_arg(a, n));
+  Node* fxn = g_.call_module(path, std::move(fx_args), {}, path);
+  annotate(fxn, n);
+  auto mit = module_by_path_.find(path);
+  if (mit != module_by_path_.end()) fxn->meta()["module_type"] = modules_[mit->second].type;
+  bind_outputs(n, fxn, env);
+}
+
+void TraceImpl::call_function(JNode* n, Env& env) {
+  const Sym& f = in(n, 0, env);
+  if (f.k != Sym::K::kFunction) fail(n, "call of a non-function value");
+  torch::jit::Function* fn = f.fn;
+  const std::string qname = detail::demangle_type(fn->qualname().qualifiedName());
+  std::vector<Sym> args;
+  for (size_t i = 1; i < n->inputs().size(); ++i) args.push_back(in(n, i, env));
+
+  if (wrapped_function(qname)) {
+    if (!gm_->function_fn(qname)) {
+      auto cu = root_._ivalue()->compilation_unit();
+      gm_->add_function(qname, [fn, cu](std::vector<IValue>& a) -> IValue { return (*fn)(a); });
+    }
+    std::vector<Argument> fx_args;
+    for (const auto& a : args) fx_args.push_back(to_arg(a, n));
+    Node* fxn = g_.call_function(qname, std::move(fx_args));
+    annotate(fxn, n);
+    bind_outputs(n, fxn, env);
+    return;
+  }
+  auto& gf = torch::jit::toGraphFunction(*fn);
+  frames_.push_back({frames_.back().module_path, frames_.back().module_type, "", qname});
+  auto outs = run_graph(*gf.graph(), args);
+  frames_.pop_back();
+  for (size_t i = 0; i < n->outputs().size(); ++i) env[n->outputs()[i]] = outs.at(i);
+}
+
+void TraceImpl::run_if(JNode* n, Env& env) {
+  const Sym& cond = in(n, 0, env);
+  torch::jit::Block* b = nullptr;
+  if (cond.k == Sym::K::kConst) {
+    b = n->blocks()[cond.c.toBool() ? 0 : 1];
+  } else {
+    // An assertion (`assert cond` / `if cond: ... else: raise`) on traced values
+    // is assumed to hold, as torch.fx treats torch._assert: take the branch
+    // that does not raise.
+    const bool raise0 = raises(n->blocks()[0]), raise1 = raises(n->blocks()[1]);
+    if (raise0 == raise1) fail(n, "control flow depends on tensor values (data-dependent `if`)");
+    b = n->blocks()[raise0 ? 1 : 0];
+  }
+  run_block(b, env);
+  for (size_t i = 0; i < n->outputs().size(); ++i) env[n->outputs()[i]] = env.at(b->outputs()[i]);
+}
+
+bool TraceImpl::raises(torch::jit::Block* b) {
+  for (JNode* n : b->nodes()) if (n->kind() == c10::prim::RaiseException) return true;
+  return false;
+}
+
+void TraceImpl::run_loop(JNode* n, Env& env) {
+  const Sym& trip = in(n, 0, env);
+  const Sym& cond0 = in(n, 1, env);
+  if (trip.k != Sym::K::kConst || cond0.k != Sym::K::kConst) {
+    fail(n, "loop whose trip count or condition depends on tensor values");
+  }
+  const int64_t max_trip = trip.c.toInt();
+  bool cond = cond0.c.toBool();
+  std::vector<Sym> carried;
+  for (size_t i = 2; i < n->inputs().size(); ++i) carried.push_back(in(n, i, env));
+  torch::jit::Block* body = n->blocks()[0];
+  int64_t it = 0;
+  for (; it < max_trip && cond; ++it) {
+    if (it >= max_unroll_) fail(n, "loop runs more than " + std::to_string(max_unroll_) + " iterations");
+    env[body->inputs()[0]] = Sym::constant(IValue(it));
+    for (size_t i = 0; i < carried.size(); ++i) env[body->inputs()[i + 1]] = carried[i];
+    run_block(body, env);
+    const Sym& c = env.at(body->outputs()[0]);
+    if (c.k != Sym::K::kConst) fail(n, "loop condition depends on tensor values");
+    cond = c.c.toBool();
+    for (size_t i = 0; i < carried.size(); ++i) carried[i] = env.at(body->outputs()[i + 1]);
+  }
+  for (size_t i = 0; i < n->outputs().size(); ++i) env[n->outputs()[i]] = carried.at(i);
+}
+
+bool TraceImpl::produces_tensor(const c10::TypePtr& t) {
+  if (t->kind() == c10::TypeKind::TensorType) return true;
+  for (const auto& c : t->containedTypes()) if (produces_tensor(c)) return true;
+  return false;
+}
+
+void TraceImpl::run_operator(JNode* n, Env& env) {
+  const torch::jit::Operator* op = n->maybeOperator();
+  if (!op) fail(n, std::string("unsupported TorchScript construct ") + n->kind().toQualString());
+  const auto& schema = op->schema();
+  std::string target = schema.name();
+  if (!schema.overload_name().empty()) target += "." + schema.overload_name();
+  if (cxx_leaf_call(n, env, schema.name())) return;
+
+  bool any_proxy = false;
+  for (size_t i = 0; i < n->inputs().size(); ++i) any_proxy = any_proxy || in(n, i, env).has_proxy();
+  bool tensor_out = false;
+  for (const JValue* o : n->outputs()) tensor_out = tensor_out || produces_tensor(o->type());
+  const bool wrapped = wrapped_function(schema.name()) || wrapped_function(target);
+
+  if (!any_proxy && !tensor_out && !wrapped && op->hasOperation()) {
+    // Constant folding: run the op now, as Python would at trace time.
+    torch::jit::Stack stack;
+    for (size_t i = 0; i < n->inputs().size(); ++i) stack.push_back(materialize(in(n, i, env)));
+    try {
+      op->getOperation(n)(stack);
+    } catch (const c10::Error& e) {
+      fail(n, std::string("evaluating ") + target + " on constants failed: " + e.what_without_backtrace());
+    }
+    const size_t nout = n->outputs().size();
+    for (size_t i = 0; i < nout; ++i) env[n->outputs()[i]] = Sym::constant(stack[stack.size() - nout + i]);
+    return;
+  }
+  if (!op->hasOperation()) fail(n, "operator " + target + " cannot be recorded in a graph");
+  std::vector<Argument> args;
+  for (size_t i = 0; i < n->inputs().size(); ++i) args.push_back(to_arg(in(n, i, env), n));
+  Node* fxn = g_.call_function(target, std::move(args));
+  annotate(fxn, n);
+  if (n->outputs().empty()) return;
+  bind_outputs(n, fxn, env);
+}
+
+}  // namespace qfx::fx::detail

@@ -1,0 +1,107 @@
+// The PTQ and QAT pipelines as library calls: what `qfx ptq` and `qfx qat` run.
+// The CLI only parses arguments, draws progress from the hooks and prints the
+// result; a program can call the same functions and read the same numbers.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "qfx/quant/calibrate.h"
+#include "qfx/quant/ptq_config.h"
+#include "qfx/runtime/registry.h"
+
+namespace qfx::quant {
+
+/// Callbacks a pipeline calls while it works (all optional, on the calling thread).
+struct PipelineHooks {
+  /// Progress of a long stage: `stage` ("calibration", "evaluation (fp32 + int8)",
+  /// "epoch 1/3", ...), `done` of `total` images, `extra` a short status
+  /// ("loss 0.41  acc 86.2%  lr 0.0100") or "".
+  std::function<void(const std::string& stage, int64_t done, int64_t total, const std::string& extra)> progress;
+  /// One informational line ("resumed from ckpt.pt at step 300").
+  std::function<void(const std::string& line)> info;
+};
+
+/// Per-layer error of one quantized activation against its fp32 value.
+struct LayerSqnr {
+  std::string node;                ///< fx node whose output is quantized
+  double sqnr_db_fakequant = 0;    ///< Q/DQ simulated on the runtime, dB
+  double sqnr_db_int8 = 0;         ///< the deployed int8 kernels, dB (valid if has_int8)
+  bool has_int8 = false;           ///< false: the value is not an int8 tensor in the deployed model
+};
+
+/// What `qfx ptq` measures on the evaluation data.
+struct PtqEvaluation {
+  int64_t images = 0;
+  int64_t batch_size = 0;                       ///< evaluation.batch_size
+  std::string metric = "top1";                  ///< evaluation.metric
+  double fp32_runtime_vs_libtorch_max_rel_error = 0;  ///< first batch: runtime fp32 vs libtorch
+  double cosine_int8_vs_fp32 = 0;               ///< whole output tensor
+  double sqnr_db_int8_vs_fp32 = 0;              ///< dB
+  double fp32_ms_per_image = 0, int8_ms_per_image = 0;  ///< runtime latency, first (planning) batch left out
+  bool has_top1 = false;                        ///< metric top1 with labels
+  double top1_fp32 = 0, top1_int8 = 0;          ///< fractions in [0, 1]
+  double prediction_agreement = 0;              ///< int8 argmax == fp32 argmax, fraction
+  int64_t sqnr_images = 0;                      ///< images of the per-layer table
+  std::vector<LayerSqnr> layers;                ///< worst first
+  int64_t reference_images = 0;                 ///< images also run on the reference backend (0: no check)
+  int64_t reference_identical = 0;              ///< of those, outputs bit-identical to the runtime backend's
+  double reference_max_abs_diff = 0;
+};
+
+/// Everything `qfx ptq` prints and writes to report.json.
+struct PtqResult {
+  std::string model, config;           ///< TorchScript file, config file
+  std::string backend;                 ///< the BackendConfig's name
+  std::string runtime_backend;         ///< the runtime backend that calibrated and ran int8
+  std::string output_dir;
+  CalibrationResult calibration;
+  double calibration_images_per_s = 0;
+  std::vector<std::string> float_fallbacks;       ///< prepare_fx: modules kept float, with reasons
+  std::vector<std::string> runtime_float_groups;  ///< runtime: QDQ groups left float, with reasons
+  std::vector<std::string> export_float_ops;      ///< convert: ops exported in float
+  std::vector<runtime::KernelChoice> kernel_report;  ///< int8 model: implementation per node, declines
+  bool evaluated = false;                         ///< an evaluation section was given
+  PtqEvaluation evaluation;
+  std::vector<std::string> outputs;               ///< files written (model_int8.onnx, encodings.json, report.json)
+  double seconds = 0;
+};
+
+/// PTQ end to end: trace -> prepare_fx -> calibrate (on the runtime backend the
+/// backend file names) -> convert (int8 QDQ ONNX + encodings) -> evaluate fp32 and
+/// int8 on the runtime (top-1 or cosine, latency, per-layer SQNR, the reference
+/// backend check) -> report.json. Outputs go to `cfg.output_dir` under temporary
+/// names and are renamed into place only when everything succeeded.
+/// Throws ConfigError (config without calibration data, metric top1 without labels),
+/// IoError (model or data files, unwritable output), DataError (data that does not
+/// fit the model), TraceError, UnsupportedOpError.
+PtqResult ptq(const PtqConfig& cfg, const PipelineHooks& hooks = {});
+
+/// Everything `qfx qat` prints and writes to report.json.
+struct QatResult {
+  std::string model, config, backend, runtime_backend, output_dir;
+  std::string checkpoint;               ///< the checkpoint written after each epoch
+  int64_t steps = 0;                    ///< optimizer steps done (resumed ones included)
+  int64_t resumed_at = -1;              ///< step of the checkpoint resumed from (-1: fresh start)
+  double ms_per_step = 0;               ///< training step time, steps run in this process
+  double final_loss_ema = 0;
+  double fwd_bwd_ms_fake_quant = 0, fwd_bwd_ms_float = 0;  ///< one batch, medians of 7
+  int64_t eval_images = 0;
+  double top1_fp32 = 0, top1_fakequant = 0, top1_int8 = 0;  ///< fractions
+  double int8_agrees_with_fakequant = 0;                    ///< fraction of predictions
+  std::vector<std::string> float_fallbacks, runtime_float_groups;
+  std::vector<runtime::KernelChoice> kernel_report;
+  std::vector<std::string> outputs;
+  double seconds = 0;
+};
+
+/// QAT end to end: trace -> prepare_qat_fx -> (optional calibration of the
+/// observers) -> training loop (libtorch autograd; optimizer, lr schedule,
+/// freeze_bn_after, disable_observer_after; a checkpoint after every epoch;
+/// resume) -> fake-quant evaluation -> convert -> int8 evaluation on the runtime.
+/// Throws ConfigError (no training or labelled evaluation section), IoError, DataError.
+QatResult qat(const PtqConfig& cfg, const PipelineHooks& hooks = {});
+
+}  // namespace qfx::quant

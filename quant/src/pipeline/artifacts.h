@@ -1,0 +1,105 @@
+// Internal: what the PTQ and QAT pipelines share: staged output files, JSON,
+// tensor bridges, progress through the hooks, and the one-input convert.
+#pragma once
+
+#include <ATen/ATen.h>
+#include <nlohmann/json.hpp>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <string>
+
+#include "qfx/error.h"
+#include "qfx/quant/convert.h"
+#include "qfx/quant/pipeline.h"
+#include "qfx/quant/runtime_tensor.h"
+
+namespace qfx::quant::pipeline {
+
+namespace fs = std::filesystem;
+using Clock = std::chrono::steady_clock;
+inline double secs(Clock::time_point a) { return std::chrono::duration<double>(Clock::now() - a).count(); }
+
+/// Output files are written under temporary names and renamed together at the end;
+/// on failure (destruction before commit) the temporaries are removed, so the
+/// output folder never holds a partial set.
+class Staging {
+ public:
+  explicit Staging(const std::string& dir) : dir_(dir) {
+    std::error_code ec;
+    fs::create_directories(dir_, ec);
+    const std::string probe = (fs::path(dir_) / ".qfx_write_test").string();
+    std::ofstream f(probe);
+    if (ec || !f) throw IoError(dir_ + ": output directory cannot be created or written");
+    f.close();
+    fs::remove(probe, ec);
+  }
+  ~Staging() {
+    std::error_code ec;
+    for (const auto& kv : files_) fs::remove(kv.second, ec);
+  }
+  std::string path(const std::string& name) {
+    const std::string tmp = (fs::path(dir_) / (name + ".partial")).string();
+    files_[name] = tmp;
+    return tmp;
+  }
+  void commit() {
+    for (const auto& kv : files_) {
+      std::error_code ec;
+      fs::rename(kv.second, fs::path(dir_) / kv.first, ec);
+      if (ec) throw IoError((fs::path(dir_) / kv.first).string() + ": cannot rename into place: " + ec.message());
+    }
+    files_.clear();
+  }
+  std::string final_path(const std::string& name) const { return (fs::path(dir_) / name).string(); }
+
+ private:
+  std::string dir_;
+  std::map<std::string, std::string> files_;
+};
+
+inline void write_json(const std::string& path, const nlohmann::json& j) {
+  std::ofstream f(path);
+  if (!f) throw IoError(path + ": cannot write");
+  f << j.dump(2) << "\n";
+  if (!f) throw IoError(path + ": write failed");
+}
+
+/// A runtime tensor over an ATen tensor's memory (no copy).
+inline runtime::Tensor wrap(const at::Tensor& t) { return runtime_view(t); }
+/// A float runtime tensor copied into ATen.
+inline at::Tensor to_aten(const runtime::Tensor& t) { return aten_view(t).clone(); }
+
+/// Progress through the hooks.
+inline void progress(const PipelineHooks& h, const std::string& stage, int64_t done, int64_t total,
+                     const std::string& extra = "") {
+  if (h.progress) h.progress(stage, done, total, extra);
+}
+inline void info(const PipelineHooks& h, const std::string& line) {
+  if (h.info) h.info(line);
+}
+
+/// convert_fx for one-input models: the graph input is named "input", the output
+/// "output"; `input_shape` as model.input_shape.
+inline ConvertResult convert_model(fx::GraphModule& gm, const std::string& path, const std::vector<int64_t>& input_shape) {
+  ConvertOptions o;
+  o.input_shapes = {input_shape};
+  o.input_names = {"input"};
+  return convert_fx(gm, path, o);
+}
+
+/// The kernel report as JSON: [{node, op, impl, declined: [{impl, reason}]}].
+inline nlohmann::json kernel_report_json(const std::vector<runtime::KernelChoice>& r) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const auto& c : r) {
+    if (c.folded) continue;
+    nlohmann::json d = nlohmann::json::array();
+    for (const auto& x : c.declined) d.push_back({{"impl", x.impl}, {"reason", x.reason}});
+    out.push_back({{"node", c.node}, {"op", c.op}, {"impl", c.impl}, {"declined", d}});
+  }
+  return out;
+}
+
+}  // namespace qfx::quant::pipeline

@@ -1,0 +1,284 @@
+// quant::ptq: trace, prepare, calibrate on the runtime, convert to int8 ONNX,
+// evaluate fp32 against int8 on the runtime, per-layer SQNR, reference check, report.
+#include <algorithm>
+#include <cmath>
+
+#include "artifacts.h"
+#include "qfx/fx/tracer.h"
+#include "qfx/quant/calibrate.h"
+#include "qfx/quant/convert.h"
+#include "qfx/quant/dataset.h"
+#include "qfx/quant/fake_quantize.h"
+#include "qfx/quant/passes.h"
+#include "qfx/quant/pipeline.h"
+#include "qfx/runtime/model.h"
+
+namespace qfx::quant {
+using namespace pipeline;
+namespace {
+
+// Float values of a runtime tensor: as is, or int8/uint8 codes dequantized.
+at::Tensor dequantize(const runtime::Tensor& t, const Encoding& e) {
+  if (t.dtype() == runtime::DType::kFloat32) return to_aten(t);
+  const auto st = t.dtype() == runtime::DType::kUInt8 ? at::kByte : at::kChar;
+  at::Tensor q = at::from_blob(const_cast<void*>(t.raw()), t.shape(), st).to(at::kFloat);
+  return (q - static_cast<float>(e.zero_point.at(0))) * e.scale.at(0);
+}
+
+double sqnr_db(double signal, double noise) { return 10.0 * std::log10(signal / std::max(noise, 1e-30)); }
+double cosine(const at::Tensor& a, const at::Tensor& b) {
+  return (a * b).sum().item<double>() / (a.norm().item<double>() * b.norm().item<double>() + 1e-30);
+}
+double sqnr(const at::Tensor& ref, const at::Tensor& x) {
+  return sqnr_db(ref.pow(2).sum().item<double>(), (ref - x).pow(2).sum().item<double>());
+}
+
+// Per-layer error sums of one quantized tensor against its fp32 value.
+struct LayerErr {
+  double signal = 0, noise_fq = 0, noise_int8 = 0;
+  bool has_fq = false, has_int8 = false;
+};
+
+}  // namespace
+
+PtqResult ptq(const PtqConfig& cfg, const PipelineHooks& hooks) {
+  const auto t_start = Clock::now();
+  const std::string& config_path = cfg.path;
+  PtqResult res;
+  if (cfg.calibration.images.empty()) throw ConfigError(config_path + ": 'calibration' is required for qfx ptq");
+  auto backend = BackendConfig::resolve(cfg.backend);
+  const std::string rt_backend = backend.runtime;
+  if (!fs::exists(cfg.model)) throw IoError(cfg.model + ": model file not found (model.path in " + config_path + ")");
+  res.model = cfg.model;
+  res.config = config_path;
+  res.backend = backend.name;
+  res.runtime_backend = rt_backend;
+  res.output_dir = cfg.output_dir;
+  info(hooks, "qfx ptq: " + cfg.model + " on backend '" + backend.name + "' (runtime " + rt_backend + ", config " + config_path + ")");
+
+  auto cal = open_dataset(cfg.calibration, cfg.input_shape, cfg.calibration_samples, cfg.seed);
+  const bool have_eval = !cfg.evaluation.images.empty();
+  std::unique_ptr<Dataset> ev;
+  if (have_eval) ev = open_dataset(cfg.evaluation, cfg.input_shape, cfg.evaluation_samples, -1);
+  Staging out(cfg.output_dir);
+
+  auto gm = fx::trace_file(cfg.model, cfg.tracer.options);
+  gm->eval();
+  at::NoGradGuard ng;
+  const int64_t bs = cfg.batch_size, ebs = cfg.evaluation_batch_size;
+  auto for_batches = [&](Dataset& d, int64_t n, const std::function<void(const at::Tensor&, int64_t)>& fn) {
+    for (int64_t i = 0; i < n; i += ebs) fn(d.batch(i, std::min(i + ebs, n)), i);
+  };
+  prepare_fx(*gm, cfg.qconfig, backend);
+
+  // The float model as the runtime runs it (batch norm folded, observers as pass-throughs).
+  ConvertOptions fo;
+  fo.float_model = true;
+  fo.input_shapes = {cfg.input_shape};
+  fo.input_names = {"input"};
+  ConvertResult fr;
+  const std::string float_onnx = export_onnx(*gm, fo, &fr);
+  std::map<std::string, std::string> fp32_tensor_of;  // fx node -> fp32 ONNX value
+  std::vector<std::string> keep;
+  for (const auto& o : fr.observed) {
+    fp32_tensor_of[o.node] = o.tensor;
+    keep.push_back(o.tensor);
+  }
+  // Two loads of the float graph: as deployed (fused, channels last) for evaluation and
+  // latency, and with the observed values kept for the per-layer SQNR table.
+  auto fp32 = runtime::Model::load_from_string(float_onnx, {rt_backend, false}, cfg.model + " (float graph)");
+  runtime::ModelOptions fmo(rt_backend, false);
+  fmo.keep_values = keep;
+  auto fp32_watch = runtime::Model::load_from_string(float_onnx, fmo, cfg.model + " (float graph)");
+
+  // Calibrate on the runtime.
+  CalibrateOptions co;
+  co.backend = rt_backend;
+  co.input_shapes = {cfg.input_shape};
+  const int64_t ncal = cal->size();
+  co.progress = [&](int64_t n) { progress(hooks, "calibration", n, ncal); };
+  auto cr = calibrate(*gm, batches(*cal, bs), co);
+  const double cal_rate = static_cast<double>(cr.images) / std::max(cr.seconds, 1e-9);
+  set_quant_state(*gm, QuantState::kFakeQuant);
+  disable_observer(*gm);
+
+  // Convert.
+  const std::string onnx_path = out.path("model_int8.onnx");
+  ConvertResult conv = convert_model(*gm, onnx_path, cfg.input_shape);
+  auto int8 = runtime::Model::load(onnx_path, {rt_backend});
+
+  nlohmann::json report;
+  report["model"] = cfg.model;
+  report["config"] = config_path;
+  report["backend"] = backend.name;
+  report["runtime_backend"] = rt_backend;
+  report["calibration"] = {{"images", cr.images}, {"images_per_s", cal_rate}, {"engine", cr.engine},
+                           {"seconds", cr.seconds}, {"observed_tensors", cr.observed_tensors}};
+  if (!cr.fallback_reason.empty()) report["calibration"]["fallback_reason"] = cr.fallback_reason;
+  report["float_fallbacks"] = res.float_fallbacks = float_fallbacks(*gm);
+  report["runtime_float_groups"] = res.runtime_float_groups = int8.float_fallbacks();
+  report["export_float_ops"] = res.export_float_ops = conv.float_ops;
+  res.kernel_report = int8.kernel_report();
+  report["kernels"] = kernel_report_json(res.kernel_report);
+  res.calibration = cr;
+  res.calibration_images_per_s = cal_rate;
+
+  if (have_eval) {
+    const int64_t n = ev->size();
+    std::vector<at::Tensor> fp_outs, q_outs;
+    // Latency leaves out the first batch, which also builds the plans (kernels, packed weights).
+    double t_fp32 = 0, t_int8 = 0, libtorch_rel = 0;
+    int64_t timed = 0;
+    for_batches(*ev, n, [&](const at::Tensor& b, int64_t i) {
+      std::map<std::string, runtime::Tensor> in{{"input", wrap(b)}};
+      const bool time_it = i > 0 || n <= ebs;
+      auto t0 = Clock::now();
+      at::Tensor f = to_aten(fp32.run(in).at("output"));
+      if (time_it) t_fp32 += secs(t0);
+      t0 = Clock::now();
+      at::Tensor q = to_aten(int8.run(in).at("output"));
+      if (time_it) {
+        t_int8 += secs(t0);
+        timed += b.size(0);
+      }
+      if (i == 0) {  // independent check: the runtime's fp32 against libtorch on the first batch
+        set_quant_state(*gm, QuantState::kFloat);
+        at::Tensor ref = gm->forward(b);
+        set_quant_state(*gm, QuantState::kFakeQuant);
+        libtorch_rel = ((f - ref).abs().max() / ref.abs().max().clamp_min(1e-12)).item<double>();
+      }
+      fp_outs.push_back(f);
+      q_outs.push_back(q);
+      progress(hooks, "evaluation (fp32 + int8)", i + b.size(0), n);
+    });
+    at::Tensor fp = at::cat(fp_outs), q = at::cat(q_outs);
+    PtqEvaluation& E = res.evaluation;
+    res.evaluated = true;
+    E.images = n;
+    E.batch_size = ebs;
+    E.metric = cfg.metric;
+    E.fp32_runtime_vs_libtorch_max_rel_error = libtorch_rel;
+    E.cosine_int8_vs_fp32 = cosine(q, fp);
+    E.sqnr_db_int8_vs_fp32 = sqnr(fp, q);
+    E.fp32_ms_per_image = 1000.0 * t_fp32 / static_cast<double>(std::max<int64_t>(timed, 1));
+    E.int8_ms_per_image = 1000.0 * t_int8 / static_cast<double>(std::max<int64_t>(timed, 1));
+    report["evaluation"] = {{"images", n},
+                            {"batch_size", ebs},
+                            {"metric", cfg.metric},
+                            {"fp32_runtime_vs_libtorch_max_rel_error", libtorch_rel},
+                            {"cosine_int8_vs_fp32", E.cosine_int8_vs_fp32},
+                            {"sqnr_db_int8_vs_fp32", E.sqnr_db_int8_vs_fp32},
+                            {"fp32_ms_per_image", E.fp32_ms_per_image},
+                            {"int8_ms_per_image", E.int8_ms_per_image}};
+    if (cfg.metric == "top1") {
+      if (!ev->labels().defined())
+        throw ConfigError(config_path + ": evaluation.metric top1 needs labels (evaluation.data.labels)");
+      const at::Tensor& y = ev->labels();
+      E.has_top1 = true;
+      E.top1_fp32 = fp.argmax(1).eq(y).to(at::kDouble).mean().item<double>();
+      E.top1_int8 = q.argmax(1).eq(y).to(at::kDouble).mean().item<double>();
+      E.prediction_agreement = q.argmax(1).eq(fp.argmax(1)).to(at::kDouble).mean().item<double>();
+      report["evaluation"]["top1_fp32"] = E.top1_fp32;
+      report["evaluation"]["top1_int8"] = E.top1_int8;
+      report["evaluation"]["prediction_agreement"] = E.prediction_agreement;
+    }
+
+    // Per-layer SQNR: every quantized activation, fake-quant (Q/DQ simulated on the
+    // runtime) and int8 (the deployed kernels), against the fp32 value.
+    const int64_t ns = std::min(cfg.sqnr_samples, n);
+    if (ns > 0) {
+      auto fq = runtime::Model::load(onnx_path, {rt_backend, /*fuse_qdq=*/false});
+      std::map<std::string, const Encoding*> enc_of_q;  // quantized tensor -> encoding
+      std::vector<std::string> w_fp, w_fq, w_int8;
+      const auto fq_names = fq.value_names(), int8_names = int8.value_names();
+      auto has = [](const std::vector<std::string>& v, const std::string& s) { return std::find(v.begin(), v.end(), s) != v.end(); };
+      std::map<std::string, std::string> node_of_fp;  // fp32 tensor -> node
+      for (const auto& e : conv.encodings) {
+        auto it = fp32_tensor_of.find(e.node);
+        if (it == fp32_tensor_of.end() || e.axis >= 0) continue;
+        enc_of_q[e.quantized] = &e;
+        node_of_fp[it->second] = e.node;
+        w_fp.push_back(it->second);
+        if (has(fq_names, e.quantized)) w_fq.push_back(e.quantized);
+        if (has(int8_names, e.quantized)) w_int8.push_back(e.quantized);
+      }
+      std::sort(w_fp.begin(), w_fp.end());
+      w_fp.erase(std::unique(w_fp.begin(), w_fp.end()), w_fp.end());
+      std::map<std::string, LayerErr> layers;  // by node
+      std::map<std::string, at::Tensor> ref;   // node -> fp32 value of the batch in flight
+      const int64_t sbs = std::min<int64_t>(bs, 8);  // small batches: the fp32 values of every layer are held
+      for (int64_t i = 0; i < ns; i += sbs) {
+        at::Tensor b = ev->batch(i, std::min(i + sbs, ns));
+        std::map<std::string, runtime::Tensor> in{{"input", wrap(b)}};
+        fp32_watch.run(in, w_fp, [&](const std::string& name, const runtime::Tensor& t) {
+          const std::string& node = node_of_fp.at(name);
+          ref[node] = to_aten(t);
+          layers[node].signal += ref[node].pow(2).sum().item<double>();
+        });
+        auto accumulate = [&](bool is_int8) {
+          return [&, is_int8](const std::string& name, const runtime::Tensor& t) {
+            const Encoding& e = *enc_of_q.at(name);
+            auto r = ref.find(e.node);
+            if (r == ref.end()) return;
+            const double err = (dequantize(t, e) - r->second).pow(2).sum().item<double>();
+            LayerErr& l = layers[e.node];
+            (is_int8 ? l.noise_int8 : l.noise_fq) += err;
+            (is_int8 ? l.has_int8 : l.has_fq) = true;
+          };
+        };
+        fq.run(in, w_fq, accumulate(false));
+        int8.run(in, w_int8, accumulate(true));
+      }
+      struct Row {
+        std::string node;
+        double fq, q;
+        bool has_q;
+      };
+      std::vector<Row> rows;
+      for (const auto& kv : layers)
+        if (kv.second.has_fq)
+          rows.push_back({kv.first, sqnr_db(kv.second.signal, kv.second.noise_fq), sqnr_db(kv.second.signal, kv.second.noise_int8),
+                          kv.second.has_int8});
+      std::sort(rows.begin(), rows.end(), [](const Row& a, const Row& b) { return (a.has_q ? a.q : a.fq) < (b.has_q ? b.q : b.fq); });
+      nlohmann::json jl = nlohmann::json::array();
+      for (const auto& r : rows) {
+        nlohmann::json j = {{"node", r.node}, {"sqnr_db_fakequant", r.fq}};
+        if (r.has_q) j["sqnr_db_int8"] = r.q;
+        jl.push_back(j);
+      }
+      report["per_layer_sqnr"] = {{"images", ns}, {"layers", jl}};
+      E.sqnr_images = ns;
+      for (const auto& r : rows) E.layers.push_back({r.node, r.fq, r.q, r.has_q});
+    }
+
+    // The reference backend must give the same int8 outputs, bit for bit.
+    const int64_t nr = cfg.reference_check < 0 ? n : std::min(cfg.reference_check, n);
+    if (nr > 0 && rt_backend != "reference") {
+      auto ref_model = runtime::Model::load(onnx_path, {"reference"});
+      int64_t identical = 0;
+      double max_diff = 0;
+      for_batches(*ev, nr, [&](const at::Tensor& b, int64_t i) {
+        at::Tensor r = to_aten(ref_model.run({{"input", wrap(b)}}).at("output"));
+        at::Tensor o = q.slice(0, i, i + b.size(0));
+        identical += (r == o).flatten(1).all(1).sum().item<int64_t>();
+        max_diff = std::max(max_diff, (r - o).abs().max().item<double>());
+        progress(hooks, "reference backend check", i + b.size(0), nr);
+      });
+      report["evaluation"]["reference_check"] = {{"images", nr}, {"identical_outputs", identical}, {"max_abs_diff", max_diff}};
+      E.reference_images = nr;
+      E.reference_identical = identical;
+      E.reference_max_abs_diff = max_diff;
+    }
+  }
+
+  write_encodings(out.path("encodings.json"), conv, graph_hash(*gm), backend.name);
+  report["outputs"] = {out.final_path("model_int8.onnx"), out.final_path("encodings.json"), out.final_path("report.json")};
+  report["seconds"] = secs(t_start);
+  write_json(out.path("report.json"), report);
+  out.commit();
+  res.outputs = report["outputs"].get<std::vector<std::string>>();
+  res.seconds = secs(t_start);
+  return res;
+}
+
+}  // namespace qfx::quant

@@ -1,0 +1,235 @@
+// quant::qat: prepare_qat_fx, a libtorch training loop with fake quantization
+// (schedules, checkpoints, resume), convert, int8 evaluation on the runtime.
+#include <torch/nn/functional/loss.h>
+#include <torch/optim/adam.h>
+#include <torch/optim/sgd.h>
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+#include <random>
+
+#include "artifacts.h"
+#include "qfx/fx/tracer.h"
+#include "qfx/quant/calibrate.h"
+#include "qfx/quant/checkpoint.h"
+#include "qfx/quant/dataset.h"
+#include "qfx/quant/fake_quantize.h"
+#include "qfx/quant/modules.h"
+#include "qfx/quant/passes.h"
+#include "qfx/quant/pipeline.h"
+#include "qfx/runtime/model.h"
+
+namespace qfx::quant {
+using namespace pipeline;
+namespace {
+
+// Learning rate at `step` of `total` (see TrainingConfig::lr_schedule).
+double lr_at(const TrainingConfig& t, int64_t step, int64_t total) {
+  if (t.lr_schedule == "cosine") return 0.5 * t.lr * (1.0 + std::cos(M_PI * static_cast<double>(step) / std::max<int64_t>(total, 1)));
+  if (t.lr_schedule == "step") {
+    double lr = t.lr;
+    for (int64_t m : t.lr_steps)
+      if (step >= m) lr *= 0.1;
+    return lr;
+  }
+  return t.lr;
+}
+
+void set_lr(torch::optim::Optimizer& opt, double lr) {
+  for (auto& g : opt.param_groups()) {
+    if (auto* o = dynamic_cast<torch::optim::SGDOptions*>(&g.options())) o->lr(lr);
+    if (auto* o = dynamic_cast<torch::optim::AdamOptions*>(&g.options())) o->lr(lr);
+  }
+}
+
+// Top-1 of `gm` (libtorch, eval mode) on a dataset; also returns the predictions.
+double top1(fx::GraphModule& gm, Dataset& d, int64_t bs, at::Tensor* pred, const std::string& what,
+            const PipelineHooks& hooks) {
+  at::NoGradGuard ng;
+  std::vector<at::Tensor> preds;
+  for (int64_t i = 0; i < d.size(); i += bs) {
+    at::Tensor b = d.batch(i, std::min(i + bs, d.size()));
+    preds.push_back(gm.forward(b).argmax(1));
+    progress(hooks, what, i + b.size(0), d.size());
+  }
+  *pred = at::cat(preds);
+  return pred->eq(d.labels()).to(at::kDouble).mean().item<double>();
+}
+
+}  // namespace
+
+QatResult qat(const PtqConfig& cfg, const PipelineHooks& hooks) {
+  const auto t_start = Clock::now();
+  const std::string& config_path = cfg.path;
+  QatResult res;
+  if (!cfg.has_training) throw ConfigError(config_path + ": 'training' is required for qfx qat");
+  const TrainingConfig& tc = cfg.training;
+  auto backend = BackendConfig::resolve(cfg.backend);
+  const std::string rt_backend = backend.runtime;
+  if (!fs::exists(cfg.model)) throw IoError(cfg.model + ": model file not found (model.path in " + config_path + ")");
+  if (cfg.evaluation.images.empty()) throw ConfigError(config_path + ": qfx qat needs an 'evaluation' section with labels");
+  res.model = cfg.model;
+  res.config = config_path;
+  res.backend = backend.name;
+  res.runtime_backend = rt_backend;
+  res.output_dir = cfg.output_dir;
+  info(hooks, "qfx qat: " + cfg.model + " on backend '" + backend.name + "' (runtime " + rt_backend + ", config " + config_path + ")");
+  auto train = open_dataset(tc.data, cfg.input_shape, tc.num_samples, -1);
+  auto ev = open_dataset(cfg.evaluation, cfg.input_shape, cfg.evaluation_samples, -1);
+  if (!ev->labels().defined()) throw ConfigError(config_path + ": evaluation.data.labels is required for qfx qat");
+  Staging out(cfg.output_dir);
+  const std::string ckpt = tc.checkpoint.empty() ? (fs::path(cfg.output_dir) / "qat_checkpoint.pt").string() : tc.checkpoint;
+
+  torch::manual_seed(static_cast<uint64_t>(tc.seed));
+  auto gm = fx::trace_file(cfg.model, cfg.tracer.options);
+  gm->eval();
+  at::Tensor fp32_pred;
+  const double top1_fp32 = top1(*gm, *ev, cfg.evaluation_batch_size, &fp32_pred, "fp32 evaluation", hooks);
+  prepare_qat_fx(*gm, cfg.qconfig, backend);
+  // Optional: observers start from a calibration pass over the float graph (runtime).
+  if (!cfg.calibration.images.empty()) {
+    auto cal = open_dataset(cfg.calibration, cfg.input_shape, cfg.calibration_samples, cfg.seed);
+    CalibrateOptions co;
+    co.backend = rt_backend;
+    co.input_shapes = {cfg.input_shape};
+    calibrate(*gm, batches(*cal, cfg.batch_size), co);
+  }
+  std::unique_ptr<torch::optim::Optimizer> opt;
+  if (tc.optimizer == "adam")
+    opt = std::make_unique<torch::optim::Adam>(gm->parameters(), torch::optim::AdamOptions(tc.lr).weight_decay(tc.weight_decay));
+  else
+    opt = std::make_unique<torch::optim::SGD>(
+        gm->parameters(), torch::optim::SGDOptions(tc.lr).momentum(tc.momentum).weight_decay(tc.weight_decay));
+  const int64_t n = train->size(), bs = tc.batch_size, steps_per_epoch = (n + bs - 1) / bs;
+  int64_t total = tc.epochs * steps_per_epoch;
+  if (tc.max_steps > 0) total = std::min(total, tc.max_steps);
+  int64_t step = 0;
+  if (!tc.resume.empty()) {
+    step = load_qat_checkpoint(tc.resume, *gm, *opt);
+    res.resumed_at = step;
+    info(hooks, "resumed from " + tc.resume + " at step " + std::to_string(step));
+  }
+  // The schedule is a function of the step, so a resumed run re-applies it.
+  auto apply_schedule = [&](int64_t s) {
+    if (tc.freeze_bn_after >= 0 && s >= tc.freeze_bn_after) freeze_bn_stats(*gm);
+    if (tc.disable_observer_after >= 0 && s >= tc.disable_observer_after) disable_observer(*gm);
+  };
+  apply_schedule(step);
+  double loss_ema = 0, step_seconds = 0;
+  int64_t timed_steps = 0;
+  while (step < total) {
+    const int64_t epoch = step / steps_per_epoch;
+    std::vector<int64_t> order(static_cast<size_t>(n));
+    std::iota(order.begin(), order.end(), int64_t{0});
+    std::mt19937_64 rng(static_cast<uint64_t>(tc.seed) * 1000003u + static_cast<uint64_t>(epoch));
+    std::shuffle(order.begin(), order.end(), rng);
+    const std::string stage = "epoch " + std::to_string(epoch + 1) + "/" + std::to_string(tc.epochs);
+    int64_t correct = 0, seen = 0;
+    gm->train();
+    for (int64_t k = step % steps_per_epoch; k < steps_per_epoch && step < total; ++k, ++step) {
+      apply_schedule(step);
+      std::vector<int64_t> pos(order.begin() + k * bs, order.begin() + std::min((k + 1) * bs, n));
+      at::Tensor x = train->gather(pos), y = train->labels().index_select(0, at::tensor(pos, at::kLong));
+      const auto t0 = Clock::now();
+      set_lr(*opt, lr_at(tc, step, total));
+      opt->zero_grad();
+      at::Tensor logits = gm->forward(x);
+      at::Tensor loss = torch::nn::functional::cross_entropy(logits, y);
+      loss.backward();
+      opt->step();
+      step_seconds += secs(t0);
+      ++timed_steps;
+      const double l = loss.item<double>();
+      loss_ema = (step == 0 || k == 0) ? l : 0.95 * loss_ema + 0.05 * l;
+      correct += logits.argmax(1).eq(y).sum().item<int64_t>();
+      seen += x.size(0);
+      char extra[96];
+      std::snprintf(extra, sizeof extra, "loss %.3f  acc %.1f%%  lr %.4f", loss_ema, 100.0 * correct / std::max<int64_t>(seen, 1),
+                    lr_at(tc, step, total));
+      progress(hooks, stage, std::min((k + 1) * bs, n), n, extra);
+    }
+    save_qat_checkpoint(ckpt, *gm, *opt, step);
+  }
+  // Cost of fake quantization: forward + backward on one training batch with fake
+  // quant on and off (observers and batch-norm statistics frozen, no optimizer step).
+  double ms_fq = 0, ms_float = 0;
+  {
+    disable_observer(*gm);
+    freeze_bn_stats(*gm);
+    std::vector<int64_t> pos(static_cast<size_t>(std::min(bs, n)));
+    std::iota(pos.begin(), pos.end(), int64_t{0});
+    at::Tensor x = train->gather(pos), y = train->labels().index_select(0, at::tensor(pos, at::kLong));
+    auto time_steps = [&]() {
+      std::vector<double> t;
+      for (int i = 0; i < 7; ++i) {
+        const auto t0 = Clock::now();
+        gm->zero_grad();
+        torch::nn::functional::cross_entropy(gm->forward(x), y).backward();
+        t.push_back(1000.0 * secs(t0));
+      }
+      std::sort(t.begin(), t.end());
+      return t[t.size() / 2];
+    };
+    set_quant_state(*gm, QuantState::kFloat);
+    ms_float = time_steps();
+    set_quant_state(*gm, QuantState::kFakeQuant);
+    disable_observer(*gm);
+    ms_fq = time_steps();
+    gm->zero_grad();
+  }
+  gm->eval();
+  set_quant_state(*gm, QuantState::kFakeQuant);
+  disable_observer(*gm);
+  at::Tensor fq_pred;
+  const double top1_fq = top1(*gm, *ev, cfg.evaluation_batch_size, &fq_pred, "fake-quant evaluation", hooks);
+  // Convert and run the int8 model on the runtime.
+  const std::string onnx_path = out.path("model_int8.onnx");
+  ConvertResult conv = convert_model(*gm, onnx_path, cfg.input_shape);
+  auto int8 = runtime::Model::load(onnx_path, {rt_backend});
+  std::vector<at::Tensor> preds;
+  const int64_t ebs = cfg.evaluation_batch_size;
+  for (int64_t i = 0; i < ev->size(); i += ebs) {
+    at::Tensor b = ev->batch(i, std::min(i + ebs, ev->size()));
+    preds.push_back(to_aten(int8.run({{"input", wrap(b)}}).at("output")).argmax(1));
+    progress(hooks, "int8 evaluation", i + b.size(0), ev->size());
+  }
+  at::Tensor q_pred = at::cat(preds);
+  const double top1_int8 = q_pred.eq(ev->labels()).to(at::kDouble).mean().item<double>();
+  const double agree = q_pred.eq(fq_pred).to(at::kDouble).mean().item<double>();
+  nlohmann::json report;
+  report["model"] = cfg.model;
+  report["config"] = config_path;
+  report["backend"] = backend.name;
+  report["training"] = {{"steps", step}, {"epochs", tc.epochs}, {"batch_size", bs}, {"optimizer", tc.optimizer},
+                        {"lr", tc.lr}, {"lr_schedule", tc.lr_schedule}, {"final_loss_ema", loss_ema},
+                        {"ms_per_step", timed_steps ? 1000.0 * step_seconds / static_cast<double>(timed_steps) : 0.0},
+                        {"checkpoint", ckpt},
+                        {"fwd_bwd_ms_fake_quant", ms_fq}, {"fwd_bwd_ms_float", ms_float}};
+  report["evaluation"] = {{"images", ev->size()}, {"top1_fp32", top1_fp32}, {"top1_fakequant", top1_fq},
+                          {"top1_int8", top1_int8}, {"int8_agrees_with_fakequant", agree}};
+  report["float_fallbacks"] = res.float_fallbacks = float_fallbacks(*gm);
+  report["runtime_float_groups"] = res.runtime_float_groups = int8.float_fallbacks();
+  res.kernel_report = int8.kernel_report();
+  report["kernels"] = kernel_report_json(res.kernel_report);
+  write_encodings(out.path("encodings.json"), conv, graph_hash(*gm), backend.name);
+  report["seconds"] = secs(t_start);
+  write_json(out.path("report.json"), report);
+  out.commit();
+  res.checkpoint = ckpt;
+  res.steps = step;
+  res.ms_per_step = timed_steps ? 1000.0 * step_seconds / static_cast<double>(timed_steps) : 0.0;
+  res.final_loss_ema = loss_ema;
+  res.fwd_bwd_ms_fake_quant = ms_fq;
+  res.fwd_bwd_ms_float = ms_float;
+  res.eval_images = ev->size();
+  res.top1_fp32 = top1_fp32;
+  res.top1_fakequant = top1_fq;
+  res.top1_int8 = top1_int8;
+  res.int8_agrees_with_fakequant = agree;
+  res.outputs = {out.final_path("model_int8.onnx"), out.final_path("encodings.json"), out.final_path("report.json")};
+  res.seconds = secs(t_start);
+  return res;
+}
+
+}  // namespace qfx::quant
