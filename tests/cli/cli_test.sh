@@ -88,6 +88,23 @@ print('sorted' if v == sorted(v) and all(5 < x < 80 for x in v) else 'unsorted',
 /usr/bin/python3 -c "import numpy; numpy.save('$tmp/img.npy', numpy.zeros((1, 1, 28, 28), numpy.float32))"
 check "qfx ptq: model runs on the runtime" 0 "output: \\[1, 10\\]" -- \
   "$QFX" run "$tmp/ptq/model_int8.onnx" -i "$tmp/img.npy"
+# The kernel registry as a user sees it: every int8 convolution of the job's model on
+# oneDNN (no silent reference fallback), and the example plug-in running the same
+# model with outputs identical to the reference backend's.
+/usr/bin/python3 -c "import numpy; numpy.save('$tmp/rnd.npy', numpy.random.default_rng(3).normal(0, 1, (16, 1, 28, 28)).astype(numpy.float32))"
+check "qfx run --explain: every QLinearConv of the PTQ model runs on oneDNN" 0 "^all [0-9]+ QLinearConv on onednn$" -- bash -c \
+  "out=\$('$QFX' run '$tmp/ptq/model_int8.onnx' -i '$tmp/rnd.npy' --explain) || exit 1
+   n=\$(grep -cE '  QLinearConv  ' <<<\"\$out\"); d=\$(grep -E '  QLinearConv  ' <<<\"\$out\" | grep -vc '  onednn\$')
+   [ \"\$n\" -gt 0 ] && [ \"\$d\" -eq 0 ] && echo \"all \$n QLinearConv on onednn\" || echo \"\$out\""
+check "qfx run --plugin: the example NPU runs the PTQ model's QLinearAdd" 0 "QLinearAdd  example_npu" -- \
+  "$QFX" run "$tmp/ptq/model_int8.onnx" -i "$tmp/rnd.npy" --plugin "$PLUGIN" --backend example_npu --explain -o "$tmp/npu.npy"
+check "qfx run --plugin: outputs identical to the reference backend" 0 "^identical$" -- bash -c \
+  "'$QFX' run '$tmp/ptq/model_int8.onnx' -i '$tmp/rnd.npy' --backend reference -o '$tmp/ref.npy' >/dev/null &&
+   cmp -s '$tmp/npu.npy' '$tmp/ref.npy' && echo identical || echo different"
+check "qfx run --plugin: a missing plug-in is a file error" 7 "nothing.so: runtime plug-in not found" -- \
+  "$QFX" run "$tmp/ptq/model_int8.onnx" -i "$tmp/rnd.npy" --plugin "$tmp/nothing.so" --backend example_npu
+check "qfx run: an unknown backend names the registered ones" 3 "unknown runtime backend 'npu9' \\(registered: .*onednn" -- \
+  "$QFX" run "$tmp/ptq/model_int8.onnx" -i "$tmp/rnd.npy" --backend npu9
 check "qfx ptq: calibration from a PNG/JPEG folder" 0 "calibration: 12 images on runtime:onednn" -- \
   "$QFX" ptq --set "calibration.data={format: images, images: $FIXTURES/images/small, resize: 28, crop: 28, color: gray}" \
   --set evaluation=null --set output.dir="$tmp/ptq_images"

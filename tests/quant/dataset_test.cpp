@@ -4,6 +4,9 @@
 #include <gtest/gtest.h>
 #include <ATen/ATen.h>
 
+#include <unistd.h>
+
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <set>
@@ -12,6 +15,7 @@
 #include "qfx/error.h"
 #include "qfx/quant/data.h"
 #include "qfx/quant/dataset.h"
+#include "qfx/quant/ptq_config.h"
 #include "qfx/runtime/npy.h"
 
 using namespace qfx;
@@ -167,4 +171,60 @@ TEST(Dataset, ErrorsNameTheFileOrFolder) {
   idx.images = fashion_mnist_dir() + "/t10k-images-idx3-ubyte.gz";
   idx.labels = fashion_mnist_dir() + "/train-labels-idx1-ubyte.gz";
   EXPECT_NE(message([&] { open_dataset(idx, {-1, 1, 28, 28}); }).find("60000 labels for 10000 images"), std::string::npos);
+}
+
+namespace {
+
+// A reader registered by a user (the README's "a data reader" recipe): N samples
+// whose every value is the sample index, for any input shape.
+class IndexReader : public Dataset {
+ public:
+  IndexReader(const DataSpec& spec, const std::vector<int64_t>& input_shape, int64_t limit, int64_t seed) {
+    sample_shape_.assign(input_shape.begin() + 1, input_shape.end());
+    source_ = "index-reader:" + spec.images;
+    select(std::stoll(fs::path(spec.images).filename().string()), limit, seed);  // images: the sample count (paths resolve against the config folder)
+  }
+
+ protected:
+  void read(int64_t id, float* dst) override {
+    int64_t n = 1;
+    for (auto d : sample_shape_) n *= d;
+    std::fill(dst, dst + n, static_cast<float>(id));
+  }
+};
+
+}  // namespace
+
+TEST(Dataset, RegisteredReaderIsAcceptedByConfigsAndOpened) {
+  auto message = [](const std::function<void()>& fn) -> std::string {
+    try {
+      fn();
+    } catch (const qfx::Error& e) {
+      return e.what();
+    }
+    return "(no error)";
+  };
+  register_data_reader("index_test", [](const DataSpec& s, const std::vector<int64_t>& shape, int64_t limit, int64_t seed) {
+    return std::unique_ptr<Dataset>(std::make_unique<IndexReader>(s, shape, limit, seed));
+  });
+  auto formats = data_reader_formats();
+  for (const char* f : {"idx", "images", "npy", "raw", "index_test"})
+    EXPECT_NE(std::find(formats.begin(), formats.end(), f), formats.end()) << f;
+  const auto dir = fs::temp_directory_path() / ("qfx_reader_" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  const auto cfg_path = (dir / "cfg.yaml").string();
+  std::ofstream(cfg_path) << "model: {path: m.pt, input_shape: [-1, 2, 3, 3]}\n"
+                             "calibration:\n  data: {format: index_test, images: '40'}\n  num_samples: 5\n  seed: -1\n";
+  PtqConfig cfg = load_ptq_config(cfg_path);
+  EXPECT_EQ(cfg.calibration.format, "index_test");
+  auto ds = open_dataset(cfg.calibration, cfg.input_shape, cfg.calibration_samples, cfg.seed);
+  ASSERT_EQ(ds->size(), 5);
+  at::Tensor b = ds->batch(0, 5);
+  ASSERT_EQ(b.sizes(), (std::vector<int64_t>{5, 2, 3, 3}));
+  for (int64_t i = 0; i < 5; ++i) EXPECT_EQ(b[i].min().item<float>(), static_cast<float>(i));
+  // An unregistered format is a config error naming the registered ones.
+  std::ofstream(cfg_path) << "model: {path: m.pt, input_shape: [-1, 2, 3, 3]}\n"
+                             "calibration:\n  data: {format: parquet, images: x}\n";
+  EXPECT_NE(message([&] { load_ptq_config(cfg_path); }).find("index_test"), std::string::npos);
+  fs::remove_all(dir);
 }

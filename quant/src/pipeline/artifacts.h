@@ -90,6 +90,16 @@ inline ConvertResult convert_model(fx::GraphModule& gm, const std::string& path,
   return convert_fx(gm, path, o);
 }
 
+/// Fills what a PtqResult and a QatResult say about their inputs.
+template <typename Result>
+void set_inputs(Result* r, const PtqConfig& cfg, const std::string& backend, const std::string& runtime_backend) {
+  r->model = cfg.model;
+  r->config = cfg.path;
+  r->backend = backend;
+  r->runtime_backend = runtime_backend;
+  r->output_dir = cfg.output_dir;
+}
+
 /// The kernel report as JSON: [{node, op, impl, declined: [{impl, reason}]}].
 inline nlohmann::json kernel_report_json(const std::vector<runtime::KernelChoice>& r) {
   nlohmann::json out = nlohmann::json::array();

@@ -49,11 +49,7 @@ PtqResult ptq(const PtqConfig& cfg, const PipelineHooks& hooks) {
   auto backend = BackendConfig::resolve(cfg.backend);
   const std::string rt_backend = backend.runtime;
   if (!fs::exists(cfg.model)) throw IoError(cfg.model + ": model file not found (model.path in " + config_path + ")");
-  res.model = cfg.model;
-  res.config = config_path;
-  res.backend = backend.name;
-  res.runtime_backend = rt_backend;
-  res.output_dir = cfg.output_dir;
+  set_inputs(&res, cfg, backend.name, rt_backend);
   info(hooks, "qfx ptq: " + cfg.model + " on backend '" + backend.name + "' (runtime " + rt_backend + ", config " + config_path + ")");
 
   auto cal = open_dataset(cfg.calibration, cfg.input_shape, cfg.calibration_samples, cfg.seed);

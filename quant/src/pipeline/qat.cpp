@@ -69,11 +69,7 @@ QatResult qat(const PtqConfig& cfg, const PipelineHooks& hooks) {
   const std::string rt_backend = backend.runtime;
   if (!fs::exists(cfg.model)) throw IoError(cfg.model + ": model file not found (model.path in " + config_path + ")");
   if (cfg.evaluation.images.empty()) throw ConfigError(config_path + ": qfx qat needs an 'evaluation' section with labels");
-  res.model = cfg.model;
-  res.config = config_path;
-  res.backend = backend.name;
-  res.runtime_backend = rt_backend;
-  res.output_dir = cfg.output_dir;
+  set_inputs(&res, cfg, backend.name, rt_backend);
   info(hooks, "qfx qat: " + cfg.model + " on backend '" + backend.name + "' (runtime " + rt_backend + ", config " + config_path + ")");
   auto train = open_dataset(tc.data, cfg.input_shape, tc.num_samples, -1);
   auto ev = open_dataset(cfg.evaluation, cfg.input_shape, cfg.evaluation_samples, -1);

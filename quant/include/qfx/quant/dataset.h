@@ -5,6 +5,7 @@
 #include <ATen/core/Tensor.h>
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -21,7 +22,7 @@ namespace qfx::quant {
 /// data: {format: raw, images: DIR}                   # one float32 file per sample
 /// ```
 struct DataSpec {
-  std::string format = "idx";  ///< idx | images | npy | raw
+  std::string format = "idx";  ///< idx | images | npy | raw | a format registered with register_data_reader
   std::string images;          ///< file (idx, npy) or folder (images, raw)
   std::string labels;          ///< idx/npy label file; "subfolders" for images (class = sorted folder index)
   /// x <- (pixel / 255 - mean[c]) / std[c] (idx, images); one value or one per channel.
@@ -65,10 +66,23 @@ class Dataset {
   std::string source_;
 };
 
+/// Builds the reader of one `format:` (see register_data_reader).
+using DataReaderFactory = std::function<std::unique_ptr<Dataset>(const DataSpec& spec, const std::vector<int64_t>& input_shape,
+                                                                 int64_t limit, int64_t seed)>;
+
+/// Registers (or replaces) the reader of `format` (the `format:` key of a data
+/// section): open_dataset builds it, and configs accept the name. The built-in
+/// readers are idx, images, npy and raw.
+void register_data_reader(const std::string& format, DataReaderFactory factory);
+
+/// The registered formats, sorted.
+std::vector<std::string> data_reader_formats();
+
 /// Opens `spec` for a model input of shape `input_shape` ([-1, C, H, W]: the
 /// batch dimension first; -1 in other dims accepts any size). Takes `limit`
 /// samples (0: all), chosen with `seed` (see Dataset::select).
-/// Throws IoError naming a missing file or folder, or an empty folder; DataError
+/// Throws ConfigError for an unregistered format (naming the registered ones),
+/// IoError naming a missing file or folder, or an empty folder; DataError
 /// naming the file when samples do not fit the input shape (channels, size) or
 /// the labels' count differs from the samples'.
 std::unique_ptr<Dataset> open_dataset(const DataSpec& spec, const std::vector<int64_t>& input_shape, int64_t limit = 0,

@@ -25,7 +25,7 @@ DataSpec read_data(const std::string& path, const YAML::Node& n, const std::stri
   DataSpec d;
   if (!n.IsMap()) bad(path, n, what + " must be a mapping {format: ..., images: ...}");
   check_keys(path, n, what, {"format", "images", "labels", "mean", "std", "resize", "crop", "color"});
-  if (auto f = n["format"]) d.format = as_choice(path, f, what + ".format", {"idx", "images", "npy", "raw"});
+  if (auto f = n["format"]) d.format = as_choice(path, f, what + ".format", data_reader_formats());
   if (!n["images"]) bad(path, n, what + ".images is required");
   const std::string base = std::filesystem::path(path).parent_path().string();
   d.images = resolve_path(as_string(path, n["images"], what + ".images"), base);

@@ -13,6 +13,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <mutex>
 #include <numeric>
 #include <random>
 
@@ -391,13 +392,61 @@ at::Tensor preprocess_image(const at::Tensor& hwc, const DataSpec& spec, const s
   return chw;
 }
 
+namespace {
+
+std::map<std::string, DataReaderFactory>& readers() {
+  static std::map<std::string, DataReaderFactory> r = [] {
+    std::map<std::string, DataReaderFactory> m;
+    m["idx"] = [](const DataSpec& s, const std::vector<int64_t>& shape, int64_t limit, int64_t seed) {
+      return std::unique_ptr<Dataset>(std::make_unique<IdxDataset>(s, shape, limit, seed));
+    };
+    m["npy"] = [](const DataSpec& s, const std::vector<int64_t>& shape, int64_t limit, int64_t seed) {
+      return std::unique_ptr<Dataset>(std::make_unique<NpyDataset>(s, shape, limit, seed));
+    };
+    m["images"] = [](const DataSpec& s, const std::vector<int64_t>& shape, int64_t limit, int64_t seed) {
+      return std::unique_ptr<Dataset>(std::make_unique<ImageDataset>(s, shape, limit, seed));
+    };
+    m["raw"] = [](const DataSpec& s, const std::vector<int64_t>& shape, int64_t limit, int64_t seed) {
+      return std::unique_ptr<Dataset>(std::make_unique<RawDataset>(s, shape, limit, seed));
+    };
+    return m;
+  }();
+  return r;
+}
+
+std::mutex& readers_mutex() {
+  static std::mutex m;
+  return m;
+}
+
+}  // namespace
+
+void register_data_reader(const std::string& format, DataReaderFactory factory) {
+  std::lock_guard<std::mutex> lk(readers_mutex());
+  readers()[format] = std::move(factory);
+}
+
+std::vector<std::string> data_reader_formats() {
+  std::lock_guard<std::mutex> lk(readers_mutex());
+  std::vector<std::string> out;
+  for (const auto& kv : readers()) out.push_back(kv.first);
+  return out;
+}
+
 std::unique_ptr<Dataset> open_dataset(const DataSpec& spec, const std::vector<int64_t>& input_shape, int64_t limit,
                                       int64_t seed) {
-  if (spec.format == "idx") return std::make_unique<IdxDataset>(spec, input_shape, limit, seed);
-  if (spec.format == "npy") return std::make_unique<NpyDataset>(spec, input_shape, limit, seed);
-  if (spec.format == "images") return std::make_unique<ImageDataset>(spec, input_shape, limit, seed);
-  if (spec.format == "raw") return std::make_unique<RawDataset>(spec, input_shape, limit, seed);
-  throw ConfigError("unknown data format '" + spec.format + "' (idx, images, npy, raw)");
+  DataReaderFactory f;
+  {
+    std::lock_guard<std::mutex> lk(readers_mutex());
+    auto it = readers().find(spec.format);
+    if (it != readers().end()) f = it->second;
+  }
+  if (!f) {
+    std::string names;
+    for (const auto& n : data_reader_formats()) names += (names.empty() ? "" : ", ") + n;
+    throw ConfigError("unknown data format '" + spec.format + "' (registered: " + names + ")");
+  }
+  return f(spec, input_shape, limit, seed);
 }
 
 }  // namespace qfx::quant
