@@ -108,6 +108,12 @@ check "qfx run: an unknown backend names the registered ones" 3 "unknown runtime
 check "qfx ptq: calibration from a PNG/JPEG folder" 0 "calibration: 12 images on runtime:onednn" -- \
   "$QFX" ptq --set "calibration.data={format: images, images: $FIXTURES/images/small, resize: 28, crop: 28, color: gray}" \
   --set evaluation=null --set output.dir="$tmp/ptq_images"
+check "qfx ptq: evaluation.metric cosine reports no top-1, evaluation.batch_size is its own" 0 "^cosine-only 32$" -- bash -c \
+  "'$QFX' ptq --set calibration.num_samples=64 --set evaluation.num_samples=96 --set evaluation.metric=cosine \
+     --set evaluation.batch_size=32 --set evaluation.reference_check=0 --set evaluation.sqnr_samples=0 \
+     --set output.dir='$tmp/ptq_cos' >/dev/null 2>&1 && /usr/bin/python3 -c \"
+import json; e = json.load(open('$tmp/ptq_cos/report.json'))['evaluation']
+print('cosine-only', e['batch_size']) if e['metric'] == 'cosine' and 'top1_int8' not in e and e['cosine_int8_vs_fp32'] > 0.99 else print(e)\""
 # Bad input: one message naming the file or key, a distinct exit code, no output files.
 check "qfx ptq: model file missing" 7 "none.pt: model file not found" -- \
   "$QFX" ptq --set model.path="$tmp/none.pt" --set output.dir="$tmp/bad1"
