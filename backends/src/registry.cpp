@@ -153,7 +153,7 @@ Kernel make_kernel(const ir::Node& n, const std::vector<Meta>& in, const std::ve
   c = KernelChoice{};
   c.node = n.name;
   c.op = n.op;
-  KernelRequest req{n, in, consts, nhwc_out};
+  KernelRequest req{n, in, consts, nhwc_out, {}};
   for (size_t i = 0; i < cands.size(); ++i) {
     const bool last = i + 1 == cands.size();
     Kernel k;
@@ -176,6 +176,13 @@ Kernel make_kernel(const ir::Node& n, const std::vector<Meta>& in, const std::ve
   std::string why;
   for (const auto& d : c.declined) why += "; " + d.impl + ": " + d.reason;
   throw UnsupportedOpError(n.label() + ": no kernel on backend '" + backend + "' runs this configuration" + why);
+}
+
+std::map<std::string, int> kernel_counts(const std::vector<KernelChoice>& report) {
+  std::map<std::string, int> out;
+  for (const auto& c : report)
+    if (!c.folded) ++out[c.op + ":" + c.impl];
+  return out;
 }
 
 void load_plugin(const std::string& path) {

@@ -90,8 +90,10 @@ TEST(Registry, DeclinesAreReportedWithTheirReasons) {
   // Without VNNI oneDNN declines int8 convolutions whose weights exceed 7 bits; the
   // report must say so. With VNNI it runs them: either way, the report tells.
   Model m = Model::load(onnx_dir() + "qdq_s8.onnx", {"onednn"});
+  int convs = 0;
   for (const auto& c : m.kernel_report()) {
     if (c.op != "QLinearConv") continue;
+    ++convs;
     if (c.impl == "onednn") {
       EXPECT_TRUE(c.declined.empty());
     } else {
@@ -100,6 +102,8 @@ TEST(Registry, DeclinesAreReportedWithTheirReasons) {
       EXPECT_FALSE(c.declined[0].reason.empty());
     }
   }
+  EXPECT_EQ(convs, 2);
+  EXPECT_EQ(kernel_counts(m.kernel_report()), m.kernel_impls());
 }
 
 TEST(Registry, OneDnnRunsTheInt8ConvolutionsItIsExpectedTo) {

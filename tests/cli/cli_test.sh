@@ -45,6 +45,21 @@ check "prepare_qat_fx keeps batch norm for folding simulation" 0 "ConvBnReLU6_2d
   "$QFX" inspect "$FIXTURES/mobilenet_v2_scripted.pt" --backend onednn --qat --no-code
 check "unknown backend lists the shipped ones" 3 "unknown backend 'tpu' \\(available: example_accel, onednn, reference" -- \
   "$QFX" inspect "$FIXTURES/wrap_example.pt" --backend tpu
+# A backend YAML's runtime: key (a built-in backend name, or a plug-in's with its library).
+cfgs="$(dirname "$0")/../../configs/backends"
+sed -e 's/^name: reference$/name: my_npu/' -e 's/^runtime: reference$/runtime: npu9/' "$cfgs/reference.yaml" > "$tmp/rt_unknown.yaml"
+check "backend YAML: unknown runtime names file, line and the registered backends" 3 \
+  "rt_unknown.yaml:[0-9]+:[0-9]+: runtime: unknown runtime backend 'npu9' \\(registered: onednn, reference" -- \
+  "$QFX" inspect "$FIXTURES/wrap_example.pt" --backend "$tmp/rt_unknown.yaml" --no-code
+sed -e 's/^name: reference$/name: my_npu/' -e 's/^runtime: reference$/runtime: {backend: example_npu, plugins: [nothing.so]}/' \
+  "$cfgs/reference.yaml" > "$tmp/rt_noplugin.yaml"
+check "backend YAML: a missing runtime plug-in names file and line" 3 "rt_noplugin.yaml:[0-9]+:[0-9]+: runtime.plugins: '.*nothing.so' not found" -- \
+  "$QFX" inspect "$FIXTURES/wrap_example.pt" --backend "$tmp/rt_noplugin.yaml" --no-code
+sed -e 's/^name: reference$/name: my_npu/' -e "s|^runtime: reference$|runtime: {backend: example_npu, plugins: [$PLUGIN]}|" \
+  "$cfgs/reference.yaml" > "$tmp/rt_npu.yaml"
+check "qfx ptq on a plug-in runtime: calibrates and runs int8 on example_npu" 0 "QLinearAdd on example_npu" -- \
+  "$QFX" ptq --set backend="$tmp/rt_npu.yaml" --set calibration.num_samples=64 --set evaluation.num_samples=64 \
+  --set evaluation.reference_check=-1 --set evaluation.sqnr_samples=0 --set output.dir="$tmp/ptq_npu"
 printf 'qconfig:\n  global: {weight: {granularity: per_channel}}\n' > "$tmp/pc.yaml"
 check "per-channel qconfig on a per-tensor backend names node and constraint" 3 "weight of node 'conv1'.*per-channel" -- \
   "$QFX" inspect "$FIXTURES/resnet18_scripted.pt" --backend example_accel --config "$tmp/pc.yaml"

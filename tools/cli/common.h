@@ -67,11 +67,12 @@ class ProgressHooks {
 
 /// "kernels on onednn: QLinearConv 12 onednn, Add 3 simd, ..." (one line).
 inline void print_kernel_summary(const std::vector<runtime::KernelChoice>& report, const std::string& backend) {
-  std::map<std::string, int> n;
-  for (const auto& c : report)
-    if (!c.folded) ++n[c.op + " on " + c.impl];
   std::string line;
-  for (const auto& kv : n) line += (line.empty() ? "" : ", ") + std::to_string(kv.second) + " " + kv.first;
+  for (const auto& kv : runtime::kernel_counts(report)) {
+    const auto colon = kv.first.find(':');
+    line += (line.empty() ? "" : ", ") + std::to_string(kv.second) + " " + kv.first.substr(0, colon) + " on " +
+            kv.first.substr(colon + 1);
+  }
   std::printf("int8 model on runtime backend %s: %s (per node: qfx run --explain)\n", backend.c_str(), line.c_str());
 }
 

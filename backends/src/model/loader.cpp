@@ -121,12 +121,7 @@ std::vector<KernelChoice> Model::kernel_report() const {
   return {};
 }
 
-std::map<std::string, int> Model::kernel_impls() const {
-  std::map<std::string, int> out;
-  for (const auto& c : kernel_report())
-    if (!c.folded) ++out[c.op + ":" + c.impl];
-  return out;
-}
+std::map<std::string, int> Model::kernel_impls() const { return kernel_counts(kernel_report()); }
 
 std::vector<std::string> Model::value_names() const {
   std::vector<std::string> out;

@@ -57,13 +57,12 @@ std::unique_ptr<Plan> Model::Impl::build(const std::vector<std::vector<int64_t>>
   // gets a plain copy, so this is only ever a speed decision.
   std::vector<char> nhwc_ok(nv, 0);
   if (!nhwc_ops.empty()) {
-    const std::set<std::string>& takes = nhwc_ops;
     std::vector<char> bad(nv, 0), used(nv, 0);
     for (size_t n = 0; n < g.nodes.size(); ++n)
       for (int v : node_in[n])
         if (v >= 0) {
           used[static_cast<size_t>(v)] = 1;
-          if (!takes.count(g.nodes[n].op)) bad[static_cast<size_t>(v)] = 1;
+          if (!nhwc_ops.count(g.nodes[n].op)) bad[static_cast<size_t>(v)] = 1;
         }
     for (int v : output_ids) bad[static_cast<size_t>(v)] = 1;
     for (const auto& k : keep) {

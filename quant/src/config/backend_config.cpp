@@ -128,11 +128,10 @@ void read_runtime(const std::string& path, const YAML::Node& rt, BackendConfig* 
       }
     }
   }
-  if (!runtime::has_backend(b->runtime)) {
-    std::string names;
-    for (const auto& n : runtime::backend_names()) names += (names.empty() ? "" : ", ") + n;
-    bad(path, rt, "runtime: '" + b->runtime + "' is not a registered runtime backend (registered: " + names +
-                      "; a plug-in backend needs runtime.plugins)");
+  try {
+    runtime::backend_info(b->runtime);  // names the registered backends when unknown
+  } catch (const ConfigError& e) {
+    bad(path, rt, std::string("runtime: ") + e.what());
   }
 }
 

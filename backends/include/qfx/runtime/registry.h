@@ -12,6 +12,7 @@
 // the reference kernels for the rest.
 #pragma once
 
+#include <map>
 #include <set>
 #include <string>
 #include <vector>
@@ -48,6 +49,10 @@ struct KernelChoice {
   std::vector<KernelDecline> declined;  ///< in the order they were asked
   bool folded = false;  ///< evaluated once when the plan was built (constant inputs)
 };
+
+/// How many nodes of each op run on each implementation, nodes folded at plan time
+/// left out: {"QLinearConv:onednn": 9, "QLinearAdd:simd": 3, ...}.
+std::map<std::string, int> kernel_counts(const std::vector<KernelChoice>& report);
 
 /// Registers (or replaces) backend `info.name`. Throws ConfigError when its
 /// parent is not registered, or when the name is empty.
