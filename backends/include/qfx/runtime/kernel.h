@@ -18,22 +18,23 @@ namespace ir {
 /// One ONNX attribute (ONNX AttributeProto: INT, FLOAT, INTS, FLOATS, STRING, TENSOR).
 struct Attr {
   enum class Kind { kInt, kFloat, kInts, kFloats, kString, kTensor } kind = Kind::kInt;
-  int64_t i = 0;
-  float f = 0;
-  std::vector<int64_t> ints;
-  std::vector<float> floats;
-  std::string s;
-  Tensor t;
+  int64_t i = 0;               ///< kInt
+  float f = 0;                 ///< kFloat
+  std::vector<int64_t> ints;   ///< kInts
+  std::vector<float> floats;   ///< kFloats
+  std::string s;               ///< kString
+  Tensor t;                    ///< kTensor
 };
 
 /// Quantization parameters of one int8 value: per tensor (one scale), or per
 /// channel along `axis` (one scale and zero point per channel), as ONNX
 /// QuantizeLinear / DequantizeLinear define them: real = scale * (q - zero_point).
 struct QInfo {
-  std::vector<float> scale;
-  std::vector<int32_t> zero_point;
+  std::vector<float> scale;          ///< one per tensor, or one per channel along `axis`
+  std::vector<int32_t> zero_point;   ///< as many as `scale`, in the dtype's range
   DType dtype = DType::kUInt8;  ///< kUInt8 or kInt8 (kInt32 for biases)
   int64_t axis = 1;
+  /// More than one scale: per-channel qparams.
   bool per_channel() const { return scale.size() > 1; }
 };
 
@@ -46,16 +47,17 @@ struct QInfo {
 /// their qparams are in `in_q` (one per quantized input: x, then w for conv/gemm)
 /// and `out_q`, and a Relu/Clip that followed them is fused (`fused_act`).
 struct Node {
-  std::string op;
-  std::string name;
+  std::string op;                    ///< ONNX op type or qfx int8 op (above)
+  std::string name;                  ///< unique node name (ONNX NodeProto.name, or made up)
   std::vector<std::string> inputs;   ///< value names; "" for an omitted optional input
   std::vector<std::string> outputs;
-  std::map<std::string, Attr> attrs;
+  std::map<std::string, Attr> attrs;  ///< ONNX attributes by name
   std::vector<QInfo> in_q;           ///< int8 ops: qparams of the quantized inputs
   QInfo out_q;                       ///< int8 ops: qparams of the output
   std::string fused_act;             ///< "", "Relu" or "Clip" (bounds clip_lo/clip_hi, real units)
   float clip_lo = 0, clip_hi = 0;
 
+  /// True if attribute `a` is set.
   bool has(const std::string& a) const { return attrs.count(a) != 0; }
   /// Attribute values, or `def` when absent.
   int64_t attr_i(const std::string& a, int64_t def) const;
@@ -68,6 +70,7 @@ struct Node {
 
 }  // namespace ir
 
+/// A logical shape (dimensions, outermost first; NCHW for 4-D values).
 using Shape = std::vector<int64_t>;
 
 /// Shape, dtype and layout of one value.
@@ -98,10 +101,10 @@ struct Kernel {
 /// output can take channels last, so a kernel that can may write it so (and says
 /// so in `Kernel::outputs[i].nhwc`); without it outputs must be plain.
 struct KernelRequest {
-  const ir::Node& node;
-  const std::vector<Meta>& in;
-  const std::vector<const Tensor*>& consts;
-  bool nhwc_out = false;
+  const ir::Node& node;                      ///< the node to run
+  const std::vector<Meta>& in;               ///< its inputs' shapes, dtypes and layouts
+  const std::vector<const Tensor*>& consts;  ///< constant inputs, nullptr for computed ones
+  bool nhwc_out = false;                     ///< the output may be written channels last
   /// Why the factory declined (set through `decline`).
   mutable std::string why;
   /// Records `reason` and returns false: `return r.decline("needs 4-D input");`.
