@@ -44,8 +44,15 @@ if ! command -v npm >/dev/null 2>&1; then
 fi
 if [ ! -d "$ort_dir/node_modules/onnxruntime-node" ]; then
   echo "install_deps: npm ci --ignore-scripts in tools/ort_check (onnxruntime-node)"
-  (cd "$ort_dir" && npm ci --ignore-scripts --no-audit --no-fund --loglevel=error) ||
-    echo "install_deps: WARNING: onnxruntime-node could not be installed; the ort_check test will be skipped"
+  if ! (cd "$ort_dir" && npm ci --ignore-scripts --no-audit --no-fund --loglevel=error); then
+    echo "install_deps: ERROR: onnxruntime-node could not be installed from npm into $ort_dir;" >&2
+    echo "install_deps: the ort_check test needs it (the independent check of qfx's runtime). Fix npm access and rerun." >&2
+    exit 1
+  fi
+  if ! node -e "require('$ort_dir/node_modules/onnxruntime-node')" 2>/dev/null; then
+    echo "install_deps: ERROR: onnxruntime-node installed but does not load (node $(node --version 2>&1))" >&2
+    exit 1
+  fi
 else
   echo "install_deps: onnxruntime-node present"
 fi

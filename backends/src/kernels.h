@@ -34,6 +34,12 @@ void register_reference_quantize();
 void register_onednn_kernels();
 void register_simd_kernels();
 
+/// The instruction set the vectorised kernels dispatch to for kernels built now:
+/// "avx512", "avx2" or "baseline" (x86-64), the best this CPU has, capped by the
+/// environment variable QFX_SIMD_ISA (tests force each path with it; asking for
+/// more than the CPU has gives what it has).
+std::string simd_isa();
+
 /// Copies a channels-last [N, H, W, C] tensor of logical shape `shape` (NCHW) with
 /// `elem` bytes per element into plain NCHW at `dst`.
 void nhwc_to_nchw(const void* src, void* dst, const Shape& shape, size_t elem);

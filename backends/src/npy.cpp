@@ -51,16 +51,41 @@ Tensor load_npy(const std::string& path) {
   if (!std::regex_search(header, m, std::regex("'fortran_order'\\s*:\\s*(True|False)"))) fail(path, "header has no fortran_order");
   if (m[1] == "True") fail(path, "Fortran-ordered arrays are not supported; save with np.ascontiguousarray");
   if (!std::regex_search(header, m, std::regex("'shape'\\s*:\\s*\\(([^)]*)\\)"))) fail(path, "header has no shape");
+  // The shape tuple: "", "3,", "2, 3" — each entry a non-negative integer.
   std::vector<int64_t> shape;
   {
-    std::string dims = m[1];
-    std::regex num("(\\d+)");
-    for (auto it = std::sregex_iterator(dims.begin(), dims.end(), num); it != std::sregex_iterator(); ++it)
-      shape.push_back(std::stoll((*it)[1]));
+    const std::string dims = m[1];
+    std::stringstream ss(dims);
+    std::string tok;
+    std::vector<std::string> toks;
+    while (std::getline(ss, tok, ',')) toks.push_back(tok);
+    for (size_t i = 0; i < toks.size(); ++i) {
+      std::string d = toks[i];
+      d.erase(0, d.find_first_not_of(" \t"));
+      d.erase(d.find_last_not_of(" \t") + 1);
+      if (d.empty() && i + 1 == toks.size() && i > 0) break;  // the trailing comma of "(3,)"
+      if (d.empty() || d.size() > 15 || d.find_first_not_of("0123456789") != std::string::npos)
+        fail(path, "bad shape '(" + dims + ")' in the header (expected non-negative integers)");
+      shape.push_back(std::stoll(d));
+    }
   }
   const DTypeCode* code = nullptr;
   for (const auto& c : kCodes) if (descr == c.descr) code = &c;
   if (!code) fail(path, "unsupported dtype '" + descr + "' (float32, int8, uint8, int32, int64, bool are)");
+  // The data must be in the file: check before allocating (a header can claim anything).
+  const std::streampos data_at = in.tellg();
+  in.seekg(0, std::ios::end);
+  const int64_t available = static_cast<int64_t>(in.tellg() - data_at);
+  in.seekg(data_at);
+  const int64_t elem = static_cast<int64_t>(dtype_size(code->dtype));
+  int64_t need = elem;
+  for (int64_t d : shape) {
+    if (d != 0 && need > available / d) {
+      fail(path, "truncated data: the header's shape needs more than the " + std::to_string(available) +
+                     " bytes the file holds");
+    }
+    need *= d;
+  }
 
   Tensor t(shape, code->dtype);
   if (!in.read(static_cast<char*>(t.raw()), static_cast<std::streamsize>(t.nbytes())))

@@ -202,7 +202,7 @@ void fuse_float_activations(Graph& g, const std::set<std::string>& keep) {
       auto bound = [&](size_t k, float* v) {
         if (act.inputs.size() <= k || act.inputs[k].empty()) return true;
         auto c = g.initializers.find(act.inputs[k]);
-        if (c == g.initializers.end() || c->second.dtype() != DType::kFloat32) return false;
+        if (c == g.initializers.end() || c->second.dtype() != DType::kFloat32 || c->second.numel() != 1) return false;
         *v = c->second.data<float>()[0];
         return true;
       };

@@ -79,6 +79,16 @@ struct Ctx {
     return std::nullopt;
   }
 
+  // Clip input `k` (min 1, max 2) into `*v`: true if absent (keeps `*v`, an
+  // infinite-like bound) or a one-element float32 constant; false otherwise.
+  bool clip_bound(const Node& clip, size_t k, float* v) const {
+    if (clip.inputs.size() <= k || clip.inputs[k].empty()) return true;
+    const Tensor* b = init(clip.inputs[k]);
+    if (!b || b->dtype() != DType::kFloat32 || b->numel() != 1) return false;
+    *v = b->data<float>()[0];
+    return true;
+  }
+
   // Follows `node`'s output through an optional Relu/Clip to a QuantizeLinear.
   struct Tail {
     std::vector<size_t> absorbed;  // act node (if any) and the Q node
@@ -97,16 +107,7 @@ struct Ctx {
       if (cn->op == "Clip") {
         t.lo = -3.4e38f;
         t.hi = 3.4e38f;
-        if (cn->inputs.size() > 1 && !cn->inputs[1].empty()) {
-          const Tensor* lo = init(cn->inputs[1]);
-          if (!lo) return std::nullopt;
-          t.lo = lo->data<float>()[0];
-        }
-        if (cn->inputs.size() > 2 && !cn->inputs[2].empty()) {
-          const Tensor* hi = init(cn->inputs[2]);
-          if (!hi) return std::nullopt;
-          t.hi = hi->data<float>()[0];
-        }
+        if (!clip_bound(*cn, 1, &t.lo) || !clip_bound(*cn, 2, &t.hi)) return std::nullopt;
       }
       t.act = cn->op;
       t.absorbed.push_back(*c);
@@ -244,8 +245,8 @@ std::vector<std::string> fuse_qdq(Graph& g) {
         tt.act = "Clip";
         tt.lo = -3.4e38f;
         tt.hi = 3.4e38f;
-        if (n.inputs.size() > 1 && !n.inputs[1].empty() && c.init(n.inputs[1])) tt.lo = c.init(n.inputs[1])->data<float>()[0];
-        if (n.inputs.size() > 2 && !n.inputs[2].empty() && c.init(n.inputs[2])) tt.hi = c.init(n.inputs[2])->data<float>()[0];
+        // A bound computed at run time (not a scalar float constant): stays float.
+        if (!c.clip_bound(n, 1, &tt.lo) || !c.clip_bound(n, 2, &tt.hi)) continue;
         f.inputs.resize(1);
         c.replace(i, f, tt);
       } else {

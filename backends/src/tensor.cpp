@@ -29,8 +29,13 @@ const char* dtype_name(DType t) {
 }
 
 Tensor::Tensor(std::vector<int64_t> shape, DType dtype) : shape_(std::move(shape)), dtype_(dtype) {
+  // Dimensions non-negative and the byte count representable (at most 2^48 bytes:
+  // beyond any machine, and far from overflowing int64 in later index arithmetic).
+  int64_t bytes = static_cast<int64_t>(dtype_size(dtype_));
   for (int64_t d : shape_) {
     if (d < 0) throw DataError("tensor shape has a negative dimension: " + describe());
+    if (d != 0 && bytes > (int64_t{1} << 48) / d) throw DataError("tensor of shape " + describe() + " is too large to allocate");
+    bytes *= d;
   }
   size_t n = nbytes();
   data_ = std::shared_ptr<uint8_t[]>(new uint8_t[n == 0 ? 1 : n]);
@@ -42,6 +47,19 @@ Tensor::Tensor(std::vector<int64_t> shape, DType dtype, std::shared_ptr<uint8_t[
   for (int64_t d : shape_) {
     if (d < 0) throw DataError("tensor shape has a negative dimension: " + describe());
   }
+}
+
+double Tensor::scalar() const {
+  if (numel() != 1) throw DataError("expected a one-element tensor, got " + describe());
+  switch (dtype_) {
+    case DType::kFloat32: return data<float>()[0];
+    case DType::kInt8: return data<int8_t>()[0];
+    case DType::kUInt8: return data<uint8_t>()[0];
+    case DType::kInt32: return data<int32_t>()[0];
+    case DType::kInt64: return static_cast<double>(data<int64_t>()[0]);
+    case DType::kBool: return data<bool>()[0] ? 1.0 : 0.0;
+  }
+  throw DataError("expected a numeric tensor, got " + describe());
 }
 
 Tensor Tensor::view(std::vector<int64_t> shape) const {

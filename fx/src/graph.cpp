@@ -7,6 +7,8 @@
 #include <ostream>
 #include <sstream>
 #include <stdexcept>
+#include <unordered_map>
+#include <unordered_set>
 
 namespace qfx::fx {
 
@@ -232,6 +234,31 @@ std::vector<Node*> Graph::nodes() const {
 Node* Graph::find_node(const std::string& name) const {
   auto it = by_name_.find(name);
   return it == by_name_.end() ? nullptr : it->second;
+}
+
+namespace {
+Argument remap(const Argument& a, const std::unordered_map<const Node*, Node*>& to) {
+  Argument r = a;
+  if (a.kind == Argument::Kind::kNode) r.node = to.at(a.node);
+  for (auto& it : r.items) it = remap(it, to);
+  return r;
+}
+}  // namespace
+
+std::unique_ptr<Graph> Graph::copy() const {
+  auto g = std::make_unique<Graph>();
+  std::unordered_map<const Node*, Node*> to;
+  for (const auto& up : nodes_) {
+    const Node* n = up.get();
+    std::vector<Argument> args;
+    for (const auto& a : n->args_) args.push_back(remap(a, to));
+    std::vector<std::pair<std::string, Argument>> kwargs;
+    for (const auto& kv : n->kwargs_) kwargs.emplace_back(kv.first, remap(kv.second, to));
+    Node* c = g->create(n->op_, n->target_, std::move(args), std::move(kwargs), n->name_);
+    c->meta_ = n->meta_;
+    to[n] = c;
+  }
+  return g;
 }
 
 Node* Graph::output_node() const {

@@ -2,6 +2,7 @@
 
 #include <stdexcept>
 
+#include "qfx/error.h"
 #include "qfx/fx/interpreter.h"
 
 namespace qfx::fx {
@@ -140,6 +141,27 @@ void GraphModule::train(bool on) {
   for (auto& h : train_hooks_) h(on);
 }
 
+std::shared_ptr<GraphModule> GraphModule::copy() const {
+  auto c = std::make_shared<GraphModule>(std::shared_ptr<Graph>(graph_->copy()));
+  for (const auto& [path, fn] : module_fns_) {
+    auto m = get_submodule(path);
+    if (!m) throw std::logic_error("GraphModule::copy: callable module '" + path + "' is not in the module tree");
+    c->add_submodule(path, m, fn);
+  }
+  for (const Node* n : graph_->nodes()) {
+    if (n->op() != Opcode::kGetAttr || c->has_attr(n->target())) continue;
+    std::string leaf;
+    auto parent = const_cast<GraphModule*>(this)->container_for(n->target(), &leaf, /*create=*/false);
+    const bool is_buffer = parent && parent->named_buffers(false).find(leaf) != nullptr;
+    c->add_tensor(n->target(), get_attr(n->target()), is_buffer);
+  }
+  c->method_fns_ = method_fns_;
+  c->function_fns_ = function_fns_;
+  c->train_hooks_ = train_hooks_;
+  c->train(is_training());
+  return c;
+}
+
 c10::IValue GraphModule::forward(std::vector<c10::IValue> inputs) {
   Interpreter interp(*this);
   return interp.run(std::move(inputs));
@@ -147,7 +169,7 @@ c10::IValue GraphModule::forward(std::vector<c10::IValue> inputs) {
 
 at::Tensor GraphModule::forward(const at::Tensor& input) {
   c10::IValue out = forward(std::vector<c10::IValue>{input});
-  if (!out.isTensor()) throw std::runtime_error("GraphModule::forward(Tensor): the graph does not return one tensor");
+  if (!out.isTensor()) throw DataError("GraphModule::forward(Tensor): the graph returns " + std::string(out.tagKind()) + ", not one tensor (call forward(std::vector<IValue>))");
   return out.toTensor();
 }
 

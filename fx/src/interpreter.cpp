@@ -4,6 +4,8 @@
 
 #include <stdexcept>
 
+#include "qfx/error.h"
+
 namespace qfx::fx {
 namespace {
 
@@ -33,14 +35,14 @@ std::shared_ptr<ResolvedOp> resolve_operator(const Node* n) {
   const std::string& t = n->target();
   const auto sep = t.find("::");
   if (sep == std::string::npos) {
-    throw std::runtime_error("node " + n->name() + ": call_function target '" + t +
+    throw UnsupportedOpError("node " + n->name() + ": call_function target '" + t +
                              "' is neither a bound function nor an operator name (ns::op[.overload])");
   }
   const auto dot = t.find('.', sep);
   c10::OperatorName name(t.substr(0, dot), dot == std::string::npos ? "" : t.substr(dot + 1));
   auto op = torch::jit::findOperatorFor(name);
-  if (!op) throw std::runtime_error("node " + n->name() + ": no registered operator '" + t + "'");
-  if (!op->hasOperation()) throw std::runtime_error("node " + n->name() + ": operator '" + t + "' needs a TorchScript node to run");
+  if (!op) throw UnsupportedOpError("node " + n->name() + ": no registered operator '" + t + "'");
+  if (!op->hasOperation()) throw UnsupportedOpError("node " + n->name() + ": operator '" + t + "' needs a TorchScript node to run");
   return std::make_shared<ResolvedOp>(op, op->getOperation());
 }
 
@@ -53,7 +55,7 @@ c10::IValue Interpreter::run(std::vector<c10::IValue> inputs) {
   size_t n_placeholders = 0;
   for (const Node* n : nodes) n_placeholders += n->op() == Opcode::kPlaceholder;
   if (inputs.size() != n_placeholders) {
-    throw std::invalid_argument("graph expects " + std::to_string(n_placeholders) + " input(s), got " +
+    throw DataError("graph expects " + std::to_string(n_placeholders) + " input(s), got " +
                                 std::to_string(inputs.size()));
   }
   inputs_ = std::move(inputs);
@@ -126,9 +128,13 @@ c10::IValue Interpreter::run_node(const Node* n) {
       case Opcode::kCallMethod: return call_method(n, load_args(n));
       case Opcode::kOutput: return load_arg(n->args().at(0));
     }
+  } catch (const Error&) {
+    throw;
   } catch (const c10::Error& e) {
-    throw std::runtime_error("node " + n->name() + " (" + opcode_name(n->op()) + " " + n->target() +
-                             ") failed: " + e.what_without_backtrace());
+    throw ExecutionError("node " + n->name() + " (" + opcode_name(n->op()) + " " + n->target() +
+                         ") failed: " + e.what_without_backtrace());
+  } catch (const std::exception& e) {
+    throw ExecutionError("node " + n->name() + " (" + opcode_name(n->op()) + " " + n->target() + ") failed: " + e.what());
   }
   return {};
 }
@@ -141,7 +147,7 @@ c10::IValue Interpreter::call_function(const Node* n, std::vector<c10::IValue> a
     const int64_t i = load_arg(n->args().at(1)).toInt();
     if (container.isTuple()) return container.toTupleRef().elements().at(static_cast<size_t>(i));
     if (container.isList()) return container.toListRef().at(static_cast<size_t>(i));
-    throw std::runtime_error("node " + n->name() + ": getitem on a value that is neither tuple nor list");
+    throw ExecutionError("node " + n->name() + ": getitem on a value that is neither tuple nor list");
   }
   if (const CallFn* fn = gm_.function_fn(n->target())) {
     auto a = load_args(n);
@@ -185,7 +191,7 @@ c10::IValue Interpreter::call_module(const Node* n, std::vector<c10::IValue> arg
 
 c10::IValue Interpreter::call_method(const Node* n, std::vector<c10::IValue> args) {
   const CallFn* fn = gm_.method_fn(n->target());
-  if (!fn) throw std::runtime_error("node " + n->name() + ": no wrapped method bound to '" + n->target() + "'");
+  if (!fn) throw UnsupportedOpError("node " + n->name() + ": no wrapped method bound to '" + n->target() + "'");
   return (*fn)(args);
 }
 

@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
 # qfx run against ONNX Runtime (npm onnxruntime-node, CPU) on the exported models:
-# float models within 1e-4 relative; QDQ models within 1 output unit of ONNX
-# Runtime's QDQ semantics (graph optimizations off), and reported against its
-# fused int8 kernels. Needs $QFX, $FIXTURES; $1 = tools/ort_check.
+# float models within 1e-4 relative; QDQ models equal to ONNX Runtime's QDQ
+# semantics (graph optimizations off) and within 2 output units of its fused int8
+# kernels; the PTQ job's int8 model predicts as ONNX Runtime does. Needs $QFX, $FIXTURES; $1 = tools/ort_check.
 set -u
 ort=$1
-if [ ! -d "$ort/node_modules/onnxruntime-node" ]; then
-  echo "SKIP: onnxruntime-node not installed in $ort (tools/install_deps.sh installs it)"; exit 77
+if [ ! -d "$ort/node_modules/onnxruntime-node" ]; then  # never a silent skip: install_deps.sh guarantees it
+  echo "FAIL: onnxruntime-node is not installed in $ort (run tools/install_deps.sh)"; exit 1
 fi
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 fail=0
@@ -35,14 +35,19 @@ for m in resnet18 mobilenet_v2 zoo; do
   for backend in onednn reference; do compare "$m ($backend)" "$tmp/$m.$backend.npy" "$tmp/$m.ort.npy" rel 1e-4 || fail=1; done
 done
 for m in qdq_convnet qdq_s8; do
-  "$QFX" run "$FIXTURES/onnx/$m.onnx" -i "$FIXTURES/onnx/$m.in.npy" -o "$tmp/$m.qfx.npy" --backend reference >/dev/null || fail=1
   ORT_OPT=disabled node "$ort/run.js" "$FIXTURES/onnx/$m.onnx" "$tmp/$m.ort.npy" "$FIXTURES/onnx/$m.in.npy" || fail=1
   node "$ort/run.js" "$FIXTURES/onnx/$m.onnx" "$tmp/$m.ortopt.npy" "$FIXTURES/onnx/$m.in.npy" || fail=1
-  compare "$m int8 vs ORT QDQ semantics" "$tmp/$m.qfx.npy" "$tmp/$m.ort.npy" units:0.02 1 || fail=1
-  compare "$m int8 vs ORT fused int8 kernels (informational)" "$tmp/$m.qfx.npy" "$tmp/$m.ortopt.npy" units:0.02 1000 || fail=1
+  for backend in reference onednn; do
+    "$QFX" run "$FIXTURES/onnx/$m.onnx" -i "$FIXTURES/onnx/$m.in.npy" -o "$tmp/$m.$backend.npy" --backend $backend >/dev/null || fail=1
+    # The README's claims: equal to ONNX Runtime's QDQ semantics exactly (0 units);
+    # within 2 units of its fused int8 kernels (their own fixed-point requantization).
+    compare "$m int8 ($backend) vs ORT QDQ semantics" "$tmp/$m.$backend.npy" "$tmp/$m.ort.npy" units:0.02 0 || fail=1
+    compare "$m int8 ($backend) vs ORT fused int8 kernels" "$tmp/$m.$backend.npy" "$tmp/$m.ortopt.npy" units:0.02 2 || fail=1
+  done
 done
 # The PTQ job's int8 model: qfx's runtime and ONNX Runtime (QDQ semantics) must
-# predict the same class for at least 99.5% of 1,000 Fashion-MNIST test images.
+# predict the same class for at least 99.8% of 1,000 Fashion-MNIST test images
+# (measured: all of them; two near-tied logits may flip).
 "$QFX" ptq --set calibration.num_samples=256 --set 'evaluation=null' --set output.dir="$tmp/ptq" >"$tmp/ptq.log" 2>&1 ||
   { echo "FAIL qfx ptq"; tail -3 "$tmp/ptq.log"; fail=1; }
 /usr/bin/python3 - "$tmp/test.npy" <<'PY'
@@ -57,8 +62,8 @@ ORT_OPT=disabled node "$ort/run.js" "$tmp/ptq/model_int8.onnx" "$tmp/ptq.ort.npy
 import sys, numpy as np
 a, b = np.load(sys.argv[1]), np.load(sys.argv[2])
 agree = float((a.argmax(1) == b.argmax(1)).mean())
-ok = agree >= 0.995
-print(f"{'ok  ' if ok else 'FAIL'} qfx ptq int8 model: qfx runtime and ONNX Runtime agree on {agree:.4f} of {len(a)} predictions (limit 0.995)")
+ok = agree >= 0.998
+print(f"{'ok  ' if ok else 'FAIL'} qfx ptq int8 model: qfx runtime and ONNX Runtime agree on {agree:.4f} of {len(a)} predictions (limit 0.998)")
 sys.exit(0 if ok else 1)
 PY
 exit $fail

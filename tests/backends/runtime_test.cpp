@@ -95,28 +95,35 @@ TEST(Runtime, QdqGroupsRunInInt8AndMatchTheFloatQdqSemantics) {
   }
 }
 
+// The README's claim, end to end: the onednn backend's int8 outputs equal the
+// reference backend's bit for bit, and oneDNN really ran the int8 convolutions
+// (the kernel report; no silent fallback to the reference kernels).
 TEST(Runtime, OneDnnInt8EqualsTheReferenceArithmetic) {
   for (const char* name : {"qdq_convnet", "qdq_s8"}) {
     Model ref = Model::load(onnx_dir() + name + ".onnx", {"reference"});
     Model dnn = Model::load(onnx_dir() + name + ".onnx", {"onednn"});
-    auto impls = dnn.kernel_impls();
-    EXPECT_EQ(impls["QLinearConv:onednn"] + impls["QLinearConv:reference"], 2) << name;
-    // End to end through five int8 layers: a one-unit difference in one layer
-    // (oneDNN adds the output zero point before rounding, the reference after, as
-    // ONNX QuantizeLinear does) can move later layers by a unit or two; op-level
-    // exactness is tested in int8_kernels_test.cpp.
+    int convs = 0;
+    for (const auto& c : dnn.kernel_report()) {
+      if (c.op != "QLinearConv") continue;
+      ++convs;
+      // The only accepted decline: a weight range oneDNN cannot compute exactly on a
+      // CPU without VNNI (see int8_kernels_test); the reason says so.
+      bool vnni_decline = false;
+      for (const auto& d : c.declined) vnni_decline |= d.impl == "onednn" && d.reason.find("without VNNI") != std::string::npos;
+      EXPECT_TRUE(c.impl == "onednn" || vnni_decline) << name << ": " << c.node << " ran on " << c.impl;
+    }
+    EXPECT_EQ(convs, 2) << name;
     std::mt19937 rng(11);
     std::normal_distribution<float> nd(0.0f, 1.5f);
-    int64_t equal = 0, total = 0;
     for (int rep = 0; rep < 20; ++rep) {
       Tensor x({8, 3, 16, 16}, DType::kFloat32);
       for (int64_t i = 0; i < x.numel(); ++i) x.data<float>()[i] = nd(rng);
       Tensor a = run1(ref, x), b = run1(dnn, x);
-      EXPECT_LE(max_abs(a, b), 3 * 0.02 + 1e-6) << name;
-      for (int64_t i = 0; i < a.numel(); ++i) equal += a.data<float>()[i] == b.data<float>()[i];
-      total += a.numel();
+      ASSERT_EQ(a.nbytes(), b.nbytes());
+      int64_t differ = 0;
+      for (int64_t i = 0; i < a.numel(); ++i) differ += a.data<float>()[i] != b.data<float>()[i];
+      EXPECT_EQ(differ, 0) << name << " batch " << rep << ": outputs differ from the reference";
     }
-    EXPECT_GE(static_cast<double>(equal) / static_cast<double>(total), 0.95) << name << ": " << equal << "/" << total;
   }
 }
 

@@ -154,6 +154,94 @@ check "qfx ptq: unknown config key" 3 "unknown key 'calibraton'" -- \
   "$QFX" ptq --set calibraton.num_samples=1
 check "qfx ptq: --set reaches the qconfig section" 3 "qconfig.global.weight.bits must be between 2 and 8" -- \
   "$QFX" ptq --set qconfig.global.weight.bits=9
+# --- More bad input (the README's catalogue): models, .npy files, configs, CLI. ---
+/usr/bin/python3 - "$tmp" <<'PY'
+import sys, numpy as np, onnx
+from onnx import TensorProto, helper, numpy_helper
+d = sys.argv[1]
+def save(name, nodes, inits, out_shape):
+    g = helper.make_graph(nodes, name, [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3, 4, 5])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, out_shape)],
+                          [numpy_helper.from_array(v, k) for k, v in inits.items()])
+    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)]), f"{d}/{name}.onnx")
+# Transpose naming an axis twice.
+save("perm_twice", [helper.make_node("Transpose", ["x"], ["y"], perm=[0, 1, 1, 2], name="tr")], {}, [2, 3, 3, 4])
+# Transpose with negative perm entries (counted from the end): a valid permutation.
+save("perm_negative", [helper.make_node("Transpose", ["x"], ["y"], perm=[0, -1, 1, 2], name="tr")], {}, [2, 5, 3, 4])
+# QDQ with a Clip that has no max: int8 QClip with an infinite upper bound.
+s, z = np.array(0.05, np.float32), np.array(128, np.uint8)
+save("clip_no_max", [helper.make_node("QuantizeLinear", ["x", "s", "z"], ["q"]),
+                     helper.make_node("DequantizeLinear", ["q", "s", "z"], ["dq"]),
+                     helper.make_node("Clip", ["dq", "lo"], ["c"], name="clip"),
+                     helper.make_node("QuantizeLinear", ["c", "s", "z"], ["q2"]),
+                     helper.make_node("DequantizeLinear", ["q2", "s", "z"], ["y"])],
+     {"s": s, "z": z, "lo": np.array(-1.0, np.float32)}, [2, 3, 4, 5])
+x = np.random.default_rng(0).normal(0, 4, (2, 3, 4, 5)).astype(np.float32)
+x.flat[:4] = [1e30, -1e30, np.inf, -np.inf]
+np.save(f"{d}/x4.npy", x)
+# .npy files whose headers lie.
+def npy(name, header, payload=b""):
+    h = header.encode("latin1"); h += b" " * ((64 - (10 + len(h) + 1) % 64) % 64) + b"\n"
+    open(f"{d}/{name}", "wb").write(b"\x93NUMPY\x01\x00" + len(h).to_bytes(2, "little") + h + payload)
+npy("huge.npy", "{'descr': '<f4', 'fortran_order': False, 'shape': (100000000000, 100000000000), }", b"\0" * 64)
+npy("badshape.npy", "{'descr': '<f4', 'fortran_order': False, 'shape': (a, b), }", b"\0" * 64)
+npy("short.npy", "{'descr': '<f4', 'fortran_order': False, 'shape': (2, 3, 4, 5), }", b"\0" * 64)
+open(f"{d}/text.npy", "w").write("not numpy\n")
+PY
+check "ONNX: Transpose naming an axis twice names the node" 6 "Transpose 'tr': perm names axis 1 twice" -- \
+  "$QFX" run "$tmp/perm_twice.onnx" -i "$tmp/x4.npy"
+check "ONNX: Transpose with negative perm runs" 0 "y: \[2, 5, 3, 4\] float32" -- \
+  "$QFX" run "$tmp/perm_negative.onnx" -i "$tmp/x4.npy"
+check "ONNX: Clip without max on a QDQ model: int8, reference == onednn, saturates to qmax" 0 "^equal 255$" -- bash -c \
+  "'$QFX' run '$tmp/clip_no_max.onnx' -i '$tmp/x4.npy' -o '$tmp/c_ref.npy' --backend reference >/dev/null &&
+   '$QFX' run '$tmp/clip_no_max.onnx' -i '$tmp/x4.npy' -o '$tmp/c_dnn.npy' --backend onednn >/dev/null &&
+   /usr/bin/python3 -c \"
+import numpy as np; a, b = np.load('$tmp/c_ref.npy'), np.load('$tmp/c_dnn.npy')
+print('equal', int(round(a.flat[0] / 0.05 + 128))) if (a == b).all() and a.flat[2] == a.flat[0] else print('differ', a.flat[:4], b.flat[:4])\""
+check "npy: a header claiming 10^22 elements is a file error" 7 "huge.npy: truncated data: the header's shape needs more" -- \
+  "$QFX" run "$tmp/perm_negative.onnx" -i "$tmp/huge.npy"
+check "npy: a bad shape string is a file error" 7 "badshape.npy: bad shape '\(a, b\)'" -- \
+  "$QFX" run "$tmp/perm_negative.onnx" -i "$tmp/badshape.npy"
+check "npy: data shorter than the header says" 7 "short.npy: truncated data" -- \
+  "$QFX" run "$tmp/perm_negative.onnx" -i "$tmp/short.npy"
+check "npy: not a .npy file" 7 "text.npy: not a .npy file" -- \
+  "$QFX" run "$tmp/perm_negative.onnx" -i "$tmp/text.npy"
+check "qfx run: missing input file" 7 "none.npy: cannot open" -- \
+  "$QFX" run "$tmp/perm_negative.onnx" -i "$tmp/none.npy"
+# A model with two outputs: evaluation.output picks the one evaluated.
+cat > "$tmp/two_out.py" <<'PY'
+import sys, torch, torch.nn as nn
+class TwoHeads(nn.Module):
+    def __init__(self):
+        super().__init__()
+        torch.manual_seed(0)
+        self.body = nn.Sequential(nn.Conv2d(1, 8, 3, padding=1), nn.ReLU(), nn.AdaptiveAvgPool2d(1), nn.Flatten())
+        self.a, self.b = nn.Linear(8, 10), nn.Linear(8, 4)
+    def forward(self, x):
+        f = self.body(x)
+        return self.a(f), self.b(f)
+torch.jit.save(torch.jit.script(TwoHeads().eval()), sys.argv[1])
+PY
+/usr/bin/python3 "$tmp/two_out.py" "$tmp/two_out.pt"
+check "qfx ptq: a model with two outputs evaluates evaluation.output" 0 "cosine" -- \
+  "$QFX" ptq --set model.path="$tmp/two_out.pt" --set calibration.num_samples=32 --set evaluation.num_samples=64 \
+  --set evaluation.metric=cosine --set evaluation.output=1 --set evaluation.sqnr_samples=0 --set output.dir="$tmp/two_out"
+check "qfx ptq: evaluation.output beyond the model's outputs" 3 "evaluation.output 2: the model has 2 output\(s\)" -- \
+  "$QFX" ptq --set model.path="$tmp/two_out.pt" --set calibration.num_samples=16 --set evaluation.num_samples=16 \
+  --set evaluation.metric=cosine --set evaluation.output=2 --set output.dir="$tmp/two_out2"
+check "qfx ptq: --set without '='" 3 "expected KEY=VALUE" -- "$QFX" ptq --set calibration.num_samples
+check "qfx ptq: negative batch size" 3 "calibration.batch_size must be >= 1" -- "$QFX" ptq --set calibration.batch_size=-4
+check "qfx ptq: unknown observer lists the known ones" 3 "bad qconfig.global.activation.observer 'maxmin' \\(expected one of: minmax" -- "$QFX" ptq --set qconfig.global.activation.observer=maxmin
+check "qfx ptq: config is not a mapping" 3 "must be a YAML mapping" -- bash -c "echo '- a' > '$tmp/list.yaml'; '$QFX' ptq '$tmp/list.yaml'"
+check "qfx ptq: YAML syntax error names file and line" 3 "broken.yaml:[0-9]+:[0-9]+: YAML syntax error" -- \
+  bash -c "printf 'model:\n  path: [unclosed\n' > '$tmp/broken.yaml'; '$QFX' ptq '$tmp/broken.yaml'"
+printf 'import sys, json\nopen(sys.argv[0] + ".args", "w").write(json.dumps(sys.argv[1:]))\nprint("{}")\n' > "$tmp/args.py"
+check "qfx bench: --arch reaches the PyTorch script as one argument, never a shell" 0 "^one argument, no shell$" -- bash -c \
+  "'$QFX' bench '$FIXTURES/resnet18_scripted.pt' '$FIXTURES/onnx/resnet18.onnx' --int8 '$FIXTURES/onnx/resnet18.onnx' \
+     --pytorch-int8 '$tmp/args.py' --arch 'x; touch $tmp/pwned' --batch 1 --iters 1 --size 64 >/dev/null 2>&1;
+   [ -e '$tmp/pwned' ] && echo shell; /usr/bin/python3 -c \"
+import json; a = json.load(open('$tmp/args.py.args')); i = a.index('--arch')
+print('one argument, no shell' if a[i + 1] == 'x; touch $tmp/pwned' else a)\""
 check "no arguments" 106 "model is required|required" -- "$QFX" inspect
 
 echo "$pass passed, $fail failed"

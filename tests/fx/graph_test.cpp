@@ -125,6 +125,44 @@ TEST(GraphModule, RunsHandBuiltGraphLikeLibtorch) {
   EXPECT_GT(fc->weight.grad().abs().sum().item<double>(), 0.0);
 }
 
+// GraphModule::copy: same code and results; the copy's graph and module tree are its
+// own (replacing a submodule or erasing a node there leaves the original as it was).
+TEST(GraphModule, CopySharesModulesButNotTheGraphOrTree) {
+  auto gm = std::make_shared<GraphModule>();
+  torch::nn::Linear fc(4, 3);
+  gm->add_submodule("head.fc", fc.ptr(), [fc](std::vector<c10::IValue>& a) mutable -> c10::IValue {
+    return fc->forward(a.at(0).toTensor());
+  });
+  gm->add_tensor("scale", at::full({3}, 0.5), /*is_buffer=*/true);
+  Graph& g = gm->graph();
+  Node* x = g.placeholder("x");
+  Node* y = g.call_module("head.fc", {x});
+  Node* z = g.call_function("aten::mul.Tensor", {y, g.get_attr("scale")});
+  z->meta()["note"] = std::string("kept");
+  g.output(g.call_function("aten::relu", {z}));
+  auto c = gm->copy();
+  c->graph().lint();
+  EXPECT_EQ(c->code(), gm->code());
+  EXPECT_EQ(c->graph().find_node(z->name())->meta().at("note").toStringRef(), "kept");
+  at::Tensor in = at::randn({2, 4});
+  EXPECT_TRUE(at::equal(c->forward(in), gm->forward(in)));
+  EXPECT_EQ(c->get_submodule("head.fc").get(), fc.ptr().get());  // shared leaf
+  EXPECT_TRUE(c->get_attr("scale").is_same(gm->get_attr("scale")));
+  // Replace the copy's fc and drop its relu: the original is unchanged.
+  torch::nn::Linear other(4, 3);
+  c->replace_submodule("head.fc", other.ptr(), [other](std::vector<c10::IValue>& a) mutable -> c10::IValue {
+    return other->forward(a.at(0).toTensor());
+  });
+  Node* relu = c->graph().output_node()->args()[0].node;
+  c->graph().output_node()->replace_input_with(relu, relu->args()[0].node);
+  c->graph().erase_node(relu);
+  EXPECT_EQ(gm->get_submodule("head.fc").get(), fc.ptr().get());
+  EXPECT_EQ(gm->graph().size(), 6u);
+  EXPECT_EQ(c->graph().size(), 5u);
+  EXPECT_TRUE(at::allclose(gm->forward(in), at::relu(fc->forward(in) * 0.5)));
+  EXPECT_TRUE(at::allclose(c->forward(in), other->forward(in) * 0.5));
+}
+
 TEST(GraphModule, KwargsArePlacedBySchema) {
   auto gm = std::make_shared<GraphModule>();
   Graph& g = gm->graph();

@@ -15,7 +15,7 @@
 #include "qfx/error.h"
 #include "qfx/quant/data.h"
 #include "qfx/quant/dataset.h"
-#include "qfx/quant/ptq_config.h"
+#include "qfx/quant/job_config.h"
 #include "qfx/runtime/npy.h"
 
 using namespace qfx;
@@ -215,9 +215,9 @@ TEST(Dataset, RegisteredReaderIsAcceptedByConfigsAndOpened) {
   const auto cfg_path = (dir / "cfg.yaml").string();
   std::ofstream(cfg_path) << "model: {path: m.pt, input_shape: [-1, 2, 3, 3]}\n"
                              "calibration:\n  data: {format: index_test, images: '40'}\n  num_samples: 5\n  seed: -1\n";
-  PtqConfig cfg = load_ptq_config(cfg_path);
-  EXPECT_EQ(cfg.calibration.format, "index_test");
-  auto ds = open_dataset(cfg.calibration, cfg.input_shape, cfg.calibration_samples, cfg.seed);
+  JobConfig cfg = load_job_config(cfg_path);
+  EXPECT_EQ(cfg.calibration.data.format, "index_test");
+  auto ds = open_dataset(cfg.calibration.data, cfg.model.input_shape, cfg.calibration.num_samples, cfg.calibration.seed);
   ASSERT_EQ(ds->size(), 5);
   at::Tensor b = ds->batch(0, 5);
   ASSERT_EQ(b.sizes(), (std::vector<int64_t>{5, 2, 3, 3}));
@@ -225,6 +225,6 @@ TEST(Dataset, RegisteredReaderIsAcceptedByConfigsAndOpened) {
   // An unregistered format is a config error naming the registered ones.
   std::ofstream(cfg_path) << "model: {path: m.pt, input_shape: [-1, 2, 3, 3]}\n"
                              "calibration:\n  data: {format: parquet, images: x}\n";
-  EXPECT_NE(message([&] { load_ptq_config(cfg_path); }).find("index_test"), std::string::npos);
+  EXPECT_NE(message([&] { load_job_config(cfg_path); }).find("index_test"), std::string::npos);
   fs::remove_all(dir);
 }

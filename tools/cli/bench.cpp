@@ -6,6 +6,11 @@
 #include <torch/csrc/jit/serialization/import.h>
 #include <torch/torch.h>
 
+#include <fcntl.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -34,18 +39,46 @@ double median_ms(const std::function<void()>& fn, int iters, int warmup = 2) {
   return t[t.size() / 2];
 }
 
+// Runs `argv` (no shell: arguments are passed as they are) and returns its exit
+// status, with its standard output in `*out`; stderr goes to /dev/null. -1 if it
+// could not be started.
+int run_capture(const std::vector<std::string>& argv, std::string* out) {
+  int fd[2];
+  if (pipe(fd) != 0) return -1;
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  posix_spawn_file_actions_adddup2(&fa, fd[1], STDOUT_FILENO);
+  posix_spawn_file_actions_addclose(&fa, fd[0]);
+  posix_spawn_file_actions_addopen(&fa, STDERR_FILENO, "/dev/null", O_WRONLY, 0);
+  std::vector<char*> args;
+  for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+  args.push_back(nullptr);
+  pid_t pid = 0;
+  const int rc = posix_spawn(&pid, args[0], &fa, nullptr, args.data(), environ);
+  posix_spawn_file_actions_destroy(&fa);
+  close(fd[1]);
+  if (rc != 0) {
+    close(fd[0]);
+    return -1;
+  }
+  char buf[4096];
+  ssize_t n;
+  while ((n = read(fd[0], buf, sizeof buf)) > 0) out->append(buf, static_cast<size_t>(n));
+  close(fd[0]);
+  int status = 0;
+  if (waitpid(pid, &status, 0) < 0) return -1;
+  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
 // PyTorch 1.13's FX int8 latency at batch `b`, measured by the Python script now
 // (prepare_fx + convert_fx, onednn engine); negative if the script failed.
 double pytorch_int8_ms(const BenchArgs& args, int64_t b) {
-  const std::string cmd = "/usr/bin/python3 '" + args.pytorch_script + "' '" + args.torchscript + "' --arch " + args.arch +
-                          " --batch " + std::to_string(b) + " --images 0 --res " + std::to_string(args.size) +
-                          " --threads " + std::to_string(args.threads) + " 2>/dev/null";
-  FILE* p = popen(cmd.c_str(), "r");
-  if (!p) return -1;
   std::string out;
-  char buf[4096];
-  while (size_t n = fread(buf, 1, sizeof buf, p)) out.append(buf, n);
-  if (pclose(p) != 0) return -1;
+  const int rc = run_capture({"/usr/bin/python3", args.pytorch_script, args.torchscript, "--arch", args.arch, "--batch",
+                              std::to_string(b), "--images", "0", "--res", std::to_string(args.size), "--threads",
+                              std::to_string(args.threads)},
+                             &out);
+  if (rc != 0) return -1;
   try {
     return nlohmann::json::parse(out.substr(out.find('{'))).at("int8_ms_per_batch").get<double>();
   } catch (const std::exception&) {

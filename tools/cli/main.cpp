@@ -205,11 +205,13 @@ int main(int argc, char** argv) {
   } catch (const qfx::Error& e) {
     std::cerr << "qfx: error: " << e.what() << "\n";
     return e.exit_code();
-  } catch (const c10::Error& e) {
-    std::cerr << "qfx: error: " << e.what_without_backtrace() << "\n";
+  } catch (const c10::Error& e) {  // libtorch raised it outside a graph node (loading, shapes)
+    std::cerr << "qfx " << app.get_subcommands().at(0)->get_name() << ": libtorch error: " << e.what_without_backtrace()
+              << "\n";
     return 8;
-  } catch (const std::exception& e) {
-    std::cerr << "qfx: error: " << e.what() << "\n";
+  } catch (const std::exception& e) {  // a bug: say which command hit it
+    std::cerr << "qfx " << app.get_subcommands().at(0)->get_name() << ": internal error (please report it with the command line): "
+              << e.what() << "\n";
     return 1;
   }
   return 0;

@@ -10,7 +10,7 @@
 namespace qfx::cli {
 
 int run_ptq(const std::string& config_path, const std::vector<std::string>& overrides) {
-  quant::PtqConfig cfg = quant::load_ptq_config(config_path, overrides);
+  quant::JobConfig cfg = quant::load_job_config(config_path, overrides);
   ProgressHooks ph;
   const quant::PtqResult r = quant::ptq(cfg, ph.hooks());
   std::printf("calibration: %lld images on %s, %.1f images/s\n", static_cast<long long>(r.calibration.images),

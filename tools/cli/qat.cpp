@@ -10,7 +10,7 @@
 namespace qfx::cli {
 
 int run_qat(const std::string& config_path, const std::vector<std::string>& overrides) {
-  quant::PtqConfig cfg = quant::load_ptq_config(config_path, overrides);
+  quant::JobConfig cfg = quant::load_job_config(config_path, overrides);
   ProgressHooks ph;
   const quant::QatResult r = quant::qat(cfg, ph.hooks());
   std::printf("trained %lld steps (%.1f ms/step)\n", static_cast<long long>(r.steps), r.ms_per_step);

@@ -72,10 +72,13 @@ int main(int argc, char** argv) {
   const double acc = model->forward(tx).argmax(1).eq(ty).to(at::kDouble).mean().item<double>();
   std::printf("fake-quant top-1 on %lld test images: %.2f%%\n", static_cast<long long>(tx.size(0)), 100 * acc);
   std::filesystem::create_directories(out_dir);
-  quant::ConvertOptions co;
+  quant::ExportOptions co;
   co.input_shapes = {{-1, 1, 28, 28}};
   co.input_names = {"input"};
-  auto result = quant::convert_fx(*model, out_dir + "/model_int8.onnx", co);
+  auto converted = quant::convert_fx(*model);  // the reference quantized model, runnable here
+  const double acc_conv = converted->forward(tx).argmax(1).eq(ty).to(at::kDouble).mean().item<double>();
+  std::printf("converted model top-1 in libtorch: %.2f%%\n", 100 * acc_conv);
+  auto result = quant::export_onnx(*converted, out_dir + "/model_int8.onnx", co);
   quant::write_encodings(out_dir + "/encodings.json", result, quant::graph_hash(*model), backend.name);
   std::printf("wrote %s/model_int8.onnx and encodings.json: %d int8 weights, %zu quantized activations\n", out_dir.c_str(),
               result.quantized_weights, result.encodings.size());

@@ -60,7 +60,7 @@ inline std::vector<int64_t> int_values(const Tensor& t) {
   return v;
 }
 
-inline float float_value(const Tensor& t) { return t.data<float>()[0]; }
+inline float float_value(const Tensor& t) { return static_cast<float>(t.scalar()); }
 
 // Index arithmetic uses fixed-size arrays, so running a kernel allocates nothing.
 constexpr size_t kMaxRank = 8;

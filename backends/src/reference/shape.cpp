@@ -74,8 +74,14 @@ Kernel transpose(const Node& n, const std::vector<Meta>& in) {
   if (perm.empty())
     for (size_t i = 0; i < x.size(); ++i) perm.push_back(static_cast<int64_t>(x.size() - 1 - i));
   if (perm.size() != x.size()) bad_shape(n, "perm has the wrong length");
+  std::vector<bool> seen(x.size(), false);
+  for (auto& p : perm) {  // negative entries count from the end; each axis exactly once
+    p = norm_axis(n, p, x.size());
+    if (seen[static_cast<size_t>(p)]) bad_shape(n, "perm names axis " + std::to_string(p) + " twice");
+    seen[static_cast<size_t>(p)] = true;
+  }
   Shape out;
-  for (auto p : perm) out.push_back(x[static_cast<size_t>(norm_axis(n, p, x.size()))]);
+  for (auto p : perm) out.push_back(x[static_cast<size_t>(p)]);
   Kernel k;
   const DType dt = in[0].dtype;
   k.outputs = {{out, dt}};

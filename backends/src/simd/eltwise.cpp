@@ -5,6 +5,8 @@
 #include <omp.h>
 
 #include <algorithm>
+#include <cstdlib>
+#include <string>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -102,14 +104,14 @@ bool qunary(const KernelRequest& r, Kernel* k) {
   return true;
 }
 
-// u8 (+|x) u8 -> u8. Built for AVX-512, AVX2 and baseline x86-64, chosen at run time;
-// the file is compiled with -ffp-contract=off, so every variant does the reference's
-// float operations one by one (no fused multiply-add) and rounds the same. Inputs are
-// integers, so no NaN can arise.
+// u8 (+|x) u8 -> u8: one loop body, compiled for AVX-512, AVX2 and baseline x86-64
+// and chosen at run time (simd_isa()). The file is compiled with -ffp-contract=off,
+// so every variant does the reference's float operations one by one (no fused
+// multiply-add) and rounds the same. Inputs are integers, so no NaN can arise.
 template <bool Mul>
-__attribute__((target_clones("avx512f", "avx2", "default")))
-void qbinary_u8_chunk(const uint8_t* a, const uint8_t* b, uint8_t* y, int64_t n, float sa, float za, float sb, float zb,
-                      float sy, float zy, float lo, float hi) {
+__attribute__((always_inline)) inline void qbinary_u8_body(const uint8_t* a, const uint8_t* b, uint8_t* y, int64_t n,
+                                                           float sa, float za, float sb, float zb, float sy, float zy,
+                                                           float lo, float hi) {
   const float magic = 12582912.0f;
 #pragma omp simd
   for (int64_t p = 0; p < n; ++p) {
@@ -126,16 +128,36 @@ void qbinary_u8_chunk(const uint8_t* a, const uint8_t* b, uint8_t* y, int64_t n,
   }
 }
 
+using QBinaryChunk = void (*)(const uint8_t*, const uint8_t*, uint8_t*, int64_t, float, float, float, float, float, float,
+                              float, float);
+
+#define QFX_QBINARY_VARIANT(NAME, TARGET)                                                                              \
+  template <bool Mul>                                                                                                   \
+  TARGET void NAME(const uint8_t* a, const uint8_t* b, uint8_t* y, int64_t n, float sa, float za, float sb, float zb,  \
+                   float sy, float zy, float lo, float hi) {                                                            \
+    qbinary_u8_body<Mul>(a, b, y, n, sa, za, sb, zb, sy, zy, lo, hi);                                                   \
+  }
+QFX_QBINARY_VARIANT(qbinary_chunk_avx512, __attribute__((target("avx512f"))))
+QFX_QBINARY_VARIANT(qbinary_chunk_avx2, __attribute__((target("avx2"))))
+QFX_QBINARY_VARIANT(qbinary_chunk_baseline, )
+#undef QFX_QBINARY_VARIANT
+
+template <bool Mul>
+QBinaryChunk qbinary_chunk(const std::string& isa) {
+  if (isa == "avx512") return qbinary_chunk_avx512<Mul>;
+  if (isa == "avx2") return qbinary_chunk_avx2<Mul>;
+  return qbinary_chunk_baseline<Mul>;
+}
+
 // Splits the elements over the threads; each runs the CPU-specific chunk kernel
 // (an OpenMP region's body would not inherit target_clones).
-template <bool Mul>
-void qbinary_u8(const uint8_t* a, const uint8_t* b, uint8_t* y, int64_t n, float sa, float za, float sb, float zb,
-                float sy, float zy, float lo, float hi) {
+void qbinary_u8(QBinaryChunk chunk, const uint8_t* a, const uint8_t* b, uint8_t* y, int64_t n, float sa, float za,
+                float sb, float zb, float sy, float zy, float lo, float hi) {
 #pragma omp parallel if (n > kParallelMin)
   {
     const int64_t t = omp_get_thread_num(), nt = omp_get_num_threads();
     const int64_t b0 = n * t / nt, b1 = n * (t + 1) / nt;
-    qbinary_u8_chunk<Mul>(a + b0, b + b0, y + b0, b1 - b0, sa, za, sb, zb, sy, zy, lo, hi);
+    chunk(a + b0, b + b0, y + b0, b1 - b0, sa, za, sb, zb, sy, zy, lo, hi);
   }
 }
 
@@ -165,11 +187,11 @@ bool qbinary(const KernelRequest& r, Kernel* k) {
   k->accepts_nhwc = nhwc_out && in[0].nhwc == in[1].nhwc;
   k->outputs = {{in[0].shape, DType::kUInt8, k->accepts_nhwc && in[0].nhwc}};
   const float flo = static_cast<float>(lo), fhi = static_cast<float>(hi);
+  const std::string isa = simd_isa();
+  const QBinaryChunk chunk = mul ? qbinary_chunk<true>(isa) : qbinary_chunk<false>(isa);
   k->run = [=](const In& i, const Out& o) {
-    if (mul) qbinary_u8<true>(i[0]->data<uint8_t>(), i[1]->data<uint8_t>(), o[0]->data<uint8_t>(), i[0]->numel(), sa, za, sb,
-                              zb, sy, zy, flo, fhi);
-    else qbinary_u8<false>(i[0]->data<uint8_t>(), i[1]->data<uint8_t>(), o[0]->data<uint8_t>(), i[0]->numel(), sa, za, sb,
-                           zb, sy, zy, flo, fhi);
+    qbinary_u8(chunk, i[0]->data<uint8_t>(), i[1]->data<uint8_t>(), o[0]->data<uint8_t>(), i[0]->numel(), sa, za, sb, zb,
+               sy, zy, flo, fhi);
   };
   return true;
 }
@@ -240,6 +262,18 @@ bool float_add(const KernelRequest& r, Kernel* k) {
 }
 
 }  // namespace
+
+std::string simd_isa() {
+  const bool avx512 = __builtin_cpu_supports("avx512f"), avx2 = __builtin_cpu_supports("avx2");
+  const std::string best = avx512 ? "avx512" : avx2 ? "avx2" : "baseline";
+  const char* env = std::getenv("QFX_SIMD_ISA");
+  if (!env || !*env) return best;
+  const std::string want = env;
+  if (want == "baseline") return want;
+  if (want == "avx2") return avx2 ? want : best;
+  if (want == "avx512") return best;
+  return best;  // unknown names: the best this CPU has
+}
 
 void nhwc_to_nchw(const void* src, void* dst, const Shape& shape, size_t elem) {
   const int64_t N = shape[0], C = shape[1], HW = shape[2] * shape[3];

@@ -14,7 +14,8 @@ class Error : public std::runtime_error {
  public:
   /// @param message full human-readable message, context included.
   explicit Error(const std::string& message) : std::runtime_error(message) {}
-  /// Process exit code the `qfx` CLI uses for this error kind (2..9; 1 is unknown).
+  /// Process exit code the `qfx` CLI uses for this error kind (2..8; 1 is an
+  /// unexpected internal error, 9 a failed reference check).
   virtual int exit_code() const noexcept { return 2; }
 };
 
@@ -56,6 +57,15 @@ class IoError : public Error {
  public:
   using Error::Error;
   int exit_code() const noexcept override { return 7; }
+};
+
+/// Running a graph or model failed inside an op (libtorch or a kernel raised an
+/// error for these inputs: shapes that do not fit, a wrapped call that threw).
+/// Names the node, its op and the original message.
+class ExecutionError : public Error {
+ public:
+  using Error::Error;
+  int exit_code() const noexcept override { return 8; }
 };
 
 }  // namespace qfx

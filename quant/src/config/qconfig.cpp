@@ -35,7 +35,7 @@ ObserverSpec resolve_tensor_qconfig(const TensorQConfig& req, const BackendConfi
   ObserverSpec s;
   try {
     s.spec = QuantSpec::make(dtype, scheme, bits, req.narrow_range.value_or(false));
-  } catch (const std::invalid_argument& e) {
+  } catch (const ConfigError& e) {
     fail(e.what());
   }
   s.spec.per_channel = pc;

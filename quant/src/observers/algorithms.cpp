@@ -6,6 +6,8 @@
 #include <numeric>
 #include <stdexcept>
 
+#include "qfx/error.h"
+
 namespace qfx::quant {
 
 double Histogram::total() const { return std::accumulate(counts.begin(), counts.end(), 0.0); }
@@ -27,7 +29,7 @@ Algorithm parse_algorithm(const std::string& s) {
   if (s == "entropy" || s == "kl") return Algorithm::kEntropy;
   if (s == "mse") return Algorithm::kMSE;
   if (s == "auto") return Algorithm::kAuto;
-  throw std::invalid_argument("unknown calibration algorithm '" + s + "' (expected minmax, percentile, entropy, mse or auto)");
+  throw ConfigError("unknown calibration algorithm '" + s + "' (expected minmax, percentile, entropy, mse or auto)");
 }
 
 namespace {
@@ -207,7 +209,7 @@ std::pair<float, float> clip_range(const Histogram& h, Algorithm algo, const Qua
       return {h.min, h.max};
     case Algorithm::kPercentile: {
       if (opts.percentile < 50 || opts.percentile > 100)
-        throw std::invalid_argument("percentile must be between 50 and 100");
+        throw ConfigError("percentile must be between 50 and 100");
       const double keep = opts.percentile / 100.0;
       if (spec.qscheme == QScheme::kSymmetric) {
         std::vector<double> ah = abs_histogram(h);

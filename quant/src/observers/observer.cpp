@@ -110,7 +110,7 @@ void MinMaxObserver::reset() {
 MovingAverageMinMaxObserver::MovingAverageMinMaxObserver(QuantSpec spec, double c)
     : MinMaxObserver("MovingAverageMinMaxObserver", std::move(spec)) {
   c_ = c;
-  if (!(c > 0 && c <= 1)) throw std::invalid_argument("averaging_constant must be in (0, 1]");
+  if (!(c > 0 && c <= 1)) throw ConfigError("averaging_constant must be in (0, 1]");
 }
 
 // --- per channel ---------------------------------------------------------------
@@ -177,7 +177,7 @@ void PerChannelMinMaxObserver::reset() {
 MovingAveragePerChannelMinMaxObserver::MovingAveragePerChannelMinMaxObserver(QuantSpec spec, double c)
     : PerChannelMinMaxObserver("MovingAveragePerChannelMinMaxObserver", std::move(spec)) {
   c_ = c;
-  if (!(c > 0 && c <= 1)) throw std::invalid_argument("averaging_constant must be in (0, 1]");
+  if (!(c > 0 && c <= 1)) throw ConfigError("averaging_constant must be in (0, 1]");
 }
 
 // --- HistogramObserver -----------------------------------------------------------
@@ -185,8 +185,8 @@ MovingAveragePerChannelMinMaxObserver::MovingAveragePerChannelMinMaxObserver(Qua
 HistogramObserver::HistogramObserver(QuantSpec spec, Algorithm algorithm, AlgorithmOptions options, int64_t bins)
     : ObserverBase("HistogramObserver", std::move(spec)), algo_(algorithm), opts_(options), bins_(bins),
       chosen_(algorithm) {
-  if (bins < 16) throw std::invalid_argument("HistogramObserver: bins must be at least 16");
-  if (spec_.per_channel) throw std::invalid_argument("HistogramObserver is per-tensor only");
+  if (bins < 16) throw ConfigError("HistogramObserver: bins must be at least 16");
+  if (spec_.per_channel) throw ConfigError("HistogramObserver is per-tensor only");
   min_val_ = register_buffer("min_val", scalar(kInf));
   max_val_ = register_buffer("max_val", scalar(-kInf));
   hist_ = register_buffer("histogram", at::zeros({bins}, at::TensorOptions().dtype(at::kDouble)));
@@ -360,7 +360,7 @@ void HistogramObserver::reset() {
 
 FixedQParamsObserver::FixedQParamsObserver(QuantSpec spec, float lo, float hi)
     : ObserverBase("FixedQParamsObserver", std::move(spec)), lo_(lo), hi_(hi) {
-  if (!(hi > lo)) throw std::invalid_argument("FixedQParamsObserver: empty range");
+  if (!(hi > lo)) throw ConfigError("FixedQParamsObserver: empty range");
   spec_.per_channel = false;
 }
 
@@ -395,7 +395,7 @@ ObserverKind parse_observer_kind(const std::string& s) {
   for (auto k : {ObserverKind::kMinMax, ObserverKind::kMovingAverageMinMax, ObserverKind::kPerChannelMinMax,
                  ObserverKind::kMovingAveragePerChannelMinMax, ObserverKind::kHistogram})
     if (s == observer_kind_name(k)) return k;
-  throw std::invalid_argument("unknown observer '" + s +
+  throw ConfigError("unknown observer '" + s +
                               "' (expected minmax, moving_average_minmax, per_channel_minmax, "
                               "moving_average_per_channel_minmax or histogram)");
 }
@@ -404,11 +404,11 @@ std::shared_ptr<ObserverBase> make_observer(const ObserverSpec& s) {
   QuantSpec q = s.spec;
   const bool pc = s.kind == ObserverKind::kPerChannelMinMax || s.kind == ObserverKind::kMovingAveragePerChannelMinMax;
   if (q.per_channel != pc)
-    throw std::invalid_argument(std::string("observer '") + observer_kind_name(s.kind) + "' is " +
+    throw ConfigError(std::string("observer '") + observer_kind_name(s.kind) + "' is " +
                                 (pc ? "per-channel" : "per-tensor") + " but the quantization spec is " +
                                 (q.per_channel ? "per-channel" : "per-tensor"));
   if (s.kind != ObserverKind::kHistogram && s.algorithm != Algorithm::kMinMax)
-    throw std::invalid_argument(std::string("algorithm '") + algorithm_name(s.algorithm) +
+    throw ConfigError(std::string("algorithm '") + algorithm_name(s.algorithm) +
                                 "' needs the histogram observer (got '" + observer_kind_name(s.kind) + "')");
   switch (s.kind) {
     case ObserverKind::kMinMax: return std::make_shared<MinMaxObserver>(q);
@@ -418,7 +418,7 @@ std::shared_ptr<ObserverBase> make_observer(const ObserverSpec& s) {
       return std::make_shared<MovingAveragePerChannelMinMaxObserver>(q, s.averaging_constant);
     case ObserverKind::kHistogram: return std::make_shared<HistogramObserver>(q, s.algorithm, s.options, s.bins);
   }
-  throw std::invalid_argument("unknown observer kind");
+  throw ConfigError("unknown observer kind");
 }
 
 }  // namespace qfx::quant

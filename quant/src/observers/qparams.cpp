@@ -6,6 +6,8 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "qfx/error.h"
+
 namespace qfx::quant {
 
 const char* qdtype_name(QDType d) {
@@ -21,7 +23,7 @@ QDType parse_qdtype(const std::string& s) {
   if (s == "u8" || s == "uint8" || s == "quint8") return QDType::kUInt8;
   if (s == "s8" || s == "int8" || s == "qint8") return QDType::kInt8;
   if (s == "s32" || s == "int32" || s == "qint32") return QDType::kInt32;
-  throw std::invalid_argument("unknown quantized dtype '" + s + "' (expected u8, s8 or s32)");
+  throw ConfigError("unknown quantized dtype '" + s + "' (expected u8, s8 or s32)");
 }
 
 const char* qscheme_name(QScheme s) { return s == QScheme::kAffine ? "affine" : "symmetric"; }
@@ -31,12 +33,12 @@ QuantSpec QuantSpec::make(QDType dtype, QScheme qscheme, int bits, bool narrow_r
   s.dtype = dtype;
   s.qscheme = qscheme;
   if (dtype == QDType::kInt32) {
-    if (bits != 32 && bits != 8) throw std::invalid_argument("s32 tensors are 32-bit");
+    if (bits != 32 && bits != 8) throw ConfigError("s32 tensors are 32-bit");
     s.quant_min = std::numeric_limits<int32_t>::min();
     s.quant_max = std::numeric_limits<int32_t>::max();
     return s;
   }
-  if (bits < 2 || bits > 8) throw std::invalid_argument("bits must be between 2 and 8, got " + std::to_string(bits));
+  if (bits < 2 || bits > 8) throw ConfigError("bits must be between 2 and 8, got " + std::to_string(bits));
   if (dtype == QDType::kUInt8) {
     s.quant_min = 0;
     s.quant_max = (int64_t{1} << bits) - 1;

@@ -15,6 +15,7 @@
 #include "qfx/quant/convert.h"
 #include "qfx/quant/pipeline.h"
 #include "qfx/quant/runtime_tensor.h"
+#include "qfx/runtime/model.h"
 
 namespace qfx::quant::pipeline {
 
@@ -81,23 +82,50 @@ inline void info(const PipelineHooks& h, const std::string& line) {
   if (h.info) h.info(line);
 }
 
-/// convert_fx for one-input models: the graph input is named "input", the output
-/// "output"; `input_shape` as model.input_shape.
-inline ConvertResult convert_model(fx::GraphModule& gm, const std::string& path, const std::vector<int64_t>& input_shape) {
-  ConvertOptions o;
+/// convert_fx, then export_onnx of the converted model, for one-input models: the
+/// graph input is named "input", the output "output"; `input_shape` as
+/// model.input_shape. `converted` receives the converted GraphModule.
+inline ExportResult convert_model(fx::GraphModule& gm, const std::string& path, const std::vector<int64_t>& input_shape,
+                                  std::shared_ptr<fx::GraphModule>* converted) {
+  *converted = convert_fx(gm);
+  ExportOptions o;
   o.input_shapes = {input_shape};
   o.input_names = {"input"};
-  return convert_fx(gm, path, o);
+  return export_onnx(**converted, path, o);
+}
+
+/// The name of output `index` of a model exported by convert_model ("output", or
+/// "output_K" when there are several). Throws ConfigError naming `config` and
+/// evaluation.output if the model has fewer outputs.
+inline std::string output_name(const runtime::Model& m, int64_t index, const std::string& config) {
+  const auto outs = m.outputs();
+  if (index < 0 || index >= static_cast<int64_t>(outs.size()))
+    throw ConfigError(config + ": evaluation.output " + std::to_string(index) + ": the model has " +
+                      std::to_string(outs.size()) + " output(s) (0-based index)");
+  return outs[static_cast<size_t>(index)].name;
+}
+
+/// Output `index` of `gm`'s forward on `x` (a tuple or list output is indexed; a
+/// single tensor is output 0). Throws DataError if it is not a tensor.
+inline at::Tensor forward_output(fx::GraphModule& gm, const at::Tensor& x, int64_t index) {
+  c10::IValue v = gm.forward(std::vector<c10::IValue>{x});
+  if (v.isTensor() && index == 0) return v.toTensor();
+  std::vector<c10::IValue> items;
+  if (v.isTuple()) items = v.toTupleRef().elements().vec();
+  else if (v.isList()) items = v.toListRef().vec();
+  if (index < static_cast<int64_t>(items.size()) && items[static_cast<size_t>(index)].isTensor())
+    return items[static_cast<size_t>(index)].toTensor();
+  throw DataError("the model's output " + std::to_string(index) + " is not a tensor (evaluation.output)");
 }
 
 /// Fills what a PtqResult and a QatResult say about their inputs.
 template <typename Result>
-void set_inputs(Result* r, const PtqConfig& cfg, const std::string& backend, const std::string& runtime_backend) {
-  r->model = cfg.model;
+void set_inputs(Result* r, const JobConfig& cfg, const std::string& backend, const std::string& runtime_backend) {
+  r->model = cfg.model.path;
   r->config = cfg.path;
   r->backend = backend;
   r->runtime_backend = runtime_backend;
-  r->output_dir = cfg.output_dir;
+  r->output_dir = cfg.output.dir;
 }
 
 /// The kernel report as JSON: [{node, op, impl, declined: [{impl, reason}]}].

@@ -36,13 +36,13 @@ CalibrationResult calibrate(fx::GraphModule& gm, const NextBatch& next, const Ca
     f->weight_fake_quant()->forward(f->folded_weight_bias().first);
   }
   // 2. The float graph on the runtime.
-  ConvertOptions co;
+  ExportOptions co;
   co.float_model = true;
   co.input_shapes = options.input_shapes;
-  ConvertResult cr;
+  ExportResult cr;
   std::string bytes;
   try {
-    bytes = export_onnx(gm, co, &cr);
+    bytes = export_onnx_bytes(gm, co, &cr);
   } catch (const UnsupportedOpError& e) {
     if (!options.allow_libtorch_fallback) throw;
     res.fallback_reason = e.what();

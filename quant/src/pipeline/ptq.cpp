@@ -41,39 +41,39 @@ struct LayerErr {
 
 }  // namespace
 
-PtqResult ptq(const PtqConfig& cfg, const PipelineHooks& hooks) {
+PtqResult ptq(const JobConfig& cfg, const PipelineHooks& hooks) {
   const auto t_start = Clock::now();
   const std::string& config_path = cfg.path;
   PtqResult res;
-  if (cfg.calibration.images.empty()) throw ConfigError(config_path + ": 'calibration' is required for qfx ptq");
+  if (!cfg.calibration.enabled) throw ConfigError(config_path + ": 'calibration' is required for qfx ptq");
   auto backend = BackendConfig::resolve(cfg.backend);
   const std::string rt_backend = backend.runtime;
-  if (!fs::exists(cfg.model)) throw IoError(cfg.model + ": model file not found (model.path in " + config_path + ")");
+  if (!fs::exists(cfg.model.path)) throw IoError(cfg.model.path + ": model file not found (model.path in " + config_path + ")");
   set_inputs(&res, cfg, backend.name, rt_backend);
-  info(hooks, "qfx ptq: " + cfg.model + " on backend '" + backend.name + "' (runtime " + rt_backend + ", config " + config_path + ")");
+  info(hooks, "qfx ptq: " + cfg.model.path + " on backend '" + backend.name + "' (runtime " + rt_backend + ", config " + config_path + ")");
 
-  auto cal = open_dataset(cfg.calibration, cfg.input_shape, cfg.calibration_samples, cfg.seed);
-  const bool have_eval = !cfg.evaluation.images.empty();
+  auto cal = open_dataset(cfg.calibration.data, cfg.model.input_shape, cfg.calibration.num_samples, cfg.calibration.seed);
+  const bool have_eval = cfg.evaluation.enabled;
   std::unique_ptr<Dataset> ev;
-  if (have_eval) ev = open_dataset(cfg.evaluation, cfg.input_shape, cfg.evaluation_samples, -1);
-  Staging out(cfg.output_dir);
+  if (have_eval) ev = open_dataset(cfg.evaluation.data, cfg.model.input_shape, cfg.evaluation.num_samples, -1);
+  Staging out(cfg.output.dir);
 
-  auto gm = fx::trace_file(cfg.model, cfg.tracer.options);
+  auto gm = fx::trace_file(cfg.model.path, cfg.tracer.options);
   gm->eval();
   at::NoGradGuard ng;
-  const int64_t bs = cfg.batch_size, ebs = cfg.evaluation_batch_size;
+  const int64_t bs = cfg.calibration.batch_size, ebs = cfg.evaluation.batch_size;
   auto for_batches = [&](Dataset& d, int64_t n, const std::function<void(const at::Tensor&, int64_t)>& fn) {
     for (int64_t i = 0; i < n; i += ebs) fn(d.batch(i, std::min(i + ebs, n)), i);
   };
   prepare_fx(*gm, cfg.qconfig, backend);
 
   // The float model as the runtime runs it (batch norm folded, observers as pass-throughs).
-  ConvertOptions fo;
+  ExportOptions fo;
   fo.float_model = true;
-  fo.input_shapes = {cfg.input_shape};
+  fo.input_shapes = {cfg.model.input_shape};
   fo.input_names = {"input"};
-  ConvertResult fr;
-  const std::string float_onnx = export_onnx(*gm, fo, &fr);
+  ExportResult fr;
+  const std::string float_onnx = export_onnx_bytes(*gm, fo, &fr);
   std::map<std::string, std::string> fp32_tensor_of;  // fx node -> fp32 ONNX value
   std::vector<std::string> keep;
   for (const auto& o : fr.observed) {
@@ -82,15 +82,15 @@ PtqResult ptq(const PtqConfig& cfg, const PipelineHooks& hooks) {
   }
   // Two loads of the float graph: as deployed (fused, channels last) for evaluation and
   // latency, and with the observed values kept for the per-layer SQNR table.
-  auto fp32 = runtime::Model::load_from_string(float_onnx, {rt_backend, false}, cfg.model + " (float graph)");
+  auto fp32 = runtime::Model::load_from_string(float_onnx, {rt_backend, false}, cfg.model.path + " (float graph)");
   runtime::ModelOptions fmo(rt_backend, false);
   fmo.keep_values = keep;
-  auto fp32_watch = runtime::Model::load_from_string(float_onnx, fmo, cfg.model + " (float graph)");
+  auto fp32_watch = runtime::Model::load_from_string(float_onnx, fmo, cfg.model.path + " (float graph)");
 
   // Calibrate on the runtime.
   CalibrateOptions co;
   co.backend = rt_backend;
-  co.input_shapes = {cfg.input_shape};
+  co.input_shapes = {cfg.model.input_shape};
   const int64_t ncal = cal->size();
   co.progress = [&](int64_t n) { progress(hooks, "calibration", n, ncal); };
   auto cr = calibrate(*gm, batches(*cal, bs), co);
@@ -100,11 +100,12 @@ PtqResult ptq(const PtqConfig& cfg, const PipelineHooks& hooks) {
 
   // Convert.
   const std::string onnx_path = out.path("model_int8.onnx");
-  ConvertResult conv = convert_model(*gm, onnx_path, cfg.input_shape);
+  ExportResult conv = convert_model(*gm, onnx_path, cfg.model.input_shape, &res.converted);
   auto int8 = runtime::Model::load(onnx_path, {rt_backend});
+  const std::string out_name = output_name(int8, cfg.evaluation.output, config_path);
 
   nlohmann::json report;
-  report["model"] = cfg.model;
+  report["model"] = cfg.model.path;
   report["config"] = config_path;
   report["backend"] = backend.name;
   report["runtime_backend"] = rt_backend;
@@ -129,17 +130,17 @@ PtqResult ptq(const PtqConfig& cfg, const PipelineHooks& hooks) {
       std::map<std::string, runtime::Tensor> in{{"input", wrap(b)}};
       const bool time_it = i > 0 || n <= ebs;
       auto t0 = Clock::now();
-      at::Tensor f = to_aten(fp32.run(in).at("output"));
+      at::Tensor f = to_aten(fp32.run(in).at(out_name));
       if (time_it) t_fp32 += secs(t0);
       t0 = Clock::now();
-      at::Tensor q = to_aten(int8.run(in).at("output"));
+      at::Tensor q = to_aten(int8.run(in).at(out_name));
       if (time_it) {
         t_int8 += secs(t0);
         timed += b.size(0);
       }
       if (i == 0) {  // independent check: the runtime's fp32 against libtorch on the first batch
         set_quant_state(*gm, QuantState::kFloat);
-        at::Tensor ref = gm->forward(b);
+        at::Tensor ref = forward_output(*gm, b, cfg.evaluation.output);
         set_quant_state(*gm, QuantState::kFakeQuant);
         libtorch_rel = ((f - ref).abs().max() / ref.abs().max().clamp_min(1e-12)).item<double>();
       }
@@ -152,7 +153,7 @@ PtqResult ptq(const PtqConfig& cfg, const PipelineHooks& hooks) {
     res.evaluated = true;
     E.images = n;
     E.batch_size = ebs;
-    E.metric = cfg.metric;
+    E.metric = cfg.evaluation.metric;
     E.fp32_runtime_vs_libtorch_max_rel_error = libtorch_rel;
     E.cosine_int8_vs_fp32 = cosine(q, fp);
     E.sqnr_db_int8_vs_fp32 = sqnr(fp, q);
@@ -160,13 +161,13 @@ PtqResult ptq(const PtqConfig& cfg, const PipelineHooks& hooks) {
     E.int8_ms_per_image = 1000.0 * t_int8 / static_cast<double>(std::max<int64_t>(timed, 1));
     report["evaluation"] = {{"images", n},
                             {"batch_size", ebs},
-                            {"metric", cfg.metric},
+                            {"metric", cfg.evaluation.metric},
                             {"fp32_runtime_vs_libtorch_max_rel_error", libtorch_rel},
                             {"cosine_int8_vs_fp32", E.cosine_int8_vs_fp32},
                             {"sqnr_db_int8_vs_fp32", E.sqnr_db_int8_vs_fp32},
                             {"fp32_ms_per_image", E.fp32_ms_per_image},
                             {"int8_ms_per_image", E.int8_ms_per_image}};
-    if (cfg.metric == "top1") {
+    if (cfg.evaluation.metric == "top1") {
       if (!ev->labels().defined())
         throw ConfigError(config_path + ": evaluation.metric top1 needs labels (evaluation.data.labels)");
       const at::Tensor& y = ev->labels();
@@ -181,7 +182,7 @@ PtqResult ptq(const PtqConfig& cfg, const PipelineHooks& hooks) {
 
     // Per-layer SQNR: every quantized activation, fake-quant (Q/DQ simulated on the
     // runtime) and int8 (the deployed kernels), against the fp32 value.
-    const int64_t ns = std::min(cfg.sqnr_samples, n);
+    const int64_t ns = std::min(cfg.evaluation.sqnr_samples, n);
     if (ns > 0) {
       auto fq = runtime::Model::load(onnx_path, {rt_backend, /*fuse_qdq=*/false});
       std::map<std::string, const Encoding*> enc_of_q;  // quantized tensor -> encoding
@@ -248,13 +249,13 @@ PtqResult ptq(const PtqConfig& cfg, const PipelineHooks& hooks) {
     }
 
     // The reference backend must give the same int8 outputs, bit for bit.
-    const int64_t nr = cfg.reference_check < 0 ? n : std::min(cfg.reference_check, n);
+    const int64_t nr = cfg.evaluation.reference_check < 0 ? n : std::min(cfg.evaluation.reference_check, n);
     if (nr > 0 && rt_backend != "reference") {
       auto ref_model = runtime::Model::load(onnx_path, {"reference"});
       int64_t identical = 0;
       double max_diff = 0;
       for_batches(*ev, nr, [&](const at::Tensor& b, int64_t i) {
-        at::Tensor r = to_aten(ref_model.run({{"input", wrap(b)}}).at("output"));
+        at::Tensor r = to_aten(ref_model.run({{"input", wrap(b)}}).at(out_name));
         at::Tensor o = q.slice(0, i, i + b.size(0));
         identical += (r == o).flatten(1).all(1).sum().item<int64_t>();
         max_diff = std::max(max_diff, (r - o).abs().max().item<double>());

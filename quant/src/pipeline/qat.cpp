@@ -44,13 +44,13 @@ void set_lr(torch::optim::Optimizer& opt, double lr) {
 }
 
 // Top-1 of `gm` (libtorch, eval mode) on a dataset; also returns the predictions.
-double top1(fx::GraphModule& gm, Dataset& d, int64_t bs, at::Tensor* pred, const std::string& what,
+double top1(fx::GraphModule& gm, Dataset& d, int64_t bs, int64_t output, at::Tensor* pred, const std::string& what,
             const PipelineHooks& hooks) {
   at::NoGradGuard ng;
   std::vector<at::Tensor> preds;
   for (int64_t i = 0; i < d.size(); i += bs) {
     at::Tensor b = d.batch(i, std::min(i + bs, d.size()));
-    preds.push_back(gm.forward(b).argmax(1));
+    preds.push_back(forward_output(gm, b, output).argmax(1));
     progress(hooks, what, i + b.size(0), d.size());
   }
   *pred = at::cat(preds);
@@ -59,37 +59,37 @@ double top1(fx::GraphModule& gm, Dataset& d, int64_t bs, at::Tensor* pred, const
 
 }  // namespace
 
-QatResult qat(const PtqConfig& cfg, const PipelineHooks& hooks) {
+QatResult qat(const JobConfig& cfg, const PipelineHooks& hooks) {
   const auto t_start = Clock::now();
   const std::string& config_path = cfg.path;
   QatResult res;
-  if (!cfg.has_training) throw ConfigError(config_path + ": 'training' is required for qfx qat");
+  if (!cfg.training.enabled) throw ConfigError(config_path + ": 'training' is required for qfx qat");
   const TrainingConfig& tc = cfg.training;
   auto backend = BackendConfig::resolve(cfg.backend);
   const std::string rt_backend = backend.runtime;
-  if (!fs::exists(cfg.model)) throw IoError(cfg.model + ": model file not found (model.path in " + config_path + ")");
-  if (cfg.evaluation.images.empty()) throw ConfigError(config_path + ": qfx qat needs an 'evaluation' section with labels");
+  if (!fs::exists(cfg.model.path)) throw IoError(cfg.model.path + ": model file not found (model.path in " + config_path + ")");
+  if (!cfg.evaluation.enabled) throw ConfigError(config_path + ": qfx qat needs an 'evaluation' section with labels");
   set_inputs(&res, cfg, backend.name, rt_backend);
-  info(hooks, "qfx qat: " + cfg.model + " on backend '" + backend.name + "' (runtime " + rt_backend + ", config " + config_path + ")");
-  auto train = open_dataset(tc.data, cfg.input_shape, tc.num_samples, -1);
-  auto ev = open_dataset(cfg.evaluation, cfg.input_shape, cfg.evaluation_samples, -1);
+  info(hooks, "qfx qat: " + cfg.model.path + " on backend '" + backend.name + "' (runtime " + rt_backend + ", config " + config_path + ")");
+  auto train = open_dataset(tc.data, cfg.model.input_shape, tc.num_samples, -1);
+  auto ev = open_dataset(cfg.evaluation.data, cfg.model.input_shape, cfg.evaluation.num_samples, -1);
   if (!ev->labels().defined()) throw ConfigError(config_path + ": evaluation.data.labels is required for qfx qat");
-  Staging out(cfg.output_dir);
-  const std::string ckpt = tc.checkpoint.empty() ? (fs::path(cfg.output_dir) / "qat_checkpoint.pt").string() : tc.checkpoint;
+  Staging out(cfg.output.dir);
+  const std::string ckpt = tc.checkpoint.empty() ? (fs::path(cfg.output.dir) / "qat_checkpoint.pt").string() : tc.checkpoint;
 
   torch::manual_seed(static_cast<uint64_t>(tc.seed));
-  auto gm = fx::trace_file(cfg.model, cfg.tracer.options);
+  auto gm = fx::trace_file(cfg.model.path, cfg.tracer.options);
   gm->eval();
   at::Tensor fp32_pred;
-  const double top1_fp32 = top1(*gm, *ev, cfg.evaluation_batch_size, &fp32_pred, "fp32 evaluation", hooks);
+  const double top1_fp32 = top1(*gm, *ev, cfg.evaluation.batch_size, cfg.evaluation.output, &fp32_pred, "fp32 evaluation", hooks);
   prepare_qat_fx(*gm, cfg.qconfig, backend);
   // Optional: observers start from a calibration pass over the float graph (runtime).
-  if (!cfg.calibration.images.empty()) {
-    auto cal = open_dataset(cfg.calibration, cfg.input_shape, cfg.calibration_samples, cfg.seed);
+  if (cfg.calibration.enabled) {
+    auto cal = open_dataset(cfg.calibration.data, cfg.model.input_shape, cfg.calibration.num_samples, cfg.calibration.seed);
     CalibrateOptions co;
     co.backend = rt_backend;
-    co.input_shapes = {cfg.input_shape};
-    calibrate(*gm, batches(*cal, cfg.batch_size), co);
+    co.input_shapes = {cfg.model.input_shape};
+    calibrate(*gm, batches(*cal, cfg.calibration.batch_size), co);
   }
   std::unique_ptr<torch::optim::Optimizer> opt;
   if (tc.optimizer == "adam")
@@ -130,7 +130,7 @@ QatResult qat(const PtqConfig& cfg, const PipelineHooks& hooks) {
       const auto t0 = Clock::now();
       set_lr(*opt, lr_at(tc, step, total));
       opt->zero_grad();
-      at::Tensor logits = gm->forward(x);
+      at::Tensor logits = forward_output(*gm, x, cfg.evaluation.output);
       at::Tensor loss = torch::nn::functional::cross_entropy(logits, y);
       loss.backward();
       opt->step();
@@ -178,23 +178,24 @@ QatResult qat(const PtqConfig& cfg, const PipelineHooks& hooks) {
   set_quant_state(*gm, QuantState::kFakeQuant);
   disable_observer(*gm);
   at::Tensor fq_pred;
-  const double top1_fq = top1(*gm, *ev, cfg.evaluation_batch_size, &fq_pred, "fake-quant evaluation", hooks);
+  const double top1_fq = top1(*gm, *ev, cfg.evaluation.batch_size, cfg.evaluation.output, &fq_pred, "fake-quant evaluation", hooks);
   // Convert and run the int8 model on the runtime.
   const std::string onnx_path = out.path("model_int8.onnx");
-  ConvertResult conv = convert_model(*gm, onnx_path, cfg.input_shape);
+  ExportResult conv = convert_model(*gm, onnx_path, cfg.model.input_shape, &res.converted);
   auto int8 = runtime::Model::load(onnx_path, {rt_backend});
+  const std::string out_name = output_name(int8, cfg.evaluation.output, config_path);
   std::vector<at::Tensor> preds;
-  const int64_t ebs = cfg.evaluation_batch_size;
+  const int64_t ebs = cfg.evaluation.batch_size;
   for (int64_t i = 0; i < ev->size(); i += ebs) {
     at::Tensor b = ev->batch(i, std::min(i + ebs, ev->size()));
-    preds.push_back(to_aten(int8.run({{"input", wrap(b)}}).at("output")).argmax(1));
+    preds.push_back(to_aten(int8.run({{"input", wrap(b)}}).at(out_name)).argmax(1));
     progress(hooks, "int8 evaluation", i + b.size(0), ev->size());
   }
   at::Tensor q_pred = at::cat(preds);
   const double top1_int8 = q_pred.eq(ev->labels()).to(at::kDouble).mean().item<double>();
   const double agree = q_pred.eq(fq_pred).to(at::kDouble).mean().item<double>();
   nlohmann::json report;
-  report["model"] = cfg.model;
+  report["model"] = cfg.model.path;
   report["config"] = config_path;
   report["backend"] = backend.name;
   report["training"] = {{"steps", step}, {"epochs", tc.epochs}, {"batch_size", bs}, {"optimizer", tc.optimizer},

@@ -124,15 +124,20 @@ using KernelFactory = std::function<bool(const KernelRequest& r, Kernel* k)>;
 /// ONNX QuantizeLinear arithmetic: saturate(round_half_even(x / scale) + zp).
 inline int32_t quantize_value(float x, float scale, int32_t zp, int32_t qmin, int32_t qmax) {
   float q = __builtin_nearbyintf(x / scale);
-  int64_t v = static_cast<int64_t>(q) + zp;
-  if (q != q) v = zp;
+  if (q != q) q = 0.0f;  // NaN quantizes to the zero point
+  // Saturate in float first: converting a float beyond the integer range (an
+  // infinite Clip bound, a huge value) to an integer is undefined behaviour.
+  q = q < -2147483520.0f ? -2147483520.0f : (q > 2147483520.0f ? 2147483520.0f : q);
+  const int64_t v = static_cast<int64_t>(q) + zp;
   return static_cast<int32_t>(v < qmin ? qmin : (v > qmax ? qmax : v));
 }
 
 /// Requantization of an int32 accumulator with multiplier m = in_scale * w_scale / out_scale:
 /// saturate(round_half_even(float(acc) * m) + zp), the reference integer arithmetic.
 inline int32_t requantize(int32_t acc, float m, int32_t zp, int32_t qmin, int32_t qmax) {
-  int64_t v = static_cast<int64_t>(__builtin_nearbyintf(static_cast<float>(acc) * m)) + zp;
+  float q = __builtin_nearbyintf(static_cast<float>(acc) * m);
+  q = q < -2147483520.0f ? -2147483520.0f : (q > 2147483520.0f ? 2147483520.0f : q);  // as quantize_value
+  const int64_t v = static_cast<int64_t>(q) + zp;
   return static_cast<int32_t>(v < qmin ? qmin : (v > qmax ? qmax : v));
 }
 

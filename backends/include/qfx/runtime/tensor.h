@@ -54,6 +54,10 @@ class Tensor {
   template <typename T> const T* data() const { return static_cast<const T*>(raw()); }
   /// "[2, 3, 4] float32"
   std::string describe() const;
+  /// The value of a one-element tensor (any shape holding exactly one element) of
+  /// any dtype, converted to double. Throws DataError naming the shape and dtype
+  /// for any other tensor (where a scalar attribute or Clip bound is expected).
+  double scalar() const;
 
  private:
   std::vector<int64_t> shape_;

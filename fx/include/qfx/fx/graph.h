@@ -90,6 +90,11 @@ class Graph {
   /// (`InsertPoint ip(g, Graph::after(n))`).
   static Node* after(Node* n) { return n->next(); }
 
+  /// A new graph with a copy of every node, in order: same names, targets,
+  /// constants and meta; node references point at the copies (torch.fx's
+  /// `Graph.graph_copy`). Interpreter caches are not copied.
+  std::unique_ptr<Graph> copy() const;
+
   /// Makes `hint` a unique identifier-safe node name.
   std::string unique_name(const std::string& hint);
 

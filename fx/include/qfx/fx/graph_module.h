@@ -76,9 +76,16 @@ class GraphModule : public torch::nn::Module {
   /// Sets train (`on`) or eval mode on every submodule and runs the train hooks.
   void train(bool on = true) override;
 
+  /// A new GraphModule over a copy of the graph (`Graph::copy`) that shares this
+  /// one's submodules, the tensors its get_attr nodes read, and its wrapped
+  /// callables and train hooks, in a module tree of its own: replacing a
+  /// submodule of the copy leaves this module untouched (how convert_fx builds
+  /// the converted model without consuming the prepared one).
+  std::shared_ptr<GraphModule> copy() const;
+
   /// Runs the graph on `inputs` (one per placeholder, in order) and returns the
-  /// output value. Errors from ops are rethrown as `std::runtime_error` naming
-  /// the node that failed.
+  /// output value. Errors as `Interpreter::run` (qfx::ExecutionError naming the
+  /// node that failed).
   c10::IValue forward(std::vector<c10::IValue> inputs);
   /// Convenience for a one-input, one-tensor-output graph.
   at::Tensor forward(const at::Tensor& input);

@@ -21,8 +21,9 @@ class Interpreter {
   virtual ~Interpreter() = default;
 
   /// Runs the graph. `inputs` must have one value per placeholder. Throws
-  /// `std::invalid_argument` on a wrong input count and `std::runtime_error`
-  /// naming the node when an op fails.
+  /// qfx::DataError on a wrong input count, qfx::UnsupportedOpError naming the
+  /// node for a target that cannot be resolved, and qfx::ExecutionError naming
+  /// the node when an op fails (a qfx::Error raised inside passes unchanged).
   c10::IValue run(std::vector<c10::IValue> inputs);
 
  protected:

@@ -34,7 +34,7 @@ enum class Algorithm {
 };
 /// "minmax", "percentile", "entropy", "mse", "auto".
 const char* algorithm_name(Algorithm a);
-/// Parses the names above ("kl" is accepted for entropy). Throws std::invalid_argument.
+/// Parses the names above ("kl" is accepted for entropy). Throws qfx::ConfigError.
 Algorithm parse_algorithm(const std::string& s);
 
 /// Tuning of the algorithms.

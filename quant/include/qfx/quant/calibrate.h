@@ -26,7 +26,7 @@ NextBatch batches(Dataset& data, int64_t batch_size);
 struct CalibrateOptions {
   /// Runtime backend that runs the float model: "onednn" or "reference".
   std::string backend = "onednn";
-  /// Shape of each graph input (-1: dynamic), as in ConvertOptions.
+  /// Shape of each graph input (-1: dynamic), as in ExportOptions.
   std::vector<std::vector<int64_t>> input_shapes;
   /// When the float graph cannot be lowered to the runtime (a wrapped call or an
   /// op without ONNX export), run the prepared GraphModule on libtorch instead of

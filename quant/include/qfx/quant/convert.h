@@ -1,7 +1,10 @@
-// convert_fx: a calibrated (or QAT-trained) prepared model -> the deployable int8
-// ONNX model in QDQ form, with its encodings.
+// convert_fx: a calibrated (or QAT-trained) prepared model -> the converted model
+// (torch.ao's reference quantized model, runnable in libtorch); export_onnx: a
+// converted model -> the deployable int8 ONNX model in QDQ form, with its
+// encodings (write_encodings).
 #pragma once
 
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -9,8 +12,8 @@
 
 namespace qfx::quant {
 
-/// Options of convert_fx.
-struct ConvertOptions {
+/// Options of export_onnx.
+struct ExportOptions {
   /// Shape of each graph input, outermost first; -1 marks a dynamic dimension
   /// (the batch, typically): `{{-1, 3, 224, 224}}`.
   std::vector<std::vector<int64_t>> input_shapes;
@@ -19,9 +22,10 @@ struct ConvertOptions {
   std::vector<std::string> input_names, output_names;
   /// ONNX opset of the default domain (13..17).
   int opset = 13;
-  /// Export the float model instead: FakeQuantize nodes become pass-throughs and
-  /// weights stay float (batch norm folded). `ConvertResult::observed` then lists
-  /// where each FakeQuantize sat; this is the graph `calibrate` runs.
+  /// Export the float model instead: FakeQuantize / QuantDequant nodes become
+  /// pass-throughs and weights stay float (batch norm folded). On a prepared
+  /// model `ExportResult::observed` then lists where each FakeQuantize sat; this
+  /// is the graph `calibrate` runs.
   bool float_model = false;
 };
 
@@ -46,8 +50,8 @@ struct ObservedValue {
   std::string tensor;  ///< ONNX value name
 };
 
-/// What convert_fx produced.
-struct ConvertResult {
+/// What export_onnx produced.
+struct ExportResult {
   std::vector<ObservedValue> observed; ///< float_model: every activation FakeQuantize call, in graph order
   std::vector<Encoding> encodings;
   std::vector<std::string> float_ops;  ///< "node (op): why it stays float"
@@ -55,29 +59,48 @@ struct ConvertResult {
 };
 
 /// Converts a prepared GraphModule (prepare_fx after calibration, or
-/// prepare_qat_fx after training) into an ONNX model at `path`, written to a
-/// temporary name first and renamed (no half-written file):
-/// - every FakeQuantize becomes QuantizeLinear -> DequantizeLinear with its
-///   current qparams (sub-8-bit ranges add a Clip to the range after DQ);
-/// - weighted modules become Conv / Gemm with s8 weights (per-channel on axis 0
-///   when so quantized, batch norm folded from running statistics), an int32 bias
-///   with scale = input scale x weight scale, and their fused ReLU / ReLU6;
-/// - other modules and aten ops become their ONNX ops; ops that stay float are
-///   listed in `float_ops`.
-/// Follows the ONNX QDQ format (QuantizeLinear / DequantizeLinear, opset >= 13).
-/// Throws UnsupportedOpError naming the node for what ONNX cannot express here
-/// (wrapped calls, unsupported aten ops), IoError if `path` cannot be written.
-ConvertResult convert_fx(fx::GraphModule& gm, const std::string& path, const ConvertOptions& options);
+/// prepare_qat_fx after training) into a new GraphModule, as torch.ao's
+/// `convert_fx(..., is_reference=True)`: the same graph (node names kept) where
+/// - every FakeQuantize becomes a QuantDequant with its current qparams frozen
+///   (one module per FakeQuantize path, so shared qparams stay shared);
+/// - every FusedConvLinear becomes a QuantizedConvLinear: batch norm folded from
+///   running statistics, the weight stored as integer codes (per-channel on the
+///   output axis when so quantized), the bias as int32 codes with scale = input
+///   scale x weight scale when its input is a per-tensor QuantDequant;
+/// - other modules, tensors and wrapped calls are shared with `prepared`.
+/// `prepared` is not modified (training can go on). The result is in eval mode
+/// and runs in libtorch (`forward`), computing what the int8 model computes up to
+/// float accumulation order; export_onnx writes it as the QDQ model.
+std::shared_ptr<fx::GraphModule> convert_fx(fx::GraphModule& prepared);
 
-/// Writes `encodings.json` for a converted model: {"graph_hash", "backend",
+/// Writes a converted GraphModule as an ONNX model at `path` (written to a
+/// temporary name first and renamed: no half-written file):
+/// - every QuantDequant becomes QuantizeLinear -> DequantizeLinear (sub-8-bit
+///   ranges add a Clip to the range after DQ);
+/// - QuantizedConvLinear modules become Conv / ConvTranspose / Gemm (or
+///   MatMul + Add beyond rank 2) fed by DequantizeLinear of their s8 weight codes
+///   and int32 bias codes, followed by their fused Relu / Clip(0, 6);
+/// - other modules and aten ops become their ONNX ops; unquantized convs /
+///   linears and unfused batch norms are listed in `float_ops`.
+/// A prepared (not yet converted) model is converted first (`convert_fx`), unless
+/// `options.float_model`. Follows the ONNX QDQ format (QuantizeLinear /
+/// DequantizeLinear, opset >= 13).
+/// Throws UnsupportedOpError naming the node for what ONNX cannot express here
+/// (wrapped calls, unsupported aten ops), ConfigError for an opset outside
+/// 13..17, IoError if `path` cannot be written.
+ExportResult export_onnx(fx::GraphModule& gm, const std::string& path, const ExportOptions& options);
+
+/// Like export_onnx, but returns the serialized ONNX ModelProto instead of
+/// writing a file (for `runtime::Model::load_from_string`); fills `result` if
+/// given. Same errors, minus IoError.
+std::string export_onnx_bytes(fx::GraphModule& gm, const ExportOptions& options, ExportResult* result);
+
+/// Writes `encodings.json` for an exported model: {"graph_hash", "backend",
 /// "activations": {ONNX tensor: {node, dtype, scale[], zero_point[], axis, quant_min,
 /// quant_max, algorithm, observed_min, observed_max}}}. `graph_hash` is
-/// `graph_hash(gm)` of the prepared model. Throws IoError if `path` cannot be written.
-void write_encodings(const std::string& path, const ConvertResult& result, const std::string& graph_hash,
+/// `graph_hash(gm)` of the prepared model. Written to a temporary name and renamed;
+/// throws IoError if `path` cannot be written.
+void write_encodings(const std::string& path, const ExportResult& result, const std::string& graph_hash,
                      const std::string& backend);
-
-/// Like convert_fx, but returns the serialized ONNX ModelProto instead of writing
-/// a file (for `runtime::Model::load_from_string`). Same errors, minus IoError.
-std::string export_onnx(fx::GraphModule& gm, const ConvertOptions& options, ConvertResult* result);
 
 }  // namespace qfx::quant

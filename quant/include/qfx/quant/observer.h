@@ -163,7 +163,7 @@ enum class ObserverKind { kMinMax, kMovingAverageMinMax, kPerChannelMinMax, kMov
 /// "minmax", "moving_average_minmax", "per_channel_minmax",
 /// "moving_average_per_channel_minmax", "histogram".
 const char* observer_kind_name(ObserverKind k);
-/// Parses the names above. Throws std::invalid_argument.
+/// Parses the names above. Throws qfx::ConfigError.
 ObserverKind parse_observer_kind(const std::string& s);
 
 /// Everything needed to build one observer.
@@ -176,7 +176,7 @@ struct ObserverSpec {
   int64_t bins = 2048;
 };
 
-/// Builds the observer `s` describes. Throws std::invalid_argument if the kind
+/// Builds the observer `s` describes. Throws qfx::ConfigError if the kind
 /// and spec disagree (per-channel kind with a per-tensor spec, a histogram
 /// algorithm other than minmax on a non-histogram observer).
 std::shared_ptr<ObserverBase> make_observer(const ObserverSpec& s);

@@ -5,11 +5,13 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
+#include "qfx/fx/graph_module.h"
 #include "qfx/quant/calibrate.h"
-#include "qfx/quant/ptq_config.h"
+#include "qfx/quant/job_config.h"
 #include "qfx/runtime/registry.h"
 
 namespace qfx::quant {
@@ -66,18 +68,20 @@ struct PtqResult {
   bool evaluated = false;                         ///< an evaluation section was given
   PtqEvaluation evaluation;
   std::vector<std::string> outputs;               ///< files written (model_int8.onnx, encodings.json, report.json)
+  /// convert_fx's output: the reference quantized model, runnable in libtorch.
+  std::shared_ptr<fx::GraphModule> converted;
   double seconds = 0;
 };
 
 /// PTQ end to end: trace -> prepare_fx -> calibrate (on the runtime backend the
 /// backend file names) -> convert (int8 QDQ ONNX + encodings) -> evaluate fp32 and
 /// int8 on the runtime (top-1 or cosine, latency, per-layer SQNR, the reference
-/// backend check) -> report.json. Outputs go to `cfg.output_dir` under temporary
+/// backend check) -> report.json. Outputs go to `cfg.output.dir` under temporary
 /// names and are renamed into place only when everything succeeded.
 /// Throws ConfigError (config without calibration data, metric top1 without labels),
 /// IoError (model or data files, unwritable output), DataError (data that does not
 /// fit the model), TraceError, UnsupportedOpError.
-PtqResult ptq(const PtqConfig& cfg, const PipelineHooks& hooks = {});
+PtqResult ptq(const JobConfig& cfg, const PipelineHooks& hooks = {});
 
 /// Everything `qfx qat` prints and writes to report.json.
 struct QatResult {
@@ -94,6 +98,8 @@ struct QatResult {
   std::vector<std::string> float_fallbacks, runtime_float_groups;
   std::vector<runtime::KernelChoice> kernel_report;
   std::vector<std::string> outputs;
+  /// convert_fx's output: the reference quantized model, runnable in libtorch.
+  std::shared_ptr<fx::GraphModule> converted;
   double seconds = 0;
 };
 
@@ -102,6 +108,6 @@ struct QatResult {
 /// freeze_bn_after, disable_observer_after; a checkpoint after every epoch;
 /// resume) -> fake-quant evaluation -> convert -> int8 evaluation on the runtime.
 /// Throws ConfigError (no training or labelled evaluation section), IoError, DataError.
-QatResult qat(const PtqConfig& cfg, const PipelineHooks& hooks = {});
+QatResult qat(const JobConfig& cfg, const PipelineHooks& hooks = {});
 
 }  // namespace qfx::quant

@@ -16,7 +16,7 @@ enum class QDType { kUInt8, kInt8, kInt32 };
 /// "u8", "s8", "s32".
 const char* qdtype_name(QDType d);
 /// Parses "u8"/"uint8"/"quint8", "s8"/"int8"/"qint8", "s32"/"int32"/"qint32".
-/// Throws std::invalid_argument for anything else.
+/// Throws qfx::ConfigError for anything else.
 QDType parse_qdtype(const std::string& s);
 
 /// Affine (zero_point anywhere in range) or symmetric (zero_point at the middle of
@@ -46,7 +46,7 @@ struct QuantSpec {
   /// A spec of `bits` bits (2..8; 32 only for s32) in `dtype`'s container:
   /// u8 -> [0, 2^bits - 1], s8 -> [-2^(bits-1), 2^(bits-1) - 1]; `narrow_range`
   /// drops the most negative value (s8: -127..127), as TensorRT's symmetric int8.
-  /// Throws std::invalid_argument for bits outside 2..8 (or a bad s32 request).
+  /// Throws qfx::ConfigError for bits outside 2..8 (or a bad s32 request).
   static QuantSpec make(QDType dtype, QScheme qscheme, int bits = 8, bool narrow_range = false);
   /// Number of bits the range spans (ceil(log2(quant_max - quant_min + 1))).
   int bits() const;

@@ -1,4 +1,4 @@
-#include "qfx/quant/ptq_config.h"
+#include "qfx/quant/job_config.h"
 
 #include <cstdlib>
 #include <filesystem>
@@ -86,7 +86,7 @@ std::string resolve_path(const std::string& p_in, const std::string& base_dir) {
   return p;
 }
 
-PtqConfig load_ptq_config(const std::string& path, const std::vector<std::string>& overrides) {
+JobConfig load_job_config(const std::string& path, const std::vector<std::string>& overrides) {
   YAML::Node root = load_file(path);
   if (!root.IsMap()) throw ConfigError(path + ": a PTQ config must be a YAML mapping");
   for (const auto& o : overrides) {
@@ -112,7 +112,7 @@ PtqConfig load_ptq_config(const std::string& path, const std::vector<std::string
   }
   check_keys(path, root, "the config",
              {"model", "tracer", "backend", "qconfig", "calibration", "evaluation", "output", "training"});
-  PtqConfig c;
+  JobConfig c;
   c.path = path;
   c.tracer = tracer_config_from_yaml(path, root);
   c.qconfig = qconfig_mapping_from_yaml(path, root);
@@ -121,40 +121,44 @@ PtqConfig load_ptq_config(const std::string& path, const std::vector<std::string
   if (!m) bad(path, root, "'model' is required");
   check_keys(path, m, "model", {"path", "input_shape"});
   if (!m["path"]) bad(path, m, "model.path is required");
-  c.model = resolve_path(as_string(path, m["path"], "model.path"), base);
+  c.model.path = resolve_path(as_string(path, m["path"], "model.path"), base);
   if (!m["input_shape"] || !m["input_shape"].IsSequence()) bad(path, m, "model.input_shape is required, e.g. [-1, 1, 28, 28]");
-  for (const auto& d : m["input_shape"]) c.input_shape.push_back(as_int(path, d, "model.input_shape"));
+  for (const auto& d : m["input_shape"]) c.model.input_shape.push_back(as_int(path, d, "model.input_shape"));
   if (auto b = root["backend"]) c.backend = as_string(path, b, "backend");
   const YAML::Node cal = root["calibration"];
   if (!cal && !root["training"]) bad(path, root, "'calibration' is required");
   if (cal) {
     check_keys(path, cal, "calibration", {"data", "num_samples", "batch_size", "seed"});
     if (!cal["data"]) bad(path, cal, "calibration.data is required");
-    c.calibration = read_data(path, cal["data"], "calibration.data");
-    if (auto n = cal["num_samples"]) c.calibration_samples = positive(path, n, "calibration.num_samples", false);
-    if (auto n = cal["batch_size"]) c.batch_size = positive(path, n, "calibration.batch_size", false);
+    c.calibration.enabled = true;
+    c.calibration.data = read_data(path, cal["data"], "calibration.data");
+    if (auto n = cal["num_samples"]) c.calibration.num_samples = positive(path, n, "calibration.num_samples", false);
+    if (auto n = cal["batch_size"]) c.calibration.batch_size = positive(path, n, "calibration.batch_size", false);
     if (auto n = cal["seed"]) {
-      c.seed = as_int(path, n, "calibration.seed");
-      if (c.seed < -1) bad(path, n, "calibration.seed must be >= 0, or -1 for the first num_samples");
+      c.calibration.seed = as_int(path, n, "calibration.seed");
+      if (c.calibration.seed < -1) bad(path, n, "calibration.seed must be >= 0, or -1 for the first num_samples");
     }
   }
   if (const YAML::Node ev = root["evaluation"]; ev && !ev.IsNull()) {
-    check_keys(path, ev, "evaluation", {"data", "num_samples", "batch_size", "metric", "sqnr_samples", "reference_check"});
+    check_keys(path, ev, "evaluation", {"data", "num_samples", "batch_size", "metric", "sqnr_samples", "reference_check", "output"});
     if (!ev["data"]) bad(path, ev, "evaluation.data is required");
-    c.evaluation = read_data(path, ev["data"], "evaluation.data");
-    if (auto n = ev["num_samples"]) c.evaluation_samples = positive(path, n, "evaluation.num_samples", true);
-    if (auto n = ev["batch_size"]) c.evaluation_batch_size = positive(path, n, "evaluation.batch_size", false);
-    if (auto n = ev["sqnr_samples"]) c.sqnr_samples = positive(path, n, "evaluation.sqnr_samples", true);
+    EvaluationConfig& e = c.evaluation;
+    e.enabled = true;
+    e.data = read_data(path, ev["data"], "evaluation.data");
+    if (auto n = ev["num_samples"]) e.num_samples = positive(path, n, "evaluation.num_samples", true);
+    if (auto n = ev["batch_size"]) e.batch_size = positive(path, n, "evaluation.batch_size", false);
+    if (auto n = ev["sqnr_samples"]) e.sqnr_samples = positive(path, n, "evaluation.sqnr_samples", true);
     if (auto n = ev["reference_check"]) {
-      c.reference_check = as_int(path, n, "evaluation.reference_check");
-      if (c.reference_check < -1) bad(path, n, "evaluation.reference_check must be -1 (all), 0 (off) or a count");
+      e.reference_check = as_int(path, n, "evaluation.reference_check");
+      if (e.reference_check < -1) bad(path, n, "evaluation.reference_check must be -1 (all), 0 (off) or a count");
     }
-    if (auto mt = ev["metric"]) c.metric = as_choice(path, mt, "evaluation.metric", {"top1", "cosine"});
-    if (c.metric == "top1" && c.evaluation.labels.empty()) bad(path, ev["data"], "evaluation.metric top1 needs evaluation.data.labels");
+    if (auto n = ev["output"]) e.output = positive(path, n, "evaluation.output", true);
+    if (auto mt = ev["metric"]) e.metric = as_choice(path, mt, "evaluation.metric", {"top1", "cosine"});
+    if (e.metric == "top1" && e.data.labels.empty()) bad(path, ev["data"], "evaluation.metric top1 needs evaluation.data.labels");
   }
   if (const YAML::Node t = root["training"]; t && !t.IsNull()) {
     TrainingConfig& tc = c.training;
-    c.has_training = true;
+    tc.enabled = true;
     check_keys(path, t, "training",
                {"data", "num_samples", "epochs", "batch_size", "optimizer", "lr_schedule", "freeze_bn_after",
                 "disable_observer_after", "seed", "max_steps", "checkpoint", "resume"});
@@ -195,7 +199,7 @@ PtqConfig load_ptq_config(const std::string& path, const std::vector<std::string
   }
   if (const YAML::Node out = root["output"]) {
     check_keys(path, out, "output", {"dir"});
-    if (auto d = out["dir"]) c.output_dir = resolve_path(as_string(path, d, "output.dir"), "");
+    if (auto d = out["dir"]) c.output.dir = resolve_path(as_string(path, d, "output.dir"), "");
   }
   return c;
 }

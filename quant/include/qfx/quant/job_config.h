@@ -1,0 +1,90 @@
+// The `qfx ptq` / `qfx qat` configuration file, one struct per section: model,
+// tracer, backend, qconfig, calibration, evaluation, training, output.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "qfx/quant/config.h"
+#include "qfx/quant/dataset.h"
+#include "qfx/quant/qconfig.h"
+
+namespace qfx::quant {
+
+/// The `model:` section.
+struct ModelConfig {
+  std::string path;                    ///< TorchScript file (model.path)
+  std::vector<int64_t> input_shape;    ///< [-1, C, H, W]; -1 marks the batch dimension
+};
+
+/// The `calibration:` section (required by qfx ptq, optional for qfx qat).
+struct CalibrationConfig {
+  bool enabled = false;                ///< the section was given
+  DataSpec data;                       ///< images (labels unused)
+  int64_t num_samples = 512;
+  int64_t batch_size = 64;
+  int64_t seed = 0;                    ///< sample choice; -1: the first num_samples
+};
+
+/// The `evaluation:` section (`evaluation: null` or absent: no evaluation).
+struct EvaluationConfig {
+  bool enabled = false;                ///< the section was given
+  DataSpec data;
+  int64_t num_samples = 0;             ///< 0: all
+  int64_t batch_size = 64;             ///< also the latency batch
+  std::string metric = "top1";         ///< top1 (needs labels) or cosine (int8 vs fp32 outputs only)
+  int64_t sqnr_samples = 256;          ///< images for the per-layer SQNR table (0: none)
+  int64_t reference_check = 0;         ///< images also run on the reference backend (-1: all)
+  int64_t output = 0;                  ///< which model output is evaluated, by index (models with several)
+};
+
+/// The `training:` section of a `qfx qat` config.
+struct TrainingConfig {
+  bool enabled = false;              ///< the section was given
+  DataSpec data;                     ///< training images and labels (labels required)
+  int64_t num_samples = 0;           ///< 0: all
+  int64_t epochs = 1;
+  int64_t batch_size = 64;
+  std::string optimizer = "sgd";     ///< sgd | adam
+  double lr = 0.01;                  ///< peak learning rate
+  double momentum = 0.9;             ///< sgd
+  double weight_decay = 0.0;
+  std::string lr_schedule = "cosine";  ///< constant | cosine (to 0 over all steps) | step (x0.1 at each of `lr_steps`)
+  std::vector<int64_t> lr_steps;     ///< step schedule milestones (steps)
+  int64_t freeze_bn_after = -1;      ///< steps; -1: never
+  int64_t disable_observer_after = -1;  ///< steps; -1: never
+  int64_t seed = 0;                  ///< shuffling
+  int64_t max_steps = 0;             ///< stop after this many steps (0: epochs decide)
+  std::string checkpoint;            ///< save here after every epoch (empty: OUT/qat_checkpoint.pt)
+  std::string resume;                ///< load this checkpoint first (empty: start fresh)
+};
+
+/// The `output:` section.
+struct OutputConfig {
+  std::string dir = "qfx_ptq_out";     ///< created if missing; files are replaced only on success
+};
+
+/// A whole `qfx ptq` / `qfx qat` config file (configs/ptq/default.yaml, the
+/// README's config reference), one struct per section.
+struct JobConfig {
+  std::string path;                    ///< the config file
+  ModelConfig model;
+  std::string backend = "onednn";      ///< BackendConfig name or YAML file
+  TracerConfig tracer;                 ///< the `tracer:` section
+  QConfigMapping qconfig;              ///< the `qconfig:` section
+  CalibrationConfig calibration;
+  EvaluationConfig evaluation;
+  TrainingConfig training;
+  OutputConfig output;
+};
+
+/// Loads the file at `path` with `overrides` ("calibration.num_samples=64",
+/// "qconfig.global.weight.bits=4") applied to every section first. Throws IoError if unreadable, ConfigError with file:line:column for an
+/// unknown key, a wrong type or value, or a bad override.
+JobConfig load_job_config(const std::string& path, const std::vector<std::string>& overrides = {});
+
+/// Expands ${VAR} (environment; QFX_FIXTURES defaults to the build's fixture
+/// folder) and makes relative paths relative to `base_dir`.
+std::string resolve_path(const std::string& p, const std::string& base_dir);
+
+}  // namespace qfx::quant

@@ -1,0 +1,235 @@
+// The onednn backend's vectorised kernels (simd/) and its int8 MaxPool against the
+// reference kernels, op by op, on random shapes and values, edge values included
+// (NaN, +-inf, huge, exact ties, infinite Clip bounds). Equality is exact: these
+// kernels promise the reference's arithmetic bit for bit. ctest runs this file once
+// per instruction set the build dispatches to (QFX_SIMD_ISA=baseline|avx2|avx512,
+// DNNL_MAX_CPU_ISA for oneDNN); each run prints the path it exercised.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <limits>
+#include <random>
+
+#include "../../backends/src/kernels.h"
+
+using namespace qfx::runtime;
+
+namespace {
+
+Shape random_shape(std::mt19937& rng) {
+  std::uniform_int_distribution<int64_t> d(1, 9);
+  Shape s = {d(rng), d(rng), d(rng), d(rng) * 7};  // up to ~40k elements: vector bodies and tails
+  return s;
+}
+
+Tensor random_codes(const Shape& s, DType dt, std::mt19937& rng) {
+  Tensor t(s, dt);
+  std::uniform_int_distribution<int> d(0, 255);
+  auto* p = static_cast<uint8_t*>(t.raw());
+  for (int64_t i = 0; i < t.numel(); ++i) p[i] = static_cast<uint8_t>(d(rng));
+  return t;
+}
+
+// Floats with the values that break vectorised code: NaN, +-inf, huge, exact
+// half-way points of `scale`, and ordinary ones.
+Tensor random_floats(const Shape& s, float scale, std::mt19937& rng) {
+  Tensor t(s, DType::kFloat32);
+  std::normal_distribution<float> nd(0.0f, 100.0f * scale);
+  std::uniform_int_distribution<int> pick(0, 19), code(-300, 300);
+  float* p = t.data<float>();
+  for (int64_t i = 0; i < t.numel(); ++i) {
+    switch (pick(rng)) {
+      case 0: p[i] = std::numeric_limits<float>::quiet_NaN(); break;
+      case 1: p[i] = std::numeric_limits<float>::infinity(); break;
+      case 2: p[i] = -std::numeric_limits<float>::infinity(); break;
+      case 3: p[i] = 3e38f; break;
+      case 4: p[i] = (static_cast<float>(code(rng)) + 0.5f) * scale; break;
+      default: p[i] = nd(rng);
+    }
+  }
+  return t;
+}
+
+Tensor scalar_f(float v) {
+  Tensor t({}, DType::kFloat32);
+  t.data<float>()[0] = v;
+  return t;
+}
+
+Tensor scalar_q(int32_t v, DType dt) {
+  Tensor t({}, dt);
+  if (dt == DType::kUInt8) t.data<uint8_t>()[0] = static_cast<uint8_t>(v);
+  else t.data<int8_t>()[0] = static_cast<int8_t>(v);
+  return t;
+}
+
+// Bytes equal, NaN payloads included (float outputs compare as bits).
+bool bit_equal(const Tensor& a, const Tensor& b, int64_t* first_diff) {
+  const auto* x = static_cast<const uint8_t*>(a.raw());
+  const auto* y = static_cast<const uint8_t*>(b.raw());
+  const size_t es = a.nbytes() / static_cast<size_t>(std::max<int64_t>(a.numel(), 1));
+  for (int64_t i = 0; i < a.numel(); ++i)
+    if (std::memcmp(x + i * static_cast<int64_t>(es), y + i * static_cast<int64_t>(es), es) != 0) {
+      *first_diff = i;
+      return false;
+    }
+  return true;
+}
+
+// Builds `n` on the reference and on onednn, checks which implementation onednn
+// chose, runs both and compares bit for bit.
+void expect_same(const ir::Node& n, const std::vector<Meta>& in, const std::vector<const Tensor*>& consts,
+                 const std::vector<const Tensor*>& inputs, const std::string& want_impl, const std::string& what) {
+  Kernel ref = make_kernel(n, in, consts, "reference");
+  Kernel fast = make_kernel(n, in, consts, "onednn");
+  ASSERT_EQ(fast.impl, want_impl) << what << ": the onednn backend did not pick the kernel under test";
+  Tensor a(ref.outputs[0].shape, ref.outputs[0].dtype), b(fast.outputs[0].shape, fast.outputs[0].dtype);
+  ref.run(inputs, {&a});
+  fast.run(inputs, {&b});
+  ASSERT_EQ(a.shape(), b.shape()) << what;
+  int64_t i = -1;
+  EXPECT_TRUE(bit_equal(a, b, &i)) << what << ": first difference at element " << i;
+}
+
+ir::Attr ints_attr(std::vector<int64_t> v) {
+  ir::Attr a;
+  a.kind = ir::Attr::Kind::kInts;
+  a.ints = std::move(v);
+  return a;
+}
+
+ir::QInfo q(float scale, int32_t zp, DType dt) {
+  ir::QInfo r;
+  r.scale = {scale};
+  r.zero_point = {zp};
+  r.dtype = dt;
+  return r;
+}
+
+}  // namespace
+
+TEST(SimdKernels, ReportsTheInstructionSetUnderTest) {
+  const std::string isa = simd_isa();
+  const char* env = std::getenv("QFX_SIMD_ISA");
+  std::printf("vectorised kernels: %s (QFX_SIMD_ISA=%s); oneDNN: DNNL_MAX_CPU_ISA=%s\n", isa.c_str(), env ? env : "",
+              std::getenv("DNNL_MAX_CPU_ISA") ? std::getenv("DNNL_MAX_CPU_ISA") : "");
+  if (env && std::string(env) == "baseline") EXPECT_EQ(isa, "baseline");
+  if (env && std::string(env) == "avx2" && __builtin_cpu_supports("avx2")) EXPECT_EQ(isa, "avx2");
+  if (env && std::string(env) == "avx512" && __builtin_cpu_supports("avx512f")) EXPECT_EQ(isa, "avx512");
+}
+
+TEST(SimdKernels, QuantizeLinearEqualsReference) {
+  std::mt19937 rng(1);
+  for (int rep = 0; rep < 12; ++rep) {
+    const DType dt = rep % 2 ? DType::kInt8 : DType::kUInt8;
+    const float scale = rep % 3 == 0 ? 0.0173f : 0.5f;
+    const int32_t zp = dt == DType::kUInt8 ? 3 + rep * 10 : -5 + rep;
+    const Shape s = random_shape(rng);
+    Tensor x = random_floats(s, scale, rng), sc = scalar_f(scale), z = scalar_q(zp, dt);
+    ir::Node n;
+    n.op = "QuantizeLinear";
+    n.name = "q";
+    n.inputs = {"x", "s", "z"};
+    n.outputs = {"y"};
+    expect_same(n, {{s, DType::kFloat32}}, {nullptr, &sc, &z}, {&x}, "simd", "QuantizeLinear rep " + std::to_string(rep));
+  }
+}
+
+TEST(SimdKernels, QLinearAddAndMulEqualReference) {
+  std::mt19937 rng(2);
+  const float inf = std::numeric_limits<float>::infinity();
+  for (const char* op : {"QLinearAdd", "QLinearMul"})
+    for (int rep = 0; rep < 8; ++rep) {
+      const Shape s = random_shape(rng);
+      Tensor a = random_codes(s, DType::kUInt8, rng), b = random_codes(s, DType::kUInt8, rng);
+      ir::Node n;
+      n.op = op;
+      n.name = "qb";
+      n.inputs = {"a", "b"};
+      n.outputs = {"y"};
+      n.in_q = {q(0.02f + 0.01f * static_cast<float>(rep), 120, DType::kUInt8), q(0.05f, 7 * rep, DType::kUInt8)};
+      n.out_q = q(std::string(op) == "QLinearMul" ? 0.3f : 0.04f, 100 + rep, DType::kUInt8);
+      const char* acts[] = {"", "Relu", "Clip", "Clip"};
+      n.fused_act = acts[rep % 4];
+      n.clip_lo = rep % 4 == 3 ? -inf : 0.0f;  // Clip without min / max: infinite bounds
+      n.clip_hi = rep % 4 == 3 ? inf : 6.0f;
+      expect_same(n, {{s, DType::kUInt8}, {s, DType::kUInt8}}, {}, {&a, &b}, "simd",
+                  std::string(op) + " act '" + n.fused_act + "' rep " + std::to_string(rep));
+    }
+}
+
+TEST(SimdKernels, QReluAndQClipEqualReference) {
+  std::mt19937 rng(3);
+  const float inf = std::numeric_limits<float>::infinity();
+  for (DType dt : {DType::kUInt8, DType::kInt8})
+    for (int rep = 0; rep < 6; ++rep) {
+      const Shape s = random_shape(rng);
+      Tensor x = random_codes(s, dt, rng);
+      ir::Node n;
+      n.op = rep < 2 ? "QRelu" : "QClip";
+      n.name = "qu";
+      n.inputs = {"x"};
+      n.outputs = {"y"};
+      const int32_t zx = dt == DType::kUInt8 ? 128 : 0;
+      n.in_q = {q(0.1f, zx, dt)};
+      n.out_q = q(0.1f, zx, dt);
+      n.fused_act = rep < 2 ? "Relu" : "Clip";
+      const float bounds[][2] = {{0, 6}, {0, 6}, {-1.5f, 2.5f}, {-inf, 3.0f}, {0.0f, inf}, {-inf, inf}};
+      n.clip_lo = bounds[rep][0];
+      n.clip_hi = bounds[rep][1];
+      expect_same(n, {{s, dt}}, {}, {&x}, "simd", n.op + " [" + std::to_string(n.clip_lo) + ", " + std::to_string(n.clip_hi) + "]");
+    }
+}
+
+TEST(SimdKernels, FloatAddReluClipEqualReference) {
+  std::mt19937 rng(4);
+  const float inf = std::numeric_limits<float>::infinity();
+  for (int rep = 0; rep < 6; ++rep) {
+    const Shape s = random_shape(rng);
+    Tensor a = random_floats(s, 0.1f, rng), b = random_floats(s, 0.1f, rng);
+    ir::Node add;
+    add.op = "Add";
+    add.name = "add";
+    add.inputs = {"a", "b"};
+    add.outputs = {"y"};
+    add.fused_act = rep % 3 == 0 ? "" : rep % 3 == 1 ? "Relu" : "Clip";
+    add.clip_lo = 0.0f;
+    add.clip_hi = rep == 5 ? inf : 6.0f;
+    expect_same(add, {{s, DType::kFloat32}, {s, DType::kFloat32}}, {}, {&a, &b}, "simd", "Add act '" + add.fused_act + "'");
+    ir::Node relu;
+    relu.op = "Relu";
+    relu.name = "relu";
+    relu.inputs = {"x"};
+    relu.outputs = {"y"};
+    expect_same(relu, {{s, DType::kFloat32}}, {}, {&a}, "simd", "Relu");
+    Tensor lo = scalar_f(rep == 4 ? -inf : -1.0f), hi = scalar_f(rep == 3 ? inf : 2.0f);
+    ir::Node clip;
+    clip.op = "Clip";
+    clip.name = "clip";
+    clip.inputs = {"x", "lo", rep == 2 ? "" : "hi"};  // rep 2: Clip without max
+    clip.outputs = {"y"};
+    expect_same(clip, {{s, DType::kFloat32}}, {nullptr, &lo, rep == 2 ? nullptr : &hi}, {&a}, "simd", "Clip rep " + std::to_string(rep));
+  }
+}
+
+TEST(SimdKernels, Int8MaxPoolRunsOnOneDnnAndEqualsReference) {
+  std::mt19937 rng(5);
+  for (DType dt : {DType::kUInt8, DType::kInt8})
+    for (int rep = 0; rep < 4; ++rep) {
+      std::uniform_int_distribution<int64_t> d(5, 17);
+      const Shape s = {2, d(rng), d(rng), d(rng)};
+      Tensor x = random_codes(s, dt, rng);
+      ir::Node n;
+      n.op = "MaxPool";
+      n.name = "pool";
+      n.inputs = {"x"};
+      n.outputs = {"y"};
+      const int64_t k = 2 + rep % 2, st = 1 + rep / 2, p = rep % 2;
+      n.attrs["kernel_shape"] = ints_attr({k, k});
+      n.attrs["strides"] = ints_attr({st, st});
+      n.attrs["pads"] = ints_attr({p, p, p, p});
+      expect_same(n, {{s, dt}}, {}, {&x}, "onednn", "int8 MaxPool k" + std::to_string(k) + " s" + std::to_string(st));
+    }
+}
