@@ -242,6 +242,24 @@ check "qfx bench: --arch reaches the PyTorch script as one argument, never a she
    [ -e '$tmp/pwned' ] && echo shell; /usr/bin/python3 -c \"
 import json; a = json.load(open('$tmp/args.py.args')); i = a.index('--arch')
 print('one argument, no shell' if a[i + 1] == 'x; touch $tmp/pwned' else a)\""
+# Determinism: two identical runs write byte-identical models and encodings.
+check "qfx ptq: two identical runs give byte-identical model_int8.onnx and encodings.json" 0 "^identical$" -- bash -c \
+  "for r in 1 2; do '$QFX' ptq --set calibration.num_samples=64 --set evaluation=null --set output.dir='$tmp/det'\$r \
+     >/dev/null 2>&1 || exit 1; done
+   cmp -s '$tmp/det1/model_int8.onnx' '$tmp/det2/model_int8.onnx' && cmp -s '$tmp/det1/encodings.json' '$tmp/det2/encodings.json' \
+     && echo identical || echo differ"
+# A failure after every file was staged (fault injection) changes nothing in the
+# output folder: the previous run's files and the user's own file stay as they were.
+check "qfx ptq: a failure at commit leaves the previous output untouched" 0 "^untouched$" -- bash -c \
+  "echo mine > '$tmp/det1/notes.txt'; before=\$(cd '$tmp/det1' && ls -A | sort | xargs md5sum);
+   QFX_FAULT_BEFORE_COMMIT=1 '$QFX' ptq --set calibration.num_samples=32 --set calibration.seed=5 --set evaluation=null \
+     --set output.dir='$tmp/det1' >/dev/null 2>&1; rc=\$?
+   after=\$(cd '$tmp/det1' && ls -A | sort | xargs md5sum)
+   [ \$rc -eq 7 ] && [ \"\$before\" = \"\$after\" ] && ! ls -A '$tmp' | grep -q qfx-staging && echo untouched || echo \"rc \$rc changed\""
+check "qfx ptq: a new run replaces its files and keeps the user's" 0 "^kept$" -- bash -c \
+  "'$QFX' ptq --set calibration.num_samples=32 --set calibration.seed=5 --set evaluation=null --set output.dir='$tmp/det1' \
+     >/dev/null 2>&1 && grep -q mine '$tmp/det1/notes.txt' && ! cmp -s '$tmp/det1/encodings.json' '$tmp/det2/encodings.json' \
+     && ! ls -A '$tmp' | grep -q qfx-staging && echo kept"
 check "no arguments" 106 "model is required|required" -- "$QFX" inspect
 
 echo "$pass passed, $fail failed"

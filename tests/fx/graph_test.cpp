@@ -6,6 +6,7 @@
 
 #include <sstream>
 
+#include "qfx/error.h"
 #include "qfx/fx/graph_module.h"
 #include "qfx/fx/interpreter.h"
 
@@ -185,9 +186,12 @@ TEST(GraphModule, ReportsFailingNode) {
   try {
     gm->forward(at::randn({2, 3}));
     FAIL() << "expected an error";
-  } catch (const std::runtime_error& e) {
+  } catch (const qfx::ExecutionError& e) {  // libtorch's error, with the node named (exit code 8)
     EXPECT_NE(std::string(e.what()).find("bad_mm"), std::string::npos) << e.what();
+    EXPECT_EQ(e.exit_code(), 8);
   }
+  // The wrong number of inputs is a data error.
+  EXPECT_THROW(gm->forward(std::vector<c10::IValue>{at::randn({2, 3}), at::randn({2, 3})}), qfx::DataError);
 }
 
 TEST(GraphModule, DeadCodeElimination) {

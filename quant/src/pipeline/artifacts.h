@@ -23,42 +23,32 @@ namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
 inline double secs(Clock::time_point a) { return std::chrono::duration<double>(Clock::now() - a).count(); }
 
-/// Output files are written under temporary names and renamed together at the end;
-/// on failure (destruction before commit) the temporaries are removed, so the
-/// output folder never holds a partial set.
+/// The output folder is committed in one step: files are written into a staging
+/// folder beside it (".<name>.qfx-staging-<pid>"); `commit()` links the files the
+/// output folder already holds that this run does not write (a QAT checkpoint, the
+/// user's own files) into the staging folder, then swaps the two folders with one
+/// atomic rename (renameat2 RENAME_EXCHANGE; where the file system lacks it, files
+/// are renamed one by one) and removes the old one. Destroyed before commit (a
+/// failure), the staging folder is removed: the output folder never holds a partial
+/// set. Test hook: the environment variable QFX_FAULT_BEFORE_COMMIT makes `commit()`
+/// fail as a full disk would, after every file was written.
 class Staging {
  public:
-  explicit Staging(const std::string& dir) : dir_(dir) {
-    std::error_code ec;
-    fs::create_directories(dir_, ec);
-    const std::string probe = (fs::path(dir_) / ".qfx_write_test").string();
-    std::ofstream f(probe);
-    if (ec || !f) throw IoError(dir_ + ": output directory cannot be created or written");
-    f.close();
-    fs::remove(probe, ec);
-  }
-  ~Staging() {
-    std::error_code ec;
-    for (const auto& kv : files_) fs::remove(kv.second, ec);
-  }
-  std::string path(const std::string& name) {
-    const std::string tmp = (fs::path(dir_) / (name + ".partial")).string();
-    files_[name] = tmp;
-    return tmp;
-  }
-  void commit() {
-    for (const auto& kv : files_) {
-      std::error_code ec;
-      fs::rename(kv.second, fs::path(dir_) / kv.first, ec);
-      if (ec) throw IoError((fs::path(dir_) / kv.first).string() + ": cannot rename into place: " + ec.message());
-    }
-    files_.clear();
-  }
+  explicit Staging(const std::string& dir);
+  ~Staging();
+  Staging(const Staging&) = delete;
+  Staging& operator=(const Staging&) = delete;
+  /// Where to write output file `name` now.
+  std::string path(const std::string& name) const { return (staging_ / name).string(); }
+  /// Makes every file written so far visible in the output folder at once. Throws IoError.
+  void commit();
+  /// Where output file `name` will be after commit.
   std::string final_path(const std::string& name) const { return (fs::path(dir_) / name).string(); }
 
  private:
   std::string dir_;
-  std::map<std::string, std::string> files_;
+  fs::path staging_;
+  bool committed_ = false;
 };
 
 inline void write_json(const std::string& path, const nlohmann::json& j) {
