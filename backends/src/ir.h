@@ -38,6 +38,11 @@ Graph load_onnx_bytes(const std::string& bytes, const std::string& what);
 /// Folds Constant nodes into initializers and drops Identity nodes.
 void simplify(Graph& g);
 
+/// Clip input `k` (1: min, 2: max) of `clip` into `*v`: true if the input is absent
+/// (`*v` keeps the caller's unbounded value) or a one-element float32 initializer;
+/// false for a bound computed at run time (the Clip then cannot be fused).
+bool clip_bound(const Graph& g, const Node& clip, size_t k, float* v);
+
 /// Fuses a Relu or Clip (constant bounds) that is the only consumer of a float
 /// Conv, Gemm or Add into it (`fused_act`), so backends run it as a post-op.
 /// Values named in `keep` are never fused away.

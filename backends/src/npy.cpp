@@ -6,6 +6,7 @@
 #include <regex>
 #include <sstream>
 
+#include "qfx/atomic_file.h"
 #include "qfx/error.h"
 
 namespace qfx::runtime {
@@ -105,8 +106,7 @@ void save_npy(const std::string& path, const Tensor& t) {
   header.append((64 - total % 64) % 64, ' ');
   header.push_back('\n');
 
-  const std::string tmp = path + ".tmp";
-  {
+  write_atomic(path, [&](const std::string& tmp) {
     std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
     if (!out) fail(path, "cannot open for writing");
     const uint16_t len = static_cast<uint16_t>(header.size());
@@ -115,9 +115,9 @@ void save_npy(const std::string& path, const Tensor& t) {
     out.write(lb, 2);
     out.write(header.data(), static_cast<std::streamsize>(header.size()));
     out.write(static_cast<const char*>(t.raw()), static_cast<std::streamsize>(t.nbytes()));
-    if (!out) { std::remove(tmp.c_str()); fail(path, "write failed"); }
-  }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) { std::remove(tmp.c_str()); fail(path, "cannot rename temporary file into place"); }
+    out.flush();
+    if (!out) fail(path, "write failed");
+  });
 }
 
 }  // namespace qfx::runtime

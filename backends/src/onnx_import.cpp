@@ -178,6 +178,14 @@ void simplify(Graph& g) {
 
 namespace qfx::runtime::ir {
 
+bool clip_bound(const Graph& g, const Node& clip, size_t k, float* v) {
+  if (clip.inputs.size() <= k || clip.inputs[k].empty()) return true;
+  auto c = g.initializers.find(clip.inputs[k]);
+  if (c == g.initializers.end() || c->second.dtype() != DType::kFloat32 || c->second.numel() != 1) return false;
+  *v = c->second.data<float>()[0];
+  return true;
+}
+
 void fuse_float_activations(Graph& g, const std::set<std::string>& keep) {
   std::map<std::string, int> uses;
   for (const auto& n : g.nodes)
@@ -198,16 +206,7 @@ void fuse_float_activations(Graph& g, const std::set<std::string>& keep) {
         uses[p.outputs[0]] != 1 || outs.count(p.outputs[0]) || keep.count(p.outputs[0]))
       continue;
     float lo = -3.4e38f, hi = 3.4e38f;
-    if (act.op == "Clip") {
-      auto bound = [&](size_t k, float* v) {
-        if (act.inputs.size() <= k || act.inputs[k].empty()) return true;
-        auto c = g.initializers.find(act.inputs[k]);
-        if (c == g.initializers.end() || c->second.dtype() != DType::kFloat32 || c->second.numel() != 1) return false;
-        *v = c->second.data<float>()[0];
-        return true;
-      };
-      if (!bound(1, &lo) || !bound(2, &hi)) continue;
-    }
+    if (act.op == "Clip" && (!clip_bound(g, act, 1, &lo) || !clip_bound(g, act, 2, &hi))) continue;
     p.fused_act = act.op;
     p.clip_lo = lo;
     p.clip_hi = hi;

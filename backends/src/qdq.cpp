@@ -79,16 +79,6 @@ struct Ctx {
     return std::nullopt;
   }
 
-  // Clip input `k` (min 1, max 2) into `*v`: true if absent (keeps `*v`, an
-  // infinite-like bound) or a one-element float32 constant; false otherwise.
-  bool clip_bound(const Node& clip, size_t k, float* v) const {
-    if (clip.inputs.size() <= k || clip.inputs[k].empty()) return true;
-    const Tensor* b = init(clip.inputs[k]);
-    if (!b || b->dtype() != DType::kFloat32 || b->numel() != 1) return false;
-    *v = b->data<float>()[0];
-    return true;
-  }
-
   // Follows `node`'s output through an optional Relu/Clip to a QuantizeLinear.
   struct Tail {
     std::vector<size_t> absorbed;  // act node (if any) and the Q node
@@ -107,7 +97,7 @@ struct Ctx {
       if (cn->op == "Clip") {
         t.lo = -3.4e38f;
         t.hi = 3.4e38f;
-        if (!clip_bound(*cn, 1, &t.lo) || !clip_bound(*cn, 2, &t.hi)) return std::nullopt;
+        if (!clip_bound(g, *cn, 1, &t.lo) || !clip_bound(g, *cn, 2, &t.hi)) return std::nullopt;
       }
       t.act = cn->op;
       t.absorbed.push_back(*c);
@@ -246,7 +236,7 @@ std::vector<std::string> fuse_qdq(Graph& g) {
         tt.lo = -3.4e38f;
         tt.hi = 3.4e38f;
         // A bound computed at run time (not a scalar float constant): stays float.
-        if (!c.clip_bound(n, 1, &tt.lo) || !c.clip_bound(n, 2, &tt.hi)) continue;
+        if (!clip_bound(g, n, 1, &tt.lo) || !clip_bound(g, n, 2, &tt.hi)) continue;
         f.inputs.resize(1);
         c.replace(i, f, tt);
       } else {

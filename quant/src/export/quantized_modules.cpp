@@ -4,6 +4,8 @@
 
 #include <limits>
 
+#include "qfx/error.h"
+
 namespace qfx::quant {
 namespace {
 
@@ -13,6 +15,18 @@ at::Tensor along(const at::Tensor& v, int64_t rank, int64_t axis) {
   std::vector<int64_t> shape(static_cast<size_t>(rank), 1);
   shape[static_cast<size_t>(axis)] = -1;
   return v.reshape(shape);
+}
+
+// QuantizeLinear's codes as float: clamp(round_half_even(x / scale) + zp, quant_min,
+// quant_max), per-channel qparams along `axis` (at::round rounds half to even).
+at::Tensor quantize_codes(const at::Tensor& x, const QParams& q, int64_t axis) {
+  const at::Tensor s = along(q.scale, x.dim(), axis), z = along(q.zero_point.to(at::kFloat), x.dim(), axis);
+  return at::clamp(at::round(x / s) + z, static_cast<double>(q.quant_min), static_cast<double>(q.quant_max));
+}
+
+// DequantizeLinear of (float or integer) codes: (codes - zp) * scale along `axis`.
+at::Tensor dequantize_codes(const at::Tensor& codes, const QParams& q, int64_t axis) {
+  return (codes.to(at::kFloat) - along(q.zero_point.to(at::kFloat), codes.dim(), axis)) * along(q.scale, codes.dim(), axis);
 }
 
 }  // namespace
@@ -31,12 +45,9 @@ at::Tensor QuantDequant::forward(const at::Tensor& x) const {
   at::NoGradGuard ng;
   const int64_t axis = q_.per_channel ? q_.axis : 0;
   if (q_.per_channel && axis >= x.dim())
-    throw std::invalid_argument("QuantDequant: per-channel axis " + std::to_string(axis) + " on a rank-" +
+    throw DataError("QuantDequant: per-channel axis " + std::to_string(axis) + " on a rank-" +
                                 std::to_string(x.dim()) + " tensor");
-  const at::Tensor s = along(q_.scale, x.dim(), axis), z = along(q_.zero_point.to(at::kFloat), x.dim(), axis);
-  // at::round rounds half to even, as QuantizeLinear does.
-  const at::Tensor q = at::clamp(at::round(x / s) + z, static_cast<double>(q_.quant_min), static_cast<double>(q_.quant_max));
-  return (q - z) * s;
+  return dequantize_codes(quantize_codes(x, q_, axis), q_, axis);
 }
 
 QuantizedConvLinear::QuantizedConvLinear(const FusedConvLinear& f, bool quantize_weight, float input_scale)
@@ -61,8 +72,7 @@ QuantizedConvLinear::QuantizedConvLinear(const FusedConvLinear& f, bool quantize
   wq_.scale = register_buffer("weight_scale", wq_.scale.detach().to(at::kFloat).clone());
   wq_.zero_point = register_buffer("weight_zero_point", wq_.zero_point.detach().to(at::kInt).clone());
   wq_.axis = weight_out_axis();
-  const at::Tensor sv = along(wq_.scale, w.dim(), wq_.axis), zv = along(wq_.zero_point.to(at::kFloat), w.dim(), wq_.axis);
-  at::Tensor codes = at::clamp(at::round(w / sv) + zv, static_cast<double>(wq_.quant_min), static_cast<double>(wq_.quant_max));
+  const at::Tensor codes = quantize_codes(w, wq_, wq_.axis);
   weight_q_ = register_buffer("weight_q", wq_.dtype == QDType::kUInt8 ? codes.to(at::kByte) : codes.to(at::kChar));
   if (input_scale > 0) {
     const at::Tensor bs = (wq_.scale * input_scale).reshape({-1}).expand({b.numel()}).contiguous();
@@ -74,25 +84,18 @@ QuantizedConvLinear::QuantizedConvLinear(const FusedConvLinear& f, bool quantize
 }
 
 at::Tensor QuantizedConvLinear::weight() const {
-  if (!weight_quantized()) return weight_q_;
-  return (weight_q_.to(at::kFloat) - along(wq_.zero_point.to(at::kFloat), weight_q_.dim(), wq_.axis)) *
-         along(wq_.scale, weight_q_.dim(), wq_.axis);
+  return weight_quantized() ? dequantize_codes(weight_q_, wq_, wq_.axis) : weight_q_;
 }
 
 at::Tensor QuantizedConvLinear::forward(const at::Tensor& x) const {
   at::NoGradGuard ng;
   const at::Tensor w = weight();
   const at::Tensor b = bias_q_.defined() ? bias_q_.to(at::kFloat) * bias_scale_ : bias_;
-  at::Tensor y = op_ == FusedConvLinear::Op::kLinear
-                     ? at::linear(x, w, b)
-                     : at::convolution(x, w, b, stride_, padding_, dilation_, op_ == FusedConvLinear::Op::kConvTranspose,
-                                       output_padding_, groups_);
-  switch (act_) {
-    case FusedActivation::kReLU: return at::relu(y);
-    case FusedActivation::kReLU6: return at::hardtanh(y, 0.0, 6.0);
-    case FusedActivation::kNone: break;
-  }
-  return y;
+  const at::Tensor y = op_ == FusedConvLinear::Op::kLinear
+                           ? at::linear(x, w, b)
+                           : at::convolution(x, w, b, stride_, padding_, dilation_,
+                                             op_ == FusedConvLinear::Op::kConvTranspose, output_padding_, groups_);
+  return apply_activation(y, act_);
 }
 
 fx::CallFn quant_dequant_call_fn(const std::shared_ptr<QuantDequant>& m) {

@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <sstream>
 
+#include "qfx/atomic_file.h"
 #include "qfx/error.h"
 #include "qfx/quant/fake_quantize.h"
 #include "qfx/quant/passes.h"
@@ -50,15 +51,7 @@ void save_statistics(fx::GraphModule& gm, const std::string& path) {
   for (const auto& kv : observers(gm)) {
     for (const auto& b : kv.second->named_buffers(/*recurse=*/false)) ar.write(kv.first + "." + b.key(), b.value(), true);
   }
-  const std::string tmp = path + ".tmp";
-  try {
-    ar.save_to(tmp);
-    std::filesystem::rename(tmp, path);
-  } catch (const std::exception& e) {
-    std::error_code ec;
-    std::filesystem::remove(tmp, ec);
-    throw IoError(path + ": cannot write statistics (" + std::string(e.what()).substr(0, 200) + ")");
-  }
+  write_atomic(path, [&](const std::string& tmp) { ar.save_to(tmp); });
 }
 
 void load_statistics(fx::GraphModule& gm, const std::string& path) {

@@ -192,7 +192,11 @@ at::Tensor FusedConvLinear::forward(const at::Tensor& x) {
   } else {
     y = raw_op(x, wfq_ ? wfq_->forward(weight_) : weight_, bias_);
   }
-  switch (act_) {
+  return apply_activation(y, act_);
+}
+
+at::Tensor apply_activation(const at::Tensor& y, FusedActivation a) {
+  switch (a) {
     case FusedActivation::kReLU: return at::relu(y);
     case FusedActivation::kReLU6: return at::hardtanh(y, 0.0, 6.0);
     case FusedActivation::kNone: break;

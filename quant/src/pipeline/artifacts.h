@@ -11,6 +11,7 @@
 #include <map>
 #include <string>
 
+#include "qfx/atomic_file.h"
 #include "qfx/error.h"
 #include "qfx/quant/convert.h"
 #include "qfx/quant/pipeline.h"
@@ -51,12 +52,7 @@ class Staging {
   bool committed_ = false;
 };
 
-inline void write_json(const std::string& path, const nlohmann::json& j) {
-  std::ofstream f(path);
-  if (!f) throw IoError(path + ": cannot write");
-  f << j.dump(2) << "\n";
-  if (!f) throw IoError(path + ": write failed");
-}
+inline void write_json(const std::string& path, const nlohmann::json& j) { write_file_atomic(path, j.dump(2) + "\n"); }
 
 /// A runtime tensor over an ATen tensor's memory (no copy).
 inline runtime::Tensor wrap(const at::Tensor& t) { return runtime_view(t); }

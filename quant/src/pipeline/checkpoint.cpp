@@ -6,6 +6,7 @@
 
 #include <filesystem>
 
+#include "qfx/atomic_file.h"
 #include "qfx/error.h"
 #include "qfx/quant/passes.h"
 
@@ -20,15 +21,13 @@ void save_qat_checkpoint(const std::string& path, fx::GraphModule& model, torch:
   root.write("optimizer", o);
   root.write("step", c10::IValue(step));
   root.write("graph_hash", c10::IValue(graph_hash(model)));
-  const std::string tmp = path + ".tmp";
-  try {
-    root.save_to(tmp);
-  } catch (const c10::Error& e) {
-    throw IoError(path + ": cannot write the checkpoint (" + e.what_without_backtrace() + ")");
-  }
-  std::error_code ec;
-  std::filesystem::rename(tmp, path, ec);
-  if (ec) throw IoError(path + ": cannot rename the checkpoint into place: " + ec.message());
+  write_atomic(path, [&](const std::string& tmp) {
+    try {
+      root.save_to(tmp);
+    } catch (const c10::Error& e) {
+      throw IoError(path + ": cannot write the checkpoint (" + e.what_without_backtrace() + ")");
+    }
+  });
 }
 
 int64_t load_qat_checkpoint(const std::string& path, fx::GraphModule& model, torch::optim::Optimizer& optimizer) {

@@ -18,6 +18,9 @@ namespace qfx::quant {
 /// The post-activation of a fused module.
 enum class FusedActivation { kNone, kReLU, kReLU6 };
 
+/// `y` after the fused activation `a`: relu, hardtanh(0, 6) for ReLU6, or `y` itself.
+at::Tensor apply_activation(const at::Tensor& y, FusedActivation a);
+
 /// One weighted op (Conv1d/2d/3d, ConvTranspose2d or Linear) with what was fused
 /// into it. Its parameters are the *same tensors* as the original module's
 /// (`weight`, `bias`), so training it trains the user's model; with a folded batch

@@ -24,7 +24,7 @@ namespace qfx::quant {
 /// quant_min, quant_max); y = (q - zp) * scale, in float32.
 ///
 /// forward(x): x float32 of any shape; per-channel qparams apply along `axis`
-/// (which must be < x.dim()). Returns a float32 tensor of x's shape. No gradient
+/// (which must be < x.dim(); DataError otherwise). Returns a float32 tensor of x's shape. No gradient
 /// flows through the rounding (this is an inference module; train with
 /// FakeQuantize).
 class QuantDequant : public torch::nn::Module {
