@@ -32,6 +32,7 @@ class QuantDequant : public torch::nn::Module {
   /// Freezes `q` (scale float32 0-dim or [C], zero_point integer of the same
   /// shape). `algorithm` and the observed range are carried to encodings.json.
   QuantDequant(const QParams& q, std::string algorithm, float observed_min, float observed_max);
+  /// Quantizes then dequantizes `x` (see the class comment); float32, x's shape.
   at::Tensor forward(const at::Tensor& x) const;
   /// The frozen qparams (scale float32, zero_point int32; buffers "scale" and "zero_point").
   const QParams& qparams() const { return q_; }
@@ -62,9 +63,12 @@ class QuantizedConvLinear : public torch::nn::Module {
   /// it has one (otherwise the weight stays float: the float model calibration
   /// runs); `input_scale` > 0 also quantizes the bias to int32 (saturating).
   QuantizedConvLinear(const FusedConvLinear& f, bool quantize_weight, float input_scale);
+  /// act(op(x, weight(), bias)) in float32 (see the class comment).
   at::Tensor forward(const at::Tensor& x) const;
 
+  /// Conv, transposed conv or linear.
   FusedConvLinear::Op op() const { return op_; }
+  /// The fused post-activation.
   FusedActivation activation() const { return act_; }
   /// True if the weight is stored as integer codes.
   bool weight_quantized() const { return weight_q_.defined() && weight_q_.scalar_type() != at::kFloat; }
