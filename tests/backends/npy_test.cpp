@@ -1,6 +1,8 @@
 // .npy reading and writing, checked against files NumPy itself wrote.
 #include <gtest/gtest.h>
 
+#include "../common/scratch_dir.h"
+
 #include <cstdlib>
 #include <fstream>
 
@@ -12,14 +14,14 @@ using namespace qfx::runtime;
 namespace {
 // Writes `text` (Python) to a script and runs it with Debian's python3 + NumPy.
 bool numpy(const std::string& code) {
-  const std::string py = ::testing::TempDir() + "/np_script.py";
+  const std::string py = qfx::test::scratch_path() + "/np_script.py";
   std::ofstream(py) << "import numpy as np\n" << code;
   return std::system(("/usr/bin/python3 " + py).c_str()) == 0;
 }
 }  // namespace
 
 TEST(Npy, ReadsWhatNumPyWrites) {
-  const std::string dir = ::testing::TempDir();
+  const std::string dir = qfx::test::scratch_path();
   ASSERT_TRUE(numpy("np.save('" + dir + "/f.npy', np.arange(24, dtype=np.float32).reshape(2,3,4) * 0.5)\n"
                     "np.save('" + dir + "/u.npy', np.array([0, 7, 255], dtype=np.uint8))\n"
                     "np.save('" + dir + "/l.npy', np.array(-5, dtype=np.int64))\n"));
@@ -36,7 +38,7 @@ TEST(Npy, ReadsWhatNumPyWrites) {
 }
 
 TEST(Npy, NumPyReadsWhatWeWrite) {
-  const std::string dir = ::testing::TempDir();
+  const std::string dir = qfx::test::scratch_path();
   Tensor t({3, 2}, DType::kInt32);
   for (int i = 0; i < 6; ++i) t.data<int32_t>()[i] = i * i - 3;
   save_npy(dir + "/w.npy", t);
@@ -51,7 +53,7 @@ TEST(Npy, NumPyReadsWhatWeWrite) {
 }
 
 TEST(Npy, BadFilesAreIoErrors) {
-  const std::string dir = ::testing::TempDir();
+  const std::string dir = qfx::test::scratch_path();
   EXPECT_THROW(load_npy(dir + "/missing.npy"), qfx::IoError);
   std::ofstream(dir + "/bad.npy") << "definitely not numpy";
   EXPECT_THROW(load_npy(dir + "/bad.npy"), qfx::IoError);

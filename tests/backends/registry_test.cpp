@@ -3,6 +3,8 @@
 // kernel report, and the errors of unknown backends and bad plug-ins.
 #include <gtest/gtest.h>
 
+#include "../common/scratch_dir.h"
+
 #include <unistd.h>
 
 #include <cmath>
@@ -155,7 +157,7 @@ TEST(Registry, UnknownBackendsAndBadPluginsAreClearErrors) {
   }
   EXPECT_THROW(load_plugin("/nonexistent/libnothing.so"), qfx::IoError);
   // A file that is not a shared library.
-  const auto bad = std::filesystem::temp_directory_path() / ("qfx_not_a_plugin_" + std::to_string(::getpid()) + ".so");
+  const auto bad = std::filesystem::path(qfx::test::scratch_path()) / ("qfx_not_a_plugin_" + std::to_string(::getpid()) + ".so");
   std::ofstream(bad) << "not an ELF file";
   try {
     load_plugin(bad.string());

@@ -2,11 +2,14 @@
 // against PyTorch's, int8 against the float QDQ semantics, errors, threads, taps.
 #include <gtest/gtest.h>
 
+#include "../common/scratch_dir.h"
+
 #include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <map>
 #include <random>
+#include <atomic>
 #include <thread>
 
 #include "qfx/error.h"
@@ -130,7 +133,7 @@ TEST(Runtime, OneDnnInt8EqualsTheReferenceArithmetic) {
 TEST(Runtime, BadFilesAndInputsAreClearErrors) {
   EXPECT_NE(error_of<qfx::IoError>([] { Model::load("/nonexistent/model.onnx"); }).find("/nonexistent/model.onnx"),
             std::string::npos);
-  const auto tmp = std::filesystem::temp_directory_path();
+  const auto tmp = std::filesystem::path(qfx::test::scratch_path());
   {  // truncated
     std::ifstream in(onnx_dir() + "resnet18.onnx", std::ios::binary);
     std::string bytes((std::istreambuf_iterator<char>(in)), {});
@@ -171,6 +174,74 @@ TEST(Runtime, RunsFromSeveralThreadsAtOnce) {
     });
   for (auto& t : ts) t.join();
   for (double e : err) EXPECT_EQ(e, 0.0);
+}
+
+// 8 threads run one int8 model at once, half of them watching values, while the
+// main thread changes the taps: outputs stay exactly the single-threaded ones
+// (and ThreadSanitizer finds no race: see README, sanitizer builds).
+TEST(Runtime, EightThreadsRunOneInt8ModelWithWatchersAndTaps) {
+  Model m = Model::load(onnx_dir() + "qdq_convnet.onnx");
+  ASSERT_GT(m.int8_ops(), 0);
+  Tensor x = load_npy(onnx_dir() + "qdq_convnet.in.npy");
+  const Tensor ref = run1(m, x);
+  const std::vector<std::string> names = m.value_names();
+  int per_run = 0;
+  m.run({{m.inputs()[0].name, x}}, names, [&](const std::string&, const Tensor&) { ++per_run; });
+  ASSERT_GT(per_run, 3);
+  std::atomic<int> done{0};
+  std::vector<std::thread> ts;
+  std::vector<int> bad(8, -1), seen(8, 0);
+  for (int t = 0; t < 8; ++t)
+    ts.emplace_back([&, t] {
+      int differ = 0;
+      for (int r = 0; r < 20; ++r) {
+        Tensor y = t % 2 ? m.run({{m.inputs()[0].name, x}}, names, [&](const std::string&, const Tensor& v) {
+                                    seen[static_cast<size_t>(t)] += v.numel() > 0;
+                                  }).begin()->second
+                         : run1(m, x);
+        differ += max_abs(y, ref) != 0.0;
+      }
+      bad[static_cast<size_t>(t)] = differ;
+      ++done;
+    });
+  for (int i = 0; done.load() < 8; ++i) {  // taps changed while runs are in flight
+    if (i % 3 == 0) m.set_taps({m.inputs()[0].name}, TapKind::kHistogram, TapOptions{128, -5.0f, 5.0f});
+    if (i % 3 == 1) m.reset_taps();
+    if (i % 3 == 2) m.set_taps({m.inputs()[0].name}, TapKind::kMinMax);
+    (void)m.taps();
+    std::this_thread::yield();
+  }
+  for (auto& t : ts) t.join();
+  for (int t = 0; t < 8; ++t) {
+    EXPECT_EQ(bad[static_cast<size_t>(t)], 0) << "thread " << t;
+    if (t % 2) EXPECT_EQ(seen[static_cast<size_t>(t)], 20 * per_run) << "thread " << t;
+  }
+  // After the churn, taps set with no run in flight count exactly one run.
+  m.set_taps({m.inputs()[0].name}, TapKind::kMinMax);
+  run1(m, x);
+  EXPECT_EQ(m.taps()[m.inputs()[0].name].count, x.numel());
+}
+
+// The plan cache keeps the most recently used input shapes only.
+TEST(Runtime, PlanCacheIsBoundedLeastRecentlyUsed) {
+  ModelOptions o("onednn");
+  o.plan_cache_size = 2;
+  Model m = Model::load(onnx_dir() + "resnet18.onnx", o);
+  Tensor x = load_npy(onnx_dir() + "resnet18.in.npy");  // [2, 3, 64, 64]
+  const Tensor y2 = run1(m, x);
+  auto batch = [&](int64_t n) {
+    Tensor b({n, 3, 64, 64}, DType::kFloat32);
+    for (int64_t i = 0; i < b.numel(); ++i) b.data<float>()[i] = x.data<float>()[i % x.numel()];
+    return b;
+  };
+  run1(m, batch(3));
+  run1(m, batch(4));
+  EXPECT_EQ(m.cached_plans(), (std::vector<std::string>{"[4, 3, 64, 64]", "[3, 3, 64, 64]"}));
+  const Tensor again = run1(m, x);  // evicted, rebuilt, same result
+  EXPECT_EQ(max_abs(again, y2), 0.0);
+  EXPECT_EQ(m.cached_plans(), (std::vector<std::string>{"[2, 3, 64, 64]", "[4, 3, 64, 64]"}));
+  o.plan_cache_size = 0;
+  EXPECT_THROW(Model::load(onnx_dir() + "resnet18.onnx", o), qfx::ConfigError);
 }
 
 TEST(Runtime, TapsCollectMinMaxAndHistograms) {

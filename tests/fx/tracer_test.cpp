@@ -3,6 +3,8 @@
 // modules, keep wrapped calls whole, share parameters, and let gradients reach
 // every parameter.
 #include <gtest/gtest.h>
+
+#include "../common/scratch_dir.h"
 #include <ATen/ATen.h>
 
 #include <fstream>
@@ -307,7 +309,7 @@ TEST(WrapSpec, ParsesKindsAndRejectsUnknown) {
 
 TEST(LoadTorchScript, BadFilesAreIoErrorsNamingThePath) {
   EXPECT_THROW(load_torchscript("/nonexistent/model.pt"), qfx::IoError);
-  const std::string bogus = ::testing::TempDir() + "/not_a_model.pt";
+  const std::string bogus = qfx::test::scratch_path() + "/not_a_model.pt";
   { std::ofstream(bogus) << "hello"; }
   try {
     load_torchscript(bogus);
@@ -318,7 +320,7 @@ TEST(LoadTorchScript, BadFilesAreIoErrorsNamingThePath) {
   // A truncated archive.
   std::ifstream src(fixture("wrap_example.pt"), std::ios::binary);
   std::string bytes((std::istreambuf_iterator<char>(src)), std::istreambuf_iterator<char>());
-  const std::string cut = ::testing::TempDir() + "/truncated.pt";
+  const std::string cut = qfx::test::scratch_path() + "/truncated.pt";
   { std::ofstream(cut, std::ios::binary) << bytes.substr(0, bytes.size() / 2); }
   EXPECT_THROW(load_torchscript(cut), qfx::IoError);
 }

@@ -1,6 +1,8 @@
 // YAML config loading: the tracer section, and file:line:column errors.
 #include <gtest/gtest.h>
 
+#include "../common/scratch_dir.h"
+
 #include <fstream>
 
 #include "qfx/error.h"
@@ -10,7 +12,7 @@ using qfx::quant::load_tracer_config;
 
 namespace {
 std::string write(const std::string& name, const std::string& text) {
-  const std::string path = ::testing::TempDir() + "/" + name;
+  const std::string path = qfx::test::scratch_path() + "/" + name;
   std::ofstream(path) << text;
   return path;
 }
@@ -50,7 +52,7 @@ TEST(TracerConfig, EmptyFileGivesDefaults) {
 
 TEST(TracerConfig, UnknownKeysNameFileLineColumn) {
   EXPECT_EQ(error_of(write("k1.yaml", "tracer:\n  wrap: []\n  wrapp: []\n")),
-            ::testing::TempDir() + "/k1.yaml:3:3: unknown key 'wrapp' in tracer (known: max_unroll, use_model_annotations, wrap)");
+            qfx::test::scratch_path() + "/k1.yaml:3:3: unknown key 'wrapp' in tracer (known: max_unroll, use_model_annotations, wrap)");
   EXPECT_NE(error_of(write("k2.yaml", "modle: x\n")).find("k2.yaml:1:1: unknown key 'modle'"), std::string::npos);
 }
 

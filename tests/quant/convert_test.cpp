@@ -1,6 +1,8 @@
 // convert_fx: the exported int8 QDQ ONNX model, run on qfx's runtime, agrees with
 // the fake-quantized GraphModule it came from.
 #include <gtest/gtest.h>
+
+#include "../common/scratch_dir.h"
 #include <torch/nn/modules/batchnorm.h>
 #include <torch/nn/modules/conv.h>
 #include <torch/nn/modules/linear.h>
@@ -67,7 +69,7 @@ std::shared_ptr<fx::GraphModule> prepared_resnet18(at::Tensor* x, at::Tensor* re
   return gm;
 }
 
-std::string tmp_path(const std::string& name) { return (std::filesystem::temp_directory_path() / name).string(); }
+std::string tmp_path(const std::string& name) { return (std::filesystem::path(qfx::test::scratch_path()) / name).string(); }
 
 }  // namespace
 
@@ -244,6 +246,47 @@ TEST(Calibrate, RuntimeMatchesLibtorchObservers) {
         ++compared;
       }
       EXPECT_GE(compared, 8);  // input, c1, c2, add, pools, cat, fc weights and output
+    }
+  }
+}
+
+// What the calibration batch size changes (README, "What calibration results depend
+// on"): nothing for min/max observers, which see every value once; for histogram
+// observers, the exact min/max stay equal but the bin grid (set by the first batch,
+// then grown by integer factors) may differ. The reference backend computes each
+// sample the same way at any batch size.
+TEST(Calibrate, BatchSizeChangesOnlyHistogramGrids) {
+  torch::manual_seed(0);
+  SmallNet net;
+  net->eval();
+  auto tracefn = [&](std::vector<c10::IValue> in) { return net->forward(in[0].toTensor()); };
+  at::Tensor data = at::randn({48, 3, 8, 8});
+  for (const char* observer : {"minmax", "histogram"}) {
+    SCOPED_TRACE(observer);
+    auto q = std::make_shared<QConfig>();
+    q->activation.observer = parse_observer_kind(observer);
+    QConfigMapping mapping;
+    mapping.set_global(q);
+    std::vector<std::shared_ptr<fx::GraphModule>> gms;
+    for (int64_t bs : {4, 48}) {
+      auto gm = fx::trace_module(net.ptr(), tracefn, {at::randn({2, 3, 8, 8})});
+      prepare_fx(*gm, mapping, BackendConfig::resolve("onednn"));
+      CalibrateOptions co;
+      co.backend = "reference";
+      co.input_shapes = {{-1, 3, 8, 8}};
+      calibrate(*gm, batches_of(data, bs), co);
+      gms.push_back(gm);
+    }
+    auto a = fake_quants(*gms[0]), b = fake_quants(*gms[1]);
+    ASSERT_EQ(a.size(), b.size());
+    for (auto& kv : a) {
+      auto [lo_a, hi_a] = kv.second->observer().min_max();
+      auto [lo_b, hi_b] = b.at(kv.first)->observer().min_max();
+      EXPECT_TRUE(at::equal(lo_a, lo_b) && at::equal(hi_a, hi_b)) << kv.first << ": min/max differ between batch sizes";
+      if (std::string(observer) == "minmax") {
+        QParams qa = kv.second->qparams(), qb = b.at(kv.first)->qparams();
+        EXPECT_TRUE(at::equal(qa.scale, qb.scale) && at::equal(qa.zero_point, qb.zero_point)) << kv.first;
+      }
     }
   }
 }

@@ -2,6 +2,8 @@
 // files (PIL decode, Resize, CenterCrop, Grayscale, Normalize), IDX against the
 // raw bytes, sample selection, and the errors users meet.
 #include <gtest/gtest.h>
+
+#include "../common/scratch_dir.h"
 #include <ATen/ATen.h>
 
 #include <unistd.h>
@@ -42,7 +44,7 @@ DataSpec small_images() {
 }
 
 fs::path scratch(const std::string& name) {
-  fs::path p = fs::temp_directory_path() / ("qfx_dataset_test_" + name);
+  fs::path p = fs::path(qfx::test::scratch_path()) / ("qfx_dataset_test_" + name);
   fs::remove_all(p);
   fs::create_directories(p);
   return p;
@@ -210,7 +212,7 @@ TEST(Dataset, RegisteredReaderIsAcceptedByConfigsAndOpened) {
   auto formats = data_reader_formats();
   for (const char* f : {"idx", "images", "npy", "raw", "index_test"})
     EXPECT_NE(std::find(formats.begin(), formats.end(), f), formats.end()) << f;
-  const auto dir = fs::temp_directory_path() / ("qfx_reader_" + std::to_string(::getpid()));
+  const auto dir = fs::path(qfx::test::scratch_path()) / ("qfx_reader_" + std::to_string(::getpid()));
   fs::create_directories(dir);
   const auto cfg_path = (dir / "cfg.yaml").string();
   std::ofstream(cfg_path) << "model: {path: m.pt, input_shape: [-1, 2, 3, 3]}\n"

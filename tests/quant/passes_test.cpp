@@ -1,6 +1,8 @@
 // fuse_fx, prepare_fx, prepare_qat_fx and statistics files, on C++ models traced
 // with the JIT tracer and on the torchvision fixtures.
 #include <gtest/gtest.h>
+
+#include "../common/scratch_dir.h"
 #include <torch/nn/modules/batchnorm.h>
 #include <torch/nn/modules/conv.h>
 #include <torch/nn/modules/linear.h>
@@ -262,7 +264,7 @@ TEST(PrepareFx, StatisticsSaveLoadAndGraphHash) {
   prepare_fx(*gm, QConfigMapping::default_mapping(), BackendConfig::resolve("onednn"));
   at::NoGradGuard ng;
   for (int i = 0; i < 3; ++i) gm->forward(at::randn({4, 3, 8, 8}));
-  const std::string path = (std::filesystem::temp_directory_path() / "qfx_stats_test.pt").string();
+  const std::string path = (std::filesystem::path(qfx::test::scratch_path()) / "qfx_stats_test.pt").string();
   save_statistics(*gm, path);
   Net net2{nullptr};
   auto gm2 = traced_net(net2);

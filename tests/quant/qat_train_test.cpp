@@ -1,6 +1,8 @@
 // prepare_qat_fx in a plain libtorch training loop on real data (Fashion-MNIST):
 // the loss falls and the fake-quantized model classifies well.
 #include <gtest/gtest.h>
+
+#include "../common/scratch_dir.h"
 #include <torch/nn/functional/loss.h>
 #include <torch/nn/modules/batchnorm.h>
 #include <torch/nn/modules/conv.h>
@@ -130,7 +132,7 @@ TEST(QatTraining, CheckpointResumeEqualsUninterruptedRun) {
   auto b = make(&net_b);
   torch::optim::SGD opt_b(b->parameters(), torch::optim::SGDOptions(0.01).momentum(0.9));
   train(*b, opt_b, 0, 3);
-  const std::string path = (std::filesystem::temp_directory_path() / "qfx_qat_checkpoint.pt").string();
+  const std::string path = (std::filesystem::path(qfx::test::scratch_path()) / "qfx_qat_checkpoint.pt").string();
   save_qat_checkpoint(path, *b, opt_b, 3);
 
   auto c = make(&net_c);
@@ -166,6 +168,21 @@ TEST(QatTraining, CheckpointResumeEqualsUninterruptedRun) {
     FAIL() << "expected DataError";
   } catch (const DataError& e) {
     EXPECT_NE(std::string(e.what()).find("qfx_qat_checkpoint.pt"), std::string::npos) << e.what();
+  }
+  // A file with the checkpoint's keys but a wrong type is refused, naming the file.
+  {
+    torch::serialize::OutputArchive bad, m, o;
+    bad.write("graph_hash", c10::IValue(int64_t{42}));
+    bad.write("step", c10::IValue(int64_t{3}));
+    bad.write("model", m);
+    bad.write("optimizer", o);
+    bad.save_to(path);
+    try {
+      load_qat_checkpoint(path, *c, opt_c);
+      FAIL() << "expected IoError";
+    } catch (const IoError& e) {
+      EXPECT_NE(std::string(e.what()).find("'graph_hash' must be a string"), std::string::npos) << e.what();
+    }
   }
   std::filesystem::remove(path);
 }

@@ -2,6 +2,8 @@
 // errors for bad files and for qconfigs a backend cannot honour.
 #include <gtest/gtest.h>
 
+#include "../common/scratch_dir.h"
+
 #include <filesystem>
 #include <fstream>
 
@@ -17,7 +19,7 @@ std::string backends_dir() { return std::string(QFX_SOURCE_DIR) + "/configs/back
 
 // Writes `text` to a temporary YAML file; returns its path.
 std::string write_yaml(const std::string& name, const std::string& text) {
-  auto p = std::filesystem::temp_directory_path() / ("qfx_qconfig_test_" + name + ".yaml");
+  auto p = std::filesystem::path(qfx::test::scratch_path()) / ("qfx_qconfig_test_" + name + ".yaml");
   std::ofstream(p) << text;
   return p.string();
 }

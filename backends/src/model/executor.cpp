@@ -60,21 +60,14 @@ std::map<std::string, Tensor> Model::run_impl(const std::map<std::string, Tensor
     shapes.push_back(t.shape());
     given.push_back(&t);
   }
-  std::unique_ptr<Plan> plan;
-  {
-    std::lock_guard<std::mutex> lk(im.mu);
-    auto& free_plans = im.pool[sig];
-    if (!free_plans.empty()) {
-      plan = std::move(free_plans.back());
-      free_plans.pop_back();
-    }
-  }
+  std::unique_ptr<Plan> plan = im.take_plan(sig);
   if (!plan) plan = im.build(shapes);
+  const std::shared_ptr<const Impl::TapConfig> taps = im.current_taps();
   // Observation of one computed value: the taps' statistics and the caller's watch
   // callback, which sees the logical (plain) layout.
   auto observe = [&](int v, const Tensor& t, bool nhwc) {
     const size_t vi = static_cast<size_t>(v);
-    if (im.tapped[vi]) im.tap(v, t, nhwc);
+    if (taps->tapped[vi]) im.tap(*taps, v, t, nhwc);
     if (!watched || !(*watched)[vi]) return;
     if (nhwc) {
       Tensor plain(t.shape(), t.dtype());
@@ -103,11 +96,34 @@ std::map<std::string, Tensor> Model::run_impl(const std::map<std::string, Tensor
   std::map<std::string, Tensor> out;
   for (size_t i = 0; i < im.output_ids.size(); ++i) out[im.outputs[i].name] = plan->values[static_cast<size_t>(im.output_ids[i])].clone();
   for (size_t i = 0; i < im.input_ids.size(); ++i) plan->values[static_cast<size_t>(im.input_ids[i])] = Tensor();
-  {
-    std::lock_guard<std::mutex> lk(im.mu);
-    im.pool[sig].push_back(std::move(plan));
-  }
+  im.return_plan(sig, std::move(plan));
   return out;
+}
+
+std::unique_ptr<Plan> Model::Impl::take_plan(const std::string& sig) const {
+  std::lock_guard<std::mutex> lk(mu);
+  auto it = pool.find(sig);
+  if (it == pool.end() || it->second.free.empty()) return nullptr;
+  it->second.last_used = ++tick;
+  std::unique_ptr<Plan> plan = std::move(it->second.free.back());
+  it->second.free.pop_back();
+  return plan;
+}
+
+void Model::Impl::return_plan(const std::string& sig, std::unique_ptr<Plan> plan) const {
+  std::vector<std::unique_ptr<Plan>> evicted;  // freed outside the lock
+  std::lock_guard<std::mutex> lk(mu);
+  PoolEntry& e = pool[sig];
+  e.free.push_back(std::move(plan));
+  e.last_used = ++tick;
+  while (pool.size() > max_signatures) {
+    auto lru = pool.end();
+    for (auto it = pool.begin(); it != pool.end(); ++it)
+      if (it->first != sig && (lru == pool.end() || it->second.last_used < lru->second.last_used)) lru = it;
+    if (lru == pool.end()) break;
+    for (auto& p : lru->second.free) evicted.push_back(std::move(p));
+    pool.erase(lru);
+  }
 }
 
 }  // namespace qfx::runtime

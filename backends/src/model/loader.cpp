@@ -2,6 +2,7 @@
 // into int8 ops, float activations fused), value ids, checks that every input is
 // produced, and the first plan at the declared shapes, so that unsupported ops and
 // bad shapes fail at load.
+#include <algorithm>
 #include <set>
 
 #include "model_impl.h"
@@ -53,6 +54,8 @@ Model Model::load_from_string(const std::string& bytes, const ModelOptions& opti
 Model Model::from_graph(ir::Graph graph, const ModelOptions& options, const std::string& path) {
   auto im = std::make_unique<Impl>();
   im->backend_name = options.backend;
+  if (options.plan_cache_size < 1) throw ConfigError("ModelOptions::plan_cache_size must be at least 1");
+  im->max_signatures = options.plan_cache_size;
   for (const auto& b : backend_chain(options.backend)) {
     const auto ops = backend_info(b).nhwc_ops;
     im->nhwc_ops.insert(ops.begin(), ops.end());
@@ -93,7 +96,11 @@ Model Model::from_graph(ir::Graph graph, const ModelOptions& options, const std:
     im->output_ids.push_back(it->second);
     im->outputs.push_back({o.name, o.dtype, o.shape});
   }
-  im->tapped.assign(im->value_name.size(), false);
+  {
+    auto taps = std::make_shared<Model::Impl::TapConfig>();
+    taps->tapped.assign(im->value_name.size(), false);
+    im->taps_cfg = std::move(taps);
+  }
   // Plan once now (dynamic dims as 1): unsupported ops and bad shapes fail at load.
   std::vector<std::vector<int64_t>> shapes;
   std::string sig;
@@ -103,7 +110,9 @@ Model Model::from_graph(ir::Graph graph, const ModelOptions& options, const std:
     sig += shape_str(s);
     shapes.push_back(s);
   }
-  im->pool[sig].push_back(im->build(shapes));
+  std::unique_ptr<Plan> plan = im->build(shapes);
+  im->load_choices = plan->choices;
+  im->return_plan(sig, std::move(plan));
   return Model(std::move(im));
 }
 
@@ -114,11 +123,18 @@ int Model::int8_ops() const { return impl_->int8_ops; }
 int Model::total_ops() const { return static_cast<int>(impl_->g.nodes.size()); }
 const std::string& Model::backend() const { return impl_->backend_name; }
 
-std::vector<KernelChoice> Model::kernel_report() const {
-  std::lock_guard<std::mutex> lk(impl_->mu);
-  for (const auto& kv : impl_->pool)
-    if (!kv.second.empty()) return kv.second.front()->choices;
-  return {};
+std::vector<KernelChoice> Model::kernel_report() const { return impl_->load_choices; }
+
+std::vector<std::string> Model::cached_plans() const {
+  std::vector<std::pair<uint64_t, std::string>> by_use;
+  {
+    std::lock_guard<std::mutex> lk(impl_->mu);
+    for (const auto& kv : impl_->pool) by_use.emplace_back(kv.second.last_used, kv.first);
+  }
+  std::sort(by_use.rbegin(), by_use.rend());
+  std::vector<std::string> out;
+  for (auto& u : by_use) out.push_back(std::move(u.second));
+  return out;
 }
 
 std::map<std::string, int> Model::kernel_impls() const { return kernel_counts(kernel_report()); }

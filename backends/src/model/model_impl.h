@@ -45,23 +45,46 @@ struct Model::Impl {
   std::set<std::string> nhwc_ops;   // ops whose kernels on this backend take channels last
   int int8_ops = 0;
 
-  mutable std::mutex mu;
-  mutable std::map<std::string, std::vector<std::unique_ptr<Plan>>> pool;
+  std::vector<KernelChoice> load_choices;  // of the plan built at load (kernel_report)
 
+  /// Free plans of one input-shape signature, and when the signature was last used.
+  struct PoolEntry {
+    std::vector<std::unique_ptr<Plan>> free;
+    uint64_t last_used = 0;
+  };
+  mutable std::mutex mu;  // guards pool and tick
+  mutable std::map<std::string, PoolEntry> pool;
+  mutable uint64_t tick = 0;
+  size_t max_signatures = 8;  // ModelOptions::plan_cache_size
+  /// Takes a free plan for `sig` (null if none) and marks the signature used.
+  std::unique_ptr<Plan> take_plan(const std::string& sig) const;
+  /// Returns a plan to the pool, then evicts the least recently used signatures
+  /// beyond `max_signatures` (plans in use by other runs are not affected).
+  void return_plan(const std::string& sig, std::unique_ptr<Plan> plan) const;
+
+  /// What set_taps asked for. Immutable once published: a run takes the current
+  /// one at its start, so set_taps never changes what a run in flight reads.
+  struct TapConfig {
+    std::vector<bool> tapped;  // by value id
+    TapKind kind = TapKind::kMinMax;
+    TapOptions opts;
+    uint64_t generation = 0;  // statistics of another generation are dropped
+  };
   // Observer taps (taps.cpp), fed through the executor's value observation.
-  std::vector<bool> tapped;  // by value id
-  TapKind tap_kind = TapKind::kMinMax;
-  TapOptions tap_opts;
-  mutable std::mutex tap_mu;
+  mutable std::mutex tap_mu;  // guards taps_cfg, stats, tap_scratch
+  std::shared_ptr<const TapConfig> taps_cfg;
   mutable std::map<int, TapStats> stats;
   mutable std::vector<uint32_t> tap_scratch;  // [threads * bins] partial histograms
+  /// The current tap configuration (under tap_mu).
+  std::shared_ptr<const TapConfig> current_taps() const;
 
   /// The id of value `name`, made on first use.
   int id(const std::string& name);
   /// Plans the model for concrete input shapes (planner.cpp).
   std::unique_ptr<Plan> build(const std::vector<std::vector<int64_t>>& in_shapes) const;
-  /// Folds one value into the taps' statistics (taps.cpp); `nhwc`: stored channels last.
-  void tap(int v, const Tensor& t, bool nhwc) const;
+  /// Folds one value into the taps' statistics (taps.cpp) if `cfg` is still the
+  /// current configuration; `nhwc`: stored channels last.
+  void tap(const TapConfig& cfg, int v, const Tensor& t, bool nhwc) const;
 };
 
 }  // namespace qfx::runtime

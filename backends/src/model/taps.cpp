@@ -14,7 +14,12 @@ namespace qfx::runtime {
 // Folds one tensor into its statistics: min/max and histogram counts are
 // computed in parallel (OpenMP) into per-thread scratch sized by set_taps, so
 // taps allocate nothing per run.
-void Model::Impl::tap(int v, const Tensor& t, bool nhwc) const {
+std::shared_ptr<const Model::Impl::TapConfig> Model::Impl::current_taps() const {
+  std::lock_guard<std::mutex> lk(tap_mu);
+  return taps_cfg;
+}
+
+void Model::Impl::tap(const TapConfig& cfg, int v, const Tensor& t, bool nhwc) const {
   if (t.dtype() != DType::kFloat32) return;
   const float* x = t.data<float>();
   const int64_t n = t.numel();
@@ -26,6 +31,7 @@ void Model::Impl::tap(int v, const Tensor& t, bool nhwc) const {
     hi = x[i] > hi ? x[i] : hi;
   }
   std::lock_guard<std::mutex> lk(tap_mu);
+  if (taps_cfg->generation != cfg.generation) return;  // set_taps / reset_taps since this run began
   TapStats& s = stats[v];
   if (s.count == 0) {
     s.min = lo;
@@ -35,7 +41,7 @@ void Model::Impl::tap(int v, const Tensor& t, bool nhwc) const {
     s.max = std::max(s.max, hi);
   }
   s.count += n;
-  if (tap_kind == TapKind::kPerChannelMinMax && t.shape().size() >= 2) {
+  if (cfg.kind == TapKind::kPerChannelMinMax && t.shape().size() >= 2) {
     const int64_t N = t.shape()[0], C = t.shape()[1], inner = n / (N * C);
     if (s.channel_min.empty()) {
       s.channel_min.assign(static_cast<size_t>(C), INFINITY);
@@ -67,10 +73,10 @@ void Model::Impl::tap(int v, const Tensor& t, bool nhwc) const {
       }
     }
   }
-  if (tap_kind == TapKind::kHistogram) {
-    const int64_t bins = tap_opts.bins;
+  if (cfg.kind == TapKind::kHistogram) {
+    const int64_t bins = cfg.opts.bins;
     if (s.histogram.empty()) s.histogram.assign(static_cast<size_t>(bins), 0.0);
-    const float scale = static_cast<float>(bins) / (tap_opts.hi - tap_opts.lo), off = tap_opts.lo;
+    const float scale = static_cast<float>(bins) / (cfg.opts.hi - cfg.opts.lo), off = cfg.opts.lo;
     const int nthreads = static_cast<int>(tap_scratch.size() / static_cast<size_t>(bins));
     uint32_t* part = tap_scratch.data();
     std::fill(tap_scratch.begin(), tap_scratch.end(), 0u);
@@ -102,11 +108,14 @@ void Model::set_taps(const std::vector<std::string>& names, TapKind kind, TapOpt
   }
   if (kind == TapKind::kHistogram && (options.bins < 1 || !(options.hi > options.lo)))
     throw DataError("histogram taps need bins >= 1 and hi > lo");
+  auto cfg = std::make_shared<Impl::TapConfig>();
+  cfg->tapped.assign(im.value_name.size(), false);
+  for (int v : ids) cfg->tapped[static_cast<size_t>(v)] = true;
+  cfg->kind = kind;
+  cfg->opts = options;
   std::lock_guard<std::mutex> lk(im.tap_mu);
-  im.tapped.assign(im.value_name.size(), false);
-  for (int v : ids) im.tapped[static_cast<size_t>(v)] = true;
-  im.tap_kind = kind;
-  im.tap_opts = options;
+  cfg->generation = im.taps_cfg->generation + 1;
+  im.taps_cfg = std::move(cfg);
   im.stats.clear();
   im.tap_scratch.assign(kind == TapKind::kHistogram ? static_cast<size_t>(options.bins) * static_cast<size_t>(omp_get_max_threads()) : 0, 0u);
 }
@@ -120,6 +129,9 @@ std::map<std::string, TapStats> Model::taps() const {
 
 void Model::reset_taps() {
   std::lock_guard<std::mutex> lk(impl_->tap_mu);
+  auto cfg = std::make_shared<Impl::TapConfig>(*impl_->taps_cfg);
+  ++cfg->generation;
+  impl_->taps_cfg = std::move(cfg);
   impl_->stats.clear();
 }
 

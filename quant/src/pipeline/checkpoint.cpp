@@ -41,11 +41,19 @@ int64_t load_qat_checkpoint(const std::string& path, fx::GraphModule& model, tor
   if (!root.try_read("graph_hash", hash) || !root.try_read("step", step) || !root.try_read("model", m) ||
       !root.try_read("optimizer", o))
     throw IoError(path + ": not a qfx QAT checkpoint");
+  if (!hash.isString() || !step.isInt())
+    throw IoError(path + ": not a qfx QAT checkpoint ('graph_hash' must be a string and 'step' an integer, found " +
+                  hash.tagKind() + " and " + step.tagKind() + ")");
   if (hash.toStringRef() != graph_hash(model))
     throw DataError(path + ": the checkpoint belongs to another prepared graph (hash " + hash.toStringRef() +
                     ", this model " + graph_hash(model) + ")");
-  model.load(m);
-  optimizer.load(o);
+  try {
+    model.load(m);
+    optimizer.load(o);
+  } catch (const c10::Error& e) {
+    throw IoError(path + ": the checkpoint's parameters or optimizer state do not fit this model: " +
+                  e.what_without_backtrace());
+  }
   return step.toInt();
 }
 

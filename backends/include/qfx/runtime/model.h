@@ -43,6 +43,10 @@ struct ModelOptions {
   /// hide the pre-activation value), and they are stored in the plain layout, so
   /// watching them costs no conversion from channels last.
   std::vector<std::string> keep_values;
+  /// How many input-shape signatures keep their plans (kernels, packed weights,
+  /// arena) cached; beyond it the least recently used signature's plans are freed
+  /// and rebuilt when that shape comes again. At least 1 (ConfigError otherwise).
+  size_t plan_cache_size = 8;
 };
 
 /// A graph input or output as the model declares it (-1: dynamic dimension).
@@ -82,9 +86,10 @@ struct TapStats {
 ///   QLinearConcat, QRelu/QClip, and shape ops on integers); groups that cannot run in
 ///   int8 stay float and are listed in `float_fallbacks()`. Static input shapes
 ///   are planned at load.
-/// - Plan (per distinct input-shape signature, cached): kernels are built for the
-///   concrete shapes, weights packed, and every intermediate value gets a slot in
-///   one arena; values whose lifetimes do not overlap share memory.
+/// - Plan (per distinct input-shape signature, cached for the
+///   `ModelOptions::plan_cache_size` most recently used signatures): kernels are
+///   built for the concrete shapes, weights packed, and every intermediate value
+///   gets a slot in one arena; values whose lifetimes do not overlap share memory.
 /// - Run: thread-safe. Each concurrent run takes a planned context from a pool;
 ///   in steady state no intermediate tensor is allocated (outputs are returned in
 ///   their own buffers).
@@ -134,13 +139,18 @@ class Model {
   /// How many nodes of each op run on each implementation in the plan built at
   /// load, nodes folded at plan time left out: {"QLinearConv:onednn": 2, "Add:simd": 1, ...}.
   std::map<std::string, int> kernel_impls() const;
+  /// The input-shape signatures whose plans are cached now, most recently used
+  /// first ("[1, 3, 224, 224]" per input); at most `ModelOptions::plan_cache_size`.
+  std::vector<std::string> cached_plans() const;
   /// Names of the float tensors computed by the model's nodes, in execution order
   /// (what `set_taps` accepts besides the inputs).
   std::vector<std::string> value_names() const;
 
   /// Collects statistics of the named float tensors (graph inputs or any node
   /// output) on every following `run`, replacing earlier taps. Throws DataError
-  /// naming an unknown tensor.
+  /// naming an unknown tensor. Safe to call while other threads run the model: a
+  /// run uses the taps current when it began, and runs that began before this
+  /// call (or before `reset_taps`) add nothing to the new statistics.
   void set_taps(const std::vector<std::string>& names, TapKind kind, TapOptions options = {});
   /// The statistics collected so far, by tensor name.
   std::map<std::string, TapStats> taps() const;
