@@ -1,4 +1,5 @@
 // QDQ matching: DequantizeLinear -> op -> QuantizeLinear groups become int8 ops.
+#include <cmath>
 #include <map>
 #include <optional>
 #include <set>
@@ -32,13 +33,16 @@ struct Ctx {
   // qparams of a Q/DQ node from its constant scale / zero point inputs.
   std::optional<QInfo> qparams(const Node& n, DType fallback) const {
     const Tensor* s = n.inputs.size() > 1 ? init(n.inputs[1]) : nullptr;
-    if (!s || s->dtype() != DType::kFloat32) return std::nullopt;
+    if (!s || s->dtype() != DType::kFloat32 || s->numel() < 1) return std::nullopt;
+    for (int64_t i = 0; i < s->numel(); ++i)
+      if (!(s->data<float>()[i] > 0.0f) || !std::isfinite(s->data<float>()[i])) return std::nullopt;  // runs in float
     QInfo q;
     q.scale.assign(s->data<float>(), s->data<float>() + s->numel());
     q.dtype = fallback;
     if (n.inputs.size() > 2 && !n.inputs[2].empty()) {
       const Tensor* z = init(n.inputs[2]);
-      if (!z) return std::nullopt;
+      if (!z || z->numel() != s->numel()) return std::nullopt;
+      if (z->dtype() != DType::kUInt8 && z->dtype() != DType::kInt8 && z->dtype() != DType::kInt32) return std::nullopt;
       q.dtype = z->dtype();
       for (int64_t i = 0; i < z->numel(); ++i)
         q.zero_point.push_back(z->dtype() == DType::kUInt8 ? z->data<uint8_t>()[i]

@@ -365,23 +365,38 @@ std::string format_kwargs(const std::vector<std::pair<std::string, Argument>>& k
 }  // namespace
 
 void Graph::print_tabular(std::ostream& os) const {
-  std::vector<std::array<std::string, 5>> rows;
+  // Shape and dtype columns appear once ShapeProp (or a tracer) recorded them.
+  bool with_shapes = false;
+  for (const auto& n : nodes_) with_shapes |= n->meta().count("shape") || n->meta().count("shapes");
+  const size_t cols = with_shapes ? 7 : 5;
+  auto shape_of = [](const Node& n) -> std::string {
+    auto it = n.meta().find("shape");
+    if (it == n.meta().end()) it = n.meta().find("shapes");
+    return it == n.meta().end() ? "" : format_ivalue(it->second);
+  };
+  auto dtype_of = [](const Node& n) -> std::string {
+    auto it = n.meta().find("dtype");
+    return it != n.meta().end() && it->second.isString() ? it->second.toStringRef() : "";
+  };
+  std::vector<std::vector<std::string>> rows;
   rows.push_back({"opcode", "name", "target", "args", "kwargs"});
+  if (with_shapes) rows[0].insert(rows[0].end(), {"shape", "dtype"});
   for (const auto& n : nodes_) {
     rows.push_back({opcode_name(n->op()), n->name(), n->target(), format_args(n->args()), format_kwargs(n->kwargs())});
+    if (with_shapes) rows.back().insert(rows.back().end(), {shape_of(*n), dtype_of(*n)});
   }
-  std::array<size_t, 5> w{};
-  for (const auto& r : rows) for (size_t i = 0; i < 5; ++i) w[i] = std::max(w[i], r[i].size());
-  auto line = [&](const std::array<std::string, 5>& r) {
-    for (size_t i = 0; i < 5; ++i) {
-      os << std::left << std::setw(static_cast<int>(i + 1 < 5 ? w[i] : 0)) << r[i];
-      if (i + 1 < 5) os << "  ";
+  std::vector<size_t> w(cols, 0);
+  for (const auto& r : rows) for (size_t i = 0; i < cols; ++i) w[i] = std::max(w[i], r[i].size());
+  auto line = [&](const std::vector<std::string>& r) {
+    for (size_t i = 0; i < cols; ++i) {
+      os << std::left << std::setw(static_cast<int>(i + 1 < cols ? w[i] : 0)) << r[i];
+      if (i + 1 < cols) os << "  ";
     }
     os << "\n";
   };
   line(rows[0]);
-  std::array<std::string, 5> sep;
-  for (size_t i = 0; i < 5; ++i) sep[i] = std::string(w[i], '-');
+  std::vector<std::string> sep;
+  for (size_t i = 0; i < cols; ++i) sep.push_back(std::string(w[i], '-'));
   line(sep);
   for (size_t r = 1; r < rows.size(); ++r) line(rows[r]);
 }

@@ -4,12 +4,13 @@
 
 #include "../common/scratch_dir.h"
 
+#include <atomic>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <iostream>
 #include <map>
 #include <random>
-#include <atomic>
 #include <thread>
 
 #include "qfx/error.h"
@@ -220,6 +221,34 @@ TEST(Runtime, EightThreadsRunOneInt8ModelWithWatchersAndTaps) {
   m.set_taps({m.inputs()[0].name}, TapKind::kMinMax);
   run1(m, x);
   EXPECT_EQ(m.taps()[m.inputs()[0].name].count, x.numel());
+}
+
+// Inputs the fuzzers found crashing (tests/fuzz/regressions/onnx/, one file per
+// finding): each now loads and runs, or fails with a qfx::Error; never a crash.
+TEST(FuzzRegressions, OnnxInputsFailCleanly) {
+  int files = 0;
+  for (const auto& e : std::filesystem::directory_iterator(std::string(QFX_SOURCE_DIR) + "/tests/fuzz/regressions/onnx")) {
+    ++files;
+    std::ifstream in(e.path(), std::ios::binary);
+    const std::string bytes((std::istreambuf_iterator<char>(in)), {});
+    std::string outcome = "ran";
+    try {
+      Model m = Model::load_from_string(bytes, ModelOptions{"onednn"}, e.path().string());
+      std::map<std::string, Tensor> inputs;
+      for (const auto& info : m.inputs()) {
+        std::vector<int64_t> shape = info.shape;
+        for (auto& d : shape) d = d < 0 ? 1 : d;
+        Tensor t(shape, info.dtype);
+        std::fill(static_cast<uint8_t*>(t.raw()), static_cast<uint8_t*>(t.raw()) + t.nbytes(), 0);
+        inputs.emplace(info.name, std::move(t));
+      }
+      m.run(inputs);
+    } catch (const qfx::Error& err) {
+      outcome = err.what();
+    }
+    std::cout << e.path().filename().string() << ": " << outcome << "\n";
+  }
+  EXPECT_GE(files, 1);
 }
 
 // The plan cache keeps the most recently used input shapes only.

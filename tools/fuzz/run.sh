@@ -3,7 +3,8 @@
 # each for SECONDS (default 60) from its seed corpus in tests/fuzz/corpus/<target>/.
 #
 # Usage: tools/fuzz/run.sh [SECONDS] [TARGET...]     (targets: onnx npy idx image yaml)
-# Env:   BUILD (default build-fuzz), JOBS (targets run at once, default 1).
+# Env:   BUILD (default build-fuzz), JOBS (targets run at once, default 1),
+#        SKIP_BUILD=1 (run the targets already built in BUILD).
 # Output: per target, the executions and the findings; a crashing input is kept
 # as BUILD/findings/<target>/crash-* (turn each into a regression test). Exits 1
 # if any target found a crash, leak, timeout or out-of-memory.
@@ -26,9 +27,11 @@ if [ ${#need[@]} -gt 0 ]; then
   $SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${need[@]}"
 fi
 
+if [ "${SKIP_BUILD:-0}" != 1 ]; then
 cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_COMPILER=clang++ \
   -DQFX_FUZZ=ON -DQFX_SANITIZE=address,undefined -DQFX_BUILD_TESTS=OFF -DQFX_WITH_CUDA=OFF >/dev/null
 cmake --build "$BUILD" -j2 --target $(printf 'fuzz_%s ' "${TARGETS[@]}")
+fi
 
 export ASAN_OPTIONS="${ASAN_OPTIONS:-detect_leaks=1:allocator_may_return_null=1}"
 export UBSAN_OPTIONS="${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}"

@@ -289,6 +289,8 @@ bool qconv_qgemm(const KernelRequest& r, Kernel* k) {
     if (x.size() != 2 || ws.size() != 2) return r.decline("needs a 2-D input and 2-D weights");
     M = tb ? ws[0] : ws[1];
   }
+  if (wq.scale.size() != 1 && static_cast<int64_t>(wq.scale.size()) != M)
+    return r.decline("weight scales do not match the output channels (the reference reports it)");
   std::vector<float> mult(static_cast<size_t>(M)), in_w(static_cast<size_t>(M));
   for (int64_t m = 0; m < M; ++m) {
     in_w[static_cast<size_t>(m)] = xq.scale[0] * (wq.scale.size() == 1 ? wq.scale[0] : wq.scale[static_cast<size_t>(m)]);

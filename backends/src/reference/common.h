@@ -53,7 +53,29 @@ inline const Tensor& need_const(const Node& n, const std::vector<const Tensor*>&
   return *consts[i];
 }
 
+/// `need_const` that also checks the constant's dtype and, if `count` >= 0, its
+/// element count: a typed read of a constant never runs past its data.
+inline const Tensor& need_const(const Node& n, const std::vector<const Tensor*>& consts, size_t i, const char* what,
+                                DType dtype, int64_t count = -1) {
+  const Tensor& t = need_const(n, consts, i, what);
+  if (t.dtype() != dtype)
+    bad_shape(n, std::string(what) + " is " + dtype_name(t.dtype()) + ", expected " + dtype_name(dtype));
+  if (count >= 0 && t.numel() != count)
+    bad_shape(n, std::string(what) + " has " + std::to_string(t.numel()) + " elements, expected " + std::to_string(count));
+  return t;
+}
+
+/// Per-channel qparams `q` of node `n` hold one value or `channels` values.
+inline void check_channels(const Node& n, const ir::QInfo& q, int64_t channels, const char* what) {
+  if (q.scale.empty() || (q.scale.size() != 1 && static_cast<int64_t>(q.scale.size()) != channels) ||
+      q.zero_point.size() != q.scale.size())
+    bad_shape(n, std::string(what) + " has " + std::to_string(q.scale.size()) + " scales and " +
+                     std::to_string(q.zero_point.size()) + " zero points for " + std::to_string(channels) + " channels");
+}
+
 inline std::vector<int64_t> int_values(const Tensor& t) {
+  if (t.dtype() != DType::kInt64 && t.dtype() != DType::kInt32)
+    throw DataError("expected an int64 or int32 constant, got " + t.describe());
   std::vector<int64_t> v(static_cast<size_t>(t.numel()));
   for (size_t i = 0; i < v.size(); ++i)
     v[i] = t.dtype() == DType::kInt64 ? t.data<int64_t>()[i] : t.data<int32_t>()[i];

@@ -58,11 +58,11 @@ Geom conv_geom(const Node& n, const std::vector<Meta>& in, const Shape& w) {
 Kernel conv(const Node& n, const std::vector<Meta>& in, const std::vector<const Tensor*>& consts) {
   if (in.size() < 2) bad_shape(n, "needs input and weight");
   if (in[0].dtype != DType::kFloat32) unsupported(n, "float Conv needs float32 input");
-  const Tensor& w = need_const(n, consts, 1, "Conv weight");
+  const Tensor& w = need_const(n, consts, 1, "Conv weight", DType::kFloat32);
   Geom g = conv_geom(n, in, w.shape());
   std::vector<float> bias;
   if (in.size() > 2 && !n.inputs[2].empty()) {
-    const Tensor& b = need_const(n, consts, 2, "Conv bias");
+    const Tensor& b = need_const(n, consts, 2, "Conv bias", DType::kFloat32, g.M);
     bias.assign(b.data<float>(), b.data<float>() + b.numel());
   }
   Kernel k;
@@ -98,9 +98,12 @@ std::vector<int32_t> int_bias(const Node& n, const Tensor* b, int64_t M, const s
 
 
 Kernel qconv(const Node& n, const std::vector<Meta>& in, const std::vector<const Tensor*>& consts) {
-  const Tensor& w = need_const(n, consts, 1, "QLinearConv weight");
+  const Tensor& w = need_const(n, consts, 1, "QLinearConv weight", n.in_q.at(1).dtype);
   Geom g = conv_geom(n, in, w.shape());
   const ir::QInfo &xq = n.in_q.at(0), &wq = n.in_q.at(1), &yq = n.out_q;
+  check_channels(n, xq, 1, "input qparams");
+  check_channels(n, wq, g.M, "weight qparams");
+  check_channels(n, yq, 1, "output qparams");
   std::vector<float> in_w(static_cast<size_t>(g.M)), mult(static_cast<size_t>(g.M));
   for (int64_t m = 0; m < g.M; ++m) {
     in_w[static_cast<size_t>(m)] = xq.scale[0] * per(wq.scale, m);
@@ -146,7 +149,7 @@ Kernel conv_transpose(const Node& n, const std::vector<Meta>& in, const std::vec
   const Shape& x = in[0].shape;
   if (x.size() != 4) unsupported(n, "only 2-D ConvTranspose ([N, C, H, W]) is supported");
   if (n.has("output_shape")) unsupported(n, "the output_shape attribute is not supported (use pads)");
-  const Tensor& w = need_const(n, consts, 1, "ConvTranspose weight");
+  const Tensor& w = need_const(n, consts, 1, "ConvTranspose weight", DType::kFloat32);
   const int64_t group = n.attr_i("group", 1);
   const Shape& ws = w.shape();
   if (ws.size() != 4 || ws[0] != x[1]) bad_shape(n, "weight " + shape_str(ws) + " does not match input " + shape_str(x));
@@ -158,7 +161,7 @@ Kernel conv_transpose(const Node& n, const std::vector<Meta>& in, const std::vec
   const int64_t oW = (x[3] - 1) * s[1] - p[1] - p[3] + d[1] * (kW - 1) + op[1] + 1;
   std::vector<float> bias(static_cast<size_t>(M), 0.0f);
   if (in.size() > 2 && !n.inputs[2].empty()) {
-    const Tensor& b = need_const(n, consts, 2, "ConvTranspose bias");
+    const Tensor& b = need_const(n, consts, 2, "ConvTranspose bias", DType::kFloat32, M);
     std::copy(b.data<float>(), b.data<float>() + M, bias.begin());
   }
   Kernel k;
@@ -279,7 +282,7 @@ Kernel qgemm(const Node& n, const std::vector<Meta>& in, const std::vector<const
   const bool tb = is_gemm && n.attr_i("transB", 0) != 0;
   if (is_gemm && (n.attr_i("transA", 0) != 0 || n.attr_f("alpha", 1.0f) != 1.0f || n.attr_f("beta", 1.0f) != 1.0f))
     unsupported(n, "int8 Gemm needs transA=0, alpha=1, beta=1");
-  const Tensor& bw = need_const(n, consts, 1, "int8 Gemm/MatMul weight");
+  const Tensor& bw = need_const(n, consts, 1, "int8 Gemm/MatMul weight", n.in_q.at(1).dtype);
   const Shape& a = in[0].shape;
   const Shape& b = bw.shape();
   if (b.size() != 2 || a.empty()) bad_shape(n, "int8 Gemm/MatMul needs a 2-D constant weight");
@@ -287,6 +290,9 @@ Kernel qgemm(const Node& n, const std::vector<Meta>& in, const std::vector<const
   if (a.back() != K) bad_shape(n, "inner dimensions differ: " + shape_str(a) + " x " + shape_str(b));
   const int64_t M = numel(a) / K;
   const ir::QInfo &xq = n.in_q.at(0), &wq = n.in_q.at(1), &yq = n.out_q;
+  check_channels(n, xq, 1, "input qparams");
+  check_channels(n, wq, N, "weight qparams");
+  check_channels(n, yq, 1, "output qparams");
   std::vector<float> in_w(static_cast<size_t>(N)), mult(static_cast<size_t>(N));
   for (int64_t j = 0; j < N; ++j) {
     in_w[static_cast<size_t>(j)] = xq.scale[0] * per(wq.scale, j);

@@ -98,8 +98,9 @@ Kernel batch_norm(const Node& n, const std::vector<Meta>& in, const std::vector<
   if (n.outputs.size() > 1) unsupported(n, "training-mode BatchNormalization (more than one output)");
   const Shape& x = in[0].shape;
   const int64_t C = x.size() > 1 ? x[1] : 1;
-  const Tensor &sc = need_const(n, consts, 1, "BatchNormalization scale"), &b = need_const(n, consts, 2, "bias"),
-               &mean = need_const(n, consts, 3, "mean"), &var = need_const(n, consts, 4, "var");
+  const DType f = DType::kFloat32;
+  const Tensor &sc = need_const(n, consts, 1, "BatchNormalization scale", f, C), &b = need_const(n, consts, 2, "bias", f, C),
+               &mean = need_const(n, consts, 3, "mean", f, C), &var = need_const(n, consts, 4, "var", f, C);
   const float eps = n.attr_f("epsilon", 1e-5f);
   std::vector<float> mul(static_cast<size_t>(C)), add(static_cast<size_t>(C));
   for (int64_t c = 0; c < C; ++c) {

@@ -10,11 +10,16 @@ using namespace ref;
 
 ir::QInfo qinfo_of(const Node& n, const std::vector<const Tensor*>& consts, size_t scale_i, size_t zp_i, DType dt) {
   ir::QInfo q;
-  const Tensor& s = need_const(n, consts, scale_i, "scale");
+  const Tensor& s = need_const(n, consts, scale_i, "scale", DType::kFloat32);
+  if (s.numel() < 1) bad_shape(n, "empty scale");
   q.scale.assign(s.data<float>(), s.data<float>() + s.numel());
   q.dtype = dt;
   if (zp_i < n.inputs.size() && !n.inputs[zp_i].empty()) {
     const Tensor& z = need_const(n, consts, zp_i, "zero_point");
+    if (z.dtype() != DType::kUInt8 && z.dtype() != DType::kInt8 && z.dtype() != DType::kInt32)
+      bad_shape(n, std::string("zero_point is ") + dtype_name(z.dtype()) + ", expected uint8, int8 or int32");
+    if (z.numel() != s.numel())
+      bad_shape(n, std::to_string(z.numel()) + " zero points for " + std::to_string(s.numel()) + " scales");
     q.dtype = z.dtype();
     for (int64_t i = 0; i < z.numel(); ++i) q.zero_point.push_back(qload(z, i));
   } else {

@@ -3,16 +3,12 @@
 #include <cctype>
 #include <map>
 
+#include "qfx/fx/module_matcher.h"
 #include "qfx/quant/fake_quantize.h"
 #include "qfx/quant/modules.h"
 
 namespace qfx::quant {
 namespace {
-
-std::string short_class(const std::string& qualified) {
-  const auto dot = qualified.rfind('.');
-  return dot == std::string::npos ? qualified : qualified.substr(dot + 1);
-}
 
 const std::map<std::string, std::string>& module_ops() {
   static const std::map<std::string, std::string> m = {
@@ -54,10 +50,7 @@ std::string node_module_path(const fx::Node& n) {
 
 std::string node_object_type(const fx::Node& n, const fx::GraphModule& gm) {
   if (n.op() == fx::Opcode::kCallModule) {
-    auto m = gm.get_submodule(n.target());
-    auto it = n.meta().find("module_type");  // the original class, also after fusion
-    if (it != n.meta().end() && it->second.isString()) return short_class(it->second.toStringRef());
-    return m ? short_class(m->name()) : std::string();
+    return fx::module_type_name(n, gm);  // the original class (meta), also after fusion
   }
   return canonical_op_name(n, gm);
 }
@@ -74,10 +67,7 @@ std::string canonical_op_name(const fx::Node& n, const fx::GraphModule& gm) {
       auto m = gm.get_submodule(n.target());
       if (auto* f = dynamic_cast<FusedConvLinear*>(m.get())) return f->base_op();
       if (dynamic_cast<FakeQuantize*>(m.get()) || dynamic_cast<ObserverBase*>(m.get())) return "fake_quantize";
-      auto it = n.meta().find("module_type");
-      std::string cls = it != n.meta().end() && it->second.isString() ? short_class(it->second.toStringRef())
-                                                                    : (m ? short_class(m->name()) : "");
-      if (cls.size() > 4 && cls.compare(cls.size() - 4, 4, "Impl") == 0) cls.resize(cls.size() - 4);
+      const std::string cls = fx::module_type_name(n, gm);
       auto mo = module_ops().find(cls);
       if (mo != module_ops().end()) return mo->second;
       std::string lower;

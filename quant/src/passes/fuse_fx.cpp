@@ -5,6 +5,7 @@
 #include <unordered_map>
 
 #include "pass_log.h"
+#include "qfx/fx/module_matcher.h"
 #include "qfx/quant/modules.h"
 #include "qfx/quant/op_names.h"
 #include "qfx/quant/passes.h"
@@ -20,16 +21,6 @@ bool is_prefix_of_some(const BackendConfig& b, const std::vector<std::string>& n
   for (const auto& f : b.fusions)
     if (f.size() >= names.size() && std::equal(names.begin(), names.end(), f.begin())) return true;
   return false;
-}
-
-// `u` consumes exactly `prev` as its (only) tensor input.
-bool consumes_only(const fx::Node* u, const fx::Node* prev) {
-  if (u->args().empty() || !u->args()[0].is_node() || u->args()[0].node != prev) return false;
-  for (size_t i = 1; i < u->args().size(); ++i)
-    if (u->args()[i].kind != fx::Argument::Kind::kConst) return false;
-  for (const auto& kv : u->kwargs())
-    if (kv.second.kind != fx::Argument::Kind::kConst) return false;
-  return true;
 }
 
 }  // namespace
@@ -63,7 +54,7 @@ PassReport fuse_fx(fx::GraphModule& gm, const BackendConfig& backend, const Fuse
       if (!is_prefix_of_some(backend, cand)) break;
       const bool bn = un.rfind("batchnorm", 0) == 0;
       if (bn && u->op() != fx::Opcode::kCallModule) break;
-      if (!consumes_only(u, cur)) break;
+      if (!fx::consumes_only(u, cur)) break;
       chain.push_back(u);
       names = cand;
       if (backend.has_fusion(names)) {

@@ -70,7 +70,8 @@ class Graph {
   void lint() const;
 
   /// Prints the table torch.fx's `print_tabular` prints: opcode, name, target,
-  /// args, kwargs.
+  /// args, kwargs; plus shape and dtype columns once a node's meta has them
+  /// (ShapeProp records them).
   void print_tabular(std::ostream& os) const;
   /// A readable Python-like `forward` function for the graph.
   std::string python_code(const std::string& fn_name = "forward") const;

@@ -103,8 +103,12 @@ class Node {
   /// Rewrites every user of this node to use `replacement` instead. Returns the
   /// users that were changed. `replacement` may not be this node.
   std::vector<Node*> replace_all_uses_with(Node* replacement);
-  /// Changes the target string (e.g. when a pass retargets a call_module).
-  void set_target(std::string target) { target_ = std::move(target); }
+  /// Changes the target string (e.g. when a pass retargets a call_module); drops
+  /// the interpreter's cached operator, so the next run resolves the new target.
+  void set_target(std::string target) {
+    target_ = std::move(target);
+    cache_.reset();
+  }
 
   /// Next / previous node in the graph's order (nullptr at the ends).
   Node* next() const;

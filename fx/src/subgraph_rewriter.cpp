@@ -1,0 +1,256 @@
+// SubgraphMatcher and replace_pattern (torch.fx semantics; see subgraph_rewriter.h).
+#include "qfx/fx/subgraph_rewriter.h"
+
+#include <algorithm>
+#include <set>
+#include <stdexcept>
+#include <unordered_map>
+
+#include "qfx/fx/tracer.h"
+
+namespace qfx::fx {
+namespace {
+
+// The pattern's returned nodes: the output node's argument, a node or a tuple/list of nodes.
+std::vector<const Node*> returned_nodes(const Graph& g, const char* what) {
+  const Node* out = g.output_node();
+  if (!out || out->args().empty()) throw std::invalid_argument(std::string(what) + " graph has no output");
+  const Argument& a = out->args()[0];
+  std::vector<const Node*> nodes;
+  if (a.is_node()) {
+    nodes.push_back(a.node);
+  } else if (a.kind == Argument::Kind::kTuple || a.kind == Argument::Kind::kList) {
+    for (const auto& it : a.items) {
+      if (!it.is_node()) throw std::invalid_argument(std::string(what) + " graph returns a literal; patterns return values");
+      nodes.push_back(it.node);
+    }
+  } else {
+    throw std::invalid_argument(std::string(what) + " graph returns a literal; patterns return values");
+  }
+  return nodes;
+}
+
+}  // namespace
+
+std::shared_ptr<GraphModule> trace_function(const TensorFn& fn, int num_inputs, std::vector<at::Tensor> example_inputs) {
+  if (example_inputs.empty())
+    for (int i = 0; i < num_inputs; ++i) example_inputs.push_back(at::randn({2, 3, 4, 5}));
+  if (static_cast<int>(example_inputs.size()) != num_inputs)
+    throw std::invalid_argument("trace_function: " + std::to_string(example_inputs.size()) + " example inputs for " +
+                                std::to_string(num_inputs) + " inputs");
+  std::vector<c10::IValue> in(example_inputs.begin(), example_inputs.end());
+  auto holder = std::make_shared<torch::nn::Module>("TensorFunction");
+  return trace_module(
+      holder,
+      [fn](std::vector<c10::IValue> args) -> c10::IValue {
+        std::vector<at::Tensor> ts;
+        for (auto& a : args) ts.push_back(a.toTensor());
+        return fn(ts);
+      },
+      in);
+}
+
+SubgraphMatcher::SubgraphMatcher(const Graph& pattern, MatchOptions options)
+    : pattern_(pattern), options_(options), outputs_(returned_nodes(pattern, "pattern")) {
+  for (Node* p : pattern.placeholders()) placeholders_.push_back(p);
+}
+
+bool SubgraphMatcher::match_arg(const Argument& pa, const Argument& ga, Match& m) const {
+  if (pa.is_node()) return ga.is_node() && match_node(pa.node, ga.node, m);
+  if (ga.is_node()) return false;
+  if (pa.kind != ga.kind) return false;
+  if (pa.is_const()) return options_.ignore_literals || format_argument(pa) == format_argument(ga);
+  if (pa.items.size() != ga.items.size()) return false;
+  for (size_t i = 0; i < pa.items.size(); ++i)
+    if (!match_arg(pa.items[i], ga.items[i], m)) return false;
+  return true;
+}
+
+bool SubgraphMatcher::match_node(const Node* pn, Node* gn, Match& m) const {
+  auto it = m.nodes_map.find(pn);
+  if (it != m.nodes_map.end()) return it->second == gn;
+  for (const auto& kv : m.nodes_map)
+    if (kv.second == gn) return false;  // two pattern nodes never share a graph node
+  if (pn->op() == Opcode::kPlaceholder) {
+    m.nodes_map[pn] = gn;
+    return true;
+  }
+  if (pn->op() != gn->op() || pn->target() != gn->target()) return false;
+  if (pn->args().size() != gn->args().size() || pn->kwargs().size() != gn->kwargs().size()) return false;
+  m.nodes_map[pn] = gn;
+  for (size_t i = 0; i < pn->args().size(); ++i)
+    if (!match_arg(pn->args()[i], gn->args()[i], m)) return false;
+  for (const auto& kv : pn->kwargs()) {
+    auto g = std::find_if(gn->kwargs().begin(), gn->kwargs().end(), [&](const auto& e) { return e.first == kv.first; });
+    if (g == gn->kwargs().end() || !match_arg(kv.second, g->second, m)) return false;
+  }
+  return true;
+}
+
+std::vector<Match> SubgraphMatcher::match(const Graph& graph) const {
+  const std::vector<Node*> order = graph.nodes();
+  std::vector<Match> found;
+  std::set<const Node*> taken;  // non-placeholder nodes of accepted matches
+  // Binds pattern outputs k, k+1, ... (output 0 is anchored by the loop below),
+  // trying every graph node for each: patterns with several outputs are small.
+  std::function<bool(size_t, Match&)> bind = [&](size_t k, Match& m) -> bool {
+    if (k == outputs_.size()) return true;
+    for (Node* gn : order) {
+      if (gn->op() == Opcode::kOutput) continue;
+      Match trial = m;
+      if (match_node(outputs_[k], gn, trial) && bind(k + 1, trial)) {
+        m = std::move(trial);
+        return true;
+      }
+    }
+    return false;
+  };
+  for (Node* anchor : order) {
+    if (anchor->op() == Opcode::kOutput || anchor->op() == Opcode::kPlaceholder) continue;
+    Match m;
+    if (!match_node(outputs_[0], anchor, m)) continue;
+    if (outputs_.size() > 1 && !bind(1, m)) continue;
+    // Internal nodes may not be used outside the match.
+    std::set<const Node*> inside;
+    for (const auto& kv : m.nodes_map)
+      if (kv.first->op() != Opcode::kPlaceholder) inside.insert(kv.second);
+    bool escapes = false;
+    for (const auto& kv : m.nodes_map) {
+      if (kv.first->op() == Opcode::kPlaceholder) continue;
+      if (std::find(outputs_.begin(), outputs_.end(), kv.first) != outputs_.end()) continue;
+      for (const Node* u : kv.second->users()) escapes |= !inside.count(u);
+    }
+    if (escapes) continue;
+    if (options_.remove_overlapping_matches) {
+      bool overlaps = false;
+      for (const Node* n : inside) overlaps |= taken.count(n) > 0;
+      if (overlaps) continue;
+      taken.insert(inside.begin(), inside.end());
+    }
+    for (const Node* o : outputs_) m.returning_nodes.push_back(m.nodes_map.at(o));
+    for (const Node* p : placeholders_) {
+      auto it = m.nodes_map.find(p);
+      m.placeholder_nodes.push_back(it == m.nodes_map.end() ? nullptr : it->second);
+    }
+    found.push_back(std::move(m));
+  }
+  return found;
+}
+
+std::vector<ReplacedMatch> replace_pattern(GraphModule& gm, const GraphModule& pattern, const GraphModule& replacement,
+                                           MatchOptions options) {
+  const Graph& rg = replacement.graph();
+  const std::vector<const Node*> r_outputs = returned_nodes(rg, "replacement");
+  const std::vector<Node*> r_placeholders = rg.placeholders();
+  if (r_placeholders.size() != pattern.graph().placeholders().size())
+    throw std::invalid_argument("replace_pattern: the pattern has " + std::to_string(pattern.graph().placeholders().size()) +
+                                " inputs, the replacement " + std::to_string(r_placeholders.size()));
+  if (r_outputs.size() != returned_nodes(pattern.graph(), "pattern").size())
+    throw std::invalid_argument("replace_pattern: the pattern and the replacement return different numbers of values");
+  Graph& g = gm.graph();
+  const std::vector<Match> matches = SubgraphMatcher(pattern.graph(), options).match(g);
+  std::unordered_map<const Node*, size_t> pos;
+  {
+    size_t i = 0;
+    for (Node* n : g.nodes()) pos[n] = i++;
+  }
+  std::unordered_map<Node*, Node*> replaced_by;  // matched output -> its replacement (for later matches' inputs)
+  std::vector<Node*> to_erase;
+  std::vector<ReplacedMatch> done;
+  int serial = 0;
+  auto unique_path = [&](const std::string& stem, const std::function<bool(const std::string&)>& taken) {
+    std::string p;
+    do p = stem + std::to_string(serial++);
+    while (taken(p));
+    return p;
+  };
+  for (const Match& m : matches) {
+    ReplacedMatch rec;
+    for (const auto& kv : m.nodes_map) rec.nodes_map[kv.first->name()] = kv.second->name();
+    rec.anchor = m.returning_nodes[0]->name();
+    Node* first = *std::min_element(m.returning_nodes.begin(), m.returning_nodes.end(),
+                                    [&](Node* a, Node* b) { return pos.at(a) < pos.at(b); });
+    std::unordered_map<const Node*, Node*> env;
+    for (size_t i = 0; i < r_placeholders.size(); ++i) {
+      Node* v = m.placeholder_nodes[i];
+      while (replaced_by.count(v)) v = replaced_by.at(v);
+      env[r_placeholders[i]] = v;
+    }
+    std::function<Argument(const Argument&)> map_arg = [&](const Argument& a) -> Argument {
+      if (a.is_node()) return Argument(env.at(a.node));
+      if (a.is_const()) return a;
+      Argument b = a;
+      for (auto& it : b.items) it = map_arg(it);
+      return b;
+    };
+    {
+      Graph::InsertPoint ip(g, first);
+      for (Node* rn : rg.nodes()) {
+        if (rn->op() == Opcode::kPlaceholder || rn->op() == Opcode::kOutput) continue;
+        std::vector<Argument> args;
+        for (const auto& a : rn->args()) args.push_back(map_arg(a));
+        std::vector<std::pair<std::string, Argument>> kwargs;
+        for (const auto& kv : rn->kwargs()) kwargs.emplace_back(kv.first, map_arg(kv.second));
+        Node* nn = nullptr;
+        switch (rn->op()) {
+          case Opcode::kGetAttr: {
+            const std::string path = unique_path("_rewrite_const_", [&](const std::string& p) { return gm.has_attr(p); });
+            gm.add_tensor(path, replacement.get_attr(rn->target()), /*is_buffer=*/true);
+            nn = g.get_attr(path, rn->name());
+            break;
+          }
+          case Opcode::kCallModule: {
+            const std::string path =
+                unique_path("_rewrite_module_", [&](const std::string& p) { return gm.get_submodule(p) != nullptr; });
+            gm.add_submodule(path, replacement.get_submodule(rn->target()), replacement.module_fn(rn->target()));
+            nn = g.call_module(path, std::move(args), std::move(kwargs), rn->name());
+            break;
+          }
+          case Opcode::kCallMethod: {
+            if (!gm.method_fn(rn->target())) {
+              const CallFn* fn = replacement.method_fn(rn->target());
+              if (!fn) throw std::invalid_argument("replace_pattern: method '" + rn->target() + "' of the replacement is not bound");
+              gm.add_method(rn->target(), *fn);
+            }
+            nn = g.call_method(rn->target(), std::move(args), std::move(kwargs), rn->name());
+            break;
+          }
+          default: {
+            if (const CallFn* fn = replacement.function_fn(rn->target()); fn && !gm.function_fn(rn->target()))
+              gm.add_function(rn->target(), *fn);
+            nn = g.call_function(rn->target(), std::move(args), std::move(kwargs), rn->name());
+          }
+        }
+        for (const auto& kv : rn->meta())
+          if (kv.first == "source") nn->meta()[kv.first] = kv.second;
+        nn->meta()["rewritten_from"] = c10::IValue(rec.anchor);
+        env[rn] = nn;
+        rec.replacements.push_back(nn);
+      }
+    }
+    for (size_t i = 0; i < m.returning_nodes.size(); ++i) {
+      Node* old_out = m.returning_nodes[i];
+      Node* new_out = env.at(r_outputs[i]);
+      old_out->replace_all_uses_with(new_out);
+      replaced_by[old_out] = new_out;
+    }
+    for (const auto& kv : m.nodes_map)
+      if (kv.first->op() != Opcode::kPlaceholder) to_erase.push_back(kv.second);
+    done.push_back(std::move(rec));
+  }
+  std::sort(to_erase.begin(), to_erase.end(), [&](Node* a, Node* b) { return pos.at(a) > pos.at(b); });
+  for (Node* n : to_erase)
+    if (n->users().empty()) g.erase_node(n);
+  g.eliminate_dead_code();
+  g.lint();
+  return done;
+}
+
+std::vector<ReplacedMatch> replace_pattern(GraphModule& gm, const TensorFn& pattern, const TensorFn& replacement,
+                                           int num_inputs) {
+  auto p = trace_function(pattern, num_inputs);
+  auto r = trace_function(replacement, num_inputs);
+  return replace_pattern(gm, *p, *r);
+}
+
+}  // namespace qfx::fx

@@ -1,0 +1,169 @@
+// Graph transforms: SubgraphMatcher / replace_pattern with torch.fx's semantics,
+// the module-pattern matcher and ShapeProp, each checked against libtorch.
+#include <gtest/gtest.h>
+#include <ATen/ATen.h>
+#include <torch/nn/modules/batchnorm.h>
+#include <torch/nn/modules/conv.h>
+
+#include <sstream>
+
+#include "qfx/fx/module_matcher.h"
+#include "qfx/fx/shape_prop.h"
+#include "qfx/fx/subgraph_rewriter.h"
+#include "qfx/fx/tracer.h"
+
+using namespace qfx::fx;
+
+namespace {
+
+using Fn = std::function<at::Tensor(const std::vector<at::Tensor>&)>;
+
+// A graph module of `fn` on one [2, 3, 4, 5] input (and the input).
+std::shared_ptr<GraphModule> traced(const Fn& fn, int inputs = 1) { return trace_function(fn, inputs); }
+
+int count_target(const GraphModule& gm, const std::string& prefix) {
+  int n = 0;
+  for (Node* node : gm.graph().nodes()) n += node->target().rfind(prefix, 0) == 0;
+  return n;
+}
+
+}  // namespace
+
+TEST(SubgraphMatcher, PlaceholdersBindConsistentlyAndLiteralsMustMatch) {
+  auto pattern = traced([](const std::vector<at::Tensor>& in) { return in[0] * torch::sigmoid(in[0]); });
+  // x * sigmoid(x) matches; x * sigmoid(y) does not (one placeholder, two values).
+  auto same = traced([](const std::vector<at::Tensor>& in) { return torch::relu(in[0] * torch::sigmoid(in[0])); });
+  auto other = traced([](const std::vector<at::Tensor>& in) { return in[0] * torch::sigmoid(in[1]); }, 2);
+  SubgraphMatcher m(pattern->graph());
+  auto found = m.match(same->graph());
+  ASSERT_EQ(found.size(), 1u);
+  EXPECT_EQ(found[0].returning_nodes[0]->target(), "aten::mul.Tensor");
+  ASSERT_EQ(found[0].placeholder_nodes.size(), 1u);
+  EXPECT_EQ(found[0].placeholder_nodes[0]->op(), Opcode::kPlaceholder);
+  EXPECT_TRUE(m.match(other->graph()).empty());
+  // Literal arguments must be equal unless ignored.
+  auto clip6 = traced([](const std::vector<at::Tensor>& in) { return torch::hardtanh(in[0], 0, 6); });
+  auto clip5 = traced([](const std::vector<at::Tensor>& in) { return torch::hardtanh(in[0], 0, 5); });
+  EXPECT_EQ(SubgraphMatcher(clip6->graph()).match(clip6->graph()).size(), 1u);
+  EXPECT_TRUE(SubgraphMatcher(clip6->graph()).match(clip5->graph()).empty());
+  MatchOptions loose;
+  loose.ignore_literals = true;
+  EXPECT_EQ(SubgraphMatcher(clip6->graph(), loose).match(clip5->graph()).size(), 1u);
+}
+
+TEST(SubgraphMatcher, InternalNodesUsedOutsideTheMatchRefuseIt) {
+  auto pattern = traced([](const std::vector<at::Tensor>& in) { return torch::relu(torch::sigmoid(in[0])); });
+  // sigmoid's value is also returned: replacing relu(sigmoid(x)) would lose it.
+  auto escaping = traced([](const std::vector<at::Tensor>& in) {
+    at::Tensor s = torch::sigmoid(in[0]);
+    return torch::relu(s) + s;
+  });
+  auto closed = traced([](const std::vector<at::Tensor>& in) { return torch::relu(torch::sigmoid(in[0])) + in[0]; });
+  EXPECT_TRUE(SubgraphMatcher(pattern->graph()).match(escaping->graph()).empty());
+  EXPECT_EQ(SubgraphMatcher(pattern->graph()).match(closed->graph()).size(), 1u);
+}
+
+TEST(SubgraphMatcher, OverlappingMatchesAreDropped) {
+  auto pattern = traced([](const std::vector<at::Tensor>& in) { return torch::relu(torch::relu(in[0])); });
+  auto chain3 = traced([](const std::vector<at::Tensor>& in) { return torch::relu(torch::relu(torch::relu(in[0]))); });
+  EXPECT_EQ(SubgraphMatcher(pattern->graph()).match(chain3->graph()).size(), 1u);
+  MatchOptions all;
+  all.remove_overlapping_matches = false;
+  EXPECT_EQ(SubgraphMatcher(pattern->graph(), all).match(chain3->graph()).size(), 2u);
+}
+
+TEST(ReplacePattern, SwishBecomesSiluAndOutputsMatchLibtorch) {
+  const Fn model = [](const std::vector<at::Tensor>& in) {
+    at::Tensor a = in[0] * torch::sigmoid(in[0]);
+    at::Tensor c = a + 1.0;
+    at::Tensor b = c * torch::sigmoid(c);
+    return b * 2.0 + (a + 1.0) * torch::sigmoid(a + 1.0);  // two different adds: no match
+  };
+  auto gm = traced(model);
+  const at::Tensor x = at::randn({2, 3, 4, 5});
+  auto done = replace_pattern(
+      *gm, [](const std::vector<at::Tensor>& in) { return in[0] * torch::sigmoid(in[0]); },
+      [](const std::vector<at::Tensor>& in) { return torch::silu(in[0]); });
+  ASSERT_EQ(done.size(), 2u);
+  EXPECT_FALSE(done[0].replacements.empty());
+  EXPECT_EQ(count_target(*gm, "aten::silu"), 2);
+  EXPECT_EQ(count_target(*gm, "aten::sigmoid"), 1);
+  EXPECT_NO_THROW(gm->graph().lint());
+  at::NoGradGuard ng;
+  EXPECT_TRUE(at::allclose(gm->forward(x), model({x}), 1e-5, 1e-6));
+}
+
+TEST(ReplacePattern, ChainedMatchesRewireOntoEarlierReplacements) {
+  // relu(relu(x)): the second match's input is the first match's output.
+  auto gm = traced([](const std::vector<at::Tensor>& in) { return torch::relu(torch::relu(in[0]) - 0.5); });
+  auto done = replace_pattern(
+      *gm, [](const std::vector<at::Tensor>& in) { return torch::relu(in[0]); },
+      [](const std::vector<at::Tensor>& in) { return torch::hardtanh(in[0], 0, 6); });
+  EXPECT_EQ(done.size(), 2u);
+  EXPECT_EQ(count_target(*gm, "aten::relu"), 0);
+  const at::Tensor x = at::randn({2, 3, 4, 5}) * 10;
+  at::NoGradGuard ng;
+  EXPECT_TRUE(at::equal(gm->forward(x), torch::hardtanh(torch::hardtanh(x, 0, 6) - 0.5, 0, 6)));
+}
+
+TEST(ReplacePattern, MismatchedArityIsAnError) {
+  auto gm = traced([](const std::vector<at::Tensor>& in) { return torch::relu(in[0]); });
+  auto p = traced([](const std::vector<at::Tensor>& in) { return torch::relu(in[0]); });
+  auto r = traced([](const std::vector<at::Tensor>& in) { return in[0] + in[1]; }, 2);
+  EXPECT_THROW(replace_pattern(*gm, *p, *r), std::invalid_argument);
+}
+
+namespace {
+struct ConvBnImpl : torch::nn::Module {
+  ConvBnImpl() {
+    c1 = register_module("c1", torch::nn::Conv2d(torch::nn::Conv2dOptions(3, 4, 3)));
+    b1 = register_module("b1", torch::nn::BatchNorm2d(4));
+    c2 = register_module("c2", torch::nn::Conv2d(torch::nn::Conv2dOptions(4, 4, 1)));
+    b2 = register_module("b2", torch::nn::BatchNorm2d(4));
+  }
+  at::Tensor forward(at::Tensor x) {
+    at::Tensor y = c2->forward(b1->forward(c1->forward(x)));
+    return b2->forward(y) + y;  // c2's value has two users: not a fusable chain
+  }
+  torch::nn::Conv2d c1{nullptr}, c2{nullptr};
+  torch::nn::BatchNorm2d b1{nullptr}, b2{nullptr};
+};
+TORCH_MODULE(ConvBn);
+}  // namespace
+
+TEST(ModuleMatcher, FindsSingleUserChainsByModuleType) {
+  ConvBn net;
+  net->eval();
+  auto gm = trace_module(net.ptr(), [&](std::vector<c10::IValue> in) { return net->forward(in[0].toTensor()); },
+                         {at::randn({1, 3, 8, 8})});
+  auto chains = match_module_pattern(*gm, {"Conv2d", "BatchNorm2d"});
+  ASSERT_EQ(chains.size(), 1u);
+  EXPECT_EQ(chains[0][0]->target(), "c1");
+  EXPECT_EQ(chains[0][1]->target(), "b1");
+  for (Node* n : gm->graph().nodes())
+    if (n->op() == Opcode::kCallModule && n->target() == "b2") EXPECT_EQ(module_type_name(*n, *gm), "BatchNorm2d");
+  EXPECT_THROW(match_module_pattern(*gm, {}), std::invalid_argument);
+}
+
+TEST(ShapeProp, RecordsShapesDtypesAndLayoutsOfEveryNode) {
+  ConvBn net;
+  net->eval();
+  auto gm = trace_module(net.ptr(), [&](std::vector<c10::IValue> in) { return net->forward(in[0].toTensor()); },
+                         {at::randn({1, 3, 8, 8})});
+  propagate_shapes(*gm, {{2, 3, 10, 10}});
+  int with_shape = 0;
+  for (Node* n : gm->graph().nodes()) {
+    if (n->op() == Opcode::kOutput) continue;
+    ASSERT_TRUE(n->meta().count("shape")) << n->name();
+    ++with_shape;
+    EXPECT_EQ(n->meta().at("dtype").toStringRef(), "Float") << n->name();
+  }
+  EXPECT_GE(with_shape, 6);
+  const Node* last = gm->graph().output_node()->args()[0].node;
+  EXPECT_EQ(last->meta().at("shape").toIntVector(), (std::vector<int64_t>{2, 4, 8, 8}));
+  EXPECT_EQ(last->meta().at("memory_format").toStringRef(), "contiguous");
+  std::ostringstream table;
+  gm->print_tabular(table);
+  EXPECT_NE(table.str().find("[2, 4, 8, 8]"), std::string::npos) << table.str();
+  EXPECT_NE(table.str().find("dtype"), std::string::npos);
+}
