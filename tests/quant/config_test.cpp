@@ -3,10 +3,13 @@
 
 #include "../common/scratch_dir.h"
 
+#include <filesystem>
 #include <fstream>
 
 #include "qfx/error.h"
+#include "qfx/quant/backend_config.h"
 #include "qfx/quant/config.h"
+#include "qfx/quant/job_config.h"
 
 using qfx::quant::load_tracer_config;
 
@@ -73,4 +76,24 @@ TEST(TracerConfig, WrongTypesAndValues) {
 TEST(TracerConfig, SyntaxErrorAndMissingFile) {
   EXPECT_NE(error_of(write("s.yaml", "tracer:\n  wrap: [a, b\n")).find("s.yaml:3:1: YAML syntax error"), std::string::npos);
   EXPECT_THROW(load_tracer_config("/nonexistent/config.yaml"), qfx::IoError);
+}
+
+// Inputs the YAML fuzzer found (tests/fuzz/regressions/yaml/): as a job config and
+// as a backend file, each loads or fails with a qfx::Error, never another exception.
+TEST(FuzzRegressions, YamlInputsFailCleanly) {
+  int files = 0;
+  for (const auto& e : std::filesystem::directory_iterator(std::string(QFX_SOURCE_DIR) + "/tests/fuzz/regressions/yaml")) {
+    ++files;
+    for (int as_backend = 0; as_backend < 2; ++as_backend) {
+      try {
+        if (as_backend) qfx::quant::BackendConfig::load(e.path().string());
+        else qfx::quant::load_job_config(e.path().string());
+      } catch (const qfx::Error& err) {
+        EXPECT_NE(std::string(err.what()).find(e.path().filename().string()), std::string::npos) << err.what();
+      } catch (const std::exception& other) {
+        ADD_FAILURE() << e.path() << (as_backend ? " as a backend file" : " as a job config") << ": " << other.what();
+      }
+    }
+  }
+  EXPECT_GE(files, 1);
 }

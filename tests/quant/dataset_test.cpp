@@ -230,3 +230,23 @@ TEST(Dataset, RegisteredReaderIsAcceptedByConfigsAndOpened) {
   EXPECT_NE(message([&] { load_job_config(cfg_path); }).find("index_test"), std::string::npos);
   fs::remove_all(dir);
 }
+
+// Inputs the IDX fuzzer found (tests/fuzz/regressions/idx/): each is a clean
+// IoError/DataError naming the file, quickly (a header of 268M empty images once
+// allocated gigabytes before failing).
+TEST(FuzzRegressions, IdxInputsFailCleanly) {
+  int files = 0;
+  for (const auto& e : std::filesystem::directory_iterator(std::string(QFX_SOURCE_DIR) + "/tests/fuzz/regressions/idx")) {
+    ++files;
+    qfx::quant::DataSpec spec;
+    spec.format = "idx";
+    spec.images = e.path().string();
+    try {
+      auto ds = qfx::quant::open_dataset(spec, {-1, 1, -1, -1}, 4, 0);
+      ADD_FAILURE() << e.path() << " opened with " << ds->size() << " samples";
+    } catch (const qfx::Error& err) {
+      EXPECT_NE(std::string(err.what()).find(e.path().filename().string()), std::string::npos) << err.what();
+    }
+  }
+  EXPECT_GE(files, 1);
+}

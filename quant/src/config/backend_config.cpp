@@ -190,7 +190,7 @@ BackendConfig BackendConfig::load(const std::string& path) {
   if (auto ops = root["ops"]) {
     if (!ops.IsMap()) bad(path, ops, "ops must be a mapping from op name to kind");
     for (const auto& kv : ops) {
-      const std::string name = kv.first.as<std::string>();
+      const std::string name = yaml::key_name(path, kv.first, "ops");
       if (!known_op(name)) bad(path, kv.first, "unknown op '" + name + "' (known: " + list_str(known_op_names()) + ")");
       OpConfig oc;
       const YAML::Node v = kv.second;

@@ -197,7 +197,7 @@ QConfigMapping qconfig_mapping_from_yaml(const std::string& path, const YAML::No
     if (!sec) return;
     if (!sec.IsMap()) bad(path, sec, std::string("qconfig.") + key + " must be a mapping");
     for (const auto& kv : sec) {
-      const std::string k = kv.first.as<std::string>();
+      const std::string k = yaml::key_name(path, kv.first, std::string("qconfig.") + key);
       set(k, read_qconfig(path, kv.second, std::string("qconfig.") + key + "." + k), kv.first);
     }
   };

@@ -29,13 +29,18 @@ void check_keys(const std::string& path, const YAML::Node& map, const std::strin
                 const std::set<std::string>& known) {
   if (!map.IsMap()) bad(path, map, "'" + section + "' must be a mapping");
   for (const auto& kv : map) {
-    const std::string key = kv.first.as<std::string>();
+    const std::string key = key_name(path, kv.first, section);
     if (!known.count(key)) {
       std::string list;
       for (const auto& k : known) list += (list.empty() ? "" : ", ") + k;
       bad(path, kv.first, "unknown key '" + key + "' in " + section + " (known: " + list + ")");
     }
   }
+}
+
+std::string key_name(const std::string& path, const YAML::Node& key, const std::string& section) {
+  if (!key.IsScalar()) bad(path, key, "keys in " + section + " must be plain names, not lists or mappings");
+  return key.Scalar();
 }
 
 double as_double(const std::string& path, const YAML::Node& n, const std::string& what) {

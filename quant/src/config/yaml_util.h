@@ -27,6 +27,9 @@ void check_keys(const std::string& path, const YAML::Node& map, const std::strin
                 const std::set<std::string>& known);
 
 /// Typed scalar readers: ConfigError naming `what` and the expected type.
+/// The text of a mapping key; a key that is not a plain scalar (a list or mapping
+/// used as a key) is a ConfigError at its file:line:column naming `section`.
+std::string key_name(const std::string& path, const YAML::Node& key, const std::string& section);
 double as_double(const std::string& path, const YAML::Node& n, const std::string& what);
 int64_t as_int(const std::string& path, const YAML::Node& n, const std::string& what);
 bool as_bool(const std::string& path, const YAML::Node& n, const std::string& what);

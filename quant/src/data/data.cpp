@@ -30,8 +30,10 @@ at::Tensor read_idx(const std::string& path) {
   for (int i = 0; i < ndim; ++i) {
     const unsigned char* p = &buf[4 + 4 * static_cast<size_t>(i)];
     const int64_t d = (int64_t{p[0]} << 24) | (int64_t{p[1]} << 16) | (int64_t{p[2]} << 8) | int64_t{p[3]};
+    if (d == 0) throw IoError(path + ": IDX header has a dimension of size 0 (no data)");
     shape.push_back(d);
-    count *= static_cast<size_t>(d);
+    if (__builtin_mul_overflow(count, static_cast<size_t>(d), &count) || count > buf.size())
+      throw IoError(path + ": truncated IDX file (header promises more data than the file holds)");
   }
   const size_t off = 4 + 4 * static_cast<size_t>(ndim);
   if (buf.size() != off + count)
