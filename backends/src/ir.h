@@ -2,6 +2,7 @@
 #pragma once
 
 #include <map>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -34,6 +35,16 @@ struct Graph {
 Graph load_onnx(const std::string& path);
 /// The same for a serialized ModelProto in memory; `what` names it in errors.
 Graph load_onnx_bytes(const std::string& bytes, const std::string& what);
+
+/// The qparams of a QuantizeLinear / DequantizeLinear from its constant inputs
+/// (ONNX opset 13): `scale` float32 with at least one element (one per channel
+/// along `axis` when more); `zero_point`, if given, uint8, int8 or int32 with as
+/// many elements (it sets the dtype); absent, zeros of dtype `fallback`. Returns
+/// nullopt and the reason in `*why` for anything else, so no read runs past a
+/// constant's data. Callers decide what a refusal means (QDQ matching leaves the
+/// group in float, the reference kernels report the node).
+std::optional<QInfo> read_qparams(const Tensor& scale, const Tensor* zero_point, DType fallback, int64_t axis,
+                                  std::string* why);
 
 /// Folds Constant nodes into initializers and drops Identity nodes.
 void simplify(Graph& g);

@@ -30,29 +30,18 @@ struct Ctx {
     return it == g.initializers.end() ? nullptr : &it->second;
   }
 
-  // qparams of a Q/DQ node from its constant scale / zero point inputs.
+  // qparams of a Q/DQ node from its constant scale / zero point inputs; a group
+  // with a non-positive or non-finite scale stays float.
   std::optional<QInfo> qparams(const Node& n, DType fallback) const {
     const Tensor* s = n.inputs.size() > 1 ? init(n.inputs[1]) : nullptr;
-    if (!s || s->dtype() != DType::kFloat32 || s->numel() < 1) return std::nullopt;
-    for (int64_t i = 0; i < s->numel(); ++i)
-      if (!(s->data<float>()[i] > 0.0f) || !std::isfinite(s->data<float>()[i])) return std::nullopt;  // runs in float
-    QInfo q;
-    q.scale.assign(s->data<float>(), s->data<float>() + s->numel());
-    q.dtype = fallback;
-    if (n.inputs.size() > 2 && !n.inputs[2].empty()) {
-      const Tensor* z = init(n.inputs[2]);
-      if (!z || z->numel() != s->numel()) return std::nullopt;
-      if (z->dtype() != DType::kUInt8 && z->dtype() != DType::kInt8 && z->dtype() != DType::kInt32) return std::nullopt;
-      q.dtype = z->dtype();
-      for (int64_t i = 0; i < z->numel(); ++i)
-        q.zero_point.push_back(z->dtype() == DType::kUInt8 ? z->data<uint8_t>()[i]
-                               : z->dtype() == DType::kInt8 ? z->data<int8_t>()[i]
-                                                            : z->data<int32_t>()[i]);
-    } else {
-      q.zero_point.assign(q.scale.size(), 0);
-    }
-    q.axis = n.attr_i("axis", 1);
-    if (q.dtype != DType::kUInt8 && q.dtype != DType::kInt8 && q.dtype != DType::kInt32) return std::nullopt;
+    const bool has_zp = n.inputs.size() > 2 && !n.inputs[2].empty();
+    const Tensor* z = has_zp ? init(n.inputs[2]) : nullptr;
+    if (!s || (has_zp && !z)) return std::nullopt;
+    std::string why;
+    auto q = read_qparams(*s, z, fallback, n.attr_i("axis", 1), &why);
+    if (!q) return std::nullopt;
+    for (float v : q->scale)
+      if (!(v > 0.0f) || !std::isfinite(v)) return std::nullopt;
     return q;
   }
 
@@ -138,6 +127,37 @@ bool same_q(const QInfo& a, const QInfo& b) {
 }
 
 }  // namespace
+
+std::optional<QInfo> read_qparams(const Tensor& scale, const Tensor* zero_point, DType fallback, int64_t axis,
+                                  std::string* why) {
+  if (scale.dtype() != DType::kFloat32 || scale.numel() < 1) {
+    *why = "scale is " + scale.describe() + ", expected float32 with at least one element";
+    return std::nullopt;
+  }
+  QInfo q;
+  q.scale.assign(scale.data<float>(), scale.data<float>() + scale.numel());
+  q.dtype = fallback;
+  q.axis = axis;
+  if (!zero_point) {
+    q.zero_point.assign(q.scale.size(), 0);
+    return q;
+  }
+  const Tensor& z = *zero_point;
+  if (z.dtype() != DType::kUInt8 && z.dtype() != DType::kInt8 && z.dtype() != DType::kInt32) {
+    *why = std::string("zero_point is ") + dtype_name(z.dtype()) + ", expected uint8, int8 or int32";
+    return std::nullopt;
+  }
+  if (z.numel() != scale.numel()) {
+    *why = std::to_string(z.numel()) + " zero points for " + std::to_string(scale.numel()) + " scales";
+    return std::nullopt;
+  }
+  q.dtype = z.dtype();
+  for (int64_t i = 0; i < z.numel(); ++i)
+    q.zero_point.push_back(z.dtype() == DType::kUInt8  ? z.data<uint8_t>()[i]
+                           : z.dtype() == DType::kInt8 ? z.data<int8_t>()[i]
+                                                       : z.data<int32_t>()[i]);
+  return q;
+}
 
 std::vector<std::string> fuse_qdq(Graph& g) {
   Ctx c(g);

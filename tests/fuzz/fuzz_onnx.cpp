@@ -1,33 +1,14 @@
 // libFuzzer target: the ONNX loader (parse, QDQ matching, planning) and one run
-// on zero inputs of the declared shapes (dynamic dimensions as 1).
+// on zero inputs of the declared shapes (onnx_harness.h).
 #include <cstdint>
 #include <string>
 
+#include "onnx_harness.h"
 #include "qfx/error.h"
-#include "qfx/runtime/model.h"
-
-using namespace qfx::runtime;
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  const std::string bytes(reinterpret_cast<const char*>(data), size);
   try {
-    Model m = Model::load_from_string(bytes, ModelOptions{"onednn"}, "<fuzz input>");
-    std::map<std::string, Tensor> in;
-    int64_t total = 0;
-    for (const auto& info : m.inputs()) {
-      std::vector<int64_t> shape = info.shape;
-      int64_t n = 1;
-      for (auto& d : shape) {
-        d = d < 0 ? 1 : d;
-        n *= d > 0 ? d : 1;
-        if (n > (1 << 20)) return 0;  // a huge input is not what this target explores
-      }
-      total += n;
-      in.emplace(info.name, Tensor(shape, info.dtype));
-    }
-    if (total > (1 << 20)) return 0;
-    for (auto& kv : in) std::fill(static_cast<uint8_t*>(kv.second.raw()), static_cast<uint8_t*>(kv.second.raw()) + kv.second.nbytes(), 0);
-    m.run(in);
+    qfx::fuzz::load_and_run_onnx(std::string(reinterpret_cast<const char*>(data), size), "<fuzz input>");
   } catch (const qfx::Error&) {
   }
   return 0;

@@ -9,24 +9,12 @@ using namespace ref;
 // --- Quantize / Dequantize ----------------------------------------------------------------
 
 ir::QInfo qinfo_of(const Node& n, const std::vector<const Tensor*>& consts, size_t scale_i, size_t zp_i, DType dt) {
-  ir::QInfo q;
-  const Tensor& s = need_const(n, consts, scale_i, "scale", DType::kFloat32);
-  if (s.numel() < 1) bad_shape(n, "empty scale");
-  q.scale.assign(s.data<float>(), s.data<float>() + s.numel());
-  q.dtype = dt;
-  if (zp_i < n.inputs.size() && !n.inputs[zp_i].empty()) {
-    const Tensor& z = need_const(n, consts, zp_i, "zero_point");
-    if (z.dtype() != DType::kUInt8 && z.dtype() != DType::kInt8 && z.dtype() != DType::kInt32)
-      bad_shape(n, std::string("zero_point is ") + dtype_name(z.dtype()) + ", expected uint8, int8 or int32");
-    if (z.numel() != s.numel())
-      bad_shape(n, std::to_string(z.numel()) + " zero points for " + std::to_string(s.numel()) + " scales");
-    q.dtype = z.dtype();
-    for (int64_t i = 0; i < z.numel(); ++i) q.zero_point.push_back(qload(z, i));
-  } else {
-    q.zero_point.assign(q.scale.size(), 0);
-  }
-  q.axis = n.attr_i("axis", 1);
-  return q;
+  const Tensor& s = need_const(n, consts, scale_i, "scale");
+  const Tensor* z = zp_i < n.inputs.size() && !n.inputs[zp_i].empty() ? &need_const(n, consts, zp_i, "zero_point") : nullptr;
+  std::string why;
+  auto q = ir::read_qparams(s, z, dt, n.attr_i("axis", 1), &why);
+  if (!q) bad_shape(n, why);
+  return *q;
 }
 
 // Channels and elements per channel slice of `x` for (per-channel) qparams `q`.
@@ -41,6 +29,7 @@ void channel_layout(const Node& n, const ir::QInfo& q, const Shape& x, int64_t* 
 
 Kernel quantize(const Node& n, const std::vector<Meta>& in, const std::vector<const Tensor*>& consts) {
   ir::QInfo q = qinfo_of(n, consts, 1, 2, DType::kUInt8);
+  if (q.dtype != DType::kUInt8 && q.dtype != DType::kInt8) bad_shape(n, "QuantizeLinear to int32 is not supported");
   const Shape& x = in[0].shape;
   int64_t C, inner;
   channel_layout(n, q, x, &C, &inner);

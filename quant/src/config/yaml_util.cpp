@@ -43,31 +43,32 @@ std::string key_name(const std::string& path, const YAML::Node& key, const std::
   return key.Scalar();
 }
 
-double as_double(const std::string& path, const YAML::Node& n, const std::string& what) {
-  if (!n.IsScalar()) bad(path, n, what + " must be a number");
+namespace {
+
+// A scalar converted by yaml-cpp, or a ConfigError at its position saying it must be
+// `kind` (and what it was).
+template <typename T>
+T scalar_as(const std::string& path, const YAML::Node& n, const std::string& what, const std::string& kind) {
+  if (!n.IsScalar()) bad(path, n, what + " must be " + kind);
   try {
-    return n.as<double>();
+    return n.as<T>();
   } catch (const YAML::Exception&) {
-    bad(path, n, what + " must be a number, got '" + n.Scalar() + "'");
+    bad(path, n, what + " must be " + kind + ", got '" + n.Scalar() + "'");
   }
+}
+
+}  // namespace
+
+double as_double(const std::string& path, const YAML::Node& n, const std::string& what) {
+  return scalar_as<double>(path, n, what, "a number");
 }
 
 int64_t as_int(const std::string& path, const YAML::Node& n, const std::string& what) {
-  if (!n.IsScalar()) bad(path, n, what + " must be an integer");
-  try {
-    return n.as<int64_t>();
-  } catch (const YAML::Exception&) {
-    bad(path, n, what + " must be an integer, got '" + n.Scalar() + "'");
-  }
+  return scalar_as<int64_t>(path, n, what, "an integer");
 }
 
 bool as_bool(const std::string& path, const YAML::Node& n, const std::string& what) {
-  if (!n.IsScalar()) bad(path, n, what + " must be true or false");
-  try {
-    return n.as<bool>();
-  } catch (const YAML::Exception&) {
-    bad(path, n, what + " must be true or false, got '" + n.Scalar() + "'");
-  }
+  return scalar_as<bool>(path, n, what, "true or false");
 }
 
 std::string as_string(const std::string& path, const YAML::Node& n, const std::string& what) {
