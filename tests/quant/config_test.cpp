@@ -90,6 +90,7 @@ TEST(FuzzRegressions, YamlInputsFailCleanly) {
         else qfx::quant::load_job_config(e.path().string());
       } catch (const qfx::Error& err) {
         EXPECT_NE(std::string(err.what()).find(e.path().filename().string()), std::string::npos) << err.what();
+        EXPECT_EQ(err.exit_code(), 3) << err.what();  // ConfigError, as the README's error table says
       } catch (const std::exception& other) {
         ADD_FAILURE() << e.path() << (as_backend ? " as a backend file" : " as a job config") << ": " << other.what();
       }

@@ -246,6 +246,7 @@ TEST(FuzzRegressions, IdxInputsFailCleanly) {
       ADD_FAILURE() << e.path() << " opened with " << ds->size() << " samples";
     } catch (const qfx::Error& err) {
       EXPECT_NE(std::string(err.what()).find(e.path().filename().string()), std::string::npos) << err.what();
+      EXPECT_EQ(err.exit_code(), 7) << err.what();  // IoError, as the README's error table says
     }
   }
   EXPECT_GE(files, 1);
