@@ -49,37 +49,48 @@ Tensor to_tensor(const onnx::TensorProto& tp, const std::string& file) {
   if (tp.data_location() == onnx::TensorProto::EXTERNAL)
     throw IoError(what + " uses external data, which qfx does not load (save the model with the data inside)");
   std::vector<int64_t> shape(tp.dims().begin(), tp.dims().end());
-  Tensor t(shape, onnx_dtype(tp.data_type(), what));
-  const size_t n = static_cast<size_t>(t.numel());
+  const DType dtype = onnx_dtype(tp.data_type(), what);
+  // The payload must match the declared shape before anything is allocated: a
+  // corrupt file must not make qfx allocate whatever its dims claim.
+  uint64_t n = 1;
+  for (int64_t d : shape) {
+    if (d < 0) throw IoError(what + " has a negative dimension");
+    if (d != 0 && n > (uint64_t{1} << 48) / static_cast<uint64_t>(d)) throw IoError(what + " declares too many elements");
+    n *= static_cast<uint64_t>(d);
+  }
+  const uint64_t nbytes = n * dtype_size(dtype);
   if (tp.has_raw_data()) {
-    if (tp.raw_data().size() != t.nbytes())
-      throw IoError(what + " holds " + std::to_string(tp.raw_data().size()) + " bytes, expected " + std::to_string(t.nbytes()));
+    if (tp.raw_data().size() != nbytes)
+      throw IoError(what + " holds " + std::to_string(tp.raw_data().size()) + " bytes, expected " + std::to_string(nbytes));
+  } else {
+    uint64_t got = 0;
+    switch (dtype) {
+      case DType::kFloat32: got = static_cast<uint64_t>(tp.float_data_size()); break;
+      case DType::kInt64: got = static_cast<uint64_t>(tp.int64_data_size()); break;
+      default: got = static_cast<uint64_t>(tp.int32_data_size()); break;
+    }
+    if (got != n) throw IoError(what + " holds " + std::to_string(got) + " values, expected " + std::to_string(n));
+  }
+  Tensor t(shape, dtype);
+  if (tp.has_raw_data()) {
     if (t.nbytes()) std::memcpy(t.raw(), tp.raw_data().data(), t.nbytes());
     return t;
   }
-  auto check = [&](size_t got) {
-    if (got != n) throw IoError(what + " holds " + std::to_string(got) + " values, expected " + std::to_string(n));
-  };
   switch (t.dtype()) {
     case DType::kFloat32:
-      check(static_cast<size_t>(tp.float_data_size()));
       std::copy(tp.float_data().begin(), tp.float_data().end(), t.data<float>());
       break;
     case DType::kInt64:
-      check(static_cast<size_t>(tp.int64_data_size()));
       std::copy(tp.int64_data().begin(), tp.int64_data().end(), t.data<int64_t>());
       break;
     case DType::kInt32:
-      check(static_cast<size_t>(tp.int32_data_size()));
       std::copy(tp.int32_data().begin(), tp.int32_data().end(), t.data<int32_t>());
       break;
     case DType::kInt8:
-      check(static_cast<size_t>(tp.int32_data_size()));
       for (size_t i = 0; i < n; ++i) t.data<int8_t>()[i] = static_cast<int8_t>(tp.int32_data(static_cast<int>(i)));
       break;
     case DType::kUInt8:
     case DType::kBool:
-      check(static_cast<size_t>(tp.int32_data_size()));
       for (size_t i = 0; i < n; ++i) t.data<uint8_t>()[i] = static_cast<uint8_t>(tp.int32_data(static_cast<int>(i)));
       break;
   }

@@ -158,6 +158,7 @@ std::shared_ptr<GraphModule> GraphModule::copy() const {
   c->method_fns_ = method_fns_;
   c->function_fns_ = function_fns_;
   c->train_hooks_ = train_hooks_;
+  c->script_root_ = script_root_;
   c->train(is_training());
   return c;
 }

@@ -135,13 +135,12 @@ void tie(torch::jit::Module& sm, const std::string& name, at::Tensor& native) {
 template <typename Holder>
 LeafModule unary(Holder h) {
   auto impl = h.ptr();
-  return {impl, [impl](std::vector<IValue>& a) -> IValue { return impl->forward(a.at(0).toTensor()); }};
+  return {impl, unary_call_fn(impl)};
 }
 
-LeafModule functional(std::function<at::Tensor(const at::Tensor&)> f, const std::string& name) {
-  torch::nn::Functional fn([f](at::Tensor x) { return f(x); });
-  auto impl = fn.ptr();
-  return {impl, [impl](std::vector<IValue>& a) -> IValue { return impl->forward(a.at(0).toTensor()); }};
+template <typename Impl>
+LeafModule leaf(std::shared_ptr<Impl> impl) {
+  return {impl, unary_call_fn(impl)};
 }
 
 bool has_tensor(torch::jit::Module& sm, const std::string& name) {
@@ -211,8 +210,7 @@ std::optional<LeafModule> make_conv_transpose2d(torch::jit::Module& sm, const Re
   torch::nn::ConvTranspose2d m(o);
   tie(sm, "weight", m->weight);
   if (bias) tie(sm, "bias", m->bias);
-  auto impl = m.ptr();
-  return LeafModule{impl, [impl](std::vector<IValue>& a) -> IValue { return impl->forward(a.at(0).toTensor()); }};
+  return unary(m);
 }
 
 std::optional<LeafModule> make_linear(torch::jit::Module& sm, const Reader& r) {
@@ -296,13 +294,8 @@ std::optional<LeafModule> make_upsample(torch::jit::Module& sm, const Reader& r)
   } else {
     return std::nullopt;
   }
-  F::InterpolateFuncOptions::mode_t m;
-  if (mode == "nearest") m = torch::kNearest;
-  else if (mode == "bilinear") m = torch::kBilinear;
-  else if (mode == "linear") m = torch::kLinear;
-  else if (mode == "bicubic") m = torch::kBicubic;
-  else if (mode == "trilinear") m = torch::kTrilinear;
-  else return std::nullopt;
+  if (mode != "nearest" && mode != "bilinear" && mode != "linear" && mode != "bicubic" && mode != "trilinear")
+    return std::nullopt;
   auto as_vec = [](const IValue& v) {
     std::vector<IValue> out;
     if (v.isTuple()) out = v.toTupleRef().elements().vec();
@@ -315,19 +308,37 @@ std::optional<LeafModule> make_upsample(torch::jit::Module& sm, const Reader& r)
   std::vector<double> scales;
   for (const auto& e : as_vec(scale)) scales.push_back(e.toDouble());
   if (sizes.empty() == scales.empty()) return std::nullopt;
-  auto fn = [sizes, scales, m, align](const at::Tensor& x) {
-    const size_t spatial = static_cast<size_t>(x.dim() - 2);
-    F::InterpolateFuncOptions o;
-    o.mode(m);
-    if (align) o.align_corners(*align);
-    if (!sizes.empty()) o.size(sizes.size() == 1 ? std::vector<int64_t>(spatial, sizes[0]) : sizes);
-    else o.scale_factor(scales.size() == 1 ? std::vector<double>(spatial, scales[0]) : scales);
-    return F::interpolate(x, o);
-  };
-  return functional(fn, "Upsample");
+  return leaf(std::make_shared<UpsampleLeaf>(sizes, scales, mode, align));
 }
 
 }  // namespace
+
+at::Tensor HardswishLeaf::forward(const at::Tensor& x) { return at::hardswish(x); }
+at::Tensor HardsigmoidLeaf::forward(const at::Tensor& x) { return at::hardsigmoid(x); }
+
+UpsampleLeaf::UpsampleLeaf(std::vector<int64_t> sizes, std::vector<double> scales, std::string mode,
+                           c10::optional<bool> align)
+    : torch::nn::Module("Upsample"), sizes_(std::move(sizes)), scales_(std::move(scales)), mode_(std::move(mode)),
+      align_(align) {
+  if (sizes_.empty() == scales_.empty()) throw std::invalid_argument("Upsample: exactly one of size and scale_factor");
+  if (mode_ != "nearest" && mode_ != "bilinear" && mode_ != "linear" && mode_ != "bicubic" && mode_ != "trilinear")
+    throw std::invalid_argument("Upsample: unknown mode '" + mode_ + "'");
+}
+
+at::Tensor UpsampleLeaf::forward(const at::Tensor& x) {
+  namespace F = torch::nn::functional;
+  F::InterpolateFuncOptions o;
+  if (mode_ == "nearest") o.mode(torch::kNearest);
+  else if (mode_ == "bilinear") o.mode(torch::kBilinear);
+  else if (mode_ == "linear") o.mode(torch::kLinear);
+  else if (mode_ == "bicubic") o.mode(torch::kBicubic);
+  else o.mode(torch::kTrilinear);
+  if (align_) o.align_corners(*align_);
+  const size_t spatial = static_cast<size_t>(std::max<int64_t>(x.dim() - 2, 0));
+  if (!sizes_.empty()) o.size(sizes_.size() == 1 ? std::vector<int64_t>(spatial, sizes_[0]) : sizes_);
+  else o.scale_factor(scales_.size() == 1 ? std::vector<double>(spatial, scales_[0]) : scales_);
+  return F::interpolate(x, o);
+}
 
 std::optional<LeafModule> make_leaf(torch::jit::Module& sm) {
   const std::string type = demangle_type(sm.type()->name()->qualifiedName());
@@ -350,9 +361,9 @@ std::optional<LeafModule> make_leaf(torch::jit::Module& sm) {
     if (cls == "Tanh") return simple(r, {"aten::tanh"}, [] { return unary(torch::nn::Tanh()); });
     if (cls == "SiLU") return simple(r, {"aten::silu", "aten::silu_"}, [] { return unary(torch::nn::SiLU()); });
     if (cls == "Hardswish")
-      return simple(r, {"aten::hardswish", "aten::hardswish_"}, [] { return functional([](const at::Tensor& x) { return at::hardswish(x); }, "Hardswish"); });
+      return simple(r, {"aten::hardswish", "aten::hardswish_"}, [] { return leaf(std::make_shared<HardswishLeaf>()); });
     if (cls == "Hardsigmoid")
-      return simple(r, {"aten::hardsigmoid", "aten::hardsigmoid_"}, [] { return functional([](const at::Tensor& x) { return at::hardsigmoid(x); }, "Hardsigmoid"); });
+      return simple(r, {"aten::hardsigmoid", "aten::hardsigmoid_"}, [] { return leaf(std::make_shared<HardsigmoidLeaf>()); });
     if (cls == "Identity") {
       if (!r.scripted() && !r.ops_.empty()) return std::nullopt;
       return unary(torch::nn::Identity());

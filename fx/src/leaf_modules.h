@@ -8,6 +8,7 @@
 #include <string>
 
 #include "qfx/fx/graph_module.h"
+#include "qfx/fx/serialize.h"
 
 namespace qfx::fx::detail {
 
@@ -20,6 +21,51 @@ struct LeafModule {
   std::shared_ptr<torch::nn::Module> module;
   CallFn fn;
 };
+
+/// torch.nn.Hardswish / Hardsigmoid (libtorch has no module class for them):
+/// x -> at::hardswish(x) / at::hardsigmoid(x), any shape.
+class HardswishLeaf : public torch::nn::Module {
+ public:
+  HardswishLeaf() : torch::nn::Module("Hardswish") {}
+  at::Tensor forward(const at::Tensor& x);
+};
+class HardsigmoidLeaf : public torch::nn::Module {
+ public:
+  HardsigmoidLeaf() : torch::nn::Module("Hardsigmoid") {}
+  at::Tensor forward(const at::Tensor& x);
+};
+
+/// torch.nn.Upsample: interpolates x [N, C, ...spatial] to `sizes` or by
+/// `scales` (one value applies to every spatial dim, since the rank is only
+/// known at run time). `mode`: nearest, linear, bilinear, bicubic, trilinear.
+class UpsampleLeaf : public torch::nn::Module {
+ public:
+  UpsampleLeaf(std::vector<int64_t> sizes, std::vector<double> scales, std::string mode, c10::optional<bool> align);
+  at::Tensor forward(const at::Tensor& x);
+  const std::vector<int64_t>& sizes() const { return sizes_; }
+  const std::vector<double>& scales() const { return scales_; }
+  const std::string& mode() const { return mode_; }
+  c10::optional<bool> align_corners() const { return align_; }
+
+ private:
+  std::vector<int64_t> sizes_;
+  std::vector<double> scales_;
+  std::string mode_;
+  c10::optional<bool> align_;
+};
+
+/// The call_module callable for a module with `at::Tensor forward(const at::Tensor&)`.
+template <typename Impl>
+CallFn unary_call_fn(const std::shared_ptr<Impl>& impl) {
+  return [impl](std::vector<c10::IValue>& a) -> c10::IValue { return impl->forward(a.at(0).toTensor()); };
+}
+
+/// Registers the serializers of the torch.nn leaves above and of the native
+/// libtorch modules the tracers create (serialize.cpp calls it once).
+void register_leaf_serializers();
+/// Adds `s` to the registry (replacing one of the same type) without
+/// triggering the built-in registration (register_module_serializer does).
+void add_serializer(ModuleSerializer s);
 
 /// If `sm` is a standard torch.nn leaf this tracer supports and its
 /// hyper-parameters can be read (class constants of a scripted module, or the

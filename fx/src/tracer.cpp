@@ -218,7 +218,9 @@ std::shared_ptr<GraphModule> QuantizationTracer::trace(torch::jit::Module module
   }
   if (!module.find_method("forward")) throw TraceError("the TorchScript module has no forward method");
   TraceImpl impl(module, effective_, options_.max_unroll);
-  return impl.run();
+  auto gm = impl.run();
+  gm->set_script_root(module._ivalue());
+  return gm;
 }
 
 std::shared_ptr<GraphModule> trace_file(const std::string& path, const TracerOptions& options) {

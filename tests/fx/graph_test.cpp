@@ -44,6 +44,39 @@ TEST(Graph, InsertPointAndAppendKeepOutputLast) {
   EXPECT_NO_THROW(g.lint());
 }
 
+// torch.fx's `with g.inserting_after(n):` / `inserting_before(n)`: nodes land in
+// creation order at the guard's place, and the previous point comes back after.
+TEST(Graph, InsertingBeforeAndAfterGuards) {
+  Graph g;
+  Node* x = g.placeholder("x");
+  Node* r = g.call_function("aten::relu", {x});
+  g.output(r);
+  Node *a, *b, *c;
+  {
+    auto guard = g.inserting_after(x);
+    a = g.call_function("aten::neg", {x});
+    b = g.call_function("aten::abs", {a});
+  }
+  {
+    auto guard = g.inserting_before(r);
+    c = g.call_function("aten::sigmoid", {b});
+  }
+  const std::vector<Node*> order = g.nodes();
+  ASSERT_EQ(order.size(), 6u);
+  EXPECT_EQ(order[0], x);
+  EXPECT_EQ(order[1], a);
+  EXPECT_EQ(order[2], b);
+  EXPECT_EQ(order[3], c);
+  EXPECT_EQ(order[4], r);
+  Node* last = g.call_function("aten::exp", {x});  // guards gone: appended before the output
+  EXPECT_EQ(last->next(), g.output_node());
+  {
+    auto guard = g.inserting_after(g.output_node());  // after the output: still before it
+    EXPECT_EQ(g.call_function("aten::cos", {x})->next(), g.output_node());
+  }
+  EXPECT_NO_THROW(g.lint());
+}
+
 TEST(Graph, ReplaceAllUsesAndErase) {
   Graph g;
   Node* x = g.placeholder("x");

@@ -5,6 +5,7 @@
 #include <limits>
 
 #include "qfx/error.h"
+#include "qfx/fx/serialize.h"
 
 namespace qfx::quant {
 namespace {
@@ -104,6 +105,64 @@ fx::CallFn quant_dequant_call_fn(const std::shared_ptr<QuantDequant>& m) {
 
 fx::CallFn quantized_call_fn(const std::shared_ptr<QuantizedConvLinear>& m) {
   return [m](std::vector<c10::IValue>& a) -> c10::IValue { return m->forward(a.at(0).toTensor()); };
+}
+
+// --- saving (qfx::fx::save_graph_module) --------------------------------------------
+
+c10::IValue QuantizedConvLinear::config() const {
+  auto c = fx::make_config();
+  c.insert("op", static_cast<int64_t>(op_));
+  c.insert("activation", static_cast<int64_t>(act_));
+  c.insert("type_name", type_name_);
+  c.insert("stride", stride_);
+  c.insert("padding", padding_);
+  c.insert("dilation", dilation_);
+  c.insert("output_padding", output_padding_);
+  c.insert("groups", groups_);
+  c.insert("weight_quantized", weight_quantized());
+  c.insert("weight_per_channel", wq_.per_channel);
+  c.insert("weight_quant_min", wq_.quant_min);
+  c.insert("weight_quant_max", wq_.quant_max);
+  c.insert("weight_dtype", std::string(qdtype_name(wq_.dtype)));
+  c.insert("int32_bias", bias_q_.defined());
+  return c;
+}
+
+std::shared_ptr<QuantizedConvLinear> QuantizedConvLinear::from_config(const c10::IValue& config) {
+  using fx::config_at;
+  std::shared_ptr<QuantizedConvLinear> q(new QuantizedConvLinear());
+  const int64_t op = config_at(config, "op").toInt();
+  const int64_t act = config_at(config, "activation").toInt();
+  if (op < 0 || op > 2 || act < 0 || act > 2) throw std::runtime_error("op or activation out of range");
+  q->op_ = static_cast<FusedConvLinear::Op>(op);
+  q->act_ = static_cast<FusedActivation>(act);
+  q->type_name_ = config_at(config, "type_name").toStringRef();
+  q->stride_ = config_at(config, "stride").toIntVector();
+  q->padding_ = config_at(config, "padding").toIntVector();
+  q->dilation_ = config_at(config, "dilation").toIntVector();
+  q->output_padding_ = config_at(config, "output_padding").toIntVector();
+  q->groups_ = config_at(config, "groups").toInt();
+  const auto f32 = at::TensorOptions().dtype(at::kFloat);
+  const auto i32 = at::TensorOptions().dtype(at::kInt);
+  q->bias_ = q->register_buffer("bias", at::zeros({0}, f32));
+  if (!config_at(config, "weight_quantized").toBool()) {
+    q->weight_q_ = q->register_buffer("weight", at::zeros({0}, f32));
+    return q;
+  }
+  q->wq_.per_channel = config_at(config, "weight_per_channel").toBool();
+  q->wq_.quant_min = config_at(config, "weight_quant_min").toInt();
+  q->wq_.quant_max = config_at(config, "weight_quant_max").toInt();
+  q->wq_.dtype = parse_qdtype(config_at(config, "weight_dtype").toStringRef());
+  q->wq_.axis = q->weight_out_axis();
+  q->wq_.scale = q->register_buffer("weight_scale", at::zeros({0}, f32));
+  q->wq_.zero_point = q->register_buffer("weight_zero_point", at::zeros({0}, i32));
+  q->weight_q_ = q->register_buffer(
+      "weight_q", at::zeros({0}, at::TensorOptions().dtype(q->wq_.dtype == QDType::kUInt8 ? at::kByte : at::kChar)));
+  if (config_at(config, "int32_bias").toBool()) {
+    q->bias_q_ = q->register_buffer("bias_q", at::zeros({0}, i32));
+    q->bias_scale_ = q->register_buffer("bias_scale", at::zeros({0}, f32));
+  }
+  return q;
 }
 
 }  // namespace qfx::quant

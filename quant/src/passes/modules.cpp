@@ -5,6 +5,8 @@
 #include <torch/nn/modules/conv.h>
 #include <torch/nn/modules/linear.h>
 
+#include "qfx/fx/serialize.h"
+
 namespace qfx::quant {
 namespace {
 
@@ -254,6 +256,68 @@ void freeze_bn_stats(torch::nn::Module& model) {
 void update_bn_stats(torch::nn::Module& model) {
   for (const auto& m : model.modules(true))
     if (auto* f = dynamic_cast<FusedConvLinear*>(m.get())) f->update_bn_stats();
+}
+
+// --- saving (qfx::fx::save_graph_module) --------------------------------------------
+
+c10::IValue FusedConvLinear::config() const {
+  auto c = fx::make_config();
+  c.insert("op", static_cast<int64_t>(op_));
+  c.insert("base_op", base_op_);
+  c.insert("dims", static_cast<int64_t>(dims_));
+  c.insert("stride", stride_);
+  c.insert("padding", padding_);
+  c.insert("dilation", dilation_);
+  c.insert("output_padding", output_padding_);
+  c.insert("groups", groups_);
+  c.insert("weight_shape", weight_.sizes().vec());
+  c.insert("has_bias", bias_.defined());
+  c.insert("bn", bn_ ? fx::save_module_record(*bn_) : c10::IValue());
+  c.insert("bn_folded", bn_folded_);
+  c.insert("bn_frozen", bn_frozen_);
+  c.insert("activation", static_cast<int64_t>(act_));
+  c.insert("weight_fake_quant", wfq_ ? fx::save_module_record(*wfq_) : c10::IValue());
+  return c;
+}
+
+std::shared_ptr<FusedConvLinear> FusedConvLinear::from_config(const c10::IValue& config) {
+  using fx::config_at;
+  std::shared_ptr<FusedConvLinear> f(new FusedConvLinear());
+  const int64_t op = config_at(config, "op").toInt();
+  const int64_t act = config_at(config, "activation").toInt();
+  if (op < 0 || op > 2 || act < 0 || act > 2) throw std::runtime_error("op or activation out of range");
+  f->op_ = static_cast<Op>(op);
+  f->act_ = static_cast<FusedActivation>(act);
+  f->base_op_ = config_at(config, "base_op").toStringRef();
+  f->dims_ = static_cast<int>(config_at(config, "dims").toInt());
+  f->stride_ = config_at(config, "stride").toIntVector();
+  f->padding_ = config_at(config, "padding").toIntVector();
+  f->dilation_ = config_at(config, "dilation").toIntVector();
+  f->output_padding_ = config_at(config, "output_padding").toIntVector();
+  f->groups_ = config_at(config, "groups").toInt();
+  const auto shape = config_at(config, "weight_shape").toIntVector();
+  if (shape.empty()) throw std::runtime_error("empty weight shape");
+  f->weight_ = f->register_parameter("weight", at::zeros(shape));
+  if (config_at(config, "has_bias").toBool()) {
+    f->bias_ = f->register_parameter("bias", at::zeros({f->out_channels()}));
+  }
+  f->bn_folded_ = config_at(config, "bn_folded").toBool();
+  const c10::IValue bn = config_at(config, "bn");
+  if (!bn.isNone()) {
+    std::string why;
+    auto m = fx::load_module_record(bn).module;
+    if (!f->read_bn(m, &why)) throw std::runtime_error("batch norm: " + why);
+    f->bn_ = m;
+    f->register_module("bn", f->bn_);
+  }
+  f->bn_frozen_ = config_at(config, "bn_frozen").toBool();
+  const c10::IValue wfq = config_at(config, "weight_fake_quant");
+  if (!wfq.isNone()) {
+    auto fq = std::dynamic_pointer_cast<FakeQuantize>(fx::load_module_record(wfq).module);
+    if (!fq) throw std::runtime_error("weight_fake_quant is not a FakeQuantize");
+    f->set_weight_fake_quant(fq);
+  }
+  return f;
 }
 
 }  // namespace qfx::quant

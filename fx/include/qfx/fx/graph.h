@@ -90,6 +90,13 @@ class Graph {
   /// The `before` argument that makes an InsertPoint insert right after `n`
   /// (`InsertPoint ip(g, Graph::after(n))`).
   static Node* after(Node* n) { return n->next(); }
+  /// torch.fx's `with graph.inserting_before(n):` as an RAII guard:
+  /// `auto guard = g.inserting_before(n);` (C++17 guaranteed elision: the guard
+  /// is neither copied nor moved).
+  InsertPoint inserting_before(Node* n) { return InsertPoint(*this, n); }
+  /// torch.fx's `graph.inserting_after(n)`: new nodes go right after `n`, in
+  /// creation order (before the output node if `n` is last).
+  InsertPoint inserting_after(Node* n) { return InsertPoint(*this, n->next()); }
 
   /// A new graph with a copy of every node, in order: same names, targets,
   /// constants and meta; node references point at the copies (torch.fx's

@@ -70,6 +70,13 @@ class GraphModule : public torch::nn::Module {
   const CallFn* method_fn(const std::string& target) const;
   const CallFn* function_fn(const std::string& target) const;
 
+  /// The TorchScript model this module was traced from (an Object IValue), or
+  /// None (C++-traced or hand-built modules). `save_graph_module` stores it so
+  /// wrapped methods, functions and modules can be rebuilt in another process;
+  /// `copy()` shares it.
+  void set_script_root(c10::IValue root) { script_root_ = std::move(root); }
+  const c10::IValue& script_root() const { return script_root_; }
+
   /// Called with the new mode whenever `train(on)` runs (used to keep wrapped
   /// TorchScript modules in step).
   void add_train_hook(std::function<void(bool)> hook);
@@ -90,6 +97,13 @@ class GraphModule : public torch::nn::Module {
   /// Convenience for a one-input, one-tensor-output graph.
   at::Tensor forward(const at::Tensor& input);
 
+  /// torch.fx's `recompile()`. qfx interprets the graph instead of generating
+  /// Python code, so graph edits take effect on the next `forward` without it;
+  /// the only cache is each node's resolved operator, which `Node::set_target`
+  /// drops. Provided so torch.fx-style passes read the same: it lints the graph
+  /// (std::logic_error naming the node on a broken invariant).
+  void recompile() const { graph_->lint(); }
+
   /// The readable forward function (see `Graph::python_code`).
   std::string code() const { return graph_->python_code(); }
   /// Prints the graph's table (see `Graph::print_tabular`).
@@ -103,6 +117,7 @@ class GraphModule : public torch::nn::Module {
   std::unordered_map<std::string, CallFn> method_fns_;
   std::unordered_map<std::string, CallFn> function_fns_;
   std::vector<std::function<void(bool)>> train_hooks_;
+  c10::IValue script_root_;
 };
 
 }  // namespace qfx::fx

@@ -58,6 +58,10 @@ class FakeQuantize : public torch::nn::Module {
   std::shared_ptr<ObserverBase> observer_ptr() const { return observer_; }
   /// True for the LSQ form.
   bool learnable() const { return learnable_; }
+  /// True if the observer saw data since the qparams were last computed (the
+  /// next `qparams()` recomputes them). Saved and restored by save_graph_module.
+  bool qparams_stale() const { return stale_; }
+  void set_qparams_stale(bool stale) { stale_ = stale; }
 
  private:
   std::shared_ptr<ObserverBase> observer_;

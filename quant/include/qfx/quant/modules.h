@@ -92,6 +92,15 @@ class FusedConvLinear : public torch::nn::Module {
   /// True if a batch norm is attached (QAT) or was folded in.
   bool has_bn() const { return bn_ != nullptr || bn_folded_; }
 
+  /// For qfx::fx::save_graph_module: the hyper-parameters (op, weight shape,
+  /// conv settings, activation, batch-norm mode) and the records of the batch
+  /// norm and weight fake quantize submodules; no tensor values.
+  c10::IValue config() const;
+  /// Rebuilds a module from `config()` with placeholder tensors of the right
+  /// names and shapes (the loader then sets their values). Throws
+  /// std::runtime_error or qfx::IoError for a malformed configuration.
+  static std::shared_ptr<FusedConvLinear> from_config(const c10::IValue& config);
+
  private:
   FusedConvLinear() : torch::nn::Module("FusedConvLinear") {}
   at::Tensor raw_op(const at::Tensor& x, const at::Tensor& w, const at::Tensor& b) const;

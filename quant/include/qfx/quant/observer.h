@@ -64,6 +64,8 @@ class MinMaxObserver : public ObserverBase {
   std::pair<at::Tensor, at::Tensor> min_max() const override { return {min_val_, max_val_}; }
   void merge(const ObserverBase& other) override;
   void reset() override;
+  /// Moving-average constant c (0: running min/max).
+  double averaging_constant() const { return c_; }
 
  protected:
   MinMaxObserver(const std::string& type_name, QuantSpec spec);
@@ -87,6 +89,8 @@ class PerChannelMinMaxObserver : public ObserverBase {
   std::pair<at::Tensor, at::Tensor> min_max() const override;
   void merge(const ObserverBase& other) override;
   void reset() override;
+  /// Moving-average constant c (0: running min/max).
+  double averaging_constant() const { return c_; }
 
  protected:
   PerChannelMinMaxObserver(const std::string& type_name, QuantSpec spec);
@@ -127,6 +131,10 @@ class HistogramObserver : public ObserverBase {
   void observe(const float* data, int64_t n);
   /// The algorithm actually chosen by the last `clip_range()` (kAuto resolves).
   Algorithm chosen_algorithm() const { return chosen_; }
+  /// The configured algorithm (kAuto stays kAuto), its options and the bin count.
+  Algorithm configured_algorithm() const { return algo_; }
+  const AlgorithmOptions& options() const { return opts_; }
+  int64_t bins() const { return bins_; }
 
  private:
   void grow_to(double lo, double hi);
@@ -153,6 +161,8 @@ class FixedQParamsObserver : public ObserverBase {
   /// The fixed qparams.
   QParams fixed_qparams() const;
   QParams calculate_qparams() const override { return fixed_qparams(); }
+  /// The fixed range [lo, hi].
+  std::pair<float, float> range() const { return {lo_, hi_}; }
 
  private:
   float lo_, hi_;

@@ -95,7 +95,15 @@ class QuantizedConvLinear : public torch::nn::Module {
   /// torch.ao-style name of what it came from ("ConvReLU2d", "Linear", ...).
   const std::string& type_name() const { return type_name_; }
 
+  /// For qfx::fx::save_graph_module: hyper-parameters and which tensors exist
+  /// (weight codes or float weight, int32 bias), no tensor values.
+  c10::IValue config() const;
+  /// Rebuilds a module from `config()` with placeholder tensors of the right
+  /// names and dtypes (the loader then sets their values).
+  static std::shared_ptr<QuantizedConvLinear> from_config(const c10::IValue& config);
+
  private:
+  QuantizedConvLinear() : torch::nn::Module("QuantizedConvLinear") {}
   FusedConvLinear::Op op_;
   FusedActivation act_;
   std::string type_name_;
