@@ -2,10 +2,12 @@
 #include "qfx/fx/subgraph_rewriter.h"
 
 #include <algorithm>
+#include <regex>
 #include <set>
 #include <stdexcept>
 #include <unordered_map>
 
+#include "qfx/error.h"
 #include "qfx/fx/tracer.h"
 
 namespace qfx::fx {
@@ -48,6 +50,30 @@ std::shared_ptr<GraphModule> trace_function(const TensorFn& fn, int num_inputs, 
         return fn(ts);
       },
       in);
+}
+
+std::shared_ptr<GraphModule> trace_script_function(const std::string& source) {
+  // "def NAME(args" -> "def forward(self, args": the function becomes the forward
+  // of an empty scripted module, which the TorchScript tracer takes.
+  static const std::regex header(R"(def\s+[A-Za-z_][A-Za-z0-9_]*\s*\(\s*)");
+  std::smatch m;
+  if (!std::regex_search(source, m, header))
+    throw TraceError("trace_script_function: the source holds no 'def NAME(...):' function");
+  const size_t after = static_cast<size_t>(m.position(0) + m.length(0));
+  const bool no_args = after < source.size() && source[after] == ')';
+  const std::string method = source.substr(0, static_cast<size_t>(m.position(0))) + "def forward(self" +
+                             (no_args ? "" : ", ") + source.substr(after);
+  torch::jit::Module module("__torch__.QfxScriptFunction");
+  try {
+    module.define(method);
+  } catch (const c10::Error& e) {
+    throw TraceError(std::string("trace_script_function: the TorchScript source does not compile: ") +
+                     e.what_without_backtrace());
+  } catch (const std::exception& e) {  // torch::jit::ErrorReport: the line and a caret
+    throw TraceError(std::string("trace_script_function: the TorchScript source does not compile: ") + e.what());
+  }
+  module.eval();
+  return QuantizationTracer().trace(module);
 }
 
 SubgraphMatcher::SubgraphMatcher(const Graph& pattern, MatchOptions options)

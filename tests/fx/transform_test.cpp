@@ -7,6 +7,7 @@
 
 #include <sstream>
 
+#include "qfx/error.h"
 #include "qfx/fx/module_matcher.h"
 #include "qfx/fx/shape_prop.h"
 #include "qfx/fx/subgraph_rewriter.h"
@@ -91,6 +92,33 @@ TEST(ReplacePattern, SwishBecomesSiluAndOutputsMatchLibtorch) {
   EXPECT_NO_THROW(gm->graph().lint());
   at::NoGradGuard ng;
   EXPECT_TRUE(at::allclose(gm->forward(x), model({x}), 1e-5, 1e-6));
+}
+
+// The same rewrite with pattern and replacement written as TorchScript functions.
+TEST(ReplacePattern, TorchScriptFunctionPatterns) {
+  const Fn model = [](const std::vector<at::Tensor>& in) {
+    at::Tensor r = torch::relu(in[0]);
+    at::Tensor a = r * torch::sigmoid(r);
+    return a * torch::sigmoid(in[0]) + 1.0;  // x * sigmoid(y): no match
+  };
+  auto gm = traced(model);
+  auto pattern = trace_script_function("def swish(x):\n    return x * torch.sigmoid(x)\n");
+  auto replacement = trace_script_function("def silu(x: Tensor) -> Tensor:\n    return torch.silu(x)\n");
+  EXPECT_EQ(pattern->graph().placeholders().at(0)->name(), "x");
+  auto done = replace_pattern(*gm, *pattern, *replacement);
+  ASSERT_EQ(done.size(), 1u);
+  EXPECT_EQ(count_target(*gm, "aten::silu"), 1);
+  EXPECT_EQ(count_target(*gm, "aten::sigmoid"), 1);
+  const at::Tensor x = at::randn({2, 3, 4, 5});
+  at::NoGradGuard ng;
+  EXPECT_TRUE(at::allclose(gm->forward(x), torch::silu(torch::relu(x)) * torch::sigmoid(x) + 1.0, 1e-5, 1e-6));
+  try {
+    trace_script_function("def broken(x):\n    return x +\n");
+    ADD_FAILURE() << "expected TraceError";
+  } catch (const qfx::TraceError& e) {
+    EXPECT_NE(std::string(e.what()).find("does not compile"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(trace_script_function("x = 1"), qfx::TraceError);
 }
 
 TEST(ReplacePattern, ChainedMatchesRewireOntoEarlierReplacements) {

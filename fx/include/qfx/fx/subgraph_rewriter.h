@@ -25,6 +25,16 @@ using TensorFn = std::function<at::Tensor(const std::vector<at::Tensor>&)>;
 std::shared_ptr<GraphModule> trace_function(const TensorFn& fn, int num_inputs,
                                             std::vector<at::Tensor> example_inputs = {});
 
+/// Traces a pattern or replacement written as one TorchScript function:
+///   "def pattern(x, w):\n    return torch.relu(torch.conv2d(x, w))\n"
+/// The function is compiled by libtorch's TorchScript compiler (as a `forward`
+/// method of an empty module) and traced with QuantizationTracer: one
+/// placeholder per argument (named after it), aten ops as call_function nodes,
+/// the same targets a TorchScript model's graph has. Throws qfx::TraceError
+/// naming the problem if `source` holds no `def`, does not compile, or cannot
+/// be traced.
+std::shared_ptr<GraphModule> trace_script_function(const std::string& source);
+
 /// One occurrence of a pattern in a graph.
 struct Match {
   /// The graph nodes the pattern's outputs matched (one per pattern output).
