@@ -120,6 +120,17 @@ check "qfx run --plugin: a missing plug-in is a file error" 7 "nothing.so: runti
   "$QFX" run "$tmp/ptq/model_int8.onnx" -i "$tmp/rnd.npy" --plugin "$tmp/nothing.so" --backend example_npu
 check "qfx run: an unknown backend names the registered ones" 3 "unknown runtime backend 'npu9' \\(registered: .*onednn" -- \
   "$QFX" run "$tmp/ptq/model_int8.onnx" -i "$tmp/rnd.npy" --backend npu9
+check "qfx ptq: the 4-bit preset runs AdaRound and bias correction (reduced iterations)" 0 "adaround: 10 layers" -- \
+  "$QFX" ptq "$(dirname "$0")/../../configs/ptq/w4_per_tensor.yaml" --set ptq.adaround.iterations=20 \
+  --set calibration.num_samples=128 --set evaluation.num_samples=500 --set evaluation.reference_check=500 \
+  --set output.dir="$tmp/ptq_w4"
+check "qfx ptq: each algorithm's per-layer effect in report.json" 0 "^reported" -- /usr/bin/python3 -c "
+import json
+a = json.load(open('$tmp/ptq_w4/report.json'))['algorithms']
+assert len(a['adaround']) == 10 and len(a['bias_correction']) == 10, a.keys()
+assert all(l['sqnr_after_db'] >= l['sqnr_before_db'] for l in a['adaround'] + a['bias_correction'])
+assert all(l['kept'] in ('adaround', 'nearest') for l in a['adaround'])
+print('reported')"
 check "qfx ptq: calibration from a PNG/JPEG folder" 0 "calibration: 12 images on runtime:onednn" -- \
   "$QFX" ptq --set "calibration.data={format: images, images: $FIXTURES/images/small, resize: 28, crop: 28, color: gray}" \
   --set evaluation=null --set output.dir="$tmp/ptq_images"

@@ -98,3 +98,37 @@ TEST(FuzzRegressions, YamlInputsFailCleanly) {
   }
   EXPECT_GE(files, 1);
 }
+
+// The `ptq:` section: the shipped 4-bit presets load with their algorithms, and
+// bad values are ConfigErrors at file:line:column naming the key.
+TEST(PtqSection, PresetsAndErrors) {
+  for (const char* preset : {"w4_per_tensor", "w4_per_channel"}) {
+    const auto c = qfx::quant::load_job_config(std::string(QFX_SOURCE_DIR) + "/configs/ptq/" + preset + ".yaml");
+    EXPECT_TRUE(c.ptq.adaround) << preset;
+    EXPECT_TRUE(c.ptq.bias_correction) << preset;
+    EXPECT_FALSE(c.ptq.cross_layer_equalization) << preset;
+    EXPECT_EQ(c.ptq.adaround_options.iterations, 1000) << preset;
+  }
+  const std::string base = std::string(QFX_SOURCE_DIR) + "/configs/ptq/default.yaml";
+  const auto c = qfx::quant::load_job_config(base, {"ptq.adaround={iterations: 50, beta: [10, 1], warmup: 0.1}",
+                                                    "ptq.cross_layer_equalization=true", "ptq.bias_correction={num_samples: 64}"});
+  EXPECT_TRUE(c.ptq.adaround && c.ptq.cross_layer_equalization && c.ptq.bias_correction);
+  EXPECT_EQ(c.ptq.adaround_options.iterations, 50);
+  EXPECT_EQ(c.ptq.adaround_options.beta_start, 10);
+  EXPECT_EQ(c.ptq.adaround_options.beta_end, 1);
+  EXPECT_EQ(c.ptq.bias_correction_samples, 64);
+  EXPECT_FALSE(qfx::quant::load_job_config(base).ptq.adaround);
+  auto error = [&](const std::string& o) {
+    try {
+      qfx::quant::load_job_config(base, {o});
+    } catch (const qfx::ConfigError& e) {
+      return std::string(e.what());
+    }
+    return std::string();
+  };
+  EXPECT_NE(error("ptq.adaround={iteration: 5}").find("unknown key 'iteration'"), std::string::npos);
+  EXPECT_NE(error("ptq.adaround={beta: [1, 2]}").find("ptq.adaround.beta"), std::string::npos);
+  EXPECT_NE(error("ptq.adaround={warmup: 1.5}").find("ptq.adaround.warmup"), std::string::npos);
+  EXPECT_NE(error("ptq.smoothquant=true").find("unknown key 'smoothquant'"), std::string::npos);
+  EXPECT_NE(error("ptq.bias_correction=maybe").find("ptq.bias_correction"), std::string::npos);
+}

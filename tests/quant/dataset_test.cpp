@@ -234,6 +234,24 @@ TEST(Dataset, RegisteredReaderIsAcceptedByConfigsAndOpened) {
 // Inputs the IDX fuzzer found (tests/fuzz/regressions/idx/): each is a clean
 // IoError/DataError naming the file, quickly (a header of 268M empty images once
 // allocated gigabytes before failing).
+// Images the image fuzzer found (tests/fuzz/regressions/image/): a JPEG header
+// declaring 9 GB of pixels is an IoError naming the file before any allocation.
+TEST(FuzzRegressions, ImageInputsFailCleanly) {
+  int files = 0;
+  for (const auto& e : std::filesystem::directory_iterator(std::string(QFX_SOURCE_DIR) + "/tests/fuzz/regressions/image")) {
+    ++files;
+    try {
+      at::Tensor img = qfx::quant::decode_image(e.path().string());
+      ADD_FAILURE() << e.path() << " decoded to " << img.sizes();
+    } catch (const qfx::Error& err) {
+      EXPECT_NE(std::string(err.what()).find(e.path().filename().string()), std::string::npos) << err.what();
+      EXPECT_NE(std::string(err.what()).find("decompression-bomb limit"), std::string::npos) << err.what();
+      EXPECT_EQ(err.exit_code(), 7) << err.what();
+    }
+  }
+  EXPECT_GE(files, 1);
+}
+
 TEST(FuzzRegressions, IdxInputsFailCleanly) {
   int files = 0;
   for (const auto& e : std::filesystem::directory_iterator(std::string(QFX_SOURCE_DIR) + "/tests/fuzz/regressions/idx")) {

@@ -22,26 +22,35 @@ inline double secs(Clock::time_point a) { return std::chrono::duration<double>(C
 /// Progress on a terminal (one rewritten line), plain lines otherwise.
 class Progress {
  public:
-  Progress(std::string what, int64_t total) : what_(std::move(what)), total_(total), tty_(isatty(2)), t0_(Clock::now()) {}
+  /// Stages whose name ends in "(layers)" count layers; the others images.
+  Progress(std::string what, int64_t total) : what_(std::move(what)), total_(total), tty_(isatty(2)), t0_(Clock::now()) {
+    const std::string tag = "(layers)";
+    if (what_.size() >= tag.size() && what_.compare(what_.size() - tag.size(), tag.size(), tag) == 0) {
+      unit_ = "layers";
+      rate_unit_ = "layers/s";
+    }
+  }
   /// `done` of `total` items; `extra` is appended ("loss 0.41  acc 86.2%").
   void update(int64_t done, const std::string& extra = "") {
     const double s = secs(t0_), rate = s > 0 ? static_cast<double>(done) / s : 0.0;
     const double eta = rate > 0 ? static_cast<double>(total_ - done) / rate : 0.0;
     if (tty_) {
       const int width = 30, fill = static_cast<int>(width * done / std::max<int64_t>(total_, 1));
-      std::fprintf(stderr, "\r%s [%s%s] %lld/%lld  %.0f img/s  ETA %.0fs  %s ", what_.c_str(), std::string(fill, '#').c_str(),
-                   std::string(width - fill, '.').c_str(), static_cast<long long>(done), static_cast<long long>(total_), rate, eta,
-                   extra.c_str());
+      std::fprintf(stderr, "\r%s [%s%s] %lld/%lld  %.1f %s  ETA %.0fs  %s ", what_.c_str(), std::string(fill, '#').c_str(),
+                   std::string(width - fill, '.').c_str(), static_cast<long long>(done), static_cast<long long>(total_), rate,
+                   rate_unit_.c_str(), eta, extra.c_str());
       if (done >= total_) std::fprintf(stderr, "\n");
     } else if (done >= total_ || secs(last_) > 5.0) {
-      std::fprintf(stderr, "%s: %lld/%lld images, %.0f img/s%s%s\n", what_.c_str(), static_cast<long long>(done),
-                   static_cast<long long>(total_), rate, extra.empty() ? "" : ", ", extra.c_str());
+      std::fprintf(stderr, "%s: %lld/%lld %s, %.1f %s%s%s\n", what_.c_str(), static_cast<long long>(done),
+                   static_cast<long long>(total_), unit_.c_str(), rate, rate_unit_.c_str(), extra.empty() ? "" : ", ",
+                   extra.c_str());
       last_ = Clock::now();
     }
   }
 
  private:
   std::string what_;
+  std::string unit_ = "images", rate_unit_ = "img/s";
   int64_t total_;
   bool tty_;
   Clock::time_point t0_, last_ = Clock::now();

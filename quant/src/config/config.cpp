@@ -14,8 +14,7 @@ TracerConfig load_tracer_config(const std::string& path) { return tracer_config_
 TracerConfig tracer_config_from_yaml(const std::string& path, const YAML::Node& root) {
   TracerConfig cfg;
   if (root.IsNull()) return cfg;
-  check_keys(path, root, "the config",
-             {"model", "tracer", "backend", "qconfig", "calibration", "evaluation", "output", "training"});
+  check_keys(path, root, "the config", job_config_sections());
   const YAML::Node t = root["tracer"];
   if (!t || t.IsNull()) return cfg;
   check_keys(path, t, "tracer", {"wrap", "use_model_annotations", "max_unroll"});

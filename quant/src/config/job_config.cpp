@@ -110,8 +110,7 @@ JobConfig load_job_config(const std::string& path, const std::vector<std::string
       throw ConfigError("--set '" + o + "': bad value (" + e.msg + ")");
     }
   }
-  check_keys(path, root, "the config",
-             {"model", "tracer", "backend", "qconfig", "calibration", "evaluation", "output", "training"});
+  check_keys(path, root, "the config", job_config_sections());
   JobConfig c;
   c.path = path;
   c.tracer = tracer_config_from_yaml(path, root);
@@ -196,6 +195,52 @@ JobConfig load_job_config(const std::string& path, const std::vector<std::string
     if (auto n = t["max_steps"]) tc.max_steps = positive(path, n, "training.max_steps", true);
     if (auto v = t["checkpoint"]) tc.checkpoint = resolve_path(as_string(path, v, "training.checkpoint"), "");
     if (auto v = t["resume"]) tc.resume = resolve_path(as_string(path, v, "training.resume"), "");
+  }
+  if (const YAML::Node p = root["ptq"]; p && !p.IsNull()) {
+    if (!p.IsMap()) bad(path, p, "ptq must be a mapping {cross_layer_equalization: ..., adaround: ..., bias_correction: ...}");
+    check_keys(path, p, "ptq", {"cross_layer_equalization", "adaround", "bias_correction"});
+    PtqAlgorithmsConfig& a = c.ptq;
+    if (auto v = p["cross_layer_equalization"]) a.cross_layer_equalization = as_bool(path, v, "ptq.cross_layer_equalization");
+    if (auto v = p["adaround"]) {
+      if (v.IsMap()) {
+        a.adaround = true;
+        AdaRoundOptions& o = a.adaround_options;
+        check_keys(path, v, "ptq.adaround", {"iterations", "lr", "reg", "beta", "warmup", "batch_size", "num_samples", "seed"});
+        if (auto n = v["iterations"]) o.iterations = positive(path, n, "ptq.adaround.iterations", false);
+        if (auto n = v["batch_size"]) o.batch_size = positive(path, n, "ptq.adaround.batch_size", false);
+        if (auto n = v["num_samples"]) o.num_samples = positive(path, n, "ptq.adaround.num_samples", false);
+        if (auto n = v["seed"]) o.seed = static_cast<uint64_t>(positive(path, n, "ptq.adaround.seed", true));
+        if (auto n = v["lr"]) {
+          o.lr = as_double(path, n, "ptq.adaround.lr");
+          if (!(o.lr > 0)) bad(path, n, "ptq.adaround.lr must be positive");
+        }
+        if (auto n = v["reg"]) {
+          o.reg = as_double(path, n, "ptq.adaround.reg");
+          if (!(o.reg >= 0)) bad(path, n, "ptq.adaround.reg must be >= 0");
+        }
+        if (auto n = v["warmup"]) {
+          o.warmup = as_double(path, n, "ptq.adaround.warmup");
+          if (!(o.warmup >= 0 && o.warmup < 1)) bad(path, n, "ptq.adaround.warmup must be in [0, 1)");
+        }
+        if (auto n = v["beta"]) {
+          const auto b = doubles(path, n, "ptq.adaround.beta");
+          if (b.size() != 2 || !(b[0] >= b[1]) || !(b[1] > 0)) bad(path, n, "ptq.adaround.beta must be [start, end] with start >= end > 0");
+          o.beta_start = b[0];
+          o.beta_end = b[1];
+        }
+      } else {
+        a.adaround = as_bool(path, v, "ptq.adaround");
+      }
+    }
+    if (auto v = p["bias_correction"]) {
+      if (v.IsMap()) {
+        a.bias_correction = true;
+        check_keys(path, v, "ptq.bias_correction", {"num_samples"});
+        if (auto n = v["num_samples"]) a.bias_correction_samples = positive(path, n, "ptq.bias_correction.num_samples", false);
+      } else {
+        a.bias_correction = as_bool(path, v, "ptq.bias_correction");
+      }
+    }
   }
   if (const YAML::Node out = root["output"]) {
     check_keys(path, out, "output", {"dir"});

@@ -222,6 +222,16 @@ void jpeg_fail(j_common_ptr cinfo) {
   std::longjmp(e->jump, 1);
 }
 
+// Images larger than this are refused before decoding: PIL's decompression-bomb
+// error threshold (2 x Image.MAX_IMAGE_PIXELS = 2 x 89,478,485). A few bytes of
+// JPEG or PNG can declare gigapixels.
+constexpr uint64_t kMaxImagePixels = 178956970;
+
+std::string too_large(uint64_t w, uint64_t h) {
+  return "declares " + std::to_string(w) + "x" + std::to_string(h) + " pixels, more than the " +
+         std::to_string(kMaxImagePixels) + " qfx decodes (PIL's decompression-bomb limit)";
+}
+
 // Decodes into `out` (RGB HWC); returns false with `err` set on failure. Only POD
 // locals live across setjmp.
 bool decode_jpeg(FILE* f, std::vector<uint8_t>* out, int* h, int* w, char* err) {
@@ -237,6 +247,11 @@ bool decode_jpeg(FILE* f, std::vector<uint8_t>* out, int* h, int* w, char* err) 
   jpeg_create_decompress(&cinfo);
   jpeg_stdio_src(&cinfo, f);
   jpeg_read_header(&cinfo, TRUE);
+  if (static_cast<uint64_t>(cinfo.image_width) * cinfo.image_height > kMaxImagePixels) {
+    std::snprintf(err, JMSG_LENGTH_MAX, "%s", too_large(cinfo.image_width, cinfo.image_height).c_str());
+    jpeg_destroy_decompress(&cinfo);
+    return false;
+  }
   cinfo.out_color_space = JCS_RGB;
   jpeg_start_decompress(&cinfo);
   *h = static_cast<int>(cinfo.output_height);
@@ -330,6 +345,10 @@ at::Tensor decode_image(const std::string& path) {
     if (!png_image_begin_read_from_file(&img, path.c_str()))
       throw IoError(path + ": not a readable PNG (" + img.message + ")");
     img.format = PNG_FORMAT_RGB;
+    if (static_cast<uint64_t>(img.width) * img.height > kMaxImagePixels) {
+      png_image_free(&img);
+      throw IoError(path + ": PNG " + too_large(img.width, img.height));
+    }
     h = static_cast<int>(img.height);
     w = static_cast<int>(img.width);
     pix.resize(PNG_IMAGE_SIZE(img));
@@ -342,7 +361,7 @@ at::Tensor decode_image(const std::string& path) {
     char err[JMSG_LENGTH_MAX] = {0};
     const bool ok = decode_jpeg(f, &pix, &h, &w, err);
     std::fclose(f);
-    if (!ok) throw IoError(path + ": corrupt JPEG (" + err + ")");
+    if (!ok) throw IoError(path + ": cannot decode JPEG (" + err + ")");
   } else {
     std::fclose(f);
     throw IoError(path + ": not a PNG or JPEG file");

@@ -23,11 +23,22 @@ FakeQuantize::FakeQuantize(std::shared_ptr<ObserverBase> observer, bool learnabl
   observer_enabled_ = register_buffer("observer_enabled", at::ones({1}, u8));
   fake_quant_enabled_ = register_buffer("fake_quant_enabled", at::ones({1}, u8));
   initialized_ = register_buffer("initialized", at::zeros({1}, u8));
+  frozen_ = register_buffer("qparams_frozen", at::zeros({1}, u8));
+}
+
+bool FakeQuantize::qparams_frozen() const { return frozen_.item<uint8_t>() != 0; }
+
+void FakeQuantize::freeze_qparams() {
+  if (learnable_) throw std::logic_error("FakeQuantize::freeze_qparams: a learnable (LSQ) scale cannot be frozen");
+  if (stale_ && observer_->has_data()) calculate_qparams();
+  observer_enabled_.fill_(0);
+  frozen_.fill_(1);
+  stale_ = false;
 }
 
 bool FakeQuantize::observer_enabled() const { return observer_enabled_.item<uint8_t>() != 0; }
 bool FakeQuantize::fake_quant_enabled() const { return fake_quant_enabled_.item<uint8_t>() != 0; }
-void FakeQuantize::enable_observer(bool on) { observer_enabled_.fill_(on ? 1 : 0); }
+void FakeQuantize::enable_observer(bool on) { observer_enabled_.fill_(on && !qparams_frozen() ? 1 : 0); }
 void FakeQuantize::enable_fake_quant(bool on) { fake_quant_enabled_.fill_(on ? 1 : 0); }
 
 void FakeQuantize::set_state(QuantState s) {
@@ -36,6 +47,7 @@ void FakeQuantize::set_state(QuantState s) {
 }
 
 void FakeQuantize::calculate_qparams() {
+  if (qparams_frozen()) return;
   at::NoGradGuard ng;
   QParams q = observer_->calculate_qparams();
   at::Tensor s = q.scale.reshape({-1});

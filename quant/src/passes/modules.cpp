@@ -168,6 +168,22 @@ std::shared_ptr<FusedConvLinear> FusedConvLinear::create(const std::shared_ptr<t
   return f;
 }
 
+void FusedConvLinear::unshare_parameters() {
+  if (own_parameters_ || bn_) return;  // a simulated batch norm reads the shared tensors by design (QAT)
+  at::NoGradGuard ng;
+  const bool rg = weight_.requires_grad();
+  weight_ = parameters_["weight"] = weight_.detach().clone().set_requires_grad(rg);
+  if (bias_.defined()) bias_ = parameters_["bias"] = bias_.detach().clone().set_requires_grad(bias_.requires_grad());
+  own_parameters_ = true;
+}
+
+void FusedConvLinear::add_bias(const at::Tensor& b) {
+  if (bias_.defined()) throw std::logic_error("FusedConvLinear::add_bias: the module already has a bias");
+  if (bn_) throw std::logic_error("FusedConvLinear::add_bias: not with a simulated batch norm");
+  bias_ = register_parameter("bias", b.detach().clone().set_requires_grad(weight_.requires_grad()),
+                             weight_.requires_grad());
+}
+
 void FusedConvLinear::set_weight_fake_quant(std::shared_ptr<FakeQuantize> fq) {
   if (wfq_) unregister_module("weight_fake_quant");
   wfq_ = std::move(fq);

@@ -11,6 +11,7 @@
 #include "qfx/quant/fake_quantize.h"
 #include "qfx/quant/passes.h"
 #include "qfx/quant/pipeline.h"
+#include "qfx/quant/ptq_algorithms.h"
 #include "qfx/runtime/model.h"
 
 namespace qfx::quant {
@@ -66,6 +67,18 @@ PtqResult ptq(const JobConfig& cfg, const PipelineHooks& hooks) {
     for (int64_t i = 0; i < n; i += ebs) fn(d.batch(i, std::min(i + ebs, n)), i);
   };
   prepare_fx(*gm, cfg.qconfig, backend);
+  const PtqAlgorithmsConfig& alg = cfg.ptq;
+  nlohmann::json algorithms = nlohmann::json::object();
+  if (alg.cross_layer_equalization) {
+    auto pairs = cross_layer_equalization(*gm);
+    nlohmann::json j = nlohmann::json::array();
+    for (const auto& p : pairs)
+      j.push_back({{"first", p.first}, {"second", p.second}, {"spread_first_before", p.spread_first_before},
+                   {"spread_first_after", p.spread_first_after}, {"spread_second_before", p.spread_second_before},
+                   {"spread_second_after", p.spread_second_after}});
+    algorithms["cross_layer_equalization"] = j;
+    info(hooks, "cross-layer equalisation: " + std::to_string(pairs.size()) + " layer pairs");
+  }
 
   // The float model as the runtime runs it (batch norm folded, observers as pass-throughs).
   ExportOptions fo;
@@ -98,6 +111,40 @@ PtqResult ptq(const JobConfig& cfg, const PipelineHooks& hooks) {
   set_quant_state(*gm, QuantState::kFakeQuant);
   disable_observer(*gm);
 
+  // The independent check of the runtime's fp32 graph: libtorch's float output on
+  // the first evaluation batch, taken before the algorithms below change weights.
+  at::Tensor libtorch_first;
+  if (have_eval && ev->size() > 0) {
+    set_quant_state(*gm, QuantState::kFloat);
+    libtorch_first = forward_output(*gm, ev->batch(0, std::min(ebs, ev->size())), cfg.evaluation.output);
+    set_quant_state(*gm, QuantState::kFakeQuant);
+    disable_observer(*gm);
+  }
+
+  // Weight rounding and bias correction, against the float weights as calibrated.
+  auto layer_json = [](const std::vector<LayerAlgorithmReport>& rs) {
+    nlohmann::json j = nlohmann::json::array();
+    for (const auto& r : rs) {
+      j.push_back({{"layer", r.layer}, {"sqnr_before_db", r.sqnr_before_db}, {"sqnr_after_db", r.sqnr_after_db},
+                   {"seconds", r.seconds}});
+      if (!r.kept.empty()) j.back()["kept"] = r.kept;
+    }
+    return j;
+  };
+  if (alg.adaround || alg.bias_correction) {
+    const FloatWeights reference = snapshot_float_weights(*gm);
+    if (alg.adaround) {
+      AdaRoundOptions o = alg.adaround_options;
+      o.progress = [&](const std::string& layer, int64_t done, int64_t total) { progress(hooks, "adaround (layers)", done, total, layer); };
+      const auto t0 = Clock::now();
+      algorithms["adaround"] = layer_json(adaround(*gm, batches(*cal, bs), o, &reference));
+      info(hooks, "adaround: " + std::to_string(algorithms["adaround"].size()) + " layers in " +
+                      std::to_string(static_cast<int>(secs(t0))) + " s");
+    }
+    if (alg.bias_correction)
+      algorithms["bias_correction"] = layer_json(bias_correction(*gm, batches(*cal, bs), alg.bias_correction_samples, &reference));
+  }
+
   // Convert.
   const std::string onnx_path = out.path("model_int8.onnx");
   ExportResult conv = convert_model(*gm, onnx_path, cfg.model.input_shape, &res.converted);
@@ -109,6 +156,7 @@ PtqResult ptq(const JobConfig& cfg, const PipelineHooks& hooks) {
   report["config"] = config_path;
   report["backend"] = backend.name;
   report["runtime_backend"] = rt_backend;
+  report["algorithms"] = algorithms;
   report["calibration"] = {{"images", cr.images}, {"images_per_s", cal_rate}, {"engine", cr.engine},
                            {"seconds", cr.seconds}, {"observed_tensors", cr.observed_tensors}};
   if (!cr.fallback_reason.empty()) report["calibration"]["fallback_reason"] = cr.fallback_reason;
@@ -139,9 +187,7 @@ PtqResult ptq(const JobConfig& cfg, const PipelineHooks& hooks) {
         timed += b.size(0);
       }
       if (i == 0) {  // independent check: the runtime's fp32 against libtorch on the first batch
-        set_quant_state(*gm, QuantState::kFloat);
-        at::Tensor ref = forward_output(*gm, b, cfg.evaluation.output);
-        set_quant_state(*gm, QuantState::kFakeQuant);
+        const at::Tensor& ref = libtorch_first;
         libtorch_rel = ((f - ref).abs().max() / ref.abs().max().clamp_min(1e-12)).item<double>();
       }
       fp_outs.push_back(f);

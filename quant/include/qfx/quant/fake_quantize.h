@@ -62,13 +62,21 @@ class FakeQuantize : public torch::nn::Module {
   /// next `qparams()` recomputes them). Saved and restored by save_graph_module.
   bool qparams_stale() const { return stale_; }
   void set_qparams_stale(bool stale) { stale_ = stale; }
+  /// Fixes the current qparams (computed from the observer first if stale): the
+  /// observer is disabled and stays so through `set_state` / `enable_observer`,
+  /// and `qparams()` / `calculate_qparams()` never change them again. For
+  /// weight-rounding algorithms (AdaRound) whose integer codes hold only for
+  /// these qparams. The flag is the buffer "qparams_frozen" (saved with the
+  /// model). Throws std::logic_error for the learnable (LSQ) form.
+  void freeze_qparams();
+  bool qparams_frozen() const;
 
  private:
   std::shared_ptr<ObserverBase> observer_;
   bool learnable_;
   at::Tensor scale_;       // buffer (parameter when learnable)
   at::Tensor zero_point_;  // int32 buffer (float when learnable, as the LSQ kernels need)
-  at::Tensor observer_enabled_, fake_quant_enabled_, initialized_;  // uint8 flags (buffers)
+  at::Tensor observer_enabled_, fake_quant_enabled_, initialized_, frozen_;  // uint8 flags (buffers)
   bool stale_ = true;      // observer saw data since the last qparams computation
 };
 

@@ -7,6 +7,7 @@
 
 #include "qfx/quant/config.h"
 #include "qfx/quant/dataset.h"
+#include "qfx/quant/ptq_algorithms.h"
 #include "qfx/quant/qconfig.h"
 
 namespace qfx::quant {
@@ -59,6 +60,16 @@ struct TrainingConfig {
   std::string resume;                ///< load this checkpoint first (empty: start fresh)
 };
 
+/// The `ptq:` section: accuracy algorithms `qfx ptq` runs on the calibration
+/// data (never on evaluation data). All off by default.
+struct PtqAlgorithmsConfig {
+  bool cross_layer_equalization = false;  ///< after prepare, before calibration
+  bool adaround = false;                  ///< after calibration
+  AdaRoundOptions adaround_options;       ///< ptq.adaround: {iterations, lr, reg, beta: [start, end], warmup, batch_size, num_samples, seed}
+  bool bias_correction = false;           ///< after calibration and AdaRound
+  int64_t bias_correction_samples = 256;  ///< ptq.bias_correction: {num_samples}
+};
+
 /// The `output:` section.
 struct OutputConfig {
   std::string dir = "qfx_ptq_out";     ///< created if missing; files are replaced only on success
@@ -75,6 +86,7 @@ struct JobConfig {
   CalibrationConfig calibration;
   EvaluationConfig evaluation;
   TrainingConfig training;
+  PtqAlgorithmsConfig ptq;             ///< the `ptq:` section
   OutputConfig output;
 };
 

@@ -91,6 +91,26 @@ class FusedConvLinear : public torch::nn::Module {
   int64_t out_channels() const;
   /// True if a batch norm is attached (QAT) or was folded in.
   bool has_bn() const { return bn_ != nullptr || bn_folded_; }
+  /// True if a batch norm is attached and simulated in forward (QAT form).
+  bool bn_simulated() const { return bn_ != nullptr; }
+  /// The weight (the op's layout) and bias ([C_out]; undefined if none) parameters.
+  const at::Tensor& weight() const { return weight_; }
+  const at::Tensor& bias() const { return bias_; }
+  /// Gives this module its own copies of its weight and bias (clones, same
+  /// requires_grad): afterwards changing them leaves the module they came from
+  /// (the user's model) untouched. The PTQ algorithms call it before changing
+  /// weights in place. No-op once done.
+  void unshare_parameters();
+  /// Gives a module without bias one: registers `b` ([C_out] float) as parameter
+  /// "bias" (bias correction needs it). Throws std::logic_error if a bias exists
+  /// or with a simulated batch norm.
+  void add_bias(const at::Tensor& b);
+  /// op(x, w, b) without the activation (and without fake quantization or a
+  /// simulated batch norm): the pre-activation output for weight `w` and bias
+  /// `b` ([C_out] or undefined).
+  at::Tensor preactivation(const at::Tensor& x, const at::Tensor& w, const at::Tensor& b) const {
+    return raw_op(x, w, b);
+  }
 
   /// For qfx::fx::save_graph_module: the hyper-parameters (op, weight shape,
   /// conv settings, activation, batch-norm mode) and the records of the batch
@@ -121,6 +141,7 @@ class FusedConvLinear : public torch::nn::Module {
   double bn_eps_ = 1e-5;
   bool bn_folded_ = false;
   bool bn_frozen_ = false;
+  bool own_parameters_ = false;
   FusedActivation act_ = FusedActivation::kNone;
   std::shared_ptr<FakeQuantize> wfq_;
 };

@@ -1,0 +1,114 @@
+// Helpers shared by the PTQ algorithms (see layers.h).
+#include "layers.h"
+
+#include <algorithm>
+#include <cmath>
+#include <set>
+
+#include "qfx/quant/fake_quantize.h"
+
+namespace qfx::quant {
+
+FloatWeights snapshot_float_weights(fx::GraphModule& gm) {
+  at::NoGradGuard ng;
+  FloatWeights fw;
+  for (const auto& l : detail::weighted_layers(gm)) {
+    const at::Tensor& w = l.module->weight();
+    const at::Tensor& b = l.module->bias();
+    fw.layers[l.path] = {w.detach().clone(), b.defined() ? b.detach().clone() : at::zeros({l.module->out_channels()})};
+  }
+  return fw;
+}
+
+namespace detail {
+
+std::vector<WeightedLayer> weighted_layers(fx::GraphModule& gm) {
+  std::vector<WeightedLayer> out;
+  std::set<std::string> seen;
+  for (const fx::Node* n : gm.graph().nodes()) {
+    if (n->op() != fx::Opcode::kCallModule || !seen.insert(n->target()).second) continue;
+    auto f = std::dynamic_pointer_cast<FusedConvLinear>(gm.get_submodule(n->target()));
+    if (f && f->weight_fake_quant()) out.push_back({n->target(), f});
+  }
+  return out;
+}
+
+std::vector<std::vector<at::Tensor>> take_samples(const NextBatch& data, int64_t n) {
+  std::vector<std::vector<at::Tensor>> out;
+  int64_t have = 0;
+  while (have < n) {
+    std::vector<at::Tensor> b = data();
+    if (b.empty()) break;
+    const int64_t take = std::min<int64_t>(b.at(0).size(0), n - have);
+    for (auto& t : b) t = t.slice(0, 0, take);
+    have += take;
+    out.push_back(std::move(b));
+  }
+  return out;
+}
+
+at::Tensor capture_input(fx::GraphModule& gm, const std::string& path, const std::vector<std::vector<at::Tensor>>& batches) {
+  at::NoGradGuard ng;
+  auto module = gm.get_submodule(path);
+  const fx::CallFn original = gm.module_fn(path);
+  auto got = std::make_shared<std::vector<at::Tensor>>();
+  gm.replace_submodule(path, module, [original, got](std::vector<c10::IValue>& a) {
+    got->push_back(a.at(0).toTensor().detach());
+    return original(a);
+  });
+  struct Restore {
+    fx::GraphModule& gm;
+    const std::string& path;
+    std::shared_ptr<torch::nn::Module> module;
+    const fx::CallFn& fn;
+    ~Restore() { gm.replace_submodule(path, module, fn); }
+  } restore{gm, path, module, original};
+  for (const auto& b : batches) gm.forward(std::vector<c10::IValue>(b.begin(), b.end()));
+  if (got->empty()) throw std::logic_error("layer '" + path + "' did not run on the calibration data");
+  return at::cat(*got, 0);
+}
+
+UseFloatWeights::UseFloatWeights(fx::GraphModule& gm, const FloatWeights& reference) {
+  at::NoGradGuard ng;
+  for (const auto& l : weighted_layers(gm)) {
+    auto it = reference.layers.find(l.path);
+    if (it == reference.layers.end()) continue;
+    Saved s;
+    s.weight = l.module->weight();
+    s.weight_now = s.weight.detach().clone();
+    s.weight.detach().copy_(it->second.first);
+    s.bias = l.module->bias();
+    if (s.bias.defined()) {
+      s.bias_now = s.bias.detach().clone();
+      s.bias.detach().copy_(it->second.second);
+    }
+    saved_.push_back(std::move(s));
+  }
+}
+
+UseFloatWeights::~UseFloatWeights() {
+  at::NoGradGuard ng;
+  for (auto& s : saved_) {
+    s.weight.detach().copy_(s.weight_now);
+    if (s.bias.defined()) s.bias.detach().copy_(s.bias_now);
+  }
+}
+
+at::Tensor along(const at::Tensor& v, int64_t rank, int64_t axis) {
+  std::vector<int64_t> shape(static_cast<size_t>(rank), 1);
+  shape[static_cast<size_t>(axis)] = -1;
+  return v.reshape(shape);
+}
+
+int64_t output_axis(const FusedConvLinear& f, const at::Tensor& y) {
+  return f.op() == FusedConvLinear::Op::kLinear ? y.dim() - 1 : 1;
+}
+
+double sqnr_db(const at::Tensor& ref, const at::Tensor& x) {
+  const double s = ref.to(at::kDouble).pow(2).sum().item<double>();
+  const double n = (ref.to(at::kDouble) - x.to(at::kDouble)).pow(2).sum().item<double>();
+  return 10.0 * std::log10(std::max(s, 1e-30) / std::max(n, 1e-30));
+}
+
+}  // namespace detail
+}  // namespace qfx::quant

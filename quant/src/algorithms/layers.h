@@ -1,0 +1,59 @@
+// Internal: what the PTQ algorithms share: the weighted layers of a prepared
+// graph, calibration samples, capturing a layer's input, float reference weights.
+#pragma once
+
+#include <ATen/ATen.h>
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "qfx/quant/modules.h"
+#include "qfx/quant/ptq_algorithms.h"
+
+namespace qfx::quant::detail {
+
+/// One weighted layer: a FusedConvLinear with a weight FakeQuantize.
+struct WeightedLayer {
+  std::string path;
+  std::shared_ptr<FusedConvLinear> module;
+};
+
+/// The weighted layers `gm`'s graph calls, in graph order.
+std::vector<WeightedLayer> weighted_layers(fx::GraphModule& gm);
+
+/// Up to `n` samples from `data`, in batches (one tensor per graph input each).
+std::vector<std::vector<at::Tensor>> take_samples(const NextBatch& data, int64_t n);
+
+/// Runs `gm` on every batch (no gradient) and returns what the module at `path`
+/// received as its first argument, concatenated over the batches.
+at::Tensor capture_input(fx::GraphModule& gm, const std::string& path, const std::vector<std::vector<at::Tensor>>& batches);
+
+/// While alive, every layer in `reference` computes with its reference (float)
+/// weight and bias; the current values come back on destruction.
+class UseFloatWeights {
+ public:
+  UseFloatWeights(fx::GraphModule& gm, const FloatWeights& reference);
+  ~UseFloatWeights();
+  UseFloatWeights(const UseFloatWeights&) = delete;
+  UseFloatWeights& operator=(const UseFloatWeights&) = delete;
+
+ private:
+  struct Saved {
+    at::Tensor weight, bias;        // the live parameters
+    at::Tensor weight_now, bias_now;  // their values before the swap
+  };
+  std::vector<Saved> saved_;
+};
+
+/// `v` ([C]) shaped to broadcast along `axis` of a rank-`rank` tensor.
+at::Tensor along(const at::Tensor& v, int64_t rank, int64_t axis);
+
+/// Channel axis of a layer's output (1 for conv, last for linear).
+int64_t output_axis(const FusedConvLinear& f, const at::Tensor& y);
+
+/// 10 log10(|ref|^2 / |ref - x|^2).
+double sqnr_db(const at::Tensor& ref, const at::Tensor& x);
+
+}  // namespace qfx::quant::detail
