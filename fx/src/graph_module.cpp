@@ -106,8 +106,11 @@ at::Tensor GraphModule::get_attr(const std::string& path) const {
   std::string leaf;
   auto parent = const_cast<GraphModule*>(this)->container_for(path, &leaf, /*create=*/false);
   if (parent) {
-    if (auto* p = parent->named_parameters(false).find(leaf)) return *p;
-    if (auto* b = parent->named_buffers(false).find(leaf)) return *b;
+    // The dictionaries are temporaries: copy the tensor out while they live.
+    const auto params = parent->named_parameters(false);
+    if (const auto* p = params.find(leaf)) return *p;
+    const auto buffers = parent->named_buffers(false);
+    if (const auto* b = buffers.find(leaf)) return *b;
   }
   throw std::out_of_range("GraphModule: no parameter or buffer at '" + path + "'");
 }

@@ -39,6 +39,8 @@ bool bit_equal(const Tensor& a, const Tensor& b) {
          std::memcmp(a.raw(), b.raw(), static_cast<size_t>(a.numel()) * dtype_size(a.dtype())) == 0;
 }
 
+// Not on a temporary report: the pointer would dangle (found by ASan).
+const KernelChoice* choice_for_op(std::vector<KernelChoice>&& r, const std::string& op) = delete;
 const KernelChoice* choice_for_op(const std::vector<KernelChoice>& r, const std::string& op) {
   for (const auto& c : r)
     if (c.op == op) return &c;
@@ -134,10 +136,11 @@ TEST(Registry, ExamplePluginRunsItsKernelAndEqualsTheReference) {
   ModelOptions o("example_npu");
   o.plugins = {QFX_EXAMPLE_PLUGIN};
   Model npu = Model::load(onnx_dir() + "qdq_convnet.onnx", o);
-  const KernelChoice* add = choice_for_op(npu.kernel_report(), "QLinearAdd");
+  const auto npu_report = npu.kernel_report();  // by value: keep it alive
+  const KernelChoice* add = choice_for_op(npu_report, "QLinearAdd");
   ASSERT_NE(add, nullptr);
   EXPECT_EQ(add->impl, "example_npu");
-  const KernelChoice* conv = choice_for_op(npu.kernel_report(), "QLinearConv");
+  const KernelChoice* conv = choice_for_op(npu_report, "QLinearConv");
   ASSERT_NE(conv, nullptr);
   EXPECT_EQ(conv->impl, "reference") << "ops the plug-in does not register are inherited";
   for (uint32_t seed = 0; seed < 5; ++seed) {

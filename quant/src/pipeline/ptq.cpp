@@ -115,6 +115,7 @@ PtqResult ptq(const JobConfig& cfg, const PipelineHooks& hooks) {
   // the first evaluation batch, taken before the algorithms below change weights.
   at::Tensor libtorch_first;
   if (have_eval && ev->size() > 0) {
+    output_name(fp32, cfg.evaluation.output, config_path);  // ConfigError for an output the model lacks
     set_quant_state(*gm, QuantState::kFloat);
     libtorch_first = forward_output(*gm, ev->batch(0, std::min(ebs, ev->size())), cfg.evaluation.output);
     set_quant_state(*gm, QuantState::kFakeQuant);
