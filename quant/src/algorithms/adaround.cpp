@@ -58,15 +58,9 @@ std::vector<LayerAlgorithmReport> adaround(fx::GraphModule& gm, const NextBatch&
     FakeQuantize* fq = f.weight_fake_quant();
     if (fq->learnable() || f.bn_simulated() || !ref.layers.count(l.path)) continue;
     // Inputs: the float model's (target) and the fake-quantized model's (earlier layers rounded).
-    at::Tensor x_float, x_quant;
-    {
-      detail::UseFloatWeights use(gm, ref);
-      set_quant_state(gm, QuantState::kFloat);
-      x_float = detail::capture_input(gm, l.path, samples);
-    }
-    set_quant_state(gm, QuantState::kFakeQuant);
-    disable_observer(gm);
-    x_quant = detail::capture_input(gm, l.path, samples);
+    const auto inputs = detail::capture_float_and_quantized_input(gm, l.path, samples, ref);
+    const at::Tensor& x_float = inputs.first;
+    const at::Tensor& x_quant = inputs.second;
 
     at::NoGradGuard ng;
     const auto& [w_ref, b_ref] = ref.layers.at(l.path);

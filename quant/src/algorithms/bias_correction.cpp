@@ -21,15 +21,9 @@ std::vector<LayerAlgorithmReport> bias_correction(fx::GraphModule& gm, const Nex
     FusedConvLinear& f = *l.module;
     FakeQuantize* fq = f.weight_fake_quant();
     if (f.bn_simulated() || !ref.layers.count(l.path)) continue;
-    at::Tensor x_float, x_quant;
-    {
-      detail::UseFloatWeights use(gm, ref);
-      set_quant_state(gm, QuantState::kFloat);
-      x_float = detail::capture_input(gm, l.path, samples);
-    }
-    set_quant_state(gm, QuantState::kFakeQuant);
-    disable_observer(gm);
-    x_quant = detail::capture_input(gm, l.path, samples);
+    const auto inputs = detail::capture_float_and_quantized_input(gm, l.path, samples, ref);
+    const at::Tensor& x_float = inputs.first;
+    const at::Tensor& x_quant = inputs.second;
 
     at::NoGradGuard ng;
     const auto& [w_ref, b_ref] = ref.layers.at(l.path);

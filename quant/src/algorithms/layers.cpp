@@ -68,6 +68,20 @@ at::Tensor capture_input(fx::GraphModule& gm, const std::string& path, const std
   return at::cat(*got, 0);
 }
 
+std::pair<at::Tensor, at::Tensor> capture_float_and_quantized_input(fx::GraphModule& gm, const std::string& path,
+                                                                     const std::vector<std::vector<at::Tensor>>& batches,
+                                                                     const FloatWeights& reference) {
+  at::Tensor x_float;
+  {
+    UseFloatWeights use(gm, reference);
+    set_quant_state(gm, QuantState::kFloat);
+    x_float = capture_input(gm, path, batches);
+  }
+  set_quant_state(gm, QuantState::kFakeQuant);
+  disable_observer(gm);
+  return {x_float, capture_input(gm, path, batches)};
+}
+
 UseFloatWeights::UseFloatWeights(fx::GraphModule& gm, const FloatWeights& reference) {
   at::NoGradGuard ng;
   for (const auto& l : weighted_layers(gm)) {

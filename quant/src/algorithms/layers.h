@@ -30,6 +30,14 @@ std::vector<std::vector<at::Tensor>> take_samples(const NextBatch& data, int64_t
 /// received as its first argument, concatenated over the batches.
 at::Tensor capture_input(fx::GraphModule& gm, const std::string& path, const std::vector<std::vector<at::Tensor>>& batches);
 
+/// Layer `path`'s input over `batches` in the float model (every layer on its
+/// `reference` weights) and in the fake-quantized model (current weights,
+/// observers off), as {float, quantized}. Leaves `gm` in the fake-quant state
+/// with observers disabled.
+std::pair<at::Tensor, at::Tensor> capture_float_and_quantized_input(fx::GraphModule& gm, const std::string& path,
+                                                                     const std::vector<std::vector<at::Tensor>>& batches,
+                                                                     const FloatWeights& reference);
+
 /// While alive, every layer in `reference` computes with its reference (float)
 /// weight and bias; the current values come back on destruction.
 class UseFloatWeights {

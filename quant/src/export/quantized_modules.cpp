@@ -6,6 +6,7 @@
 
 #include "qfx/error.h"
 #include "qfx/fx/serialize.h"
+#include "../passes/conv_settings.h"
 
 namespace qfx::quant {
 namespace {
@@ -111,14 +112,8 @@ fx::CallFn quantized_call_fn(const std::shared_ptr<QuantizedConvLinear>& m) {
 
 c10::IValue QuantizedConvLinear::config() const {
   auto c = fx::make_config();
-  c.insert("op", static_cast<int64_t>(op_));
-  c.insert("activation", static_cast<int64_t>(act_));
+  detail::save_conv_settings(c, {op_, act_, stride_, padding_, dilation_, output_padding_, groups_});
   c.insert("type_name", type_name_);
-  c.insert("stride", stride_);
-  c.insert("padding", padding_);
-  c.insert("dilation", dilation_);
-  c.insert("output_padding", output_padding_);
-  c.insert("groups", groups_);
   c.insert("weight_quantized", weight_quantized());
   c.insert("weight_per_channel", wq_.per_channel);
   c.insert("weight_quant_min", wq_.quant_min);
@@ -131,17 +126,15 @@ c10::IValue QuantizedConvLinear::config() const {
 std::shared_ptr<QuantizedConvLinear> QuantizedConvLinear::from_config(const c10::IValue& config) {
   using fx::config_at;
   std::shared_ptr<QuantizedConvLinear> q(new QuantizedConvLinear());
-  const int64_t op = config_at(config, "op").toInt();
-  const int64_t act = config_at(config, "activation").toInt();
-  if (op < 0 || op > 2 || act < 0 || act > 2) throw std::runtime_error("op or activation out of range");
-  q->op_ = static_cast<FusedConvLinear::Op>(op);
-  q->act_ = static_cast<FusedActivation>(act);
+  const detail::ConvSettings s = detail::load_conv_settings(config);
+  q->op_ = s.op;
+  q->act_ = s.act;
+  q->stride_ = s.stride;
+  q->padding_ = s.padding;
+  q->dilation_ = s.dilation;
+  q->output_padding_ = s.output_padding;
+  q->groups_ = s.groups;
   q->type_name_ = config_at(config, "type_name").toStringRef();
-  q->stride_ = config_at(config, "stride").toIntVector();
-  q->padding_ = config_at(config, "padding").toIntVector();
-  q->dilation_ = config_at(config, "dilation").toIntVector();
-  q->output_padding_ = config_at(config, "output_padding").toIntVector();
-  q->groups_ = config_at(config, "groups").toInt();
   const auto f32 = at::TensorOptions().dtype(at::kFloat);
   const auto i32 = at::TensorOptions().dtype(at::kInt);
   q->bias_ = q->register_buffer("bias", at::zeros({0}, f32));

@@ -5,6 +5,7 @@
 #include <torch/nn/modules/conv.h>
 #include <torch/nn/modules/linear.h>
 
+#include "conv_settings.h"
 #include "qfx/fx/serialize.h"
 
 namespace qfx::quant {
@@ -278,20 +279,14 @@ void update_bn_stats(torch::nn::Module& model) {
 
 c10::IValue FusedConvLinear::config() const {
   auto c = fx::make_config();
-  c.insert("op", static_cast<int64_t>(op_));
+  detail::save_conv_settings(c, {op_, act_, stride_, padding_, dilation_, output_padding_, groups_});
   c.insert("base_op", base_op_);
   c.insert("dims", static_cast<int64_t>(dims_));
-  c.insert("stride", stride_);
-  c.insert("padding", padding_);
-  c.insert("dilation", dilation_);
-  c.insert("output_padding", output_padding_);
-  c.insert("groups", groups_);
   c.insert("weight_shape", weight_.sizes().vec());
   c.insert("has_bias", bias_.defined());
   c.insert("bn", bn_ ? fx::save_module_record(*bn_) : c10::IValue());
   c.insert("bn_folded", bn_folded_);
   c.insert("bn_frozen", bn_frozen_);
-  c.insert("activation", static_cast<int64_t>(act_));
   c.insert("weight_fake_quant", wfq_ ? fx::save_module_record(*wfq_) : c10::IValue());
   return c;
 }
@@ -299,18 +294,16 @@ c10::IValue FusedConvLinear::config() const {
 std::shared_ptr<FusedConvLinear> FusedConvLinear::from_config(const c10::IValue& config) {
   using fx::config_at;
   std::shared_ptr<FusedConvLinear> f(new FusedConvLinear());
-  const int64_t op = config_at(config, "op").toInt();
-  const int64_t act = config_at(config, "activation").toInt();
-  if (op < 0 || op > 2 || act < 0 || act > 2) throw std::runtime_error("op or activation out of range");
-  f->op_ = static_cast<Op>(op);
-  f->act_ = static_cast<FusedActivation>(act);
+  const detail::ConvSettings s = detail::load_conv_settings(config);
+  f->op_ = s.op;
+  f->act_ = s.act;
+  f->stride_ = s.stride;
+  f->padding_ = s.padding;
+  f->dilation_ = s.dilation;
+  f->output_padding_ = s.output_padding;
+  f->groups_ = s.groups;
   f->base_op_ = config_at(config, "base_op").toStringRef();
   f->dims_ = static_cast<int>(config_at(config, "dims").toInt());
-  f->stride_ = config_at(config, "stride").toIntVector();
-  f->padding_ = config_at(config, "padding").toIntVector();
-  f->dilation_ = config_at(config, "dilation").toIntVector();
-  f->output_padding_ = config_at(config, "output_padding").toIntVector();
-  f->groups_ = config_at(config, "groups").toInt();
   const auto shape = config_at(config, "weight_shape").toIntVector();
   if (shape.empty()) throw std::runtime_error("empty weight shape");
   f->weight_ = f->register_parameter("weight", at::zeros(shape));
