@@ -50,4 +50,12 @@ void nhwc_to_nchw(const void* src, void* dst, const Shape& shape, size_t elem);
 /// weights, so the onednn backend declines such QLinearConv/QGemm (the reference runs them).
 bool onednn_int8_exact(DType src, const Tensor& weights);
 
+/// The int32 accumulator bias of QLinearConv / int8 Gemm: an int32 `b` as is; a
+/// float32 `b` divided by input scale x weight scale (`in_w`, one per output
+/// channel), rounded half to even and saturated to int32 (a float beyond the
+/// int32 range has no defined conversion; NaN gives 0). Shared by the reference
+/// and oneDNN kernels so both compute the same accumulators. `b` holds M values.
+/// Throws DataError naming `n` for a bias of another dtype.
+std::vector<int32_t> int32_bias(const ir::Node& n, const Tensor& b, int64_t M, const std::vector<float>& in_w);
+
 }  // namespace qfx::runtime

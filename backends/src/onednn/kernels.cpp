@@ -301,10 +301,8 @@ bool qconv_qgemm(const KernelRequest& r, Kernel* k) {
   const bool has_bias = in.size() > 2 && !n.inputs[2].empty();
   if (has_bias) {
     if (!consts[2] || consts[2]->numel() != M) return r.decline("the bias is not a constant of M values");
-    for (int64_t m = 0; m < M; ++m)
-      bias.data<int32_t>()[m] = consts[2]->dtype() == DType::kInt32
-                                    ? consts[2]->data<int32_t>()[m]
-                                    : static_cast<int32_t>(std::nearbyint(consts[2]->data<float>()[m] / in_w[static_cast<size_t>(m)]));
+    const std::vector<int32_t> b32 = int32_bias(n, *consts[2], M, in_w);
+    std::copy(b32.begin(), b32.end(), bias.data<int32_t>());
   }
   auto& eng = engine();
   auto attr = int8_attr(n, mult);

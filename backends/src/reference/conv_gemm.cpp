@@ -84,16 +84,30 @@ Kernel conv(const Node& n, const std::vector<Meta>& in, const std::vector<const 
   return k;
 }
 
-std::vector<int32_t> int_bias(const Node& n, const Tensor* b, int64_t M, const std::vector<float>& mult_in_w) {
+}  // namespace
+
+std::vector<int32_t> int32_bias(const ir::Node& n, const Tensor& b, int64_t M, const std::vector<float>& in_w) {
+  if (b.dtype() != DType::kInt32 && b.dtype() != DType::kFloat32)
+    throw DataError(n.label() + ": the bias is " + std::string(dtype_name(b.dtype())) + ", expected int32 or float32");
   std::vector<int32_t> out(static_cast<size_t>(M), 0);
-  if (!b) return out;
-  if (b->numel() != M) bad_shape(n, "bias has " + std::to_string(b->numel()) + " values, expected " + std::to_string(M));
   for (int64_t m = 0; m < M; ++m) {
-    if (b->dtype() == DType::kInt32) out[static_cast<size_t>(m)] = b->data<int32_t>()[m];
-    else
-      out[static_cast<size_t>(m)] = static_cast<int32_t>(std::nearbyint(b->data<float>()[m] / mult_in_w[static_cast<size_t>(m)]));
+    if (b.dtype() == DType::kInt32) {
+      out[static_cast<size_t>(m)] = b.data<int32_t>()[m];
+      continue;
+    }
+    const double v = std::nearbyint(static_cast<double>(b.data<float>()[m] / in_w[static_cast<size_t>(m)]));
+    if (std::isnan(v)) continue;
+    out[static_cast<size_t>(m)] = static_cast<int32_t>(std::clamp(v, -2147483648.0, 2147483647.0));
   }
   return out;
+}
+
+namespace {
+
+std::vector<int32_t> int_bias(const Node& n, const Tensor* b, int64_t M, const std::vector<float>& mult_in_w) {
+  if (!b) return std::vector<int32_t>(static_cast<size_t>(M), 0);
+  if (b->numel() != M) bad_shape(n, "bias has " + std::to_string(b->numel()) + " values, expected " + std::to_string(M));
+  return int32_bias(n, *b, M, mult_in_w);
 }
 
 
