@@ -8,6 +8,7 @@
 #include <torch/nn/modules/batchnorm.h>
 #include <torch/nn/modules/conv.h>
 #include <torch/nn/modules/linear.h>
+#include <torch/nn/modules/normalization.h>
 #include <torch/nn/modules/pooling.h>
 
 #include "qfx/fx/tracer.h"
@@ -233,4 +234,99 @@ TEST(BiasCorrection, RemovesTheMeanOutputShift) {
   const double after = mean_shift();
   std::cout << "mean |logit shift|: before " << before << ", after " << after << "\n";
   EXPECT_LT(after, 0.5 * before);
+}
+
+namespace {
+
+// A transformer-style MLP block: LayerNorm -> Linear -> ReLU -> Linear on [N, T, 64]
+// tokens, with four LayerNorm output channels scaled by 50 (the outlier channels of
+// large language models) and the first Linear's weights reading them scaled back:
+// the float function is an ordinary block; per-tensor int8 activations are not.
+struct BlockImpl : torch::nn::Module {
+  BlockImpl() {
+    ln = register_module("ln", torch::nn::LayerNorm(torch::nn::LayerNormOptions({64})));
+    fc1 = register_module("fc1", torch::nn::Linear(64, 128));
+    fc2 = register_module("fc2", torch::nn::Linear(128, 16));
+  }
+  at::Tensor forward(const at::Tensor& x) { return fc2->forward(torch::relu(fc1->forward(ln->forward(x)))); }
+  torch::nn::LayerNorm ln{nullptr};
+  torch::nn::Linear fc1{nullptr}, fc2{nullptr};
+};
+TORCH_MODULE(Block);
+
+Block make_block() {
+  torch::manual_seed(7);
+  Block b;
+  at::NoGradGuard ng;
+  b->ln->weight.uniform_(0.5, 1.5);
+  b->ln->bias.uniform_(-0.2, 0.2);
+  b->ln->weight.slice(0, 0, 4).mul_(50);
+  b->ln->bias.slice(0, 0, 4).mul_(50);
+  b->fc1->weight.slice(1, 0, 4).div_(50);
+  return b;
+}
+
+template <typename Impl>
+fx::CallFn unary_fn(std::shared_ptr<Impl> m) {
+  return [m](std::vector<c10::IValue>& a) -> c10::IValue { return m->forward(a.at(0).toTensor()); };
+}
+
+// The block as the C++ tracer records it (aten::layer_norm reading get_attr
+// weight and bias), or with the LayerNorm as a call_module leaf (as traced from
+// TorchScript), built by hand.
+std::shared_ptr<fx::GraphModule> block_graph(Block b, bool norm_module) {
+  if (!norm_module)
+    return fx::trace_module(b.ptr(), [b](std::vector<c10::IValue> in) mutable { return b->forward(in[0].toTensor()); },
+                            {at::randn({2, 8, 64})});
+  auto gm = std::make_shared<fx::GraphModule>();
+  gm->add_submodule("ln", b->ln.ptr(), unary_fn(b->ln.ptr()));
+  gm->add_submodule("fc1", b->fc1.ptr(), unary_fn(b->fc1.ptr()));
+  gm->add_submodule("fc2", b->fc2.ptr(), unary_fn(b->fc2.ptr()));
+  fx::Graph& g = gm->graph();
+  fx::Node* x = g.placeholder("x");
+  fx::Node* h = g.call_module("fc1", {g.call_module("ln", {x})});
+  g.output(g.call_module("fc2", {g.call_function("aten::relu", {h})}));
+  return gm;
+}
+
+double block_sqnr(bool smooth, bool norm_module = false) {
+  Block b = make_block();
+  auto gm = block_graph(b, norm_module);
+  gm->eval();
+  prepare_fx(*gm, QConfigMapping::default_mapping(), BackendConfig::resolve("onednn"));
+  torch::manual_seed(12);
+  const at::Tensor data = at::randn({64, 8, 64});
+  if (smooth) {
+    auto rep = smooth_quant(*gm, batches_of(data, 16), 0.5);
+    EXPECT_EQ(rep.size(), 1u);
+    if (rep.size() == 1) {
+      EXPECT_EQ(rep[0].linears, std::vector<std::string>{"fc1"});
+      EXPECT_GT(rep[0].spread_before, 20.0);
+      EXPECT_LT(rep[0].spread_after, rep[0].spread_before / 4);
+    }
+    // The float function is unchanged, and the user's block keeps its parameters.
+    at::NoGradGuard ng;
+    set_quant_state(*gm, QuantState::kFloat);
+    const at::Tensor x = at::randn({4, 8, 64});
+    const at::Tensor y = make_block()->forward(x);
+    EXPECT_LT((gm->forward(x) - y).abs().max().item<double>(), 1e-4 * y.abs().max().item<double>());
+    EXPECT_TRUE(at::equal(b->ln->weight, make_block()->ln->weight));
+    EXPECT_TRUE(at::equal(b->fc1->weight, make_block()->fc1->weight));
+  }
+  calibrate_in_libtorch(*gm, data);
+  at::NoGradGuard ng;
+  torch::manual_seed(13);
+  const at::Tensor x = at::randn({32, 8, 64});
+  return sqnr(make_block()->forward(x), gm->forward(x));
+}
+
+}  // namespace
+
+TEST(SmoothQuant, OutlierChannelsMoveIntoTheWeights) {
+  for (bool norm_module : {false, true}) {
+    const double plain = block_sqnr(false, norm_module), smoothed = block_sqnr(true, norm_module);
+    std::cout << "int8 output SQNR with 50x outlier channels (LayerNorm as " << (norm_module ? "module" : "aten op")
+              << "): plain " << plain << " dB, SmoothQuant " << smoothed << " dB\n";
+    EXPECT_GT(smoothed, plain + 6.0) << norm_module;
+  }
 }

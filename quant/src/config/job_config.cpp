@@ -198,9 +198,22 @@ JobConfig load_job_config(const std::string& path, const std::vector<std::string
   }
   if (const YAML::Node p = root["ptq"]; p && !p.IsNull()) {
     if (!p.IsMap()) bad(path, p, "ptq must be a mapping {cross_layer_equalization: ..., adaround: ..., bias_correction: ...}");
-    check_keys(path, p, "ptq", {"cross_layer_equalization", "adaround", "bias_correction"});
+    check_keys(path, p, "ptq", {"cross_layer_equalization", "smoothquant", "adaround", "bias_correction"});
     PtqAlgorithmsConfig& a = c.ptq;
     if (auto v = p["cross_layer_equalization"]) a.cross_layer_equalization = as_bool(path, v, "ptq.cross_layer_equalization");
+    if (auto v = p["smoothquant"]) {
+      if (v.IsMap()) {
+        a.smoothquant = true;
+        check_keys(path, v, "ptq.smoothquant", {"alpha", "num_samples"});
+        if (auto n = v["alpha"]) {
+          a.smoothquant_alpha = as_double(path, n, "ptq.smoothquant.alpha");
+          if (!(a.smoothquant_alpha > 0 && a.smoothquant_alpha < 1)) bad(path, n, "ptq.smoothquant.alpha must be in (0, 1)");
+        }
+        if (auto n = v["num_samples"]) a.smoothquant_samples = positive(path, n, "ptq.smoothquant.num_samples", false);
+      } else {
+        a.smoothquant = as_bool(path, v, "ptq.smoothquant");
+      }
+    }
     if (auto v = p["adaround"]) {
       if (v.IsMap()) {
         a.adaround = true;

@@ -64,6 +64,9 @@ struct TrainingConfig {
 /// data (never on evaluation data). All off by default.
 struct PtqAlgorithmsConfig {
   bool cross_layer_equalization = false;  ///< after prepare, before calibration
+  bool smoothquant = false;               ///< after prepare (and equalisation), before calibration
+  double smoothquant_alpha = 0.5;         ///< ptq.smoothquant: {alpha, num_samples}
+  int64_t smoothquant_samples = 256;
   bool adaround = false;                  ///< after calibration
   AdaRoundOptions adaround_options;       ///< ptq.adaround: {iterations, lr, reg, beta: [start, end], warmup, batch_size, num_samples, seed}
   bool bias_correction = false;           ///< after calibration and AdaRound

@@ -45,6 +45,30 @@ struct EqualizedPair {
 /// saw data (its statistics would no longer fit the equalised model).
 std::vector<EqualizedPair> cross_layer_equalization(fx::GraphModule& gm, int iterations = 4);
 
+/// One LayerNorm whose output SmoothQuant rescaled, and the linears it feeds.
+struct SmoothedNorm {
+  std::string norm;                  ///< node name of the LayerNorm (module or aten::layer_norm)
+  std::vector<std::string> linears;  ///< module paths of the Linear layers reading it
+  /// max/min over channels of the per-channel max |activation| of the norm's
+  /// output (the linears' input) on the calibration data, before and after.
+  double spread_before = 0, spread_after = 0;
+};
+
+/// SmoothQuant (Xiao et al. 2023, "SmoothQuant: Accurate and Efficient
+/// Post-Training Quantization for Large Language Models"): for every LayerNorm
+/// (a torch.nn.LayerNorm module, or aten::layer_norm with weight and bias) whose
+/// output feeds only Linear layers (directly or through one activation
+/// FakeQuantize), per input channel j: s_j = max|X_j|^alpha / max|W_j|^(1 - alpha)
+/// (X over `num_samples` calibration samples, W over all the linears), then the
+/// norm's weight and bias are divided by s and every linear's weight columns
+/// multiplied by it: the float function is unchanged and outlier channels of the
+/// activation move into the weights. Run between prepare_fx and calibration; the
+/// user's model keeps its parameters (the norm and linears get copies). alpha in
+/// (0, 1). Leaves the model in the calibration state. Throws std::logic_error if
+/// an observer between already saw data, std::invalid_argument for a bad alpha.
+std::vector<SmoothedNorm> smooth_quant(fx::GraphModule& gm, const NextBatch& data, double alpha = 0.5,
+                                       int64_t num_samples = 256);
+
 /// The float weights and biases of every weighted layer (FusedConvLinear with a
 /// weight FakeQuantize), by module path: clones taken by `snapshot_float_weights`.
 /// AdaRound and bias correction change weights and biases; their targets are the
