@@ -129,7 +129,8 @@ TEST(PtqSection, PresetsAndErrors) {
   EXPECT_NE(error("ptq.adaround={iteration: 5}").find("unknown key 'iteration'"), std::string::npos);
   EXPECT_NE(error("ptq.adaround={beta: [1, 2]}").find("ptq.adaround.beta"), std::string::npos);
   EXPECT_NE(error("ptq.adaround={warmup: 1.5}").find("ptq.adaround.warmup"), std::string::npos);
-  EXPECT_NE(error("ptq.sensitivity=true").find("unknown key 'sensitivity'"), std::string::npos);
+  EXPECT_NE(error("ptq.auto_fallback=true").find("unknown key 'auto_fallback'"), std::string::npos);
+  EXPECT_TRUE(qfx::quant::load_job_config(base, {"ptq.sensitivity={num_samples: 32}"}).ptq.sensitivity);
   EXPECT_NE(error("ptq.smoothquant={alpha: 1.5}").find("ptq.smoothquant.alpha"), std::string::npos);
   EXPECT_TRUE(qfx::quant::load_job_config(base, {"ptq.smoothquant={alpha: 0.7}"}).ptq.smoothquant);
   EXPECT_NE(error("ptq.bias_correction=maybe").find("ptq.bias_correction"), std::string::npos);

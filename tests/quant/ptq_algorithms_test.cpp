@@ -330,3 +330,32 @@ TEST(SmoothQuant, OutlierChannelsMoveIntoTheWeights) {
     EXPECT_GT(smoothed, plain + 6.0) << norm_module;
   }
 }
+
+// Quantizing one layer costs less than quantizing all of them; the ranking (by
+// that cost) puts first the layer whose float fallback recovers the most.
+TEST(LayerSensitivity, OneLayerAndAllButOne) {
+  Net net = make_net(false);
+  auto gm = prepared(net);
+  const at::Tensor data = calibration_data();
+  calibrate_in_libtorch(*gm, data);
+  double all = 0;
+  auto s = layer_sensitivity(*gm, batches_of(data, 32), 128, &all);
+  ASSERT_EQ(s.size(), 4u);
+  for (size_t i = 0; i < s.size(); ++i) {
+    std::cout << s[i].layer << ": only " << s[i].only_this_db << " dB, all but " << s[i].all_but_this_db
+              << " dB (all " << all << " dB)\n";
+    EXPECT_GT(s[i].only_this_db, all) << s[i].layer;
+    if (i > 0) EXPECT_LE(s[i - 1].only_this_db, s[i].only_this_db);
+  }
+  // Leaving the most sensitive layer float helps the most. (Leaving a harmless one
+  // float can even lower the SQNR a little: errors of layers partly cancel.)
+  for (size_t i = 1; i < s.size(); ++i) EXPECT_GT(s[0].all_but_this_db, s[i].all_but_this_db) << s[i].layer;
+  EXPECT_GT(s[0].all_but_this_db, all + 1.0);
+  // The model is left fake-quantized: the same output as before.
+  at::NoGradGuard ng;
+  const at::Tensor x = at::randn({4, 3, 12, 12});
+  const at::Tensor y1 = gm->forward(x);
+  set_quant_state(*gm, QuantState::kFakeQuant);
+  disable_observer(*gm);
+  EXPECT_TRUE(at::equal(y1, gm->forward(x)));
+}

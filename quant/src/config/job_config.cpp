@@ -198,8 +198,17 @@ JobConfig load_job_config(const std::string& path, const std::vector<std::string
   }
   if (const YAML::Node p = root["ptq"]; p && !p.IsNull()) {
     if (!p.IsMap()) bad(path, p, "ptq must be a mapping {cross_layer_equalization: ..., adaround: ..., bias_correction: ...}");
-    check_keys(path, p, "ptq", {"cross_layer_equalization", "smoothquant", "adaround", "bias_correction"});
+    check_keys(path, p, "ptq", {"cross_layer_equalization", "smoothquant", "sensitivity", "adaround", "bias_correction"});
     PtqAlgorithmsConfig& a = c.ptq;
+    if (auto v = p["sensitivity"]) {
+      if (v.IsMap()) {
+        a.sensitivity = true;
+        check_keys(path, v, "ptq.sensitivity", {"num_samples"});
+        if (auto n = v["num_samples"]) a.sensitivity_samples = positive(path, n, "ptq.sensitivity.num_samples", false);
+      } else {
+        a.sensitivity = as_bool(path, v, "ptq.sensitivity");
+      }
+    }
     if (auto v = p["cross_layer_equalization"]) a.cross_layer_equalization = as_bool(path, v, "ptq.cross_layer_equalization");
     if (auto v = p["smoothquant"]) {
       if (v.IsMap()) {

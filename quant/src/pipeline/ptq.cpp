@@ -69,6 +69,7 @@ PtqResult ptq(const JobConfig& cfg, const PipelineHooks& hooks) {
   prepare_fx(*gm, cfg.qconfig, backend);
   const PtqAlgorithmsConfig& alg = cfg.ptq;
   nlohmann::json algorithms = nlohmann::json::object();
+  nlohmann::json report_sensitivity;
   if (alg.cross_layer_equalization) {
     auto pairs = cross_layer_equalization(*gm);
     nlohmann::json j = nlohmann::json::array();
@@ -130,6 +131,21 @@ PtqResult ptq(const JobConfig& cfg, const PipelineHooks& hooks) {
     disable_observer(*gm);
   }
 
+  if (alg.sensitivity) {
+    double all_db = 0;
+    auto sens = layer_sensitivity(*gm, batches(*cal, bs), alg.sensitivity_samples, &all_db);
+    nlohmann::json layers = nlohmann::json::array();
+    for (const auto& s : sens)
+      layers.push_back({{"layer", s.layer}, {"only_this_db", s.only_this_db}, {"all_but_this_db", s.all_but_this_db}});
+    report_sensitivity = {{"metric", "output SQNR (dB) against fp32 on calibration samples, fake-quantized in libtorch"},
+                          {"samples", alg.sensitivity_samples}, {"all_quantized_db", all_db}, {"layers", layers}};
+    for (size_t i = 0; i < std::min<size_t>(3, sens.size()); ++i)
+      info(hooks, "sensitivity #" + std::to_string(i + 1) + ": " + sens[i].layer + " (only it quantized: " +
+                      std::to_string(sens[i].only_this_db).substr(0, 5) + " dB; all but it: " +
+                      std::to_string(sens[i].all_but_this_db).substr(0, 5) + " dB; all: " +
+                      std::to_string(all_db).substr(0, 5) + " dB)");
+  }
+
   // Weight rounding and bias correction, against the float weights as calibrated.
   auto layer_json = [](const std::vector<LayerAlgorithmReport>& rs) {
     nlohmann::json j = nlohmann::json::array();
@@ -166,6 +182,7 @@ PtqResult ptq(const JobConfig& cfg, const PipelineHooks& hooks) {
   report["backend"] = backend.name;
   report["runtime_backend"] = rt_backend;
   report["algorithms"] = algorithms;
+  if (!report_sensitivity.is_null()) report["sensitivity"] = report_sensitivity;
   report["calibration"] = {{"images", cr.images}, {"images_per_s", cal_rate}, {"engine", cr.engine},
                            {"seconds", cr.seconds}, {"observed_tensors", cr.observed_tensors}};
   if (!cr.fallback_reason.empty()) report["calibration"]["fallback_reason"] = cr.fallback_reason;

@@ -69,6 +69,8 @@ struct PtqAlgorithmsConfig {
   int64_t smoothquant_samples = 256;
   bool adaround = false;                  ///< after calibration
   AdaRoundOptions adaround_options;       ///< ptq.adaround: {iterations, lr, reg, beta: [start, end], warmup, batch_size, num_samples, seed}
+  bool sensitivity = false;               ///< per-layer sensitivity of the calibrated model (report.json)
+  int64_t sensitivity_samples = 256;      ///< ptq.sensitivity: {num_samples}
   bool bias_correction = false;           ///< after calibration and AdaRound
   int64_t bias_correction_samples = 256;  ///< ptq.bias_correction: {num_samples}
 };

@@ -137,4 +137,21 @@ std::vector<LayerAlgorithmReport> adaround(fx::GraphModule& gm, const NextBatch&
 std::vector<LayerAlgorithmReport> bias_correction(fx::GraphModule& gm, const NextBatch& data, int64_t num_samples = 256,
                                                   const FloatWeights* reference = nullptr);
 
+/// How much one weighted layer's quantization costs (section "Sensitivity" of
+/// the README): output SQNR (dB) against the float model.
+struct LayerSensitivity {
+  std::string layer;           ///< module path
+  double only_this_db = 0;     ///< only this layer quantized (its weight and its input activation)
+  double all_but_this_db = 0;  ///< every quantized tensor but this layer's
+};
+
+/// Per-layer sensitivity of a calibrated model (fake-quant state, observers
+/// off) on `num_samples` samples of `data`, by switching fake quantization of
+/// single FakeQuantizes off and on (weights and activations keep their qparams).
+/// Also returns, in `all_db` (optional), the SQNR with everything quantized.
+/// Sorted most sensitive first (lowest `only_this_db`). Leaves the model in the
+/// fake-quant state with observers disabled.
+std::vector<LayerSensitivity> layer_sensitivity(fx::GraphModule& gm, const NextBatch& data, int64_t num_samples = 256,
+                                                double* all_db = nullptr);
+
 }  // namespace qfx::quant
