@@ -143,6 +143,9 @@ Graph load_onnx_bytes(const std::string& bytes, const std::string& path) {
     n.name = np.name().empty() ? (np.output_size() ? np.output(0) : n.op) : np.name();
     n.inputs.assign(np.input().begin(), np.input().end());
     n.outputs.assign(np.output().begin(), np.output().end());
+    // Every op qfx runs produces its first output; passes read outputs[0].
+    if (n.outputs.empty() || n.outputs[0].empty())
+      throw DataError(path + ": node '" + n.name + "' (" + n.op + ") has no output");
     for (const auto& ap : np.attribute()) {
       Attr a;
       switch (ap.type()) {
