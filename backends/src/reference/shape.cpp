@@ -270,14 +270,22 @@ Kernel resize(const Node& n, const std::vector<Meta>& in, const std::vector<cons
   std::vector<float> scale = {1, 1, 1, 1};
   if (n.inputs.size() > 3 && !n.inputs[3].empty()) {
     auto s = int_values(need_const(n, consts, 3, "Resize sizes"));
+    if (s.size() != 4) bad_shape(n, "sizes must have 4 values");
     out.assign(s.begin(), s.end());
-    for (size_t d = 0; d < 4; ++d) scale[d] = static_cast<float>(out[d]) / static_cast<float>(x[d]);
+    for (size_t d = 0; d < 4; ++d) {
+      if (out[d] <= 0 || out[d] > (int64_t{1} << 31)) bad_shape(n, "sizes must be in 1..2^31");
+      scale[d] = static_cast<float>(out[d]) / static_cast<float>(x[d]);
+    }
   } else {
-    const Tensor& sc = need_const(n, consts, 2, "Resize scales");
-    if (sc.numel() != 4) bad_shape(n, "scales must have 4 values");
+    const Tensor& sc = need_const(n, consts, 2, "Resize scales", DType::kFloat32, 4);
     for (size_t d = 0; d < 4; ++d) {
       scale[d] = sc.data<float>()[d];
-      out[d] = static_cast<int64_t>(std::floor(static_cast<float>(x[d]) * scale[d]));
+      // The output size must be a representable, allocatable count (a fuzzed
+      // scale of 1e20 made the float -> int64 conversion undefined).
+      const double len = std::floor(static_cast<double>(x[d]) * static_cast<double>(scale[d]));
+      if (!(scale[d] > 0) || !(len >= 1 && len <= static_cast<double>(int64_t{1} << 31)))
+        bad_shape(n, "scales must be positive and give output sizes in 1..2^31");
+      out[d] = static_cast<int64_t>(len);
     }
   }
   if (out[0] != x[0] || out[1] != x[1]) unsupported(n, "resizing N or C");
