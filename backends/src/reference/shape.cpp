@@ -38,10 +38,20 @@ Kernel reshape(const Node& n, const std::vector<Meta>& in, const std::vector<con
         if (infer >= 0) bad_shape(n, "more than one -1 in the shape");
         infer = static_cast<int64_t>(i);
       } else {
+        // Dims are >= 0 and their product stays below 2^48 (a fuzzed shape's
+        // product overflowed int64).
+        if (s[i] < 0) bad_shape(n, "negative dim " + std::to_string(s[i]) + " in the shape");
+        if (s[i] != 0 && known > (int64_t{1} << 48) / s[i]) bad_shape(n, "the shape's element count is too large");
         known *= s[i];
       }
     }
-    if (infer >= 0) s[static_cast<size_t>(infer)] = known ? numel(x) / known : 0;
+    const int64_t total = numel(x);
+    if (infer >= 0) {
+      if (known == 0 || total % known != 0) bad_shape(n, "cannot infer the -1 dim from " + std::to_string(total) + " elements");
+      s[static_cast<size_t>(infer)] = total / known;
+    } else if (known != total) {
+      bad_shape(n, "the shape holds " + std::to_string(known) + " elements, the input " + std::to_string(total));
+    }
     out = s;
   } else if (n.op == "Squeeze") {
     std::vector<int64_t> axes;
