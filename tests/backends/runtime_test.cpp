@@ -264,6 +264,8 @@ TEST(FuzzRegressions, OnnxInputsFailCleanly) {
         EXPECT_NE(outcome.find("bytes, expected"), std::string::npos) << outcome;
       }
     }
+    if (e.path().filename() == "maxpool_1d_onednn.onnx")  // a 1-D MaxPool: oneDNN's pooling read a 4th dim; now declined, the reference runs it
+      EXPECT_EQ(outcome, "ran");
     std::cout << e.path().filename().string() << ": " << outcome << "\n";
   }
   EXPECT_GE(files, 1);

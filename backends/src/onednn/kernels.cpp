@@ -197,7 +197,12 @@ bool pool_fp32(const KernelRequest& r, Kernel* k) {
   if (kk.size() != 2) return r.decline("only 2-D windows");
   auto s = n.attr_ints("strides", {1, 1}), p = n.attr_ints("pads", {0, 0, 0, 0}), d = n.attr_ints("dilations", {1, 1});
   if (d != std::vector<int64_t>{1, 1}) return r.decline("dilations other than 1");
+  // Malformed attributes or ranks go to the reference, which reports them (a fuzzed
+  // MaxPool with short strides read past them here).
   const auto& x = in[0].shape;
+  if (x.size() != 4 || s.size() != 2 || p.size() != 4 || kk[0] <= 0 || kk[1] <= 0 || s[0] <= 0 || s[1] <= 0 ||
+      *std::min_element(p.begin(), p.end()) < 0)
+    return r.decline("needs a 4-D input, 2 positive strides and kernel dims, 4 non-negative pads");
   const int64_t oH = (x[2] + p[0] + p[2] - kk[0]) / s[0] + 1, oW = (x[3] + p[1] + p[3] - kk[1]) / s[1] + 1;
   if (oH <= 0 || oW <= 0) return r.decline("the window does not fit the input");
   const bool max = n.op == "MaxPool";

@@ -23,9 +23,16 @@ Geom window_geom(const Node& n, const Shape& x, std::vector<int64_t> kernel, boo
     return v;
   };
   auto s = pick("strides", 1), d = pick("dilations", 1);
+  // Attribute lengths and signs first: everything below indexes and divides by them
+  // (a fuzzed MaxPool with one stride for two spatial dims read past the vector).
+  if (s.size() != 2 || d.size() != 2) bad_shape(n, "strides and dilations need one value per spatial dim");
+  if (s[0] <= 0 || s[1] <= 0 || d[0] <= 0 || d[1] <= 0 || g.kH <= 0 || g.kW <= 0)
+    bad_shape(n, "kernel_shape, strides and dilations must be positive");
   g.sH = s[0]; g.sW = s[1]; g.dH = d[0]; g.dW = d[1];
   auto pads = n.attr_ints("pads");
   if (pads.empty()) pads.assign(one_d ? 2 : 4, 0);
+  if (pads.size() != (one_d ? 2u : 4u)) bad_shape(n, "pads need two values per spatial dim");
+  if (*std::min_element(pads.begin(), pads.end()) < 0) bad_shape(n, "pads must be non-negative");
   if (one_d) pads = {0, pads[0], 0, pads[1]};
   g.pT = pads[0]; g.pL = pads[1]; g.pB = pads[2]; g.pR = pads[3];
   const std::string ap = n.attr_s("auto_pad", "NOTSET");
