@@ -1,5 +1,7 @@
 #include "qfx/runtime/tensor.h"
 
+#include <unistd.h>
+
 #include <cstring>
 #include <sstream>
 
@@ -14,6 +16,16 @@ size_t dtype_size(DType t) {
     case DType::kInt8: case DType::kUInt8: case DType::kBool: return 1;
   }
   return 0;
+}
+
+void check_allocatable(uint64_t bytes, const std::string& what) {
+  static const uint64_t phys = [] {
+    const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGE_SIZE);
+    return pages > 0 && page > 0 ? static_cast<uint64_t>(pages) * static_cast<uint64_t>(page) : 0;
+  }();
+  if (phys > 0 && bytes > phys)
+    throw DataError(what + " needs " + std::to_string(bytes) + " bytes, more than this machine's memory (" +
+                    std::to_string(phys) + " bytes)");
 }
 
 const char* dtype_name(DType t) {
@@ -38,6 +50,7 @@ Tensor::Tensor(std::vector<int64_t> shape, DType dtype) : shape_(std::move(shape
     bytes *= d;
   }
   size_t n = nbytes();
+  check_allocatable(n, "a tensor of shape " + describe());
   data_ = std::shared_ptr<uint8_t[]>(new uint8_t[n == 0 ? 1 : n]);
   std::memset(data_.get(), 0, n == 0 ? 1 : n);
 }
