@@ -319,6 +319,11 @@ bool qconv_qgemm(const KernelRequest& r, Kernel* k) {
     const int64_t g = n.attr_i("group", 1), N = x[0], C = x[1], H = x[2], W = x[3], kH = ws[2], kW = ws[3];
     if (g <= 0 || C % g || M % g || ws[1] * g != C) return r.decline("group does not divide the channels");
     auto s = n.attr_ints("strides", {1, 1}), d = n.attr_ints("dilations", {1, 1}), p = n.attr_ints("pads", {0, 0, 0, 0});
+    // Malformed attributes go to the reference, which reports them (a fuzzed conv
+    // with short pads read past them here).
+    if (s.size() != 2 || d.size() != 2 || p.size() != 4 || s[0] <= 0 || s[1] <= 0 || d[0] <= 0 || d[1] <= 0 ||
+        kH <= 0 || kW <= 0 || *std::min_element(p.begin(), p.end()) < 0)
+      return r.decline("needs 2 positive strides and dilations, 4 non-negative pads");
     const int64_t oH = (H + p[0] + p[2] - (d[0] * (kH - 1) + 1)) / s[0] + 1;
     const int64_t oW = (W + p[1] + p[3] - (d[1] * (kW - 1) + 1)) / s[1] + 1;
     const memory::dims w_dims = g == 1 ? memory::dims{M, C, kH, kW} : memory::dims{g, M / g, C / g, kH, kW};
