@@ -200,15 +200,21 @@ JobConfig load_job_config(const std::string& path, const std::vector<std::string
     if (!p.IsMap()) bad(path, p, "ptq must be a mapping {cross_layer_equalization: ..., adaround: ..., bias_correction: ...}");
     check_keys(path, p, "ptq", {"cross_layer_equalization", "smoothquant", "sensitivity", "adaround", "bias_correction"});
     PtqAlgorithmsConfig& a = c.ptq;
-    if (auto v = p["sensitivity"]) {
-      if (v.IsMap()) {
-        a.sensitivity = true;
-        check_keys(path, v, "ptq.sensitivity", {"num_samples"});
-        if (auto n = v["num_samples"]) a.sensitivity_samples = positive(path, n, "ptq.sensitivity.num_samples", false);
-      } else {
-        a.sensitivity = as_bool(path, v, "ptq.sensitivity");
+    // `true` / `false`, or a mapping of options {num_samples: N}, which also enables it.
+    auto switch_with_samples = [&](const char* key, bool* on, int64_t* samples) {
+      const YAML::Node v = p[key];
+      if (!v) return;
+      const std::string what = std::string("ptq.") + key;
+      if (!v.IsMap()) {
+        *on = as_bool(path, v, what);
+        return;
       }
-    }
+      *on = true;
+      check_keys(path, v, what, {"num_samples"});
+      if (auto n = v["num_samples"]) *samples = positive(path, n, what + ".num_samples", false);
+    };
+    switch_with_samples("sensitivity", &a.sensitivity, &a.sensitivity_samples);
+    switch_with_samples("bias_correction", &a.bias_correction, &a.bias_correction_samples);
     if (auto v = p["cross_layer_equalization"]) a.cross_layer_equalization = as_bool(path, v, "ptq.cross_layer_equalization");
     if (auto v = p["smoothquant"]) {
       if (v.IsMap()) {
@@ -252,15 +258,6 @@ JobConfig load_job_config(const std::string& path, const std::vector<std::string
         }
       } else {
         a.adaround = as_bool(path, v, "ptq.adaround");
-      }
-    }
-    if (auto v = p["bias_correction"]) {
-      if (v.IsMap()) {
-        a.bias_correction = true;
-        check_keys(path, v, "ptq.bias_correction", {"num_samples"});
-        if (auto n = v["num_samples"]) a.bias_correction_samples = positive(path, n, "ptq.bias_correction.num_samples", false);
-      } else {
-        a.bias_correction = as_bool(path, v, "ptq.bias_correction");
       }
     }
   }
