@@ -102,6 +102,16 @@ memory reorder_weights(const memory::desc& user, const void* data, const memory:
   return wm;
 }
 
+// The 2-D window attributes the oneDNN kernels index: two positive strides and
+// dilations, four non-negative pads, positive kernel dims. Anything else is
+// declined to the reference, which reports it (the ONNX fuzzer found each kernel
+// reading past short attribute lists in turn).
+bool window_attrs_ok(const std::vector<int64_t>& s, const std::vector<int64_t>& d, const std::vector<int64_t>& p,
+                     int64_t kH, int64_t kW) {
+  return s.size() == 2 && d.size() == 2 && p.size() == 4 && s[0] > 0 && s[1] > 0 && d[0] > 0 && d[1] > 0 && kH > 0 &&
+         kW > 0 && *std::min_element(p.begin(), p.end()) >= 0;
+}
+
 bool conv_fp32(const KernelRequest& r, Kernel* k) {
   const ir::Node& n = r.node;
   const auto& in = r.in;
@@ -118,6 +128,7 @@ bool conv_fp32(const KernelRequest& r, Kernel* k) {
   const int64_t g = n.attr_i("group", 1), N = x[0], C = x[1], H = x[2], W = x[3], M = ws[0], kH = ws[2], kW = ws[3];
   if (g <= 0 || C % g || M % g || ws[1] * g != C) return r.decline("group does not divide the channels");
   auto s = n.attr_ints("strides", {1, 1}), d = n.attr_ints("dilations", {1, 1}), p = n.attr_ints("pads", {0, 0, 0, 0});
+  if (!window_attrs_ok(s, d, p, kH, kW)) return r.decline("needs 2 positive strides and dilations, 4 non-negative pads");
   const int64_t oH = (H + p[0] + p[2] - (d[0] * (kH - 1) + 1)) / s[0] + 1;
   const int64_t oW = (W + p[1] + p[3] - (d[1] * (kW - 1) + 1)) / s[1] + 1;
   if (oH <= 0 || oW <= 0) return r.decline("the window does not fit the input");
@@ -200,8 +211,7 @@ bool pool_fp32(const KernelRequest& r, Kernel* k) {
   // Malformed attributes or ranks go to the reference, which reports them (a fuzzed
   // MaxPool with short strides read past them here).
   const auto& x = in[0].shape;
-  if (x.size() != 4 || s.size() != 2 || p.size() != 4 || kk[0] <= 0 || kk[1] <= 0 || s[0] <= 0 || s[1] <= 0 ||
-      *std::min_element(p.begin(), p.end()) < 0)
+  if (x.size() != 4 || !window_attrs_ok(s, d, p, kk[0], kk[1]))
     return r.decline("needs a 4-D input, 2 positive strides and kernel dims, 4 non-negative pads");
   const int64_t oH = (x[2] + p[0] + p[2] - kk[0]) / s[0] + 1, oW = (x[3] + p[1] + p[3] - kk[1]) / s[1] + 1;
   if (oH <= 0 || oW <= 0) return r.decline("the window does not fit the input");
@@ -319,11 +329,7 @@ bool qconv_qgemm(const KernelRequest& r, Kernel* k) {
     const int64_t g = n.attr_i("group", 1), N = x[0], C = x[1], H = x[2], W = x[3], kH = ws[2], kW = ws[3];
     if (g <= 0 || C % g || M % g || ws[1] * g != C) return r.decline("group does not divide the channels");
     auto s = n.attr_ints("strides", {1, 1}), d = n.attr_ints("dilations", {1, 1}), p = n.attr_ints("pads", {0, 0, 0, 0});
-    // Malformed attributes go to the reference, which reports them (a fuzzed conv
-    // with short pads read past them here).
-    if (s.size() != 2 || d.size() != 2 || p.size() != 4 || s[0] <= 0 || s[1] <= 0 || d[0] <= 0 || d[1] <= 0 ||
-        kH <= 0 || kW <= 0 || *std::min_element(p.begin(), p.end()) < 0)
-      return r.decline("needs 2 positive strides and dilations, 4 non-negative pads");
+    if (!window_attrs_ok(s, d, p, kH, kW)) return r.decline("needs 2 positive strides and dilations, 4 non-negative pads");
     const int64_t oH = (H + p[0] + p[2] - (d[0] * (kH - 1) + 1)) / s[0] + 1;
     const int64_t oW = (W + p[1] + p[3] - (d[1] * (kW - 1) + 1)) / s[1] + 1;
     const memory::dims w_dims = g == 1 ? memory::dims{M, C, kH, kW} : memory::dims{g, M / g, C / g, kH, kW};
