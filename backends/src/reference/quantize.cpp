@@ -63,7 +63,9 @@ Kernel dequantize(const Node& n, const std::vector<Meta>& in, const std::vector<
     for (int64_t p = 0; p < t; ++p) {
       const int64_t c = C == 1 ? 0 : (p / inner) % C;
       const int32_t v = i32 ? i[0]->data<int32_t>()[p] : qload(*i[0], p);
-      y[p] = static_cast<float>(v - per(q.zero_point, c)) * per(q.scale, c);
+      // In int64: an int32 input minus an int32 zero point can leave int32 (UBSan found
+      // 704 - INT32_MIN); the exact difference, then float, as the spec's real arithmetic.
+      y[p] = static_cast<float>(static_cast<int64_t>(v) - static_cast<int64_t>(per(q.zero_point, c))) * per(q.scale, c);
     }
   };
   return k;
