@@ -243,6 +243,10 @@ TEST(FuzzRegressions, OnnxInputsFailCleanly) {
         EXPECT_EQ(err.exit_code(), 6) << outcome;
         EXPECT_NE(outcome.find("DequantizeLinear 'c1_w': scale is"), std::string::npos) << outcome;
       }
+      if (e.path().filename() == "conv_transpose_short_attrs.onnx" || e.path().filename() == "conv_fp32_short_attrs_onednn.onnx") {
+        EXPECT_EQ(err.exit_code(), 6) << outcome;  // the reference names the node; oneDNN declined instead of reading past
+        EXPECT_NE(outcome.find("Conv"), std::string::npos) << outcome;
+      }
       if (e.path().filename() == "values_need_154gb.onnx") {  // was a 154 GB arena allocation
         EXPECT_EQ(err.exit_code(), 6) << outcome;
         EXPECT_NE(outcome.find("more than this machine's memory"), std::string::npos) << outcome;

@@ -170,6 +170,12 @@ Kernel conv_transpose(const Node& n, const std::vector<Meta>& in, const std::vec
   const int64_t C = x[1], M = ws[1] * group, kH = ws[2], kW = ws[3];
   auto s = n.attr_ints("strides", {1, 1}), d = n.attr_ints("dilations", {1, 1}), p = n.attr_ints("pads", {0, 0, 0, 0}),
        op = n.attr_ints("output_padding", {0, 0});
+  // Lengths and signs before indexing them (the ONNX fuzzer found short lists read past).
+  if (s.size() != 2 || d.size() != 2 || p.size() != 4 || op.size() != 2)
+    bad_shape(n, "strides, dilations and output_padding need 2 values, pads 4");
+  if (s[0] <= 0 || s[1] <= 0 || d[0] <= 0 || d[1] <= 0 || kH <= 0 || kW <= 0 || op[0] < 0 || op[1] < 0 ||
+      *std::min_element(p.begin(), p.end()) < 0)
+    bad_shape(n, "kernel, strides and dilations must be positive, pads and output_padding non-negative");
   if (n.attr_s("auto_pad", "NOTSET") != "NOTSET") unsupported(n, "auto_pad on ConvTranspose");
   const int64_t oH = (x[2] - 1) * s[0] - p[0] - p[2] + d[0] * (kH - 1) + op[0] + 1;
   const int64_t oW = (x[3] - 1) * s[1] - p[1] - p[3] + d[1] * (kW - 1) + op[1] + 1;
