@@ -50,6 +50,13 @@ void nhwc_to_nchw(const void* src, void* dst, const Shape& shape, size_t elem);
 /// weights, so the onednn backend declines such QLinearConv/QGemm (the reference runs them).
 bool onednn_int8_exact(DType src, const Tensor& weights);
 
+/// True for the 2-D window attributes the conv and pooling kernels index: two
+/// positive strides and dilations, four non-negative pads, positive kernel dims.
+/// oneDNN's kernels decline anything else and the reference reports it (the ONNX
+/// fuzzer found kernel after kernel reading past short attribute lists).
+bool window_attrs_ok(const std::vector<int64_t>& s, const std::vector<int64_t>& d, const std::vector<int64_t>& p,
+                     int64_t kH, int64_t kW);
+
 /// The int32 accumulator bias of QLinearConv / int8 Gemm: an int32 `b` as is; a
 /// float32 `b` divided by input scale x weight scale (`in_w`, one per output
 /// channel), rounded half to even and saturated to int32 (a float beyond the

@@ -18,13 +18,13 @@ size_t dtype_size(DType t) {
   return 0;
 }
 
-void check_allocatable(uint64_t bytes, const std::string& what) {
+void check_allocatable(uint64_t bytes, const std::function<std::string()>& what) {
   static const uint64_t phys = [] {
     const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGE_SIZE);
     return pages > 0 && page > 0 ? static_cast<uint64_t>(pages) * static_cast<uint64_t>(page) : 0;
   }();
   if (phys > 0 && bytes > phys)
-    throw DataError(what + " needs " + std::to_string(bytes) + " bytes, more than this machine's memory (" +
+    throw DataError(what() + " needs " + std::to_string(bytes) + " bytes, more than this machine's memory (" +
                     std::to_string(phys) + " bytes)");
 }
 
@@ -50,7 +50,7 @@ Tensor::Tensor(std::vector<int64_t> shape, DType dtype) : shape_(std::move(shape
     bytes *= d;
   }
   size_t n = nbytes();
-  check_allocatable(n, "a tensor of shape " + describe());
+  check_allocatable(n, [this] { return "a tensor of shape " + describe(); });
   data_ = std::shared_ptr<uint8_t[]>(new uint8_t[n == 0 ? 1 : n]);
   std::memset(data_.get(), 0, n == 0 ? 1 : n);
 }

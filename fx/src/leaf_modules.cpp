@@ -135,12 +135,12 @@ void tie(torch::jit::Module& sm, const std::string& name, at::Tensor& native) {
 template <typename Holder>
 LeafModule unary(Holder h) {
   auto impl = h.ptr();
-  return {impl, unary_call_fn(impl)};
+  return {impl, tensor_call_fn(impl)};
 }
 
 template <typename Impl>
 LeafModule leaf(std::shared_ptr<Impl> impl) {
-  return {impl, unary_call_fn(impl)};
+  return {impl, tensor_call_fn(impl)};
 }
 
 bool has_tensor(torch::jit::Module& sm, const std::string& name) {
@@ -272,7 +272,6 @@ std::optional<IValue> param(const Reader& r, const char* constant_name, std::ini
 // Upsample: a functional leaf, because a scalar size/scale_factor only gets its
 // rank from the input at run time.
 std::optional<LeafModule> make_upsample(torch::jit::Module& sm, const Reader& r) {
-  namespace F = torch::nn::functional;
   IValue size, scale;
   std::string mode;
   c10::optional<bool> align;
@@ -294,8 +293,6 @@ std::optional<LeafModule> make_upsample(torch::jit::Module& sm, const Reader& r)
   } else {
     return std::nullopt;
   }
-  if (mode != "nearest" && mode != "bilinear" && mode != "linear" && mode != "bicubic" && mode != "trilinear")
-    return std::nullopt;
   auto as_vec = [](const IValue& v) {
     std::vector<IValue> out;
     if (v.isTuple()) out = v.toTupleRef().elements().vec();
@@ -307,7 +304,8 @@ std::optional<LeafModule> make_upsample(torch::jit::Module& sm, const Reader& r)
   for (const auto& e : as_vec(size)) sizes.push_back(e.toInt());
   std::vector<double> scales;
   for (const auto& e : as_vec(scale)) scales.push_back(e.toDouble());
-  if (sizes.empty() == scales.empty()) return std::nullopt;
+  // UpsampleLeaf checks the mode and size/scale_factor; make_leaf turns its
+  // std::invalid_argument into "trace through the module".
   return leaf(std::make_shared<UpsampleLeaf>(sizes, scales, mode, align));
 }
 
@@ -321,18 +319,18 @@ UpsampleLeaf::UpsampleLeaf(std::vector<int64_t> sizes, std::vector<double> scale
     : torch::nn::Module("Upsample"), sizes_(std::move(sizes)), scales_(std::move(scales)), mode_(std::move(mode)),
       align_(align) {
   if (sizes_.empty() == scales_.empty()) throw std::invalid_argument("Upsample: exactly one of size and scale_factor");
-  if (mode_ != "nearest" && mode_ != "bilinear" && mode_ != "linear" && mode_ != "bicubic" && mode_ != "trilinear")
-    throw std::invalid_argument("Upsample: unknown mode '" + mode_ + "'");
+  if (mode_ == "nearest") interp_mode_ = torch::kNearest;
+  else if (mode_ == "bilinear") interp_mode_ = torch::kBilinear;
+  else if (mode_ == "linear") interp_mode_ = torch::kLinear;
+  else if (mode_ == "bicubic") interp_mode_ = torch::kBicubic;
+  else if (mode_ == "trilinear") interp_mode_ = torch::kTrilinear;
+  else throw std::invalid_argument("Upsample: unknown mode '" + mode_ + "'");
 }
 
 at::Tensor UpsampleLeaf::forward(const at::Tensor& x) {
   namespace F = torch::nn::functional;
   F::InterpolateFuncOptions o;
-  if (mode_ == "nearest") o.mode(torch::kNearest);
-  else if (mode_ == "bilinear") o.mode(torch::kBilinear);
-  else if (mode_ == "linear") o.mode(torch::kLinear);
-  else if (mode_ == "bicubic") o.mode(torch::kBicubic);
-  else o.mode(torch::kTrilinear);
+  o.mode(interp_mode_);
   if (align_) o.align_corners(*align_);
   const size_t spatial = static_cast<size_t>(std::max<int64_t>(x.dim() - 2, 0));
   if (!sizes_.empty()) o.size(sizes_.size() == 1 ? std::vector<int64_t>(spatial, sizes_[0]) : sizes_);

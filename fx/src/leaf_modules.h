@@ -3,6 +3,7 @@
 #pragma once
 
 #include <torch/csrc/jit/api/module.h>
+#include <torch/nn/options/upsampling.h>
 
 #include <optional>
 #include <string>
@@ -17,10 +18,8 @@ std::string demangle_type(const std::string& qualified_name);
 /// The class name alone: "Conv2d".
 std::string short_type(const std::string& qualified_name);
 
-struct LeafModule {
-  std::shared_ptr<torch::nn::Module> module;
-  CallFn fn;
-};
+/// A native module and the callable call_module nodes run for it.
+using LeafModule = LoadedModule;
 
 /// torch.nn.Hardswish / Hardsigmoid (libtorch has no module class for them):
 /// x -> at::hardswish(x) / at::hardsigmoid(x), any shape.
@@ -51,14 +50,9 @@ class UpsampleLeaf : public torch::nn::Module {
   std::vector<int64_t> sizes_;
   std::vector<double> scales_;
   std::string mode_;
+  torch::nn::functional::InterpolateFuncOptions::mode_t interp_mode_;  // mode_, resolved once
   c10::optional<bool> align_;
 };
-
-/// The call_module callable for a module with `at::Tensor forward(const at::Tensor&)`.
-template <typename Impl>
-CallFn unary_call_fn(const std::shared_ptr<Impl>& impl) {
-  return [impl](std::vector<c10::IValue>& a) -> c10::IValue { return impl->forward(a.at(0).toTensor()); };
-}
 
 /// Registers the serializers of the torch.nn leaves above and of the native
 /// libtorch modules the tracers create (serialize.cpp calls it once).

@@ -46,7 +46,7 @@ void reg(const std::string& type, std::function<void(const Impl&, ModuleConfig&)
   };
   s.load = [load](const IValue& c) {
     std::shared_ptr<Impl> impl = load(c);
-    return LoadedModule{impl, unary_call_fn(impl)};
+    return LoadedModule{impl, tensor_call_fn(impl)};
   };
   add_serializer(std::move(s));
 }

@@ -110,7 +110,7 @@ std::shared_ptr<GraphModule> trace_module(std::shared_ptr<torch::nn::Module> mod
     leaf.module = m;
 #define QFX_CXX_LEAF(Impl, Name)                                                                   \
     if (auto c = std::dynamic_pointer_cast<torch::nn::Impl>(m)) {                                  \
-      leaf.fn = [c](std::vector<IValue>& a) -> IValue { return c->forward(a.at(0).toTensor()); }; \
+      leaf.fn = tensor_call_fn(c);                                                                 \
       leaf.type = "torch.nn.modules." Name;                                                        \
     }
     QFX_CXX_LEAF(Conv1dImpl, "conv.Conv1d")

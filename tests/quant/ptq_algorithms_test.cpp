@@ -266,11 +266,6 @@ Block make_block() {
   return b;
 }
 
-template <typename Impl>
-fx::CallFn unary_fn(std::shared_ptr<Impl> m) {
-  return [m](std::vector<c10::IValue>& a) -> c10::IValue { return m->forward(a.at(0).toTensor()); };
-}
-
 // The block as the C++ tracer records it (aten::layer_norm reading get_attr
 // weight and bias), or with the LayerNorm as a call_module leaf (as traced from
 // TorchScript), built by hand.
@@ -279,9 +274,9 @@ std::shared_ptr<fx::GraphModule> block_graph(Block b, bool norm_module) {
     return fx::trace_module(b.ptr(), [b](std::vector<c10::IValue> in) mutable { return b->forward(in[0].toTensor()); },
                             {at::randn({2, 8, 64})});
   auto gm = std::make_shared<fx::GraphModule>();
-  gm->add_submodule("ln", b->ln.ptr(), unary_fn(b->ln.ptr()));
-  gm->add_submodule("fc1", b->fc1.ptr(), unary_fn(b->fc1.ptr()));
-  gm->add_submodule("fc2", b->fc2.ptr(), unary_fn(b->fc2.ptr()));
+  gm->add_submodule("ln", b->ln.ptr(), fx::tensor_call_fn(b->ln.ptr()));
+  gm->add_submodule("fc1", b->fc1.ptr(), fx::tensor_call_fn(b->fc1.ptr()));
+  gm->add_submodule("fc2", b->fc2.ptr(), fx::tensor_call_fn(b->fc2.ptr()));
   fx::Graph& g = gm->graph();
   fx::Node* x = g.placeholder("x");
   fx::Node* h = g.call_module("fc1", {g.call_module("ln", {x})});

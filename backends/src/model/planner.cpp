@@ -172,11 +172,11 @@ std::unique_ptr<Plan> Model::Impl::build(const std::vector<std::vector<int64_t>>
     total += slots[s].size;
   }
   p->meta = meta;
-  {
+  check_allocatable(total, [&] {
     std::string shapes;
     for (const auto& sh : in_shapes) shapes += (shapes.empty() ? "" : ", ") + shape_str(sh);
-    check_allocatable(total, "the model's intermediate values for input shapes " + shapes);
-  }
+    return "the model's intermediate values for input shapes " + shapes;
+  });
   p->arena = std::shared_ptr<uint8_t[]>(new uint8_t[std::max<size_t>(total, kAlign)]);
   p->values.resize(nv);
   for (size_t v = 0; v < nv; ++v) {

@@ -102,16 +102,6 @@ memory reorder_weights(const memory::desc& user, const void* data, const memory:
   return wm;
 }
 
-// The 2-D window attributes the oneDNN kernels index: two positive strides and
-// dilations, four non-negative pads, positive kernel dims. Anything else is
-// declined to the reference, which reports it (the ONNX fuzzer found each kernel
-// reading past short attribute lists in turn).
-bool window_attrs_ok(const std::vector<int64_t>& s, const std::vector<int64_t>& d, const std::vector<int64_t>& p,
-                     int64_t kH, int64_t kW) {
-  return s.size() == 2 && d.size() == 2 && p.size() == 4 && s[0] > 0 && s[1] > 0 && d[0] > 0 && d[1] > 0 && kH > 0 &&
-         kW > 0 && *std::min_element(p.begin(), p.end()) >= 0;
-}
-
 bool conv_fp32(const KernelRequest& r, Kernel* k) {
   const ir::Node& n = r.node;
   const auto& in = r.in;

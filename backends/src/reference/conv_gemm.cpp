@@ -86,6 +86,12 @@ Kernel conv(const Node& n, const std::vector<Meta>& in, const std::vector<const 
 
 }  // namespace
 
+bool window_attrs_ok(const std::vector<int64_t>& s, const std::vector<int64_t>& d, const std::vector<int64_t>& p,
+                     int64_t kH, int64_t kW) {
+  return s.size() == 2 && d.size() == 2 && p.size() == 4 && s[0] > 0 && s[1] > 0 && d[0] > 0 && d[1] > 0 && kH > 0 &&
+         kW > 0 && *std::min_element(p.begin(), p.end()) >= 0;
+}
+
 std::vector<int32_t> int32_bias(const ir::Node& n, const Tensor& b, int64_t M, const std::vector<float>& in_w) {
   if (b.dtype() != DType::kInt32 && b.dtype() != DType::kFloat32)
     throw DataError(n.label() + ": the bias is " + std::string(dtype_name(b.dtype())) + ", expected int32 or float32");
@@ -171,11 +177,9 @@ Kernel conv_transpose(const Node& n, const std::vector<Meta>& in, const std::vec
   auto s = n.attr_ints("strides", {1, 1}), d = n.attr_ints("dilations", {1, 1}), p = n.attr_ints("pads", {0, 0, 0, 0}),
        op = n.attr_ints("output_padding", {0, 0});
   // Lengths and signs before indexing them (the ONNX fuzzer found short lists read past).
-  if (s.size() != 2 || d.size() != 2 || p.size() != 4 || op.size() != 2)
-    bad_shape(n, "strides, dilations and output_padding need 2 values, pads 4");
-  if (s[0] <= 0 || s[1] <= 0 || d[0] <= 0 || d[1] <= 0 || kH <= 0 || kW <= 0 || op[0] < 0 || op[1] < 0 ||
-      *std::min_element(p.begin(), p.end()) < 0)
-    bad_shape(n, "kernel, strides and dilations must be positive, pads and output_padding non-negative");
+  if (!window_attrs_ok(s, d, p, kH, kW) || op.size() != 2 || op[0] < 0 || op[1] < 0)
+    bad_shape(n, "needs 2 positive strides and dilations, 4 non-negative pads, 2 non-negative output_padding values "
+                 "and a positive kernel");
   if (n.attr_s("auto_pad", "NOTSET") != "NOTSET") unsupported(n, "auto_pad on ConvTranspose");
   const int64_t oH = (x[2] - 1) * s[0] - p[0] - p[2] + d[0] * (kH - 1) + op[0] + 1;
   const int64_t oW = (x[3] - 1) * s[1] - p[1] - p[3] + d[1] * (kW - 1) + op[1] + 1;

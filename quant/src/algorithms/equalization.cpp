@@ -51,8 +51,9 @@ std::vector<Pair> find_pairs(fx::GraphModule& gm) {
     if (!a || !equalizable_first(*a) || n->users().size() != 1) continue;
     const fx::Node* prev = n;
     const fx::Node* next = n->users()[0];
-    if (next->op() == fx::Opcode::kCallModule && dynamic_cast<FakeQuantize*>(gm.get_submodule(next->target()).get())) {
-      auto* fq = dynamic_cast<FakeQuantize*>(gm.get_submodule(next->target()).get());
+    auto* fq = next->op() == fx::Opcode::kCallModule ? dynamic_cast<FakeQuantize*>(gm.get_submodule(next->target()).get())
+                                                     : nullptr;
+    if (fq) {
       if (fq->observer().has_data())
         throw std::logic_error("cross_layer_equalization: the observer '" + next->target() +
                                "' already saw data; equalise before calibration");

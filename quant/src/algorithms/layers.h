@@ -55,12 +55,6 @@ class UseFloatWeights {
   std::vector<Saved> saved_;
 };
 
-/// The call_module callable of a module with `at::Tensor forward(const at::Tensor&)`.
-template <typename Impl>
-fx::CallFn unary_tensor_fn(const std::shared_ptr<Impl>& impl) {
-  return [impl](std::vector<c10::IValue>& a) -> c10::IValue { return impl->forward(a.at(0).toTensor()); };
-}
-
 /// `v` ([C]) shaped to broadcast along `axis` of a rank-`rank` tensor.
 at::Tensor along(const at::Tensor& v, int64_t rank, int64_t axis);
 

@@ -42,7 +42,7 @@ void scale_norm(fx::GraphModule& gm, Norm& norm, const at::Tensor& s) {
     copy->weight.detach().copy_(norm.module->weight.detach() / s);
     copy->bias.detach().copy_(norm.module->bias.detach() / s);
     auto impl = copy.ptr();
-    gm.replace_submodule(norm.node->target(), impl, detail::unary_tensor_fn(impl));
+    gm.replace_submodule(norm.node->target(), impl, fx::tensor_call_fn(impl));
     norm.module = impl;
     return;
   }

@@ -100,13 +100,9 @@ at::Tensor QuantizedConvLinear::forward(const at::Tensor& x) const {
   return apply_activation(y, act_);
 }
 
-fx::CallFn quant_dequant_call_fn(const std::shared_ptr<QuantDequant>& m) {
-  return [m](std::vector<c10::IValue>& a) -> c10::IValue { return m->forward(a.at(0).toTensor()); };
-}
+fx::CallFn quant_dequant_call_fn(const std::shared_ptr<QuantDequant>& m) { return fx::tensor_call_fn(m); }
 
-fx::CallFn quantized_call_fn(const std::shared_ptr<QuantizedConvLinear>& m) {
-  return [m](std::vector<c10::IValue>& a) -> c10::IValue { return m->forward(a.at(0).toTensor()); };
-}
+fx::CallFn quantized_call_fn(const std::shared_ptr<QuantizedConvLinear>& m) { return fx::tensor_call_fn(m); }
 
 // --- saving (qfx::fx::save_graph_module) --------------------------------------------
 

@@ -109,18 +109,13 @@ bool is(const torch::nn::Module& m) {
   return dynamic_cast<const T*>(&m) != nullptr;
 }
 
-template <typename T>
-fx::CallFn unary(const std::shared_ptr<T>& m) {
-  return [m](std::vector<IValue>& a) -> IValue { return m->forward(a.at(0).toTensor()); };
-}
-
 void register_all() {
   fx::register_module_serializer(
       {"qfx.Observer", is<ObserverBase>,
        [](const torch::nn::Module& m) { return observer_config(dynamic_cast<const ObserverBase&>(m)); },
        [](const IValue& c) {
          auto o = observer_from(c);
-         return fx::LoadedModule{o, unary(o)};
+         return fx::LoadedModule{o, fx::tensor_call_fn(o)};
        }});
   fx::register_module_serializer(
       {"qfx.FakeQuantize", is<FakeQuantize>,
@@ -136,7 +131,7 @@ void register_all() {
          auto fq = std::make_shared<FakeQuantize>(observer_from(config_at(c, "observer")),
                                                   config_at(c, "learnable").toBool());
          fq->set_qparams_stale(config_at(c, "qparams_stale").toBool());
-         return fx::LoadedModule{fq, unary(fq)};
+         return fx::LoadedModule{fq, fx::tensor_call_fn(fq)};
        }});
   fx::register_module_serializer(
       {"qfx.FusedConvLinear", is<FusedConvLinear>,

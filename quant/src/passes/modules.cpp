@@ -261,9 +261,7 @@ std::string FusedConvLinear::type_name() const {
   return s;
 }
 
-fx::CallFn fused_call_fn(const std::shared_ptr<FusedConvLinear>& m) {
-  return [m](std::vector<c10::IValue>& a) -> c10::IValue { return m->forward(a.at(0).toTensor()); };
-}
+fx::CallFn fused_call_fn(const std::shared_ptr<FusedConvLinear>& m) { return fx::tensor_call_fn(m); }
 
 void freeze_bn_stats(torch::nn::Module& model) {
   for (const auto& m : model.modules(true))

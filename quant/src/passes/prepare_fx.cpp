@@ -23,9 +23,7 @@ struct NodeInfo {
   std::string float_reason;
 };
 
-fx::CallFn fq_call_fn(const std::shared_ptr<FakeQuantize>& fq) {
-  return [fq](std::vector<c10::IValue>& a) -> c10::IValue { return fq->forward(a.at(0).toTensor()); };
-}
+fx::CallFn fq_call_fn(const std::shared_ptr<FakeQuantize>& fq) { return fx::tensor_call_fn(fq); }
 
 class Preparer {
  public:

@@ -81,7 +81,7 @@ PtqResult ptq(const JobConfig& cfg, const PipelineHooks& hooks) {
     info(hooks, "cross-layer equalisation: " + std::to_string(pairs.size()) + " layer pairs");
   }
   if (alg.smoothquant) {
-    auto norms = smooth_quant(*gm, batches(*cal, cfg.calibration.batch_size), alg.smoothquant_alpha, alg.smoothquant_samples);
+    auto norms = smooth_quant(*gm, batches(*cal, bs), alg.smoothquant_alpha, alg.smoothquant_samples);
     nlohmann::json j = nlohmann::json::array();
     for (const auto& s : norms)
       j.push_back({{"norm", s.norm}, {"linears", s.linears}, {"spread_before", s.spread_before}, {"spread_after", s.spread_after}});

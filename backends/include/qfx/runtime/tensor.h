@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -15,10 +16,11 @@ enum class DType : uint8_t { kFloat32, kInt8, kUInt8, kInt32, kInt64, kBool };
 
 /// Size of one element of `t` in bytes (4, 1, 1, 4, 8, 1).
 size_t dtype_size(DType t);
-/// Throws DataError naming `what` if `bytes` exceed this machine's physical
+/// Throws DataError naming `what()` if `bytes` exceed this machine's physical
 /// memory: a corrupt or hostile model's shapes must not make qfx try to
 /// allocate them (the ONNX fuzzer found a 1 KB model asking for 154 GB).
-void check_allocatable(uint64_t bytes, const std::string& what);
+/// `what` runs only to word that error, so allocation paths pay no string work.
+void check_allocatable(uint64_t bytes, const std::function<std::string()>& what);
 /// Lower-case name as NumPy spells it: "float32", "int8", "uint8", "int32", "int64", "bool".
 const char* dtype_name(DType t);
 

@@ -20,6 +20,13 @@ namespace qfx::fx {
 /// its value (a Tensor, a tuple, None, ...).
 using CallFn = std::function<c10::IValue(std::vector<c10::IValue>&)>;
 
+/// The CallFn of a module with `at::Tensor forward(const at::Tensor&)` (const or
+/// not): calls it on the node's first argument, which must be a tensor.
+template <typename M>
+CallFn tensor_call_fn(std::shared_ptr<M> m) {
+  return [m = std::move(m)](std::vector<c10::IValue>& a) -> c10::IValue { return m->forward(a.at(0).toTensor()); };
+}
+
 /// A torch::nn::Module that holds a Graph and the module tree the graph calls.
 ///
 /// - Submodules live at dotted paths ("layer1.0.conv1"); intermediate containers
