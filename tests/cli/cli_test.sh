@@ -131,6 +131,30 @@ assert len(a['adaround']) == 10 and len(a['bias_correction']) == 10, a.keys()
 assert all(l['sqnr_after_db'] >= l['sqnr_before_db'] for l in a['adaround'] + a['bias_correction'])
 assert all(l['kept'] in ('adaround', 'nearest') for l in a['adaround'])
 print('reported')"
+# ptq.auto_fallback: an unreachable SQNR target moves max_layers layers to float; the
+# written config_final.yaml reproduces the int8 model byte for byte.
+check "qfx ptq: auto_fallback moves two layers and writes the config that reproduces them" 0 "^moved 2 reproduced$" -- bash -c \
+  "'$QFX' ptq '$(dirname "$0")/../../configs/ptq/w4_per_tensor.yaml' --set 'ptq={}' \
+     --set 'ptq.auto_fallback={metric: sqnr, min_sqnr_db: 99, max_layers: 2, num_samples: 256, ranking_samples: 64}' \
+     --set calibration.num_samples=128 --set evaluation.num_samples=256 --set evaluation.reference_check=0 \
+     --set evaluation.sqnr_samples=0 --set output.dir='$tmp/ptq_af' >'$tmp/af.log' 2>&1 || { cat '$tmp/af.log'; exit 1; }
+   '$QFX' ptq '$tmp/ptq_af/config_final.yaml' --set output.dir='$tmp/ptq_af2' >/dev/null 2>&1 || exit 1
+   /usr/bin/python3 -c \"
+import json, filecmp
+r = json.load(open('$tmp/ptq_af/report.json'))
+a = r['auto_fallback']; steps = [s['layer'] for s in a['steps']]
+assert len(steps) == 2 and not a['reached'] and a['metric'] == 'sqnr', a
+fb = ' '.join(r['float_fallbacks'])
+assert all('module_name:' + s in fb for s in steps), (steps, fb)
+assert 'auto_fallback' not in json.load(open('$tmp/ptq_af2/report.json'))
+same = all(filecmp.cmp('$tmp/ptq_af/' + f, '$tmp/ptq_af2/' + f, shallow=False) for f in ('model_int8.onnx', 'encodings.json'))
+print('moved', len(steps), 'reproduced' if same else 'differs')\""
+check "qfx ptq: auto_fallback top1 without labels names the key" 3 "ptq.auto_fallback.metric top1 needs labels" -- \
+  "$QFX" ptq --set ptq.auto_fallback=true --set output.dir="$tmp/bad_af"
+check "qfx ptq: auto_fallback without held-out samples" 3 "ptq.auto_fallback has no held-out samples" -- \
+  "$QFX" ptq --set "calibration.data={format: npy, images: $tmp/rnd.npy}" --set calibration.num_samples=16 \
+  --set 'ptq.auto_fallback={metric: sqnr}' --set evaluation=null --set output.dir="$tmp/bad_af"
+check "qfx ptq: failed auto_fallback runs leave no output" 0 "^none$" -- bash -c "[ -n \"\$(ls -A '$tmp/bad_af' 2>/dev/null)\" ] && ls -A '$tmp/bad_af' || echo none"
 check "qfx ptq: calibration from a PNG/JPEG folder" 0 "calibration: 12 images on runtime:onednn" -- \
   "$QFX" ptq --set "calibration.data={format: images, images: $FIXTURES/images/small, resize: 28, crop: 28, color: gray}" \
   --set evaluation=null --set output.dir="$tmp/ptq_images"

@@ -129,7 +129,36 @@ TEST(PtqSection, PresetsAndErrors) {
   EXPECT_NE(error("ptq.adaround={iteration: 5}").find("unknown key 'iteration'"), std::string::npos);
   EXPECT_NE(error("ptq.adaround={beta: [1, 2]}").find("ptq.adaround.beta"), std::string::npos);
   EXPECT_NE(error("ptq.adaround={warmup: 1.5}").find("ptq.adaround.warmup"), std::string::npos);
-  EXPECT_NE(error("ptq.auto_fallback=true").find("unknown key 'auto_fallback'"), std::string::npos);
+  // ptq.auto_fallback: top1 needs labels for the held-out samples; float must be a candidate.
+  EXPECT_NE(error("ptq.auto_fallback=true").find("ptq.auto_fallback.metric top1 needs labels"), std::string::npos);
+  EXPECT_NE(error("ptq.auto_fallback={metric: sqnr, candidates: [int16]}").find("must include float"), std::string::npos);
+  EXPECT_NE(error("ptq.auto_fallback={metric: top5}").find("ptq.auto_fallback.metric"), std::string::npos);
+  EXPECT_NE(error("ptq.auto_fallback={metric: sqnr, tolerence: 1}").find("unknown key 'tolerence'"), std::string::npos);
+  {
+    const auto a = qfx::quant::load_job_config(base, {"ptq.auto_fallback={metric: sqnr, min_sqnr_db: 25, max_layers: 2, num_samples: 300}"});
+    EXPECT_TRUE(a.ptq.auto_fallback);
+    EXPECT_EQ(a.ptq.auto_fallback_options.metric, "sqnr");
+    EXPECT_EQ(a.ptq.auto_fallback_options.min_sqnr_db, 25);
+    EXPECT_EQ(a.ptq.auto_fallback_options.max_layers, 2);
+    EXPECT_EQ(a.ptq.auto_fallback_samples, 300);
+    const auto t = qfx::quant::load_job_config(base, {"calibration.data.labels=/usr/share/datasets/fashion-mnist/train-labels-idx1-ubyte.gz",
+                                                      "ptq.auto_fallback={tolerance: 0.2}"});
+    EXPECT_EQ(t.ptq.auto_fallback_options.tolerance, 0.2);
+    // The reproduction config: module_name null entries, no auto_fallback, absolute paths.
+    const std::string y = qfx::quant::final_config_yaml(t, {"layer1.0.conv1", "fc"}, "header line");
+    EXPECT_EQ(y.rfind("# header line\n", 0), 0u) << y;
+    const std::string f = qfx::test::scratch_path() + "/final_config.yaml";
+    { std::ofstream(f) << y; }
+    const auto r = qfx::quant::load_job_config(f);
+    EXPECT_FALSE(r.ptq.auto_fallback);
+    EXPECT_EQ(r.model.path, t.model.path);
+    EXPECT_EQ(r.calibration.data.labels, t.calibration.data.labels);
+    std::string by;
+    EXPECT_EQ(r.qconfig.resolve("layer1.0.conv1", "Conv2d", &by), nullptr);
+    EXPECT_EQ(by, "module_name:layer1.0.conv1");
+    EXPECT_EQ(r.qconfig.resolve("fc", "Linear"), nullptr);
+    EXPECT_NE(r.qconfig.resolve("layer1.0.conv2", "Conv2d"), nullptr);
+  }
   EXPECT_TRUE(qfx::quant::load_job_config(base, {"ptq.sensitivity={num_samples: 32}"}).ptq.sensitivity);
   EXPECT_NE(error("ptq.smoothquant={alpha: 1.5}").find("ptq.smoothquant.alpha"), std::string::npos);
   EXPECT_TRUE(qfx::quant::load_job_config(base, {"ptq.smoothquant={alpha: 0.7}"}).ptq.smoothquant);

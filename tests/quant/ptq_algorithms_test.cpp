@@ -4,6 +4,8 @@
 #include <gtest/gtest.h>
 
 #include <ATen/ATen.h>
+
+#include <set>
 #include <torch/nn/modules/activation.h>
 #include <torch/nn/modules/batchnorm.h>
 #include <torch/nn/modules/conv.h>
@@ -353,4 +355,65 @@ TEST(LayerSensitivity, OneLayerAndAllButOne) {
   set_quant_state(*gm, QuantState::kFakeQuant);
   disable_observer(*gm);
   EXPECT_TRUE(at::equal(y1, gm->forward(x)));
+}
+
+TEST(AutoFallback, MovesLayersUntilTheTargetAndMeasuresItRight) {
+  Net net = make_net(true);
+  auto gm = prepared(net);
+  const at::Tensor data = calibration_data();
+  calibrate_in_libtorch(*gm, data);
+  torch::manual_seed(5);
+  HeldOutData held;
+  for (int i = 0; i < 2; ++i) held.batches.push_back({at::randn({32, 3, 12, 12})});
+  auto held_sqnr = [&] {  // independent: libtorch's float network against the fake-quantized graph
+    at::NoGradGuard ng;
+    std::vector<at::Tensor> r, q;
+    for (const auto& b : held.batches) {
+      r.push_back(net->forward(b[0]));
+      q.push_back(gm->forward(b[0]));
+    }
+    return sqnr(at::cat(r), at::cat(q));
+  };
+  const double all = held_sqnr();
+  AutoFallbackOptions o;
+  o.metric = "sqnr";
+  o.min_sqnr_db = all + 6.0;
+  o.max_layers = 4;
+  o.ranking_samples = 64;
+  const AutoFallbackResult r = auto_fallback(*gm, batches_of(data, 32), held, o);
+  std::cout << "all quantized " << r.quantized << " dB, target " << r.target << " dB\n";
+  for (const auto& s : r.steps) std::cout << "  " << s.layer << " -> " << s.moved_to << ": " << s.metric << " dB\n";
+  EXPECT_NEAR(r.quantized, all, 0.05);
+  EXPECT_EQ(r.held_out_samples, 64);
+  ASSERT_FALSE(r.steps.empty());
+  ASSERT_TRUE(r.reached);
+  std::set<std::string> moved;
+  for (size_t i = 0; i < r.steps.size(); ++i) {
+    EXPECT_TRUE(moved.insert(r.steps[i].layer).second) << r.steps[i].layer << " moved twice";
+    EXPECT_EQ(r.steps[i].moved_to, "float");
+    EXPECT_EQ(r.steps[i].metric >= r.target, i + 1 == r.steps.size()) << "stops at the first step that reaches the target";
+  }
+  // The moved layers' weights stay float on return, the others quantized; the
+  // metric of the last step is the model's as returned.
+  for (const auto& l : {"c1", "c2", "c3", "fc"}) {
+    auto* f = dynamic_cast<FusedConvLinear*>(gm->get_submodule(l).get());
+    ASSERT_NE(f, nullptr) << l;
+    EXPECT_EQ(f->weight_fake_quant()->fake_quant_enabled(), moved.count(l) == 0) << l;
+  }
+  EXPECT_NEAR(held_sqnr(), r.steps.back().metric, 0.05);
+  EXPECT_GE(r.steps.back().metric, all + 6.0);
+  ASSERT_EQ(r.notes.size(), 1u);  // int16 is noted as unavailable, not silently dropped
+  EXPECT_NE(r.notes[0].find("int16"), std::string::npos);
+
+  // top1 against labels: a target already met moves nothing; bad options throw.
+  AutoFallbackOptions t;
+  t.tolerance = 100;
+  held.labels = at::zeros({64}, at::kLong);
+  EXPECT_TRUE(auto_fallback(*gm, batches_of(data, 32), held, t).steps.empty());
+  held.labels = at::zeros({63}, at::kLong);
+  EXPECT_THROW(auto_fallback(*gm, batches_of(data, 32), held, t), std::invalid_argument);
+  t.candidates = {"int16"};
+  EXPECT_THROW(auto_fallback(*gm, batches_of(data, 32), held, t), std::invalid_argument);
+  o.metric = "top5";
+  EXPECT_THROW(auto_fallback(*gm, batches_of(data, 32), held, o), std::invalid_argument);
 }

@@ -63,7 +63,9 @@ class ProgressHooks {
     quant::PipelineHooks h;
     h.progress = [this](const std::string& stage, int64_t done, int64_t total, const std::string& extra) {
       auto& p = bars_[stage];
-      if (!p) p = std::make_unique<Progress>(stage, total);
+      auto& last = done_[stage];
+      if (!p || done < last) p = std::make_unique<Progress>(stage, total);  // a stage run again starts a new bar
+      last = done;
       p->update(done, extra);
     };
     h.info = [](const std::string& line) { std::printf("%s\n", line.c_str()); };
@@ -72,6 +74,7 @@ class ProgressHooks {
 
  private:
   std::map<std::string, std::unique_ptr<Progress>> bars_;
+  std::map<std::string, int64_t> done_;
 };
 
 /// "kernels on onednn: QLinearConv 12 onednn, Add 3 simd, ..." (one line).

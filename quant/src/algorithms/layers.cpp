@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <set>
+#include <stdexcept>
 
 #include "qfx/quant/fake_quantize.h"
 
@@ -116,6 +117,16 @@ at::Tensor along(const at::Tensor& v, int64_t rank, int64_t axis) {
 
 int64_t output_axis(const FusedConvLinear& f, const at::Tensor& y) {
   return f.op() == FusedConvLinear::Op::kLinear ? y.dim() - 1 : 1;
+}
+
+at::Tensor run_all(fx::GraphModule& gm, const std::vector<std::vector<at::Tensor>>& samples, const char* who) {
+  std::vector<at::Tensor> outs;
+  for (const auto& b : samples) {
+    const c10::IValue v = gm.forward(std::vector<c10::IValue>(b.begin(), b.end()));
+    if (!v.isTensor()) throw std::invalid_argument(std::string(who) + ": the model's output is not one tensor");
+    outs.push_back(v.toTensor());
+  }
+  return at::cat(outs, 0);
 }
 
 double sqnr_db(const at::Tensor& ref, const at::Tensor& x) {

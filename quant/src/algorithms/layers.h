@@ -61,6 +61,10 @@ at::Tensor along(const at::Tensor& v, int64_t rank, int64_t axis);
 /// Channel axis of a layer's output (1 for conv, last for linear).
 int64_t output_axis(const FusedConvLinear& f, const at::Tensor& y);
 
+/// `gm`'s output over `samples`, concatenated along dim 0. Throws
+/// std::invalid_argument naming `who` if the output is not one tensor.
+at::Tensor run_all(fx::GraphModule& gm, const std::vector<std::vector<at::Tensor>>& samples, const char* who);
+
 /// 10 log10(|ref|^2 / |ref - x|^2).
 double sqnr_db(const at::Tensor& ref, const at::Tensor& x);
 

@@ -21,16 +21,6 @@ std::vector<FakeQuantize*> layer_quantizers(fx::GraphModule& gm, const std::stri
   return out;
 }
 
-at::Tensor run_all(fx::GraphModule& gm, const std::vector<std::vector<at::Tensor>>& samples) {
-  std::vector<at::Tensor> outs;
-  for (const auto& b : samples) {
-    const c10::IValue v = gm.forward(std::vector<c10::IValue>(b.begin(), b.end()));
-    if (!v.isTensor()) throw std::invalid_argument("layer_sensitivity: the model's output is not one tensor");
-    outs.push_back(v.toTensor());
-  }
-  return at::cat(outs, 0);
-}
-
 }  // namespace
 
 std::vector<LayerSensitivity> layer_sensitivity(fx::GraphModule& gm, const NextBatch& data, int64_t num_samples,
@@ -47,9 +37,9 @@ std::vector<LayerSensitivity> layer_sensitivity(fx::GraphModule& gm, const NextB
     for (auto* fq : all) fq->enable_fake_quant(on);
   };
   set_all(false);
-  const at::Tensor ref = run_all(gm, samples);
+  const at::Tensor ref = detail::run_all(gm, samples, "layer_sensitivity");
   set_all(true);
-  if (all_db) *all_db = detail::sqnr_db(ref, run_all(gm, samples));
+  if (all_db) *all_db = detail::sqnr_db(ref, detail::run_all(gm, samples, "layer_sensitivity"));
   std::vector<LayerSensitivity> out;
   for (const auto& l : detail::weighted_layers(gm)) {
     const auto mine = layer_quantizers(gm, l.path, *l.module);
@@ -57,10 +47,10 @@ std::vector<LayerSensitivity> layer_sensitivity(fx::GraphModule& gm, const NextB
     s.layer = l.path;
     set_all(false);
     for (auto* fq : mine) fq->enable_fake_quant(true);
-    s.only_this_db = detail::sqnr_db(ref, run_all(gm, samples));
+    s.only_this_db = detail::sqnr_db(ref, detail::run_all(gm, samples, "layer_sensitivity"));
     set_all(true);
     for (auto* fq : mine) fq->enable_fake_quant(false);
-    s.all_but_this_db = detail::sqnr_db(ref, run_all(gm, samples));
+    s.all_but_this_db = detail::sqnr_db(ref, detail::run_all(gm, samples, "layer_sensitivity"));
     out.push_back(s);
   }
   set_quant_state(gm, QuantState::kFakeQuant);

@@ -1,5 +1,7 @@
 #include "qfx/quant/job_config.h"
 
+#include <algorithm>
+#include <cmath>
 #include <cstdlib>
 #include <filesystem>
 
@@ -86,6 +88,51 @@ std::string resolve_path(const std::string& p_in, const std::string& base_dir) {
   return p;
 }
 
+namespace {
+
+// ptq.auto_fallback: true, or {metric, tolerance, min_sqnr_db, candidates, max_layers,
+// ranking_samples, num_samples, data}.
+void read_auto_fallback(const std::string& path, const YAML::Node& v, JobConfig* c) {
+  PtqAlgorithmsConfig& a = c->ptq;
+  AutoFallbackOptions& o = a.auto_fallback_options;
+  if (!v.IsMap()) {
+    a.auto_fallback = as_bool(path, v, "ptq.auto_fallback");
+  } else {
+    a.auto_fallback = true;
+    check_keys(path, v, "ptq.auto_fallback",
+               {"metric", "tolerance", "min_sqnr_db", "candidates", "max_layers", "ranking_samples", "num_samples", "data"});
+    if (auto n = v["metric"]) o.metric = as_choice(path, n, "ptq.auto_fallback.metric", {"top1", "sqnr"});
+    if (auto n = v["tolerance"]) {
+      o.tolerance = as_double(path, n, "ptq.auto_fallback.tolerance");
+      if (!(o.tolerance >= 0 && o.tolerance <= 100)) bad(path, n, "ptq.auto_fallback.tolerance must be in [0, 100] (points of top-1)");
+    }
+    if (auto n = v["min_sqnr_db"]) {
+      o.min_sqnr_db = as_double(path, n, "ptq.auto_fallback.min_sqnr_db");
+      if (!std::isfinite(o.min_sqnr_db)) bad(path, n, "ptq.auto_fallback.min_sqnr_db must be a finite number of dB");
+    }
+    if (auto n = v["candidates"]) {
+      if (!n.IsSequence() || n.size() == 0) bad(path, n, "ptq.auto_fallback.candidates must be a list: [int16, float]");
+      o.candidates.clear();
+      for (const auto& e : n) o.candidates.push_back(as_choice(path, e, "ptq.auto_fallback.candidates", {"int16", "float"}));
+      if (std::find(o.candidates.begin(), o.candidates.end(), "float") == o.candidates.end())
+        bad(path, n, "ptq.auto_fallback.candidates must include float (no qfx target offers int16 yet)");
+    }
+    if (auto n = v["max_layers"]) o.max_layers = positive(path, n, "ptq.auto_fallback.max_layers", true);
+    if (auto n = v["ranking_samples"]) o.ranking_samples = positive(path, n, "ptq.auto_fallback.ranking_samples", false);
+    if (auto n = v["num_samples"]) a.auto_fallback_samples = positive(path, n, "ptq.auto_fallback.num_samples", false);
+    if (auto n = v["data"]) a.auto_fallback_data = read_data(path, n, "ptq.auto_fallback.data");
+  }
+  if (!a.auto_fallback || o.metric != "top1") return;
+  const bool own = !a.auto_fallback_data.images.empty();
+  const std::string& labels = own ? a.auto_fallback_data.labels : c->calibration.data.labels;
+  if (labels.empty())
+    bad(path, v, own ? "ptq.auto_fallback.metric top1 needs ptq.auto_fallback.data.labels"
+                     : "ptq.auto_fallback.metric top1 needs labels for the held-out samples: set calibration.data.labels, "
+                       "or ptq.auto_fallback.data, or metric: sqnr");
+}
+
+}  // namespace
+
 JobConfig load_job_config(const std::string& path, const std::vector<std::string>& overrides) {
   YAML::Node root = load_file(path);
   if (!root.IsMap()) throw ConfigError(path + ": a PTQ config must be a YAML mapping");
@@ -113,6 +160,7 @@ JobConfig load_job_config(const std::string& path, const std::vector<std::string
   check_keys(path, root, "the config", job_config_sections());
   JobConfig c;
   c.path = path;
+  c.effective_yaml = YAML::Dump(root);
   c.tracer = tracer_config_from_yaml(path, root);
   c.qconfig = qconfig_mapping_from_yaml(path, root);
   const std::string base = std::filesystem::path(path).parent_path().string();
@@ -198,7 +246,7 @@ JobConfig load_job_config(const std::string& path, const std::vector<std::string
   }
   if (const YAML::Node p = root["ptq"]; p && !p.IsNull()) {
     if (!p.IsMap()) bad(path, p, "ptq must be a mapping {cross_layer_equalization: ..., adaround: ..., bias_correction: ...}");
-    check_keys(path, p, "ptq", {"cross_layer_equalization", "smoothquant", "sensitivity", "adaround", "bias_correction"});
+    check_keys(path, p, "ptq", {"cross_layer_equalization", "smoothquant", "sensitivity", "adaround", "bias_correction", "auto_fallback"});
     PtqAlgorithmsConfig& a = c.ptq;
     // `true` / `false`, or a mapping of options {num_samples: N}, which also enables it.
     auto switch_with_samples = [&](const char* key, bool* on, int64_t* samples) {
@@ -261,6 +309,8 @@ JobConfig load_job_config(const std::string& path, const std::vector<std::string
       }
     }
   }
+  if (const YAML::Node p = root["ptq"]; p && p.IsMap())
+    if (const YAML::Node v = p["auto_fallback"]) read_auto_fallback(path, v, &c);
   if (const YAML::Node out = root["output"]) {
     check_keys(path, out, "output", {"dir"});
     if (auto d = out["dir"]) c.output.dir = resolve_path(as_string(path, d, "output.dir"), "");

@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "artifacts.h"
+#include "held_out.h"
 #include "qfx/fx/tracer.h"
 #include "qfx/quant/calibrate.h"
 #include "qfx/quant/convert.h"
@@ -57,37 +58,45 @@ PtqResult ptq(const JobConfig& cfg, const PipelineHooks& hooks) {
   const bool have_eval = cfg.evaluation.enabled;
   std::unique_ptr<Dataset> ev;
   if (have_eval) ev = open_dataset(cfg.evaluation.data, cfg.model.input_shape, cfg.evaluation.num_samples, -1);
+  HeldOutData held;  // ptq.auto_fallback's (read before the long work: its errors come first)
+  if (cfg.ptq.auto_fallback) held = held_out_data(cfg, cal->size(), cfg.evaluation.batch_size);
   Staging out(cfg.output.dir);
 
-  auto gm = fx::trace_file(cfg.model.path, cfg.tracer.options);
-  gm->eval();
-  at::NoGradGuard ng;
   const int64_t bs = cfg.calibration.batch_size, ebs = cfg.evaluation.batch_size;
   auto for_batches = [&](Dataset& d, int64_t n, const std::function<void(const at::Tensor&, int64_t)>& fn) {
     for (int64_t i = 0; i < n; i += ebs) fn(d.batch(i, std::min(i + ebs, n)), i);
   };
-  prepare_fx(*gm, cfg.qconfig, backend);
   const PtqAlgorithmsConfig& alg = cfg.ptq;
   nlohmann::json algorithms = nlohmann::json::object();
   nlohmann::json report_sensitivity;
-  if (alg.cross_layer_equalization) {
-    auto pairs = cross_layer_equalization(*gm);
-    nlohmann::json j = nlohmann::json::array();
-    for (const auto& p : pairs)
-      j.push_back({{"first", p.first}, {"second", p.second}, {"spread_first_before", p.spread_first_before},
-                   {"spread_first_after", p.spread_first_after}, {"spread_second_before", p.spread_second_before},
-                   {"spread_second_after", p.spread_second_after}});
-    algorithms["cross_layer_equalization"] = j;
-    info(hooks, "cross-layer equalisation: " + std::to_string(pairs.size()) + " layer pairs");
-  }
-  if (alg.smoothquant) {
-    auto norms = smooth_quant(*gm, batches(*cal, bs), alg.smoothquant_alpha, alg.smoothquant_samples);
-    nlohmann::json j = nlohmann::json::array();
-    for (const auto& s : norms)
-      j.push_back({{"norm", s.norm}, {"linears", s.linears}, {"spread_before", s.spread_before}, {"spread_after", s.spread_after}});
-    algorithms["smoothquant"] = j;
-    info(hooks, "SmoothQuant: " + std::to_string(norms.size()) + " LayerNorm outputs smoothed");
-  }
+  at::NoGradGuard ng;
+
+  // Trace, prepare for `qc`, and the algorithms that run before calibration.
+  auto prepare_model = [&](const QConfigMapping& qc) {
+    auto g = fx::trace_file(cfg.model.path, cfg.tracer.options);
+    g->eval();
+    prepare_fx(*g, qc, backend);
+    if (alg.cross_layer_equalization) {
+      auto pairs = cross_layer_equalization(*g);
+      nlohmann::json j = nlohmann::json::array();
+      for (const auto& p : pairs)
+        j.push_back({{"first", p.first}, {"second", p.second}, {"spread_first_before", p.spread_first_before},
+                     {"spread_first_after", p.spread_first_after}, {"spread_second_before", p.spread_second_before},
+                     {"spread_second_after", p.spread_second_after}});
+      algorithms["cross_layer_equalization"] = j;
+      info(hooks, "cross-layer equalisation: " + std::to_string(pairs.size()) + " layer pairs");
+    }
+    if (alg.smoothquant) {
+      auto norms = smooth_quant(*g, batches(*cal, bs), alg.smoothquant_alpha, alg.smoothquant_samples);
+      nlohmann::json j = nlohmann::json::array();
+      for (const auto& s : norms)
+        j.push_back({{"norm", s.norm}, {"linears", s.linears}, {"spread_before", s.spread_before}, {"spread_after", s.spread_after}});
+      algorithms["smoothquant"] = j;
+      info(hooks, "SmoothQuant: " + std::to_string(norms.size()) + " LayerNorm outputs smoothed");
+    }
+    return g;
+  };
+  auto gm = prepare_model(cfg.qconfig);
 
   // The float model as the runtime runs it (batch norm folded, observers as pass-throughs).
   ExportOptions fo;
@@ -115,10 +124,13 @@ PtqResult ptq(const JobConfig& cfg, const PipelineHooks& hooks) {
   co.input_shapes = {cfg.model.input_shape};
   const int64_t ncal = cal->size();
   co.progress = [&](int64_t n) { progress(hooks, "calibration", n, ncal); };
-  auto cr = calibrate(*gm, batches(*cal, bs), co);
-  const double cal_rate = static_cast<double>(cr.images) / std::max(cr.seconds, 1e-9);
-  set_quant_state(*gm, QuantState::kFakeQuant);
-  disable_observer(*gm);
+  auto calibrate_model = [&](fx::GraphModule& g) {
+    auto r = calibrate(g, batches(*cal, bs), co);
+    set_quant_state(g, QuantState::kFakeQuant);
+    disable_observer(g);
+    return r;
+  };
+  auto cr = calibrate_model(*gm);
 
   // The independent check of the runtime's fp32 graph: libtorch's float output on
   // the first evaluation batch, taken before the algorithms below change weights.
@@ -156,18 +168,59 @@ PtqResult ptq(const JobConfig& cfg, const PipelineHooks& hooks) {
     }
     return j;
   };
-  if (alg.adaround || alg.bias_correction) {
-    const FloatWeights reference = snapshot_float_weights(*gm);
+  // Returns the float weights the algorithms started from (empty without them).
+  auto refine_model = [&](fx::GraphModule& g) {
+    FloatWeights reference;
+    if (!alg.adaround && !alg.bias_correction) return reference;
+    reference = snapshot_float_weights(g);
     if (alg.adaround) {
       AdaRoundOptions o = alg.adaround_options;
       o.progress = [&](const std::string& layer, int64_t done, int64_t total) { progress(hooks, "adaround (layers)", done, total, layer); };
       const auto t0 = Clock::now();
-      algorithms["adaround"] = layer_json(adaround(*gm, batches(*cal, bs), o, &reference));
+      algorithms["adaround"] = layer_json(adaround(g, batches(*cal, bs), o, &reference));
       info(hooks, "adaround: " + std::to_string(algorithms["adaround"].size()) + " layers in " +
                       std::to_string(static_cast<int>(secs(t0))) + " s");
     }
     if (alg.bias_correction)
-      algorithms["bias_correction"] = layer_json(bias_correction(*gm, batches(*cal, bs), alg.bias_correction_samples, &reference));
+      algorithms["bias_correction"] = layer_json(bias_correction(g, batches(*cal, bs), alg.bias_correction_samples, &reference));
+    return reference;
+  };
+  const FloatWeights reference = refine_model(*gm);
+
+  // Automatic fallback: search on this model, then prepare again from the config
+  // that moves the chosen layers to float (written to the output), so the model
+  // deployed is the one that config reproduces.
+  nlohmann::json report_fallback;
+  if (alg.auto_fallback) {
+    AutoFallbackOptions o = alg.auto_fallback_options;
+    o.progress = [&](const std::string& stage, int64_t done, int64_t total) { progress(hooks, "auto_fallback " + stage + " (layers)", done, total); };
+    const AutoFallbackResult af = auto_fallback(*gm, batches(*cal, bs), held, o, reference.layers.empty() ? nullptr : &reference);
+    report_fallback = auto_fallback_json(af);
+    auto fmt = [](double v) { return std::to_string(v).substr(0, std::to_string(v).find('.') + 3); };
+    const std::string unit = af.metric == "top1" ? " %" : " dB";
+    info(hooks, "auto_fallback: " + af.metric + " on " + std::to_string(af.held_out_samples) + " held-out samples: " +
+                    (af.metric == "top1" ? "fp32 " + fmt(af.fp32) + unit + ", " : "") + "quantized " + fmt(af.quantized) + unit +
+                    ", target " + fmt(af.target) + unit);
+    std::vector<std::string> moved;
+    for (const auto& st : af.steps) {
+      moved.push_back(st.layer);
+      info(hooks, "auto_fallback: " + st.layer + " -> " + st.moved_to + ": " + fmt(st.metric) + unit);
+    }
+    for (const auto& n : af.notes) info(hooks, "auto_fallback: " + n);
+    info(hooks, std::string("auto_fallback: ") + (af.reached ? "target reached" : "target NOT reached") + " with " +
+                    std::to_string(moved.size()) + " layer(s) in float" +
+                    (af.reached ? "" : " (max_layers " + std::to_string(o.max_layers) + ")"));
+    const std::string final_path = out.path("config_final.yaml");
+    write_file_atomic(final_path, final_config_yaml(cfg, moved, "written by qfx ptq (ptq.auto_fallback) from " + config_path +
+                                                                    "\nrun it again: qfx ptq " + out.final_path("config_final.yaml")));
+    report_fallback["config"] = out.final_path("config_final.yaml");
+    if (!moved.empty()) {
+      info(hooks, "auto_fallback: preparing again with " + std::to_string(moved.size()) + " layer(s) float");
+      const JobConfig fin = load_job_config(final_path);
+      gm = prepare_model(fin.qconfig);
+      cr = calibrate_model(*gm);
+      refine_model(*gm);
+    }
   }
 
   // Convert.
@@ -175,6 +228,7 @@ PtqResult ptq(const JobConfig& cfg, const PipelineHooks& hooks) {
   ExportResult conv = convert_model(*gm, onnx_path, cfg.model.input_shape, &res.converted);
   auto int8 = runtime::Model::load(onnx_path, {rt_backend});
   const std::string out_name = output_name(int8, cfg.evaluation.output, config_path);
+  const double cal_rate = static_cast<double>(cr.images) / std::max(cr.seconds, 1e-9);
 
   nlohmann::json report;
   report["model"] = cfg.model.path;
@@ -183,6 +237,21 @@ PtqResult ptq(const JobConfig& cfg, const PipelineHooks& hooks) {
   report["runtime_backend"] = rt_backend;
   report["algorithms"] = algorithms;
   if (!report_sensitivity.is_null()) report["sensitivity"] = report_sensitivity;
+  if (!report_fallback.is_null()) {
+    // The deployed model's metric on the held-out samples (the search measured fake quantization in libtorch).
+    std::vector<at::Tensor> f, q;
+    for (const auto& b : held.batches) {
+      std::map<std::string, runtime::Tensor> in{{"input", wrap(b.at(0))}};
+      f.push_back(to_aten(fp32.run(in).at(out_name)));
+      q.push_back(to_aten(int8.run(in).at(out_name)));
+    }
+    const at::Tensor fo = at::cat(f), qo = at::cat(q);
+    report_fallback["deployed"] = alg.auto_fallback_options.metric == "top1"
+        ? nlohmann::json{{"fp32", 100.0 * fo.argmax(1).eq(held.labels).to(at::kDouble).mean().item<double>()},
+                         {"int8", 100.0 * qo.argmax(1).eq(held.labels).to(at::kDouble).mean().item<double>()}}
+        : nlohmann::json{{"sqnr_db", sqnr(fo, qo)}};
+    report["auto_fallback"] = report_fallback;
+  }
   report["calibration"] = {{"images", cr.images}, {"images_per_s", cal_rate}, {"engine", cr.engine},
                            {"seconds", cr.seconds}, {"observed_tensors", cr.observed_tensors}};
   if (!cr.fallback_reason.empty()) report["calibration"]["fallback_reason"] = cr.fallback_reason;

@@ -21,7 +21,7 @@ struct ModelConfig {
 /// The `calibration:` section (required by qfx ptq, optional for qfx qat).
 struct CalibrationConfig {
   bool enabled = false;                ///< the section was given
-  DataSpec data;                       ///< images (labels unused)
+  DataSpec data;                       ///< images; labels only for ptq.auto_fallback (metric top1)
   int64_t num_samples = 512;
   int64_t batch_size = 64;
   int64_t seed = 0;                    ///< sample choice; -1: the first num_samples
@@ -73,6 +73,17 @@ struct PtqAlgorithmsConfig {
   int64_t sensitivity_samples = 256;      ///< ptq.sensitivity: {num_samples}
   bool bias_correction = false;           ///< after calibration and AdaRound
   int64_t bias_correction_samples = 256;  ///< ptq.bias_correction: {num_samples}
+  /// ptq.auto_fallback: {metric, tolerance, min_sqnr_db, candidates, max_layers,
+  /// ranking_samples, num_samples, data}: after calibration and the algorithms
+  /// above, move the most sensitive layers to float until the held-out metric is
+  /// within the tolerance (quant::auto_fallback), then prepare again with those
+  /// layers' qconfig null and write the config that reproduces the run.
+  bool auto_fallback = false;
+  AutoFallbackOptions auto_fallback_options;
+  int64_t auto_fallback_samples = 1000;   ///< held-out samples
+  /// Held-out data; empty `images`: the calibration data's samples after the
+  /// calibration subset (the same seeded draw, continued).
+  DataSpec auto_fallback_data;
 };
 
 /// The `output:` section.
@@ -84,6 +95,9 @@ struct OutputConfig {
 /// README's config reference), one struct per section.
 struct JobConfig {
   std::string path;                    ///< the config file
+  /// The config as loaded, --set overrides applied, as YAML text (what
+  /// `final_config_yaml` edits).
+  std::string effective_yaml;
   ModelConfig model;
   std::string backend = "onednn";      ///< BackendConfig name or YAML file
   TracerConfig tracer;                 ///< the `tracer:` section
@@ -99,6 +113,13 @@ struct JobConfig {
 /// "qconfig.global.weight.bits=4") applied to every section first. Throws IoError if unreadable, ConfigError with file:line:column for an
 /// unknown key, a wrong type or value, or a bad override.
 JobConfig load_job_config(const std::string& path, const std::vector<std::string>& overrides = {});
+
+/// The config that reproduces a run of `cfg` whose automatic fallback moved
+/// `float_modules` to float: `cfg.effective_yaml` with `qconfig.module_name:
+/// {module: null}` for each, `ptq.auto_fallback` removed, and the model, data
+/// and backend paths made absolute (the file is written into the output
+/// folder). `header` becomes a leading comment.
+std::string final_config_yaml(const JobConfig& cfg, const std::vector<std::string>& float_modules, const std::string& header);
 
 /// Expands ${VAR} (environment; QFX_FIXTURES defaults to the build's fixture
 /// folder) and makes relative paths relative to `base_dir`.

@@ -154,4 +154,71 @@ struct LayerSensitivity {
 std::vector<LayerSensitivity> layer_sensitivity(fx::GraphModule& gm, const NextBatch& data, int64_t num_samples = 256,
                                                 double* all_db = nullptr);
 
+/// Options of `auto_fallback` (the `ptq.auto_fallback` section of a PTQ config).
+struct AutoFallbackOptions {
+  /// "top1": top-1 accuracy (percent) of the model's output against the held-out
+  /// labels; "sqnr": output SQNR (dB) against the float model's output.
+  std::string metric = "top1";
+  double tolerance = 0.3;     ///< top1: the largest accepted drop from fp32, in points (percent)
+  double min_sqnr_db = 30.0;  ///< sqnr: the smallest accepted output SQNR, in dB
+  /// Where a layer may move, tried in order: "int16" (16-bit activations and
+  /// weights, where the target offers them) and "float".
+  std::vector<std::string> candidates{"int16", "float"};
+  int64_t max_layers = 5;         ///< most layers moved
+  int64_t ranking_samples = 256;  ///< calibration samples for the ranking
+  /// Called after each decision: ("decisions", done, max_layers).
+  std::function<void(const std::string&, int64_t, int64_t)> progress;
+};
+
+/// Held-out samples for `auto_fallback`'s metric: batches (one tensor per graph
+/// input each) and, for "top1", int64 labels [total samples].
+struct HeldOutData {
+  std::vector<std::vector<at::Tensor>> batches;
+  at::Tensor labels;
+};
+
+/// One decision of `auto_fallback`.
+struct FallbackStep {
+  std::string layer;       ///< module path (a FusedConvLinear; the original module's name)
+  std::string moved_to;    ///< "float"
+  double ranking_db = 0;   ///< output SQNR (dB) on the ranking samples after this move
+  double metric = 0;       ///< held-out metric after this and every earlier move
+};
+
+/// What `auto_fallback` decided.
+struct AutoFallbackResult {
+  std::string metric;         ///< "top1" or "sqnr"
+  double fp32 = 0;            ///< top1: fp32 accuracy (percent); sqnr: +inf
+  double quantized = 0;       ///< the metric with every layer quantized
+  double target = 0;          ///< top1: fp32 - tolerance; sqnr: min_sqnr_db
+  bool reached = false;       ///< the last metric (or `quantized`) meets the target
+  int64_t held_out_samples = 0;
+  std::vector<FallbackStep> steps;  ///< in order
+  std::vector<std::string> notes;   ///< candidates that were unavailable, and why
+};
+
+/// Automatic mixed precision by fallback (the layer-wise search of AIMET's
+/// "AutoQuant" and of TensorRT/Horizon's sensitivity-driven fallback): on a
+/// calibrated model (fake-quant state), greedy forward selection: each step
+/// moves to the first available candidate the weighted layer whose move gives
+/// the highest output SQNR against the float model on `ranking_data` (earlier
+/// moves in place), then measures the metric on `held_out`; it stops when the
+/// metric is within the target or `max_layers` were moved. Cost: up to
+/// max_layers x layers forward passes over the ranking samples, and one over
+/// the held-out samples per step. A moved layer's activations stay
+/// quantized, as prepare_fx quantizes them for a module whose qconfig is null
+/// (its neighbours' int8 ops read and write them). The moved layers keep their
+/// weight FakeQuantize disabled on return; the model to deploy is prepared
+/// again with a null qconfig for them (`quant::ptq` does this and writes that
+/// config). "int16" is not available on any qfx target yet (qfx quantizes to
+/// 8 bits or fewer) and is noted as skipped. Throws std::invalid_argument for
+/// an unknown metric or candidate, no available candidate, no held-out data,
+/// "top1" without labels or a label count different from the samples', or a
+/// model output that is not one tensor ([N, classes] for top1). With
+/// `reference` (the float weights taken before AdaRound and bias correction), a
+/// layer in float computes with its float weight and bias, as it will once
+/// prepared again.
+AutoFallbackResult auto_fallback(fx::GraphModule& gm, const NextBatch& ranking_data, const HeldOutData& held_out,
+                                 const AutoFallbackOptions& options = {}, const FloatWeights* reference = nullptr);
+
 }  // namespace qfx::quant

@@ -1,0 +1,48 @@
+// final_config_yaml: the config that reproduces a PTQ run after automatic fallback.
+#include <filesystem>
+
+#include "qfx/quant/job_config.h"
+#include "yaml_util.h"
+
+namespace qfx::quant {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string absolute(const std::string& p) { return p.empty() ? p : fs::absolute(p).lexically_normal().string(); }
+
+// data.images and data.labels of one data section, as the loader resolved them.
+void set_data_paths(YAML::Node section, const DataSpec& d) {
+  if (!section || !section.IsMap() || !section["data"] || !section["data"].IsMap()) return;
+  YAML::Node data = section["data"];
+  data["images"] = absolute(d.images);
+  if (data["labels"] && d.labels != "subfolders") data["labels"] = absolute(d.labels);
+}
+
+}  // namespace
+
+std::string final_config_yaml(const JobConfig& cfg, const std::vector<std::string>& float_modules, const std::string& header) {
+  YAML::Node root = YAML::Load(cfg.effective_yaml);
+  root["model"]["path"] = absolute(cfg.model.path);
+  if (fs::is_regular_file(cfg.backend)) root["backend"] = absolute(cfg.backend);
+  set_data_paths(root["calibration"], cfg.calibration.data);
+  if (cfg.evaluation.enabled) set_data_paths(root["evaluation"], cfg.evaluation.data);
+  if (cfg.training.enabled) set_data_paths(root["training"], cfg.training.data);
+  if (root["ptq"] && root["ptq"].IsMap()) root["ptq"].remove("auto_fallback");
+  if (!float_modules.empty()) {
+    if (!root["qconfig"] || !root["qconfig"].IsMap()) root["qconfig"] = YAML::Node(YAML::NodeType::Map);
+    YAML::Node q = root["qconfig"];
+    if (!q["module_name"] || !q["module_name"].IsMap()) q["module_name"] = YAML::Node(YAML::NodeType::Map);
+    YAML::Node names = q["module_name"];
+    for (const auto& m : float_modules) names[m] = YAML::Node(YAML::NodeType::Null);
+  }
+  std::string out;
+  for (size_t s = 0; s < header.size();) {
+    const size_t e = std::min(header.find('\n', s), header.size());
+    out += "# " + header.substr(s, e - s) + "\n";
+    s = e + 1;
+  }
+  return out + YAML::Dump(root) + "\n";
+}
+
+}  // namespace qfx::quant
