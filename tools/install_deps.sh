@@ -7,6 +7,7 @@ set -euo pipefail
 PKGS=(
   build-essential cmake ninja-build ccache pkg-config
   libtorch-dev            # libtorch 1.13.1 (CPU) with its CMake config
+  libgloo-dev             # Gloo headers and library, for c10d ProcessGroupGloo (distributed calibration, QAT)
   libdnnl-dev             # oneDNN 2.6.x
   libyaml-cpp-dev libgtest-dev libgmock-dev libbenchmark-dev
   libonnx-dev libprotobuf-dev protobuf-compiler

@@ -147,6 +147,33 @@ size_t required_inputs(const std::string& op) {
   return it == k.end() ? 1 : it->second;
 }
 
+// Input dtypes every implementation relies on: float ops read float32 (the ONNX
+// fuzzer found a QuantizeLinear reading a uint8 input as float); int8 ops read the
+// 8-bit codes their qparams describe.
+void check_input_dtypes(const ir::Node& n, const std::vector<Meta>& in) {
+  static const std::map<std::string, size_t> float_inputs = {
+      {"QuantizeLinear", 1}, {"Conv", 1},    {"ConvTranspose", 1}, {"Gemm", 2},      {"MatMul", 2},
+      {"Softmax", 1},        {"ReduceMean", 1}, {"GlobalAveragePool", 1}, {"AveragePool", 1}, {"Resize", 1},
+      {"BatchNormalization", 1}};
+  auto f = float_inputs.find(n.op);
+  if (f != float_inputs.end()) {
+    for (size_t i = 0; i < std::min(f->second, in.size()); ++i)
+      if (in[i].dtype != DType::kFloat32)
+        throw DataError(n.label() + ": input " + std::to_string(i) + " is " + dtype_name(in[i].dtype) + ", " + n.op +
+                        " takes float32");
+    return;
+  }
+  if (n.op == "MaxPool" && in[0].dtype != DType::kFloat32 && in[0].dtype != DType::kUInt8 && in[0].dtype != DType::kInt8)
+    throw DataError(n.label() + ": input is " + std::string(dtype_name(in[0].dtype)) + ", MaxPool takes float32, uint8 or int8");
+  if (n.in_q.empty()) return;
+  for (size_t i = 0; i < std::min(in.size(), n.in_q.size()); ++i) {
+    const DType q = n.in_q[i].dtype;
+    if ((q != DType::kUInt8 && q != DType::kInt8) || in[i].dtype != q)
+      throw DataError(n.label() + ": quantized input " + std::to_string(i) + " is " + dtype_name(in[i].dtype) + " with " +
+                      dtype_name(q) + " qparams; int8 ops take the uint8 or int8 codes their qparams describe");
+  }
+}
+
 }  // namespace
 
 Kernel make_kernel(const ir::Node& n, const std::vector<Meta>& in, const std::vector<const Tensor*>& consts,
@@ -154,6 +181,7 @@ Kernel make_kernel(const ir::Node& n, const std::vector<Meta>& in, const std::ve
   const size_t need = required_inputs(n.op);
   if (in.size() < need)
     throw DataError(n.label() + ": needs at least " + std::to_string(need) + " inputs, has " + std::to_string(in.size()));
+  check_input_dtypes(n, in);
   Registry& r = ready();
   // Candidates in order, copied out so factories run without the lock.
   std::vector<std::pair<std::string, Impl>> cands;

@@ -2,9 +2,11 @@
 #include <CLI/CLI.hpp>
 
 #include <algorithm>
+#include <cstdlib>
 #include <iostream>
 
 #include "bench.h"
+#include "launch.h"
 #include "ptq.h"
 #include "qat.h"
 #include "qfx/error.h"
@@ -183,12 +185,17 @@ int main(int argc, char** argv) {
   std::vector<std::string> ptq_set;
   ptq->add_option("config", ptq_config, "PTQ config (YAML); default: the shipped configs/ptq/default.yaml");
   ptq->add_option("--set", ptq_set, "Override a config key: calibration.num_samples=64 (repeatable)");
+  int nproc = 1;
+  ptq->add_option("--nproc", nproc, "Data-parallel calibration on N local processes (c10d Gloo; torchrun's environment also works)")
+      ->check(CLI::Range(1, 1024));
 
   auto* qat = app.add_subcommand("qat", "Quantization-aware training from a YAML config (default: configs/qat/fashion_mobilenet.yaml)");
   std::string qat_config = QFX_DEFAULT_QAT_CONFIG;
   std::vector<std::string> qat_set;
   qat->add_option("config", qat_config, "QAT config (YAML): the PTQ keys plus training:");
   qat->add_option("--set", qat_set, "Override a config key: training.epochs=1 (repeatable)");
+  qat->add_option("--nproc", nproc, "Data-parallel training on N local processes, training.batch_size each (c10d Gloo)")
+      ->check(CLI::Range(1, 1024));
 
   try {
     app.parse(argc, argv);
@@ -200,6 +207,8 @@ int main(int argc, char** argv) {
     if (*inspect) return run_inspect(model, wraps, config, train_mode, !no_code, prep);
     if (*run) return run_model(onnx_path, run_inputs, run_output, run_backend, run_plugins, run_explain);
     if (*bench) return qfx::cli::run_bench(bargs);
+    const char* world = std::getenv("WORLD_SIZE");
+    if ((*ptq || *qat) && nproc > 1 && !(world && *world)) return qfx::cli::launch_local(nproc, argc, argv);
     if (*ptq) return qfx::cli::run_ptq(ptq_config, ptq_set);
     if (*qat) return qfx::cli::run_qat(qat_config, qat_set);
   } catch (const qfx::Error& e) {

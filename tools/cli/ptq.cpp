@@ -5,6 +5,7 @@
 #include <cstdio>
 
 #include "common.h"
+#include "qfx/quant/distributed.h"
 #include "qfx/quant/pipeline.h"
 
 namespace qfx::cli {
@@ -12,7 +13,9 @@ namespace qfx::cli {
 int run_ptq(const std::string& config_path, const std::vector<std::string>& overrides) {
   quant::JobConfig cfg = quant::load_job_config(config_path, overrides);
   ProgressHooks ph;
-  const quant::PtqResult r = quant::ptq(cfg, ph.hooks());
+  auto dist = quant::distributed::init_from_env();
+  const quant::PtqResult r = quant::ptq(cfg, dist->rank() == 0 ? ph.hooks() : quant::PipelineHooks{}, dist.get());
+  if (r.rank != 0) return 0;  // rank 0 reports and writes the outputs
   std::printf("calibration: %lld images on %s, %.1f images/s\n", static_cast<long long>(r.calibration.images),
               r.calibration.engine.c_str(), r.calibration_images_per_s);
   if (!r.calibration.fallback_reason.empty()) std::printf("  (libtorch fallback: %s)\n", r.calibration.fallback_reason.c_str());

@@ -5,6 +5,7 @@
 #include <cstdio>
 
 #include "common.h"
+#include "qfx/quant/distributed.h"
 #include "qfx/quant/pipeline.h"
 
 namespace qfx::cli {
@@ -12,7 +13,9 @@ namespace qfx::cli {
 int run_qat(const std::string& config_path, const std::vector<std::string>& overrides) {
   quant::JobConfig cfg = quant::load_job_config(config_path, overrides);
   ProgressHooks ph;
-  const quant::QatResult r = quant::qat(cfg, ph.hooks());
+  auto dist = quant::distributed::init_from_env();
+  const quant::QatResult r = quant::qat(cfg, dist->rank() == 0 ? ph.hooks() : quant::PipelineHooks{}, dist.get());
+  if (r.rank != 0) return 0;  // rank 0 reports and writes the outputs
   std::printf("trained %lld steps (%.1f ms/step)\n", static_cast<long long>(r.steps), r.ms_per_step);
   std::printf("forward + backward of one batch: %.1f ms with fake quant, %.1f ms float (x%.2f)\n", r.fwd_bwd_ms_fake_quant,
               r.fwd_bwd_ms_float, r.fwd_bwd_ms_fake_quant / std::max(r.fwd_bwd_ms_float, 1e-9));

@@ -14,8 +14,8 @@ class Error : public std::runtime_error {
  public:
   /// @param message full human-readable message, context included.
   explicit Error(const std::string& message) : std::runtime_error(message) {}
-  /// Process exit code the `qfx` CLI uses for this error kind (2..8; 1 is an
-  /// unexpected internal error, 9 a failed reference check).
+  /// Process exit code the `qfx` CLI uses for this error kind (2..8 and 10; 1
+  /// is an unexpected internal error, 9 a failed reference check).
   virtual int exit_code() const noexcept { return 2; }
 };
 
@@ -66,6 +66,14 @@ class ExecutionError : public Error {
  public:
   using Error::Error;
   int exit_code() const noexcept override { return 8; }
+};
+
+/// A multi-process run failed: a rank died, hung past the timeout, or could not
+/// join the process group. Names the rank (when known) and the collective.
+class DistributedError : public Error {
+ public:
+  using Error::Error;
+  int exit_code() const noexcept override { return 10; }
 };
 
 }  // namespace qfx

@@ -84,6 +84,7 @@ at::Tensor FakeQuantize::forward(const at::Tensor& x) {
   const bool observe = observer_enabled();
   if (observe) {
     observer_->forward(x.detach());
+    if (sync_) sync_(*observer_);
     stale_ = true;
   }
   if (!fake_quant_enabled()) return x;

@@ -94,6 +94,13 @@ at::Tensor MinMaxObserver::forward(const at::Tensor& x_in) {
   return x_in;
 }
 
+bool MinMaxObserver::replay_range(float lo, float hi) {
+  at::NoGradGuard ng;
+  const bool first = min_val_.item<float>() == kInf && max_val_.item<float>() == -kInf;
+  accumulate(min_val_, max_val_, scalar(lo), scalar(hi), first, c_);
+  return true;
+}
+
 void MinMaxObserver::merge(const ObserverBase& other) {
   const auto* o = dynamic_cast<const MinMaxObserver*>(&other);
   if (!o) throw std::invalid_argument("merge: observer types differ");
@@ -214,6 +221,23 @@ void HistogramObserver::grow_to(double new_lo, double new_hi) {
   r[1] = w * static_cast<double>(k);
 }
 
+bool HistogramObserver::replay_range(float lo, float hi) {
+  float* mn = min_val_.data_ptr<float>();
+  float* mx = max_val_.data_ptr<float>();
+  *mn = std::min(*mn, lo);
+  *mx = std::max(*mx, hi);
+  double* r = range_.data_ptr<double>();
+  if (r[1] <= 0) {
+    double span = static_cast<double>(hi) - static_cast<double>(lo);
+    if (span <= 0) span = std::max(std::abs(static_cast<double>(lo)), 1.0) * 1e-6;
+    r[0] = lo;
+    r[1] = span / static_cast<double>(bins_);
+  } else {
+    grow_to(lo, hi);
+  }
+  return true;
+}
+
 void HistogramObserver::observe(const float* data, int64_t n) {
   if (n <= 0) return;
   // Pass 1 (vectorised, both threads): min, max and a non-finite flag (exponent all ones).
@@ -229,19 +253,8 @@ void HistogramObserver::observe(const float* data, int64_t n) {
     hi = x > hi ? x : hi;
   }
   if (nonfinite) throw DataError("observed tensor '" + (tensor_name_.empty() ? std::string("?") : tensor_name_) + "' contains NaN or Inf");
-  float* mn = min_val_.data_ptr<float>();
-  float* mx = max_val_.data_ptr<float>();
-  *mn = std::min(*mn, lo);
-  *mx = std::max(*mx, hi);
-  double* r = range_.data_ptr<double>();
-  if (r[1] <= 0) {
-    double span = static_cast<double>(hi) - static_cast<double>(lo);
-    if (span <= 0) span = std::max(std::abs(static_cast<double>(lo)), 1.0) * 1e-6;
-    r[0] = lo;
-    r[1] = span / static_cast<double>(bins_);
-  } else {
-    grow_to(lo, hi);
-  }
+  replay_range(lo, hi);
+  const double* r = range_.data_ptr<double>();
   // Pass 2: counts into per-thread integer histograms (four interleaved copies per
   // thread, so consecutive equal bins do not serialise on one counter), then summed.
   const double start = r[0], inv = 1.0 / r[1];

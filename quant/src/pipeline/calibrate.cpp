@@ -10,17 +10,20 @@
 #include "qfx/quant/convert.h"
 #include "qfx/quant/fake_quantize.h"
 #include "qfx/quant/dataset.h"
+#include "qfx/quant/distributed.h"
+#include "../distributed/lockstep.h"
 #include "qfx/quant/modules.h"
 #include "qfx/quant/runtime_tensor.h"
 #include "qfx/runtime/model.h"
 
 namespace qfx::quant {
-NextBatch batches(Dataset& data, int64_t batch_size) {
-  auto pos = std::make_shared<int64_t>(0);
-  return [&data, batch_size, pos]() -> std::vector<at::Tensor> {
+NextBatch batches(Dataset& data, int64_t batch_size, int rank, int world) {
+  auto pos = std::make_shared<int64_t>(batch_size * rank);
+  const int64_t stride = batch_size * std::max(world, 1);
+  return [&data, batch_size, stride, pos]() -> std::vector<at::Tensor> {
     if (*pos >= data.size()) return {};
     at::Tensor b = data.batch(*pos, std::min(*pos + batch_size, data.size()));
-    *pos += batch_size;
+    *pos += stride;
     return {b};
   };
 }
@@ -52,6 +55,10 @@ CalibrationResult calibrate(fx::GraphModule& gm, const NextBatch& next, const Ca
     res.seconds = std::chrono::duration<double>(Clock::now() - t0).count();
     return res;
   };
+  distributed::Context* dist = options.distributed && options.distributed->active() ? options.distributed : nullptr;
+  if (bytes.empty() && dist)
+    throw ConfigError("distributed calibration runs on the runtime, but this model falls back to libtorch (" + res.fallback_reason +
+                      "): calibrate it in one process");
   if (bytes.empty()) {  // libtorch: the prepared model's own forward.
     res.engine = "libtorch";
     for (auto batch = next(); !batch.empty(); batch = next()) {
@@ -84,13 +91,20 @@ CalibrationResult calibrate(fx::GraphModule& gm, const NextBatch& next, const Ca
     at::Tensor t = aten_view(value);
     for (FakeQuantize* fq : observers.at(name)) fq->forward(t);
   };
-  for (auto batch = next(); !batch.empty(); batch = next()) {
+  auto run_batch = [&](const std::vector<at::Tensor>& batch, const std::function<void(const std::string&, const runtime::Tensor&)>& cb) {
     if (batch.size() != inputs.size())
       throw DataError("calibration batch has " + std::to_string(batch.size()) + " tensors; the model has " +
                       std::to_string(inputs.size()) + " inputs");
     std::map<std::string, runtime::Tensor> in;
     for (size_t i = 0; i < batch.size(); ++i) in[inputs[i].name] = runtime_view(batch[i]);
-    model.run(in, watch, feed);
+    model.run(in, watch, cb);
+  };
+  if (dist) {
+    detail::calibrate_lockstep(gm, next, *dist, observers, run_batch, options.progress, &res);
+    return finish();
+  }
+  for (auto batch = next(); !batch.empty(); batch = next()) {
+    run_batch(batch, feed);
     res.images += batch[0].size(0);
     ++res.batches;
     if (options.progress) options.progress(res.images);

@@ -2,6 +2,7 @@
 // evaluate fp32 against int8 on the runtime, per-layer SQNR, reference check, report.
 #include <algorithm>
 #include <cmath>
+#include <optional>
 
 #include "artifacts.h"
 #include "held_out.h"
@@ -9,6 +10,7 @@
 #include "qfx/quant/calibrate.h"
 #include "qfx/quant/convert.h"
 #include "qfx/quant/dataset.h"
+#include "qfx/quant/distributed.h"
 #include "qfx/quant/fake_quantize.h"
 #include "qfx/quant/passes.h"
 #include "qfx/quant/pipeline.h"
@@ -43,7 +45,7 @@ struct LayerErr {
 
 }  // namespace
 
-PtqResult ptq(const JobConfig& cfg, const PipelineHooks& hooks) {
+PtqResult ptq(const JobConfig& cfg, const PipelineHooks& hooks, distributed::Context* dist) {
   const auto t_start = Clock::now();
   const std::string& config_path = cfg.path;
   PtqResult res;
@@ -60,7 +62,18 @@ PtqResult ptq(const JobConfig& cfg, const PipelineHooks& hooks) {
   if (have_eval) ev = open_dataset(cfg.evaluation.data, cfg.model.input_shape, cfg.evaluation.num_samples, -1);
   HeldOutData held;  // ptq.auto_fallback's (read before the long work: its errors come first)
   if (cfg.ptq.auto_fallback) held = held_out_data(cfg, cal->size(), cfg.evaluation.batch_size);
-  Staging out(cfg.output.dir);
+  // Data-parallel: every rank calibrates its shard; rank 0 alone goes on and writes the outputs.
+  const int rank = dist ? dist->rank() : 0, world = dist ? dist->world_size() : 1;
+  res.rank = rank;
+  res.world_size = world;
+  if (world > 1) {
+    const int64_t nb = (cal->size() + cfg.calibration.batch_size - 1) / cfg.calibration.batch_size;
+    if (nb < world)
+      throw ConfigError(config_path + ": " + std::to_string(nb) + " calibration batches for " + std::to_string(world) +
+                        " processes: every process needs one (raise calibration.num_samples or lower calibration.batch_size)");
+  }
+  std::optional<Staging> out;
+  if (rank == 0) out.emplace(cfg.output.dir);
 
   const int64_t bs = cfg.calibration.batch_size, ebs = cfg.evaluation.batch_size;
   auto for_batches = [&](Dataset& d, int64_t n, const std::function<void(const at::Tensor&, int64_t)>& fn) {
@@ -124,13 +137,21 @@ PtqResult ptq(const JobConfig& cfg, const PipelineHooks& hooks) {
   co.input_shapes = {cfg.model.input_shape};
   const int64_t ncal = cal->size();
   co.progress = [&](int64_t n) { progress(hooks, "calibration", n, ncal); };
-  auto calibrate_model = [&](fx::GraphModule& g) {
-    auto r = calibrate(g, batches(*cal, bs), co);
+  auto calibrate_model = [&](fx::GraphModule& g, distributed::Context* d) {
+    CalibrateOptions o = co;
+    o.distributed = d;
+    auto r = d ? calibrate(g, batches(*cal, bs, d->rank(), d->world_size()), o) : calibrate(g, batches(*cal, bs), o);
     set_quant_state(g, QuantState::kFakeQuant);
     disable_observer(g);
     return r;
   };
-  auto cr = calibrate_model(*gm);
+  auto cr = calibrate_model(*gm, dist);
+  if (rank != 0) {  // a worker: its observers equal rank 0's; rank 0 converts and writes
+    res.calibration = cr;
+    res.calibration_images_per_s = static_cast<double>(cr.images) / std::max(cr.seconds, 1e-9);
+    res.seconds = secs(t_start);
+    return res;
+  }
 
   // The independent check of the runtime's fp32 graph: libtorch's float output on
   // the first evaluation batch, taken before the algorithms below change weights.
@@ -210,21 +231,21 @@ PtqResult ptq(const JobConfig& cfg, const PipelineHooks& hooks) {
     info(hooks, std::string("auto_fallback: ") + (af.reached ? "target reached" : "target NOT reached") + " with " +
                     std::to_string(moved.size()) + " layer(s) in float" +
                     (af.reached ? "" : " (max_layers " + std::to_string(o.max_layers) + ")"));
-    const std::string final_path = out.path("config_final.yaml");
+    const std::string final_path = out->path("config_final.yaml");
     write_file_atomic(final_path, final_config_yaml(cfg, moved, "written by qfx ptq (ptq.auto_fallback) from " + config_path +
-                                                                    "\nrun it again: qfx ptq " + out.final_path("config_final.yaml")));
-    report_fallback["config"] = out.final_path("config_final.yaml");
+                                                                    "\nrun it again: qfx ptq " + out->final_path("config_final.yaml")));
+    report_fallback["config"] = out->final_path("config_final.yaml");
     if (!moved.empty()) {
       info(hooks, "auto_fallback: preparing again with " + std::to_string(moved.size()) + " layer(s) float");
       const JobConfig fin = load_job_config(final_path);
       gm = prepare_model(fin.qconfig);
-      cr = calibrate_model(*gm);
+      cr = calibrate_model(*gm, nullptr);  // rank 0 alone: the other ranks have finished
       refine_model(*gm);
     }
   }
 
   // Convert.
-  const std::string onnx_path = out.path("model_int8.onnx");
+  const std::string onnx_path = out->path("model_int8.onnx");
   ExportResult conv = convert_model(*gm, onnx_path, cfg.model.input_shape, &res.converted);
   auto int8 = runtime::Model::load(onnx_path, {rt_backend});
   const std::string out_name = output_name(int8, cfg.evaluation.output, config_path);
@@ -252,7 +273,7 @@ PtqResult ptq(const JobConfig& cfg, const PipelineHooks& hooks) {
         : nlohmann::json{{"sqnr_db", sqnr(fo, qo)}};
     report["auto_fallback"] = report_fallback;
   }
-  report["calibration"] = {{"images", cr.images}, {"images_per_s", cal_rate}, {"engine", cr.engine},
+  report["calibration"] = {{"images", cr.images}, {"images_per_s", cal_rate}, {"engine", cr.engine}, {"processes", world},
                            {"seconds", cr.seconds}, {"observed_tensors", cr.observed_tensors}};
   if (!cr.fallback_reason.empty()) report["calibration"]["fallback_reason"] = cr.fallback_reason;
   report["float_fallbacks"] = res.float_fallbacks = float_fallbacks(*gm);
@@ -409,11 +430,11 @@ PtqResult ptq(const JobConfig& cfg, const PipelineHooks& hooks) {
     }
   }
 
-  write_encodings(out.path("encodings.json"), conv, graph_hash(*gm), backend.name);
-  report["outputs"] = {out.final_path("model_int8.onnx"), out.final_path("encodings.json"), out.final_path("report.json")};
+  write_encodings(out->path("encodings.json"), conv, graph_hash(*gm), backend.name);
+  report["outputs"] = {out->final_path("model_int8.onnx"), out->final_path("encodings.json"), out->final_path("report.json")};
   report["seconds"] = secs(t_start);
-  write_json(out.path("report.json"), report);
-  out.commit();
+  write_json(out->path("report.json"), report);
+  out->commit();
   res.outputs = report["outputs"].get<std::vector<std::string>>();
   res.seconds = secs(t_start);
   return res;

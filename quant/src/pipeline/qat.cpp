@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cmath>
 #include <numeric>
+#include <optional>
 #include <random>
 
 #include "artifacts.h"
@@ -14,6 +15,7 @@
 #include "qfx/quant/calibrate.h"
 #include "qfx/quant/checkpoint.h"
 #include "qfx/quant/dataset.h"
+#include "qfx/quant/distributed.h"
 #include "qfx/quant/fake_quantize.h"
 #include "qfx/quant/modules.h"
 #include "qfx/quant/passes.h"
@@ -59,10 +61,14 @@ double top1(fx::GraphModule& gm, Dataset& d, int64_t bs, int64_t output, at::Ten
 
 }  // namespace
 
-QatResult qat(const JobConfig& cfg, const PipelineHooks& hooks) {
+QatResult qat(const JobConfig& cfg, const PipelineHooks& hooks_in, distributed::Context* dist) {
   const auto t_start = Clock::now();
   const std::string& config_path = cfg.path;
   QatResult res;
+  const int rank = dist ? dist->rank() : 0, world = dist && dist->active() ? dist->world_size() : 1;
+  res.rank = rank;
+  res.world_size = world;
+  const PipelineHooks hooks = rank == 0 ? hooks_in : PipelineHooks{};  // the other ranks work silently
   if (!cfg.training.enabled) throw ConfigError(config_path + ": 'training' is required for qfx qat");
   const TrainingConfig& tc = cfg.training;
   auto backend = BackendConfig::resolve(cfg.backend);
@@ -74,14 +80,16 @@ QatResult qat(const JobConfig& cfg, const PipelineHooks& hooks) {
   auto train = open_dataset(tc.data, cfg.model.input_shape, tc.num_samples, -1);
   auto ev = open_dataset(cfg.evaluation.data, cfg.model.input_shape, cfg.evaluation.num_samples, -1);
   if (!ev->labels().defined()) throw ConfigError(config_path + ": evaluation.data.labels is required for qfx qat");
-  Staging out(cfg.output.dir);
+  std::optional<Staging> out;
+  if (rank == 0) out.emplace(cfg.output.dir);
   const std::string ckpt = tc.checkpoint.empty() ? (fs::path(cfg.output.dir) / "qat_checkpoint.pt").string() : tc.checkpoint;
 
   torch::manual_seed(static_cast<uint64_t>(tc.seed));
   auto gm = fx::trace_file(cfg.model.path, cfg.tracer.options);
   gm->eval();
   at::Tensor fp32_pred;
-  const double top1_fp32 = top1(*gm, *ev, cfg.evaluation.batch_size, cfg.evaluation.output, &fp32_pred, "fp32 evaluation", hooks);
+  const double top1_fp32 =
+      rank == 0 ? top1(*gm, *ev, cfg.evaluation.batch_size, cfg.evaluation.output, &fp32_pred, "fp32 evaluation", hooks) : 0.0;
   prepare_qat_fx(*gm, cfg.qconfig, backend);
   // Optional: observers start from a calibration pass over the float graph (runtime).
   if (cfg.calibration.enabled) {
@@ -89,7 +97,16 @@ QatResult qat(const JobConfig& cfg, const PipelineHooks& hooks) {
     CalibrateOptions co;
     co.backend = rt_backend;
     co.input_shapes = {cfg.model.input_shape};
-    calibrate(*gm, batches(*cal, cfg.calibration.batch_size), co);
+    co.distributed = world > 1 ? dist : nullptr;
+    calibrate(*gm, batches(*cal, cfg.calibration.batch_size, rank, world), co);
+  }
+  // Data-parallel: rank 0's model everywhere, observers synchronised in every
+  // observed forward, gradients averaged before each step.
+  std::unique_ptr<distributed::GradientReducer> reducer;
+  if (world > 1) {
+    distributed::broadcast_parameters(*gm, *dist);
+    distributed::synchronize_observers(*gm, *dist);
+    reducer = std::make_unique<distributed::GradientReducer>(*gm, *dist);
   }
   std::unique_ptr<torch::optim::Optimizer> opt;
   if (tc.optimizer == "adam")
@@ -97,7 +114,8 @@ QatResult qat(const JobConfig& cfg, const PipelineHooks& hooks) {
   else
     opt = std::make_unique<torch::optim::SGD>(
         gm->parameters(), torch::optim::SGDOptions(tc.lr).momentum(tc.momentum).weight_decay(tc.weight_decay));
-  const int64_t n = train->size(), bs = tc.batch_size, steps_per_epoch = (n + bs - 1) / bs;
+  // A step takes one global batch of bs x world samples; rank r trains on its r-th slice.
+  const int64_t n = train->size(), bs = tc.batch_size, gbs = bs * world, steps_per_epoch = (n + gbs - 1) / gbs;
   int64_t total = tc.epochs * steps_per_epoch;
   if (tc.max_steps > 0) total = std::min(total, tc.max_steps);
   int64_t step = 0;
@@ -125,27 +143,57 @@ QatResult qat(const JobConfig& cfg, const PipelineHooks& hooks) {
     gm->train();
     for (int64_t k = step % steps_per_epoch; k < steps_per_epoch && step < total; ++k, ++step) {
       apply_schedule(step);
-      std::vector<int64_t> pos(order.begin() + k * bs, order.begin() + std::min((k + 1) * bs, n));
-      at::Tensor x = train->gather(pos), y = train->labels().index_select(0, at::tensor(pos, at::kLong));
+      const int64_t g0 = k * gbs, g1 = std::min(g0 + gbs, n);  // this step's global batch
+      const int64_t b0 = std::min(g0 + rank * bs, g1), b1 = std::min(b0 + bs, g1);
+      std::vector<int64_t> pos(order.begin() + b0, order.begin() + b1);
       const auto t0 = Clock::now();
       set_lr(*opt, lr_at(tc, step, total));
       opt->zero_grad();
-      at::Tensor logits = forward_output(*gm, x, cfg.evaluation.output);
-      at::Tensor loss = torch::nn::functional::cross_entropy(logits, y);
-      loss.backward();
+      at::Tensor x, y, logits, loss;
+      if (!pos.empty()) {
+        x = train->gather(pos);
+        y = train->labels().index_select(0, at::tensor(pos, at::kLong));
+        logits = forward_output(*gm, x, cfg.evaluation.output);
+        loss = torch::nn::functional::cross_entropy(logits, y);
+        // Averaged over ranks, the gradients are those of the global batch's mean loss.
+        (loss * (static_cast<double>(pos.size() * world) / static_cast<double>(g1 - g0))).backward();
+      } else if (world > 1) {
+        throw ConfigError(config_path + ": the last global batch leaves rank " + std::to_string(rank) +
+                          " without samples; make training.num_samples a multiple of batch_size x processes");
+      }
+      if (reducer) reducer->reduce();
       opt->step();
       step_seconds += secs(t0);
       ++timed_steps;
-      const double l = loss.item<double>();
+      const double l = loss.defined() ? loss.item<double>() : 0.0;
       loss_ema = (step == 0 || k == 0) ? l : 0.95 * loss_ema + 0.05 * l;
       correct += logits.argmax(1).eq(y).sum().item<int64_t>();
-      seen += x.size(0);
+      seen += static_cast<int64_t>(pos.size());
       char extra[96];
       std::snprintf(extra, sizeof extra, "loss %.3f  acc %.1f%%  lr %.4f", loss_ema, 100.0 * correct / std::max<int64_t>(seen, 1),
                     lr_at(tc, step, total));
-      progress(hooks, stage, std::min((k + 1) * bs, n), n, extra);
+      progress(hooks, stage, g1, n, extra);
     }
-    save_qat_checkpoint(ckpt, *gm, *opt, step);
+    if (rank == 0) save_qat_checkpoint(ckpt, *gm, *opt, step);
+  }
+  if (world > 1) {
+    distributed::synchronize_observers(*gm, *dist, false);
+    // Every rank must hold the same qparams: rank 0 checks, then the others are done.
+    std::vector<at::Tensor> q;
+    for (const auto& m : gm->modules(false))
+      if (auto* fq = dynamic_cast<FakeQuantize*>(m.get())) {
+        QParams p = fq->qparams();
+        q.push_back(p.scale.to(at::kDouble).reshape({-1}));
+        q.push_back(p.zero_point.to(at::kDouble).reshape({-1}));
+      }
+    const at::Tensor all = dist->all_gather(q.empty() ? at::zeros({1}, at::kDouble) : at::cat(q), "qparams check");
+    res.qparams_identical_on_all_ranks = true;
+    for (int r = 1; r < world; ++r) res.qparams_identical_on_all_ranks &= at::equal(all[0], all[r]);
+    if (rank != 0) {
+      res.steps = step;
+      res.seconds = secs(t_start);
+      return res;
+    }
   }
   // Cost of fake quantization: forward + backward on one training batch with fake
   // quant on and off (observers and batch-norm statistics frozen, no optimizer step).
@@ -180,7 +228,7 @@ QatResult qat(const JobConfig& cfg, const PipelineHooks& hooks) {
   at::Tensor fq_pred;
   const double top1_fq = top1(*gm, *ev, cfg.evaluation.batch_size, cfg.evaluation.output, &fq_pred, "fake-quant evaluation", hooks);
   // Convert and run the int8 model on the runtime.
-  const std::string onnx_path = out.path("model_int8.onnx");
+  const std::string onnx_path = out->path("model_int8.onnx");
   ExportResult conv = convert_model(*gm, onnx_path, cfg.model.input_shape, &res.converted);
   auto int8 = runtime::Model::load(onnx_path, {rt_backend});
   const std::string out_name = output_name(int8, cfg.evaluation.output, config_path);
@@ -198,21 +246,22 @@ QatResult qat(const JobConfig& cfg, const PipelineHooks& hooks) {
   report["model"] = cfg.model.path;
   report["config"] = config_path;
   report["backend"] = backend.name;
-  report["training"] = {{"steps", step}, {"epochs", tc.epochs}, {"batch_size", bs}, {"optimizer", tc.optimizer},
+  report["training"] = {{"steps", step}, {"epochs", tc.epochs}, {"batch_size", bs}, {"processes", world}, {"optimizer", tc.optimizer},
                         {"lr", tc.lr}, {"lr_schedule", tc.lr_schedule}, {"final_loss_ema", loss_ema},
                         {"ms_per_step", timed_steps ? 1000.0 * step_seconds / static_cast<double>(timed_steps) : 0.0},
                         {"checkpoint", ckpt},
                         {"fwd_bwd_ms_fake_quant", ms_fq}, {"fwd_bwd_ms_float", ms_float}};
+  if (world > 1) report["training"]["qparams_identical_on_all_ranks"] = res.qparams_identical_on_all_ranks;
   report["evaluation"] = {{"images", ev->size()}, {"top1_fp32", top1_fp32}, {"top1_fakequant", top1_fq},
                           {"top1_int8", top1_int8}, {"int8_agrees_with_fakequant", agree}};
   report["float_fallbacks"] = res.float_fallbacks = float_fallbacks(*gm);
   report["runtime_float_groups"] = res.runtime_float_groups = int8.float_fallbacks();
   res.kernel_report = int8.kernel_report();
   report["kernels"] = kernel_report_json(res.kernel_report);
-  write_encodings(out.path("encodings.json"), conv, graph_hash(*gm), backend.name);
+  write_encodings(out->path("encodings.json"), conv, graph_hash(*gm), backend.name);
   report["seconds"] = secs(t_start);
-  write_json(out.path("report.json"), report);
-  out.commit();
+  write_json(out->path("report.json"), report);
+  out->commit();
   res.checkpoint = ckpt;
   res.steps = step;
   res.ms_per_step = timed_steps ? 1000.0 * step_seconds / static_cast<double>(timed_steps) : 0.0;
@@ -224,7 +273,7 @@ QatResult qat(const JobConfig& cfg, const PipelineHooks& hooks) {
   res.top1_fakequant = top1_fq;
   res.top1_int8 = top1_int8;
   res.int8_agrees_with_fakequant = agree;
-  res.outputs = {out.final_path("model_int8.onnx"), out.final_path("encodings.json"), out.final_path("report.json")};
+  res.outputs = {out->final_path("model_int8.onnx"), out->final_path("encodings.json"), out->final_path("report.json")};
   res.seconds = secs(t_start);
   return res;
 }

@@ -18,9 +18,14 @@ namespace qfx::quant {
 using NextBatch = std::function<std::vector<at::Tensor>()>;
 
 class Dataset;
+namespace distributed {
+class Context;
+}
 /// The samples of `data` in order, `batch_size` at a time, as a NextBatch for a
-/// one-input model. `data` must outlive the returned function.
-NextBatch batches(Dataset& data, int64_t batch_size);
+/// one-input model. `data` must outlive the returned function. With `world` > 1,
+/// rank `rank`'s shard: batches rank, rank + world, rank + 2 world, ... of that
+/// sequence (data-parallel calibration).
+NextBatch batches(Dataset& data, int64_t batch_size, int rank = 0, int world = 1);
 
 /// Options of `calibrate`.
 struct CalibrateOptions {
@@ -32,8 +37,18 @@ struct CalibrateOptions {
   /// op without ONNX export), run the prepared GraphModule on libtorch instead of
   /// throwing. The reason is reported in CalibrationResult::fallback_reason.
   bool allow_libtorch_fallback = true;
-  /// Called after each batch with the number of images seen so far.
+  /// Called after each batch with the number of images seen so far (all ranks).
   std::function<void(int64_t)> progress;
+  /// Data-parallel calibration: every rank passes its shard of the batches
+  /// (`batches(data, bs, rank, world)`). The ranks run in lockstep; after each
+  /// step every rank replays the other ranks' batch ranges into its observers
+  /// in rank order (ObserverBase::replay_range), so histogram grids and moving
+  /// averages evolve exactly as in one process reading the batches in order,
+  /// and at the end the counts are summed (all_reduce_observers). The qparams
+  /// then equal a single-process run's over the same batches, bit for bit.
+  /// Needs the runtime path (not the libtorch fallback) and at least one batch
+  /// per rank; per-channel moving-average activation observers are refused.
+  distributed::Context* distributed = nullptr;
 };
 
 /// What `calibrate` did.
@@ -55,10 +70,12 @@ struct CalibrationResult {
 ///    a copy, to the FakeQuantize modules that observe it (their observer_enabled
 ///    flags are honoured, so shared and fixed-qparams observers behave as in a
 ///    libtorch forward).
-/// Memory stays flat as the data grows: nothing is kept beyond the batch in flight.
+/// Memory stays flat as the data grows: nothing is kept beyond the batch in flight
+/// (distributed: each rank holds copies of its batch's observed values for one step).
 /// Throws DataError for NaN/Inf in a watched tensor (naming it) or a batch whose
 /// shape does not fit the model, UnsupportedOpError when the graph cannot be
-/// lowered and `allow_libtorch_fallback` is false.
+/// lowered and `allow_libtorch_fallback` is false; distributed: ConfigError for
+/// the limits above, DistributedError when a rank fails.
 CalibrationResult calibrate(fx::GraphModule& gm, const NextBatch& next, const CalibrateOptions& options = {});
 
 }  // namespace qfx::quant

@@ -3,6 +3,8 @@
 // model-wide states of Horizon's plugin (calibration / fake quant / float).
 #pragma once
 
+#include <functional>
+
 #include <torch/nn/module.h>
 
 #include <memory>
@@ -70,8 +72,14 @@ class FakeQuantize : public torch::nn::Module {
   /// model). Throws std::logic_error for the learnable (LSQ) form.
   void freeze_qparams();
   bool qparams_frozen() const;
+  /// Called right after the observer records a tensor in `forward`, before the
+  /// qparams are recomputed (data-parallel QAT: distributed::synchronize_observers
+  /// all-reduces the observer's range here, so every rank fake-quantizes with the
+  /// qparams of the global batch). Empty: none.
+  void set_observer_sync(std::function<void(ObserverBase&)> sync) { sync_ = std::move(sync); }
 
  private:
+  std::function<void(ObserverBase&)> sync_;
   std::shared_ptr<ObserverBase> observer_;
   bool learnable_;
   at::Tensor scale_;       // buffer (parameter when learnable)

@@ -39,6 +39,16 @@ class ObserverBase : public torch::nn::Module {
   virtual void merge(const ObserverBase& other) = 0;
   /// Forgets all statistics.
   virtual void reset() = 0;
+  /// Distributed calibration (lockstep replay): updates the statistics that
+  /// depend on the order of batches (the running or moving-average range, the
+  /// histogram's grid and exact extremes) as `forward` would for a batch whose
+  /// min and max are `lo` and `hi`, without counting its values. Returns false
+  /// where that is not possible (per-channel observers: their ranks' statistics
+  /// are merged afterwards by all_reduce_observers instead).
+  virtual bool replay_range(float lo, float hi) {
+    (void)lo, (void)hi;
+    return false;
+  }
   /// True once some data was observed.
   bool has_data() const;
   /// The quantization target.
@@ -63,6 +73,7 @@ class MinMaxObserver : public ObserverBase {
   at::Tensor forward(const at::Tensor& x) override;
   std::pair<at::Tensor, at::Tensor> min_max() const override { return {min_val_, max_val_}; }
   void merge(const ObserverBase& other) override;
+  bool replay_range(float lo, float hi) override;
   void reset() override;
   /// Moving-average constant c (0: running min/max).
   double averaging_constant() const { return c_; }
@@ -122,6 +133,7 @@ class HistogramObserver : public ObserverBase {
   /// Merges another histogram: exact when its bin edges fall on this one's grid
   /// (e.g. both grew from the same first batch); otherwise each of its bins is
   /// spread over the bins it overlaps in proportion to the overlap.
+  bool replay_range(float lo, float hi) override;
   void merge(const ObserverBase& other) override;
   void reset() override;
   std::string algorithm() const override;

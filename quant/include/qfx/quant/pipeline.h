@@ -55,6 +55,7 @@ struct PtqEvaluation {
 
 /// Everything `qfx ptq` prints and writes to report.json.
 struct PtqResult {
+  int rank = 0, world_size = 1;        ///< this process in a data-parallel run (outputs come from rank 0)
   std::string model, config;           ///< TorchScript file, config file
   std::string backend;                 ///< the BackendConfig's name
   std::string runtime_backend;         ///< the runtime backend that calibrated and ran int8
@@ -81,10 +82,18 @@ struct PtqResult {
 /// Throws ConfigError (config without calibration data, metric top1 without labels),
 /// IoError (model or data files, unwritable output), DataError (data that does not
 /// fit the model), TraceError, UnsupportedOpError.
-PtqResult ptq(const JobConfig& cfg, const PipelineHooks& hooks = {});
+/// With an active `dist` (distributed::init_from_env), the run is data-parallel:
+/// each rank calibrates its shard of the calibration batches (see
+/// CalibrateOptions::distributed: the qparams equal a single-process run's),
+/// then the other ranks return (no outputs; `rank` says which) and rank 0 alone
+/// runs the rest and writes the outputs; DistributedError if a rank fails.
+PtqResult ptq(const JobConfig& cfg, const PipelineHooks& hooks = {}, distributed::Context* dist = nullptr);
 
 /// Everything `qfx qat` prints and writes to report.json.
 struct QatResult {
+  int rank = 0, world_size = 1;        ///< this process in a data-parallel run (outputs come from rank 0)
+  /// Data-parallel: every rank's scales and zero points equal rank 0's after training.
+  bool qparams_identical_on_all_ranks = true;
   std::string model, config, backend, runtime_backend, output_dir;
   std::string checkpoint;               ///< the checkpoint written after each epoch
   int64_t steps = 0;                    ///< optimizer steps done (resumed ones included)
@@ -108,6 +117,11 @@ struct QatResult {
 /// freeze_bn_after, disable_observer_after; a checkpoint after every epoch;
 /// resume) -> fake-quant evaluation -> convert -> int8 evaluation on the runtime.
 /// Throws ConfigError (no training or labelled evaluation section), IoError, DataError.
-QatResult qat(const JobConfig& cfg, const PipelineHooks& hooks = {});
+/// With an active `dist`: data-parallel training (see the README, "More than one
+/// process"): rank 0's model is broadcast, each rank trains on its slice of
+/// every global batch (training.batch_size per rank), gradients are averaged
+/// (GradientReducer) and observers all-reduced each step while enabled; rank 0
+/// writes the checkpoints and outputs; batch-norm statistics are per rank.
+QatResult qat(const JobConfig& cfg, const PipelineHooks& hooks = {}, distributed::Context* dist = nullptr);
 
 }  // namespace qfx::quant

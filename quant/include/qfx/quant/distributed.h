@@ -1,0 +1,126 @@
+// Data-parallel calibration and QAT on PyTorch's c10d (Gloo on CPU): the process
+// group from torchrun's environment, observer statistics merged across ranks,
+// parameters broadcast and gradients all-reduced in a user's own training loop.
+#pragma once
+
+#include <ATen/core/Tensor.h>
+
+#include <chrono>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace c10d {
+class ProcessGroup;
+}
+namespace torch::nn {
+class Module;
+}
+namespace qfx::fx {
+class GraphModule;
+}
+
+namespace qfx::quant::distributed {
+
+/// Reduction of `Context::all_reduce`.
+enum class Op { kSum, kMin, kMax };
+
+/// One process's place in a data-parallel job and its c10d process group.
+/// With a world size of 1 every collective is a no-op (the tensors are left as
+/// they are), so single-process code needs no branches.
+class Context {
+ public:
+  /// A single-process context (rank 0 of 1).
+  Context();
+  ~Context();
+  Context(const Context&) = delete;
+  Context& operator=(const Context&) = delete;
+
+  int rank() const { return rank_; }
+  int world_size() const { return world_; }
+  int local_rank() const { return local_rank_; }
+  /// More than one process.
+  bool active() const { return world_ > 1; }
+  /// Collective timeout (a rank that does not join within it fails the job).
+  std::chrono::milliseconds timeout() const { return timeout_; }
+
+  /// The c10d process group (ProcessGroupGloo). Throws std::logic_error for a
+  /// single-process context.
+  c10d::ProcessGroup& process_group();
+
+  /// In-place all-reduce of CPU tensors (each reduced elementwise over ranks).
+  /// Throws DistributedError naming `what`, this rank and the rank that failed
+  /// (when its heartbeat says so) if a peer died or the timeout passed.
+  void all_reduce(std::vector<at::Tensor>& tensors, Op op, const std::string& what);
+  /// In-place broadcast from `root`. Errors as all_reduce.
+  void broadcast(std::vector<at::Tensor>& tensors, int root, const std::string& what);
+  /// Every rank's `t` (same shape and dtype on all ranks), stacked: [world, ...t.shape].
+  at::Tensor all_gather(const at::Tensor& t, const std::string& what);
+  /// Waits for every rank. Errors as all_reduce.
+  void barrier(const std::string& what);
+
+ private:
+  friend std::shared_ptr<Context> init_from_env(std::chrono::seconds timeout);
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+  int rank_ = 0, world_ = 1, local_rank_ = 0;
+  std::chrono::milliseconds timeout_{300000};
+  [[noreturn]] void fail(const std::string& what, const std::exception& e);
+};
+
+/// The job torchrun (or `qfx ... --nproc N`) describes in the environment:
+/// RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR (default 127.0.0.1), MASTER_PORT
+/// (default 29500). Rank 0 hosts the c10d TCPStore; every rank then joins a
+/// ProcessGroupGloo. Without WORLD_SIZE (or with 1): a single-process context.
+/// `timeout` bounds the rendezvous and every collective; QFX_DIST_TIMEOUT
+/// (seconds) overrides it. Each rank publishes a heartbeat in the store, so a
+/// failed collective can name the rank that stopped. Throws ConfigError for
+/// malformed variables (naming them) and DistributedError when the group
+/// cannot form within the timeout.
+std::shared_ptr<Context> init_from_env(std::chrono::seconds timeout = std::chrono::seconds(300));
+
+/// Merges the observer statistics of every rank, in place, so all ranks hold the
+/// same statistics and therefore compute the same qparams:
+/// - min/max observers (per tensor or per channel, running or moving average):
+///   all-reduce min and max. Exact and idempotent; for moving averages exact
+///   when the ranks' values were equal before their last update (the update is
+///   monotone in the batch's min/max, so min over ranks of the updated values is
+///   the update with the global batch min). Call it after every step in which
+///   observers are enabled (QAT).
+/// - histogram observers: every rank's histogram is merged into each in rank
+///   order (HistogramObserver::merge: exact when the bin grids align). Not
+///   idempotent: call it once, after calibration.
+/// Throws DistributedError as Context::all_reduce.
+void all_reduce_observers(fx::GraphModule& gm, Context& ctx);
+
+/// Data-parallel QAT: makes every FakeQuantize of `gm` all-reduce its
+/// observer's min/max right after observing (one collective per call), so the
+/// qparams each rank fake-quantizes with are those of the global batch
+/// (min/max and moving-average observers; exact, see all_reduce_observers).
+/// Every rank must run the same forward calls while observers are enabled.
+/// `ctx` must outlive the model's use; `enable = false` removes the hooks.
+/// Throws ConfigError for a histogram observer (it cannot be merged per step).
+void synchronize_observers(fx::GraphModule& gm, Context& ctx, bool enable = true);
+
+/// Copies rank 0's parameters and buffers into every rank's `module`.
+void broadcast_parameters(torch::nn::Module& module, Context& ctx);
+
+/// DDP-style gradient averaging for a user's loop: after `loss.backward()`,
+/// `reduce()` all-reduces the gradients of `module`'s trainable parameters in
+/// buckets of about `bucket_bytes` (flattened, one collective per bucket, all
+/// launched before any is waited for) and divides by the world size,
+/// so every rank steps with the gradient of the global batch's mean loss.
+/// Parameters without a gradient take part with zeros.
+class GradientReducer {
+ public:
+  GradientReducer(torch::nn::Module& module, Context& ctx, int64_t bucket_bytes = 25 << 20);
+  /// All-reduces and averages the gradients. Throws DistributedError.
+  void reduce();
+
+ private:
+  std::vector<at::Tensor> params_;
+  std::vector<std::vector<size_t>> buckets_;  // indices into params_
+  Context& ctx_;
+};
+
+}  // namespace qfx::quant::distributed

@@ -1,0 +1,195 @@
+// distributed::Context: the c10d TCPStore + ProcessGroupGloo of a torchrun-style
+// job, collectives with errors that name the failed rank (heartbeats in the store).
+#include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
+#include <torch/csrc/distributed/c10d/TCPStore.hpp>
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdlib>
+#include <mutex>
+#include <thread>
+
+#include "qfx/error.h"
+#include "qfx/quant/distributed.h"
+
+namespace qfx::quant::distributed {
+
+struct Context::Impl {
+  c10::intrusive_ptr<c10d::TCPStore> store, beat_store;  // the group's client; the heartbeat thread's own
+  c10::intrusive_ptr<c10d::ProcessGroupGloo> pg;
+  std::thread beat;
+  std::mutex mu;
+  std::condition_variable cv;
+  bool stop = false;
+  ~Impl() {
+    {
+      std::lock_guard<std::mutex> l(mu);
+      stop = true;
+    }
+    cv.notify_all();
+    if (beat.joinable()) beat.join();
+  }
+};
+
+namespace {
+
+int env_int(const char* name, int fallback, int lo) {
+  const char* v = std::getenv(name);
+  if (!v || !*v) return fallback;
+  char* end = nullptr;
+  const long x = std::strtol(v, &end, 10);
+  if (*end || x < lo || x > 1 << 20) throw ConfigError(std::string("environment variable ") + name + "='" + v + "': expected an integer >= " + std::to_string(lo));
+  return static_cast<int>(x);
+}
+
+std::string heartbeat_key(int r) { return "qfx/heartbeat/" + std::to_string(r); }
+
+}  // namespace
+
+Context::Context() = default;
+Context::~Context() = default;
+
+c10d::ProcessGroup& Context::process_group() {
+  if (!impl_) throw std::logic_error("distributed::Context: a single-process context has no process group");
+  return *impl_->pg;
+}
+
+void Context::fail(const std::string& what, const std::exception& e) {
+  std::string first = e.what();
+  first = first.substr(0, first.find('\n'));
+  // Which rank stopped: one whose heartbeat counter no longer moves (or the store's host, rank 0, if the store is gone).
+  std::string culprit;
+  try {
+    std::vector<int64_t> before(static_cast<size_t>(world_));
+    for (int r = 0; r < world_; ++r) before[static_cast<size_t>(r)] = impl_->store->add(heartbeat_key(r), 0);
+    std::this_thread::sleep_for(std::chrono::milliseconds(2500));
+    for (int r = 0; r < world_ && culprit.empty(); ++r)
+      if (r != rank_ && impl_->store->add(heartbeat_key(r), 0) == before[static_cast<size_t>(r)]) culprit = "rank " + std::to_string(r) + " stopped";
+    if (culprit.empty()) culprit = "every rank is alive: one did not join within the timeout (" + std::to_string(timeout_.count() / 1000) + " s)";
+  } catch (const std::exception&) {
+    culprit = rank_ == 0 ? "a rank stopped" : "rank 0 stopped (it hosts the store)";
+  }
+  throw DistributedError("rank " + std::to_string(rank_) + " of " + std::to_string(world_) + ": " + what + " failed: " + culprit +
+                         " (" + first + ")");
+}
+
+void Context::all_reduce(std::vector<at::Tensor>& tensors, Op op, const std::string& what) {
+  if (!active() || tensors.empty()) return;
+  c10d::AllreduceOptions o;
+  o.reduceOp = op == Op::kSum ? c10d::ReduceOp::SUM : op == Op::kMin ? c10d::ReduceOp::MIN : c10d::ReduceOp::MAX;
+  o.timeout = timeout_;
+  try {  // every collective launched, then all waited: Gloo works on them while the next is queued
+    std::vector<c10::intrusive_ptr<c10d::Work>> work;
+    for (auto& t : tensors) {
+      std::vector<at::Tensor> one{t};
+      work.push_back(impl_->pg->allreduce(one, o));
+    }
+    for (auto& w : work) w->wait();
+  } catch (const std::exception& e) {
+    fail(what, e);
+  }
+}
+
+void Context::broadcast(std::vector<at::Tensor>& tensors, int root, const std::string& what) {
+  if (!active() || tensors.empty()) return;
+  c10d::BroadcastOptions o;
+  o.rootRank = root;
+  o.timeout = timeout_;
+  try {
+    for (auto& t : tensors) {
+      std::vector<at::Tensor> one{t};
+      impl_->pg->broadcast(one, o)->wait();
+    }
+  } catch (const std::exception& e) {
+    fail(what, e);
+  }
+}
+
+at::Tensor Context::all_gather(const at::Tensor& t, const std::string& what) {
+  if (!active()) return t.unsqueeze(0).clone();
+  at::Tensor in = t.contiguous();
+  std::vector<at::Tensor> parts;
+  for (int r = 0; r < world_; ++r) parts.push_back(at::empty_like(in));
+  std::vector<std::vector<at::Tensor>> outs{parts};
+  std::vector<at::Tensor> ins{in};
+  c10d::AllgatherOptions o;
+  o.timeout = timeout_;
+  try {
+    impl_->pg->allgather(outs, ins, o)->wait();
+  } catch (const std::exception& e) {
+    fail(what, e);
+  }
+  return at::stack(outs[0]);
+}
+
+void Context::barrier(const std::string& what) {
+  if (!active()) return;
+  // An all-reduce of one element: Gloo's barrier takes no per-call timeout.
+  std::vector<at::Tensor> t{at::zeros({1})};
+  all_reduce(t, Op::kSum, what);
+}
+
+std::shared_ptr<Context> init_from_env(std::chrono::seconds timeout) {
+  auto ctx = std::make_shared<Context>();
+  const int world = env_int("WORLD_SIZE", 1, 1);
+  if (world == 1) return ctx;
+  const int rank = env_int("RANK", -1, 0);
+  if (rank < 0) throw ConfigError("environment: WORLD_SIZE is " + std::to_string(world) + " but RANK is not set");
+  if (rank >= world) throw ConfigError("environment: RANK " + std::to_string(rank) + " is not below WORLD_SIZE " + std::to_string(world));
+  const int port = env_int("MASTER_PORT", 29500, 1);
+  if (port > 65535) throw ConfigError("environment: MASTER_PORT " + std::to_string(port) + " is not a TCP port");
+  const char* addr_env = std::getenv("MASTER_ADDR");
+  const std::string addr = addr_env && *addr_env ? addr_env : "127.0.0.1";
+  timeout = std::chrono::seconds(env_int("QFX_DIST_TIMEOUT", static_cast<int>(timeout.count()), 1));
+  ctx->rank_ = rank;
+  ctx->world_ = world;
+  ctx->local_rank_ = env_int("LOCAL_RANK", rank, 0);
+  ctx->timeout_ = std::chrono::duration_cast<std::chrono::milliseconds>(timeout);
+  auto impl = std::make_unique<Context::Impl>();
+  const std::string where = "rank " + std::to_string(rank) + " of " + std::to_string(world) + ": ";
+  try {
+    c10d::TCPStoreOptions so;
+    so.port = static_cast<uint16_t>(port);
+    so.isServer = rank == 0;
+    so.numWorkers = world;
+    so.waitWorkers = true;
+    so.timeout = ctx->timeout_;
+    impl->store = c10::make_intrusive<c10d::TCPStore>(addr, so);
+    so.isServer = false;
+    so.numWorkers = c10::nullopt;
+    so.waitWorkers = false;
+    impl->beat_store = c10::make_intrusive<c10d::TCPStore>(addr, so);
+    auto opts = c10d::ProcessGroupGloo::Options::create();
+    opts->timeout = ctx->timeout_;
+    const char* ifname = std::getenv("GLOO_SOCKET_IFNAME");
+    if (ifname && *ifname)
+      opts->devices.push_back(c10d::ProcessGroupGloo::createDeviceForInterface(ifname));
+    else if (addr == "127.0.0.1" || addr == "localhost")
+      opts->devices.push_back(c10d::ProcessGroupGloo::createDeviceForHostname("127.0.0.1"));
+    else
+      opts->devices.push_back(c10d::ProcessGroupGloo::createDefaultDevice());
+    impl->pg = c10::make_intrusive<c10d::ProcessGroupGloo>(impl->store, rank, world, opts);
+  } catch (const Error&) {
+    throw;
+  } catch (const std::exception& e) {
+    std::string m = e.what();
+    throw DistributedError(where + "cannot join the process group at " + addr + ":" + std::to_string(port) + " within " +
+                           std::to_string(timeout.count()) + " s (" + m.substr(0, m.find('\n')) + ")");
+  }
+  Context::Impl* raw = impl.get();
+  impl->beat = std::thread([raw, rank] {
+    std::unique_lock<std::mutex> l(raw->mu);
+    while (!raw->stop) {
+      try {
+        raw->beat_store->add(heartbeat_key(rank), 1);
+      } catch (const std::exception&) {
+        return;  // the store is gone: the job is ending
+      }
+      raw->cv.wait_for(l, std::chrono::milliseconds(500));
+    }
+  });
+  ctx->impl_ = std::move(impl);
+  return ctx;
+}
+
+}  // namespace qfx::quant::distributed

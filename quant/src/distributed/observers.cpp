@@ -1,0 +1,166 @@
+// all_reduce_observers, broadcast_parameters and GradientReducer (see distributed.h).
+#include <ATen/ATen.h>
+#include <torch/nn/module.h>
+
+#include "qfx/error.h"
+#include "qfx/fx/graph_module.h"
+#include "qfx/quant/distributed.h"
+#include "qfx/quant/fake_quantize.h"
+#include "qfx/quant/observer.h"
+
+namespace qfx::quant::distributed {
+namespace {
+
+// A handle on a buffer (sharing its storage: copy_ writes the module's buffer). By
+// value: named_buffers() returns a temporary dictionary.
+at::Tensor buffer(torch::nn::Module& m, const std::string& name) {
+  const auto all = m.named_buffers(/*recurse=*/false);
+  const at::Tensor* t = all.find(name);
+  if (!t) throw std::logic_error("observer " + m.name() + " has no buffer '" + name + "'");
+  return *t;
+}
+
+// Every rank's histogram merged into each, in rank order, so all ranks end equal.
+void merge_histograms(HistogramObserver& h, Context& ctx) {
+  const int64_t bins = h.bins();
+  at::Tensor mine = at::cat({buffer(h, "histogram"), buffer(h, "range"), buffer(h, "min_val").to(at::kDouble).reshape({1}),
+                             buffer(h, "max_val").to(at::kDouble).reshape({1})});
+  const at::Tensor all = ctx.all_gather(mine, "all_reduce_observers (histogram of '" + h.tensor_name() + "')");
+  auto load = [bins](HistogramObserver& dst, const at::Tensor& row) {
+    buffer(dst, "histogram").copy_(row.slice(0, 0, bins));
+    buffer(dst, "range").copy_(row.slice(0, bins, bins + 2));
+    buffer(dst, "min_val").fill_(row[bins + 2].item<double>());
+    buffer(dst, "max_val").fill_(row[bins + 3].item<double>());
+  };
+  load(h, all[0]);
+  for (int r = 1; r < ctx.world_size(); ++r) {
+    HistogramObserver other(h.spec(), h.configured_algorithm(), h.options(), bins);
+    load(other, all[r]);
+    h.merge(other);
+  }
+}
+
+}  // namespace
+
+void all_reduce_observers(fx::GraphModule& gm, Context& ctx) {
+  if (!ctx.active()) return;
+  at::NoGradGuard ng;
+  std::vector<at::Tensor> mins, maxs;
+  for (const auto& item : gm.named_modules("", /*include_self=*/false)) {
+    auto* fq = dynamic_cast<FakeQuantize*>(item.value().get());
+    if (!fq) continue;
+    ObserverBase& o = fq->observer();
+    if (auto* h = dynamic_cast<HistogramObserver*>(&o)) {
+      merge_histograms(*h, ctx);
+    } else if (dynamic_cast<MinMaxObserver*>(&o) || dynamic_cast<PerChannelMinMaxObserver*>(&o)) {
+      at::Tensor lo = buffer(o, "min_val");
+      at::Tensor hi = buffer(o, "max_val");
+      // Per-channel observers that saw no data have no channels yet: every rank must agree.
+      std::vector<at::Tensor> n{at::full({1}, static_cast<double>(lo.numel()), at::kDouble)};
+      std::vector<at::Tensor> n_max{n[0].clone()};
+      ctx.all_reduce(n, Op::kMin, "all_reduce_observers (channels of '" + o.tensor_name() + "')");
+      ctx.all_reduce(n_max, Op::kMax, "all_reduce_observers (channels of '" + o.tensor_name() + "')");
+      if (n[0].item<double>() != n_max[0].item<double>())
+        throw std::logic_error("all_reduce_observers: observer '" + o.tensor_name() + "' has different channel counts on different ranks");
+      mins.push_back(lo);
+      maxs.push_back(hi);
+    }
+  }
+  if (!mins.empty()) {
+    // One flat collective per reduction (observer buffers are small and many).
+    auto flat_reduce = [&](std::vector<at::Tensor>& ts, Op op) {
+      std::vector<at::Tensor> flat{at::cat([&] {
+        std::vector<at::Tensor> v;
+        for (auto& t : ts) v.push_back(t.reshape({-1}));
+        return v;
+      }())};
+      ctx.all_reduce(flat, op, "all_reduce_observers (min/max)");
+      int64_t off = 0;
+      for (auto& t : ts) {
+        t.copy_(flat[0].slice(0, off, off + t.numel()).view(t.sizes()));
+        off += t.numel();
+      }
+    };
+    flat_reduce(mins, Op::kMin);
+    flat_reduce(maxs, Op::kMax);
+  }
+}
+
+void synchronize_observers(fx::GraphModule& gm, Context& ctx, bool enable) {
+  for (const auto& item : gm.named_modules("", /*include_self=*/false)) {
+    auto* fq = dynamic_cast<FakeQuantize*>(item.value().get());
+    if (!fq) continue;
+    if (!enable || !ctx.active()) {
+      fq->set_observer_sync({});
+      continue;
+    }
+    ObserverBase& o = fq->observer();
+    if (dynamic_cast<HistogramObserver*>(&o))
+      throw ConfigError("distributed QAT: the histogram observer of '" + o.tensor_name() +
+                        "' cannot be synchronised per step; use minmax or moving_average_minmax for QAT");
+    if (!dynamic_cast<MinMaxObserver*>(&o) && !dynamic_cast<PerChannelMinMaxObserver*>(&o)) continue;  // fixed qparams
+    fq->set_observer_sync([&ctx](ObserverBase& ob) {
+      at::NoGradGuard ng;
+      at::Tensor lo = buffer(ob, "min_val");
+      at::Tensor hi = buffer(ob, "max_val");
+      // One collective: the minimum of [min, -max].
+      std::vector<at::Tensor> t{at::cat({lo.reshape({-1}), hi.reshape({-1}).neg()})};
+      ctx.all_reduce(t, Op::kMin, "observer synchronisation ('" + ob.tensor_name() + "')");
+      const int64_t n = lo.numel();
+      lo.copy_(t[0].slice(0, 0, n).view(lo.sizes()));
+      hi.copy_(t[0].slice(0, n, 2 * n).neg().view(hi.sizes()));
+    });
+  }
+}
+
+void broadcast_parameters(torch::nn::Module& module, Context& ctx) {
+  if (!ctx.active()) return;
+  at::NoGradGuard ng;
+  std::vector<at::Tensor> ts;
+  for (auto& p : module.parameters()) ts.push_back(p.detach());
+  for (auto& b : module.buffers()) ts.push_back(b);
+  // Broadcast tensor by tensor in place (mixed dtypes: float weights, uint8 flags).
+  ctx.broadcast(ts, 0, "broadcast_parameters");
+}
+
+GradientReducer::GradientReducer(torch::nn::Module& module, Context& ctx, int64_t bucket_bytes) : ctx_(ctx) {
+  for (auto& p : module.parameters())
+    if (p.requires_grad()) params_.push_back(p);
+  int64_t bytes = 0;
+  for (size_t i = 0; i < params_.size(); ++i) {
+    if (buckets_.empty() || bytes >= bucket_bytes || params_[i].scalar_type() != params_[buckets_.back().front()].scalar_type()) {
+      buckets_.emplace_back();
+      bytes = 0;
+    }
+    buckets_.back().push_back(i);
+    bytes += params_[i].numel() * static_cast<int64_t>(params_[i].element_size());
+  }
+}
+
+void GradientReducer::reduce() {
+  if (!ctx_.active()) return;
+  at::NoGradGuard ng;
+  std::vector<at::Tensor> flats;
+  for (const auto& b : buckets_) {
+    std::vector<at::Tensor> parts;
+    for (size_t i : b) {
+      at::Tensor& p = params_[i];
+      parts.push_back(p.grad().defined() ? p.grad().reshape({-1}) : at::zeros({p.numel()}, p.options()));
+    }
+    flats.push_back(at::cat(parts));
+  }
+  ctx_.all_reduce(flats, Op::kSum, "gradient all-reduce");
+  const double inv = 1.0 / ctx_.world_size();
+  for (size_t k = 0; k < buckets_.size(); ++k) {
+    int64_t off = 0;
+    for (size_t i : buckets_[k]) {
+      at::Tensor& p = params_[i];
+      at::Tensor g = flats[k].slice(0, off, off + p.numel()).view(p.sizes()).mul(inv);
+      if (p.grad().defined()) p.mutable_grad().copy_(g);
+      else p.mutable_grad() = g.clone();
+      off += p.numel();
+    }
+  }
+}
+
+}  // namespace qfx::quant::distributed
