@@ -143,8 +143,12 @@ std::unique_ptr<Plan> Model::Impl::build(const std::vector<std::vector<int64_t>>
     for (int v : node_out[n]) {
       if (v < 0 || folded[static_cast<size_t>(v)].defined()) continue;
       const Meta& m = meta[static_cast<size_t>(v)];
+      // Checked: a negative dim or a product past 2^62 bytes is a malformed model, not a
+      // wrapped offset (the ONNX fuzzer found an arena offset overflowing).
       int64_t cnt = 1;
-      for (auto d : m.shape) cnt *= d;
+      for (auto d : m.shape)
+        if (d < 0 || __builtin_mul_overflow(cnt, d, &cnt) || cnt > (int64_t{1} << 60))
+          throw DataError(g.nodes[n].label() + ": output shape " + shape_str(m.shape) + " is negative or too large");
       const size_t need = (static_cast<size_t>(cnt) * dtype_size(m.dtype) + kAlign - 1) / kAlign * kAlign;
       int best = -1;
       for (size_t s = 0; s < slots.size(); ++s) {
@@ -169,7 +173,7 @@ std::unique_ptr<Plan> Model::Impl::build(const std::vector<std::vector<int64_t>>
   size_t total = 0;
   for (size_t s = 0; s < slots.size(); ++s) {
     offset[s] = total;
-    total += slots[s].size;
+    if (__builtin_add_overflow(total, slots[s].size, &total)) throw DataError("the model's intermediate values overflow the address space");
   }
   p->meta = meta;
   check_allocatable(total, [&] {

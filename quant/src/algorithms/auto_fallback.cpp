@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <limits>
 #include <map>
+#include <memory>
 #include <stdexcept>
 
 #include "layers.h"
@@ -44,11 +45,17 @@ AutoFallbackResult auto_fallback(fx::GraphModule& gm, const NextBatch& ranking_d
 
   const auto layers = detail::weighted_layers(gm);
   std::map<std::string, std::pair<at::Tensor, at::Tensor>> saved_;  // quantized-model weight and bias of a layer in float
+  // The float model's outputs: float weights (before AdaRound and bias correction) when given.
   set_quant_state(gm, QuantState::kFloat);
-  const at::Tensor held_ref = detail::run_all(gm, held.batches, "auto_fallback");
   const auto rank_samples = detail::take_samples(ranking_data, o.ranking_samples);
   if (rank_samples.empty()) throw std::invalid_argument("auto_fallback: no calibration data for the ranking");
-  const at::Tensor rank_ref = detail::run_all(gm, rank_samples, "auto_fallback");
+  at::Tensor held_ref, rank_ref;
+  {
+    std::unique_ptr<detail::UseFloatWeights> fw;
+    if (reference) fw = std::make_unique<detail::UseFloatWeights>(gm, *reference);
+    held_ref = detail::run_all(gm, held.batches, "auto_fallback");
+    rank_ref = detail::run_all(gm, rank_samples, "auto_fallback");
+  }
   set_quant_state(gm, QuantState::kFakeQuant);
   disable_observer(gm);
   // A layer in float computes with its float weight and bias (AdaRound and bias

@@ -3,6 +3,8 @@
 
 #include <ATen/ATen.h>
 
+#include <csignal>
+#include <cstdlib>
 #include <limits>
 
 #include "qfx/error.h"
@@ -43,7 +45,12 @@ void calibrate_lockstep(fx::GraphModule& gm, const NextBatch& next, distributed:
     }
   };
   const int world = ctx.world_size(), rank = ctx.rank();
+  // Test hook: QFX_TEST_KILL_RANK=r makes rank r die (SIGKILL) at its second step,
+  // as a crashed or OOM-killed process would.
+  const char* kill_env = std::getenv("QFX_TEST_KILL_RANK");
+  const int kill_rank = kill_env && *kill_env ? std::atoi(kill_env) : -1;
   for (int64_t step = 0;; ++step) {
+    if (step == 1 && rank == kill_rank) ::raise(SIGKILL);
     std::vector<at::Tensor> batch = next();
     held.clear();
     ranges.clear();
