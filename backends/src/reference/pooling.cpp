@@ -152,7 +152,7 @@ Kernel reduce_mean(const Node& n, const std::vector<Meta>& in, const std::vector
   }
   Kernel k;
   k.outputs = {{out, DType::kFloat32}};
-  const int64_t count = numel(x) / numel(kept);
+  const int64_t count = numel(kept) > 0 ? numel(x) / numel(kept) : 0;  // an empty input: nothing to divide
   k.run = [=](const In& i, const Out& o) {
     float* y = o[0]->data<float>();
     std::fill(y, y + numel(kept), 0.0f);

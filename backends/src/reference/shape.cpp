@@ -1,5 +1,7 @@
 // Reference kernels: shape ops, which move bytes of any dtype (Flatten, Reshape,
 // Squeeze, Unsqueeze, Transpose, Identity, Concat and QLinearConcat, Slice, Pad), and Resize.
+#include <limits>
+
 #include "common.h"
 
 namespace qfx::runtime {
@@ -70,7 +72,11 @@ Kernel reshape(const Node& n, const std::vector<Meta>& in, const std::vector<con
     auto axes = int_values(need_const(n, consts, 1, "Unsqueeze axes"));
     const size_t r = x.size() + axes.size();
     std::vector<bool> ins(r, false);
-    for (auto a : axes) ins[static_cast<size_t>(norm_axis(n, a, r))] = true;
+    for (auto a : axes) {
+      const size_t k = static_cast<size_t>(norm_axis(n, a, r));
+      if (ins[k]) bad_shape(n, "axes name " + std::to_string(k) + " twice");  // would read past the input's dims
+      ins[k] = true;
+    }
     size_t j = 0;
     for (size_t i = 0; i < r; ++i) out.push_back(ins[i] ? 1 : x[j++]);
   }
@@ -185,23 +191,28 @@ Kernel slice(const Node& n, const std::vector<Meta>& in, const std::vector<const
   if (axes.empty())
     for (size_t i = 0; i < starts.size(); ++i) axes.push_back(static_cast<int64_t>(i));
   if (steps.empty()) steps.assign(starts.size(), 1);
+  // One start, end, axis and step per sliced axis (the ONNX fuzzer found ends shorter
+  // than starts read past them).
+  if (ends.size() != starts.size() || axes.size() != starts.size() || steps.size() != starts.size())
+    bad_shape(n, std::to_string(starts.size()) + " starts, " + std::to_string(ends.size()) + " ends, " +
+                     std::to_string(axes.size()) + " axes and " + std::to_string(steps.size()) + " steps: the counts must match");
   std::vector<int64_t> st(x.size(), 0), step(x.size(), 1);
   Shape out = x;
   for (size_t j = 0; j < axes.size(); ++j) {
     const size_t a = static_cast<size_t>(norm_axis(n, axes[j], x.size()));
     const int64_t d = x[a], s = steps[j];
-    if (s == 0) bad_shape(n, "step 0");
+    if (s == 0 || s == std::numeric_limits<int64_t>::min()) bad_shape(n, "step " + std::to_string(s));
     auto clampi = [](int64_t v, int64_t lo, int64_t hi) { return std::min(std::max(v, lo), hi); };
     int64_t b = starts[j] < 0 ? starts[j] + d : starts[j];
     int64_t e = ends[j] < 0 ? ends[j] + d : ends[j];
     if (s > 0) {
       b = clampi(b, 0, d);
       e = clampi(e, 0, d);
-      out[a] = e > b ? (e - b + s - 1) / s : 0;
+      out[a] = e > b ? 1 + (e - b - 1) / s : 0;  // ceil((e - b) / s) without overflow for huge steps
     } else {
       b = clampi(b, 0, d - 1);
       e = clampi(e, -1, d - 1);
-      out[a] = b > e ? (b - e - s - 1) / -s : 0;
+      out[a] = b > e ? 1 + (b - e - 1) / -s : 0;
     }
     st[a] = b;
     step[a] = s;
@@ -246,6 +257,7 @@ Kernel pad(const Node& n, const std::vector<Meta>& in, const std::vector<const T
   Shape out = x;
   for (size_t d = 0; d < x.size(); ++d) {
     if (pads[d] < 0 || pads[d + x.size()] < 0) unsupported(n, "negative pads");
+    if (pads[d] > (int64_t{1} << 40) || pads[d + x.size()] > (int64_t{1} << 40)) bad_shape(n, "pads beyond 2^40");
     out[d] += pads[d] + pads[d + x.size()];
   }
   Kernel k;
