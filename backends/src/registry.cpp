@@ -140,7 +140,7 @@ namespace {
 // (the ONNX fuzzer found an Add with one input reading past its inputs).
 size_t required_inputs(const std::string& op) {
   static const std::map<std::string, size_t> k = {
-      {"Add", 2}, {"Sub", 2}, {"Mul", 2}, {"Div", 2}, {"MatMul", 2}, {"Gemm", 2}, {"Conv", 2},
+      {"Add", 2}, {"Sub", 2}, {"Mul", 2}, {"Div", 2}, {"MatMul", 2}, {"Gemm", 3}, {"Conv", 2},
       {"ConvTranspose", 2}, {"BatchNormalization", 5}, {"Reshape", 2}, {"QLinearAdd", 2}, {"QLinearMul", 2}, {"QLinearConv", 2}, {"QGemm", 2},
       {"QLinearMatMul", 2}};
   auto it = k.find(op);
@@ -152,7 +152,7 @@ size_t required_inputs(const std::string& op) {
 // 8-bit codes their qparams describe.
 void check_input_dtypes(const ir::Node& n, const std::vector<Meta>& in) {
   static const std::map<std::string, size_t> float_inputs = {
-      {"QuantizeLinear", 1}, {"Conv", 1},    {"ConvTranspose", 1}, {"Gemm", 2},      {"MatMul", 2},
+      {"QuantizeLinear", 1}, {"Conv", 1},    {"ConvTranspose", 1}, {"Gemm", 3},      {"MatMul", 2},
       {"Softmax", 1},        {"ReduceMean", 1}, {"GlobalAveragePool", 1}, {"AveragePool", 1}, {"Resize", 1},
       {"BatchNormalization", 1}};
   auto f = float_inputs.find(n.op);

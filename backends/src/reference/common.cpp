@@ -33,6 +33,11 @@ Geom window_geom(const Node& n, const Shape& x, std::vector<int64_t> kernel, boo
   if (pads.empty()) pads.assign(one_d ? 2 : 4, 0);
   if (pads.size() != (one_d ? 2u : 4u)) bad_shape(n, "pads need two values per spatial dim");
   if (*std::min_element(pads.begin(), pads.end()) < 0) bad_shape(n, "pads must be non-negative");
+  // Bounded, so the window arithmetic below cannot overflow int64.
+  constexpr int64_t kBig = int64_t{1} << 31;
+  if (s[0] > kBig || s[1] > kBig || d[0] > kBig || d[1] > kBig || g.kH > kBig || g.kW > kBig ||
+      *std::max_element(pads.begin(), pads.end()) > kBig)
+    bad_shape(n, "kernel_shape, strides, dilations and pads must be below 2^31");
   if (one_d) pads = {0, pads[0], 0, pads[1]};
   g.pT = pads[0]; g.pL = pads[1]; g.pB = pads[2]; g.pR = pads[3];
   const std::string ap = n.attr_s("auto_pad", "NOTSET");

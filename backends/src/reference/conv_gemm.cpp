@@ -277,6 +277,7 @@ Kernel gemm(const Node& n, const std::vector<Meta>& in, const std::vector<const 
 
 Kernel matmul(const Node& n, const std::vector<Meta>& in) {
   Shape a = in[0].shape, b = in[1].shape;
+  if (a.empty() || b.empty()) bad_shape(n, "MatMul of a scalar: " + shape_str(a) + " x " + shape_str(b));
   const bool a1 = a.size() == 1, b1 = b.size() == 1;
   if (a1) a.insert(a.begin(), 1);
   if (b1) b.push_back(1);
@@ -312,6 +313,7 @@ Kernel qgemm(const Node& n, const std::vector<Meta>& in, const std::vector<const
   if (b.size() != 2 || a.empty()) bad_shape(n, "int8 Gemm/MatMul needs a 2-D constant weight");
   const int64_t K = tb ? b[1] : b[0], N = tb ? b[0] : b[1];
   if (a.back() != K) bad_shape(n, "inner dimensions differ: " + shape_str(a) + " x " + shape_str(b));
+  if (K <= 0 || N <= 0) bad_shape(n, "empty weight " + shape_str(b));
   const int64_t M = numel(a) / K;
   const ir::QInfo &xq = n.in_q.at(0), &wq = n.in_q.at(1), &yq = n.out_q;
   check_channels(n, xq, 1, "input qparams");
