@@ -228,6 +228,17 @@ TEST(Runtime, EightThreadsRunOneInt8ModelWithWatchersAndTaps) {
 // finding), through the fuzz target's own harness: each now loads and runs (or is
 // skipped as the fuzzer skips inputs over 2^20 elements), or fails with a
 // qfx::Error; never a crash.
+// Without ModelOptions::max_plan_bytes the limit is this machine's physical memory.
+TEST(FuzzRegressions, PlanBeyondPhysicalMemoryIsADataError) {
+  const std::string path = std::string(QFX_SOURCE_DIR) + "/tests/fuzz/regressions/onnx/values_need_154gb.onnx";
+  try {
+    auto m = qfx::runtime::Model::load(path, {"onednn"});
+    FAIL() << "loaded a model whose plan needs 154 GB";
+  } catch (const qfx::DataError& e) {
+    EXPECT_NE(std::string(e.what()).find("more than this machine's memory"), std::string::npos) << e.what();
+  }
+}
+
 TEST(FuzzRegressions, OnnxInputsFailCleanly) {
   int files = 0;
   for (const auto& e : std::filesystem::directory_iterator(std::string(QFX_SOURCE_DIR) + "/tests/fuzz/regressions/onnx")) {
@@ -247,9 +258,9 @@ TEST(FuzzRegressions, OnnxInputsFailCleanly) {
         EXPECT_EQ(err.exit_code(), 6) << outcome;  // the reference names the node; oneDNN declined instead of reading past
         EXPECT_NE(outcome.find("Conv"), std::string::npos) << outcome;
       }
-      if (e.path().filename() == "values_need_154gb.onnx") {  // was a 154 GB arena allocation
+      if (e.path().filename() == "values_need_154gb.onnx") {  // was a 154 GB arena allocation (see also below)
         EXPECT_EQ(err.exit_code(), 6) << outcome;
-        EXPECT_NE(outcome.find("more than this machine's memory"), std::string::npos) << outcome;
+        EXPECT_NE(outcome.find("ModelOptions::max_plan_bytes"), std::string::npos) << outcome;
       }
       if (e.path().filename() == "reshape_overflow.onnx") {  // was a signed overflow in the shape's product
         EXPECT_EQ(err.exit_code(), 6) << outcome;
@@ -258,6 +269,10 @@ TEST(FuzzRegressions, OnnxInputsFailCleanly) {
       if (e.path().filename() == "resize_huge_scale.onnx") {  // was an undefined float -> int64 conversion
         EXPECT_EQ(err.exit_code(), 6) << outcome;
         EXPECT_NE(outcome.find("scales must be positive"), std::string::npos) << outcome;
+      }
+      if (e.path().filename() == "plan_9_6gb.onnx") {  // a legitimate 9.6 GB plan, refused by the harness's 1 GiB limit
+        EXPECT_EQ(err.exit_code(), 6) << outcome;
+        EXPECT_NE(outcome.find("ModelOptions::max_plan_bytes"), std::string::npos) << outcome;
       }
       if (e.path().filename() == "slice_short_ends.onnx") {  // was a read past the ends
         EXPECT_EQ(err.exit_code(), 6) << outcome;

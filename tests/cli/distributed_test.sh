@@ -50,5 +50,10 @@ t = json.load(open('$tmp/qat2/report.json'))['training']
 assert t['processes'] == 2 and t['qparams_identical_on_all_ranks'] is True, t
 print('same' if worst < 1e-5 and bw < 1e-5 else 'differ', worst, bw)"
 
+# A checkpoint of a 2-process run resumes in 1 process (another world size).
+check "qfx qat: a 2-process checkpoint resumes with 1 process" 0 "trained 24 steps" -- \
+  "$QFX" qat "${qat_args[@]}" --set training.epochs=2 --set training.max_steps=24 --set training.batch_size=64 \
+  --set training.resume="$tmp/qat2/qat_checkpoint.pt" --set output.dir="$tmp/qat_resume"
+
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]

@@ -56,6 +56,7 @@ Model Model::from_graph(ir::Graph graph, const ModelOptions& options, const std:
   im->backend_name = options.backend;
   if (options.plan_cache_size < 1) throw ConfigError("ModelOptions::plan_cache_size must be at least 1");
   im->max_signatures = options.plan_cache_size;
+  im->max_plan_bytes = options.max_plan_bytes;
   for (const auto& b : backend_chain(options.backend)) {
     const auto ops = backend_info(b).nhwc_ops;
     im->nhwc_ops.insert(ops.begin(), ops.end());

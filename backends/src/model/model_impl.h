@@ -56,6 +56,7 @@ struct Model::Impl {
   mutable std::map<std::string, PoolEntry> pool;
   mutable uint64_t tick = 0;
   size_t max_signatures = 8;  // ModelOptions::plan_cache_size
+  uint64_t max_plan_bytes = 0;  // ModelOptions::max_plan_bytes
   /// Takes a free plan for `sig` (null if none) and marks the signature used.
   std::unique_ptr<Plan> take_plan(const std::string& sig) const;
   /// Returns a plan to the pool, then evicts the least recently used signatures

@@ -176,6 +176,12 @@ std::unique_ptr<Plan> Model::Impl::build(const std::vector<std::vector<int64_t>>
     if (__builtin_add_overflow(total, slots[s].size, &total)) throw DataError("the model's intermediate values overflow the address space");
   }
   p->meta = meta;
+  if (max_plan_bytes > 0 && total > max_plan_bytes) {
+    std::string shapes;
+    for (const auto& sh : in_shapes) shapes += (shapes.empty() ? "" : ", ") + shape_str(sh);
+    throw DataError("the model's intermediate values for input shapes " + shapes + " need " + std::to_string(total) +
+                    " bytes, more than ModelOptions::max_plan_bytes (" + std::to_string(max_plan_bytes) + ")");
+  }
   check_allocatable(total, [&] {
     std::string shapes;
     for (const auto& sh : in_shapes) shapes += (shapes.empty() ? "" : ", ") + shape_str(sh);

@@ -47,6 +47,10 @@ struct ModelOptions {
   /// arena) cached; beyond it the least recently used signature's plans are freed
   /// and rebuilt when that shape comes again. At least 1 (ConfigError otherwise).
   size_t plan_cache_size = 8;
+  /// Largest memory plan (the arena of intermediate values for one input shape)
+  /// a run may allocate, in bytes; 0: this machine's physical memory. A larger
+  /// plan is a DataError naming the input shapes (before allocating).
+  uint64_t max_plan_bytes = 0;
 };
 
 /// A graph input or output as the model declares it (-1: dynamic dimension).
