@@ -23,6 +23,7 @@
 #include "leaf_modules.h"
 #include "trace_impl.h"
 #include "qfx/error.h"
+#include "qfx/fx/op_libraries.h"
 
 namespace qfx::fx {
 
@@ -81,15 +82,42 @@ torch::jit::Module load_torchscript(const std::string& path) {
       throw IoError(path + ": not a TorchScript archive (expected a zip file saved by torch.jit.save)");
     }
   }
-  try {
-    return torch::jit::load(path);
-  } catch (const c10::Error& e) {
-    std::string msg = e.what_without_backtrace();
-    auto nl = msg.find('\n');
-    if (nl != std::string::npos) msg = msg.substr(0, nl);
-    throw IoError(path + ": cannot load TorchScript archive (truncated or corrupt?): " + msg);
-  } catch (const std::exception& e) {
-    throw IoError(path + ": cannot load TorchScript archive: " + e.what());
+  bool tried_torchvision = false;
+  // An operator no loaded library registers (libtorch raises it as c10::Error or as
+  // the compiler's ErrorReport): torchvision's is loaded on demand, any other is the
+  // user's to name. Returns true to retry.
+  auto unknown_op = [&](const std::string& msg) {
+    const std::string tag = "Unknown builtin op: ";
+    const auto at = msg.find(tag);
+    if (at == std::string::npos) return false;
+    std::string op = msg.substr(at + tag.size());
+    op = op.substr(0, op.find_first_of(" \n"));
+    if (!op.empty() && op.back() == '.') op.pop_back();
+    const bool tv = op.rfind("torchvision::", 0) == 0;
+    if (tv && !tried_torchvision) {
+      tried_torchvision = true;
+      if (!load_torchvision_operators().empty()) return true;
+    }
+    throw ConfigError(path + ": the model calls operator '" + op + "', which no loaded library registers: " +
+                      (tv ? "install python3-torchvision or " : "") +
+                      "name its library in model.libraries: [lib.so] (qfx: --library lib.so)");
+  };
+  for (;;) {
+    try {
+      return torch::jit::load(path);
+    } catch (const c10::Error& e) {
+      std::string msg = e.what_without_backtrace();
+      if (unknown_op(msg)) continue;
+      auto nl = msg.find('\n');
+      if (nl != std::string::npos) msg = msg.substr(0, nl);
+      throw IoError(path + ": cannot load TorchScript archive (truncated or corrupt?): " + msg);
+    } catch (const Error&) {
+      throw;
+    } catch (const std::exception& e) {
+      if (unknown_op(e.what())) continue;
+      std::string msg = e.what();
+      throw IoError(path + ": cannot load TorchScript archive: " + msg.substr(0, msg.find('\n', 1)));
+    }
   }
 }
 
@@ -225,6 +253,7 @@ std::shared_ptr<GraphModule> QuantizationTracer::trace(torch::jit::Module module
 
 std::shared_ptr<GraphModule> trace_file(const std::string& path, const TracerOptions& options) {
   QuantizationTracer tracer(options);
+  for (const auto& lib : options.libraries) load_operator_library(lib);
   auto module = load_torchscript(path);
   try {
     return tracer.trace(module);

@@ -22,6 +22,15 @@ check "--config tracer.wrap" 0 "call_function +topk_decode +topk_decode" -- \
 check "shipped example config" 0 "call_module +head +head" -- \
   "$QFX" inspect "$FIXTURES/custom_module.pt" --config "$(dirname "$0")/../../configs/examples/tracer_wrap.yaml"
 
+check "torchvision::nms loads by itself; the post-processing is kept whole" 0 "call_module +post +post" -- \
+  "$QFX" inspect "$FIXTURES/detector_nms.pt" --wrap module_type:NmsPostProcess
+check "an operator no library registers names it and the key" 3 "operator 'qfx_missing::nms'.*model.libraries" -- \
+  "$QFX" inspect "$FIXTURES/detector_missing_op.pt"
+check "--library that does not exist" 7 "nothing.so: operator library not found" -- \
+  "$QFX" inspect "$FIXTURES/detector_nms.pt" --library "$tmp/nothing.so"
+check "model.libraries must be a list" 3 "model.libraries must be a list" -- \
+  "$QFX" ptq --set model.libraries=lib.so --set output.dir="$tmp/bad_libs"
+
 # Bad input: one line, distinct exit codes (IoError 7, TraceError 4, ConfigError 3).
 check "missing file" 7 "^qfx: error: $tmp/none.pt: cannot open" -- "$QFX" inspect "$tmp/none.pt"
 echo "not a model" > "$tmp/text.pt"

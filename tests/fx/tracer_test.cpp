@@ -12,6 +12,7 @@
 
 #include "fixtures.h"
 #include "qfx/error.h"
+#include "qfx/fx/op_libraries.h"
 #include "qfx/fx/tracer.h"
 
 using namespace qfx::fx;
@@ -277,6 +278,34 @@ TEST(Tracer, CustomModuleKeptWholeByType) {
               t.module.attr("head").toModule().attr("proj").toModule().attr("weight").toTensor().unsafeGetTensorImpl());
     expect_matches_recording("custom_module", false, opts);
   }
+}
+
+// A detector whose post-processing calls torchvision::nms: torchvision's operator
+// library loads by itself, the post-processing is kept whole by type, and the
+// traced graph gives PyTorch's outputs (a tuple of boxes and scores).
+TEST(Tracer, TorchvisionOperatorsLoadByThemselves) {
+  TracerOptions opts;
+  opts.wrap.push_back(WrapSpec::parse("module_type:NmsPostProcess"));
+  auto t = trace("detector_nms", false, opts);
+  EXPECT_TRUE(targets(*t.gm, Opcode::kCallModule).count("post"));
+  expect_matches_recording("detector_nms", false, opts);
+  bool torchvision = false;
+  for (const auto& l : qfx::fx::loaded_operator_libraries()) torchvision |= l.find("torchvision") != std::string::npos;
+  EXPECT_TRUE(torchvision);
+}
+
+// An operator no library registers: one error naming it and the key to set.
+TEST(LoadTorchScript, MissingOperatorNamesItAndTheKey) {
+  try {
+    load_torchscript(fixture("detector_missing_op.pt"));
+    FAIL() << "loaded an archive calling qfx_missing::nms";
+  } catch (const qfx::ConfigError& e) {
+    const std::string m = e.what();
+    EXPECT_NE(m.find("operator 'qfx_missing::nms'"), std::string::npos) << m;
+    EXPECT_NE(m.find("model.libraries"), std::string::npos) << m;
+    EXPECT_EQ(m.find('\n'), std::string::npos) << "one line: " << m;
+  }
+  EXPECT_THROW(qfx::fx::load_operator_library("/nonexistent/libops.so"), qfx::IoError);
 }
 
 TEST(Tracer, FunctionKeptWholeByName) {

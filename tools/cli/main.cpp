@@ -10,6 +10,7 @@
 #include "ptq.h"
 #include "qat.h"
 #include "qfx/error.h"
+#include "qfx/fx/op_libraries.h"
 #include "qfx/fx/tracer.h"
 #include "qfx/quant/config.h"
 #include "qfx/quant/passes.h"
@@ -186,6 +187,8 @@ int main(int argc, char** argv) {
   ptq->add_option("config", ptq_config, "PTQ config (YAML); default: the shipped configs/ptq/default.yaml");
   ptq->add_option("--set", ptq_set, "Override a config key: calibration.num_samples=64 (repeatable)");
   int nproc = 1;
+  std::vector<std::string> libraries;  // --library: operator libraries, loaded before the model
+  for (auto* sub : {inspect, ptq}) sub->add_option("--library", libraries, "Operator library (.so) the model's TorchScript calls (repeatable; torchvision's loads by itself)");
   ptq->add_option("--nproc", nproc, "Data-parallel calibration on N local processes (c10d Gloo; torchrun's environment also works)")
       ->check(CLI::Range(1, 1024));
 
@@ -194,6 +197,7 @@ int main(int argc, char** argv) {
   std::vector<std::string> qat_set;
   qat->add_option("config", qat_config, "QAT config (YAML): the PTQ keys plus training:");
   qat->add_option("--set", qat_set, "Override a config key: training.epochs=1 (repeatable)");
+  qat->add_option("--library", libraries, "Operator library (.so) the model's TorchScript calls (repeatable)");
   qat->add_option("--nproc", nproc, "Data-parallel training on N local processes, training.batch_size each (c10d Gloo)")
       ->check(CLI::Range(1, 1024));
 
@@ -204,6 +208,7 @@ int main(int argc, char** argv) {
   }
 
   try {
+    for (const auto& lib : libraries) qfx::fx::load_operator_library(lib);
     if (*inspect) return run_inspect(model, wraps, config, train_mode, !no_code, prep);
     if (*run) return run_model(onnx_path, run_inputs, run_output, run_backend, run_plugins, run_explain);
     if (*bench) return qfx::cli::run_bench(bargs);

@@ -24,6 +24,11 @@ void set_data_paths(YAML::Node section, const DataSpec& d) {
 std::string final_config_yaml(const JobConfig& cfg, const std::vector<std::string>& float_modules, const std::string& header) {
   YAML::Node root = YAML::Load(cfg.effective_yaml);
   root["model"]["path"] = absolute(cfg.model.path);
+  if (root["model"]["libraries"]) {
+    YAML::Node libs(YAML::NodeType::Sequence);
+    for (const auto& l : cfg.tracer.options.libraries) libs.push_back(absolute(l));
+    root["model"]["libraries"] = libs;
+  }
   if (fs::is_regular_file(cfg.backend)) root["backend"] = absolute(cfg.backend);
   set_data_paths(root["calibration"], cfg.calibration.data);
   if (cfg.evaluation.enabled) set_data_paths(root["evaluation"], cfg.evaluation.data);

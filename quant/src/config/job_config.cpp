@@ -166,7 +166,11 @@ JobConfig load_job_config(const std::string& path, const std::vector<std::string
   const std::string base = std::filesystem::path(path).parent_path().string();
   const YAML::Node m = root["model"];
   if (!m) bad(path, root, "'model' is required");
-  check_keys(path, m, "model", {"path", "input_shape"});
+  check_keys(path, m, "model", {"path", "input_shape", "libraries"});
+  if (const YAML::Node libs = m["libraries"]) {
+    if (!libs.IsSequence()) bad(path, libs, "model.libraries must be a list of operator libraries: [lib.so]");
+    for (const auto& l : libs) c.tracer.options.libraries.push_back(resolve_path(as_string(path, l, "model.libraries"), base));
+  }
   if (!m["path"]) bad(path, m, "model.path is required");
   c.model.path = resolve_path(as_string(path, m["path"], "model.path"), base);
   if (!m["input_shape"] || !m["input_shape"].IsSequence()) bad(path, m, "model.input_shape is required, e.g. [-1, 1, 28, 28]");

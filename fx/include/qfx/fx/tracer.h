@@ -48,10 +48,16 @@ struct TracerOptions {
   bool use_model_annotations = true;
   /// Upper bound on iterations when unrolling loops with a constant trip count.
   int64_t max_unroll = 4096;
+  /// Operator libraries (.so) that `trace_file` loads before the archive
+  /// (load_operator_library; YAML: model.libraries).
+  std::vector<std::string> libraries;
 };
 
 /// Loads a TorchScript archive. Throws `qfx::IoError` naming `path` if the file is
-/// missing, truncated, or not a TorchScript archive.
+/// missing, truncated, or not a TorchScript archive. An archive that calls a
+/// torchvision operator loads torchvision's operator library first when it is
+/// installed (load_torchvision_operators); an operator that no loaded library
+/// registers is a `qfx::ConfigError` naming it and the key to set.
 torch::jit::Module load_torchscript(const std::string& path);
 
 /// Traces TorchScript modules (scripted or traced) into GraphModules.

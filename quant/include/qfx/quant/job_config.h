@@ -16,6 +16,7 @@ namespace qfx::quant {
 struct ModelConfig {
   std::string path;                    ///< TorchScript file (model.path)
   std::vector<int64_t> input_shape;    ///< [-1, C, H, W]; -1 marks the batch dimension
+  // model.libraries (operator libraries, .so) lands in TracerConfig::options.libraries.
 };
 
 /// The `calibration:` section (required by qfx ptq, optional for qfx qat).
