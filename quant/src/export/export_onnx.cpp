@@ -22,6 +22,7 @@
 #include "qfx/quant/modules.h"
 #include "qfx/quant/op_names.h"
 #include "qfx/quant/quantized_modules.h"
+#include "batch_shapes.h"
 
 namespace qfx::quant {
 namespace {
@@ -149,11 +150,19 @@ class Exporter {
     names_[n] = name;
   }
 
+  // Every tensor of a (nested) output: a tuple, list or named tuple (GoogLeNet's
+  // GoogLeNetOutputs, detection heads) gives one ONNX output per tensor, in order;
+  // None and other constants (GoogLeNet's absent aux logits) are left out.
+  static void flatten_outputs(const fx::Argument& a, std::vector<fx::Argument>* outs) {
+    if (a.is_node()) outs->push_back(a);
+    else
+      for (const auto& it : a.items) flatten_outputs(it, outs);
+  }
+
   void output(fx::Node* n) {
     std::vector<fx::Argument> outs;
-    const fx::Argument& a = n->args().at(0);
-    if (a.is_node()) outs.push_back(a);
-    else outs = a.items;
+    flatten_outputs(n->args().at(0), &outs);
+    if (outs.empty()) unsupported(*n, "the model returns no tensor");
     for (size_t i = 0; i < outs.size(); ++i) {
       const std::string src = value(*n, outs[i]);
       const std::string name = i < opt_.output_names.size() ? opt_.output_names[i]
@@ -302,6 +311,17 @@ class Exporter {
     rank_[n] = r < 0 ? -1 : r + rank_delta;
   }
 
+  // SiLU (swish) as x * Sigmoid(x): ONNX has no SiLU op before opset 22.
+  void silu(fx::Node* n) {
+    const std::string& x = value(*n, n->args().at(0));
+    const std::string s = fresh(n->name() + "_sigmoid");
+    node("Sigmoid", {x}, s, n->name() + "_sigmoid");
+    const std::string y = fresh(n->name());
+    last_ = node("Mul", {x, s}, y, n->name());
+    names_[n] = y;
+    rank_[n] = rank_of(n->args().at(0));
+  }
+
   // An op that passes its input through (dropout and identity in eval mode).
   void alias(fx::Node* n) {
     names_[n] = value(*n, n->args().at(0));
@@ -367,6 +387,7 @@ class Exporter {
     if (op == "sigmoid") return unary(n, "Sigmoid");
     if (op == "tanh") return unary(n, "Tanh");
     if (op == "hardswish") return unary(n, "HardSwish");
+    if (op == "silu") return silu(n);
     if (op == "hardsigmoid") {
       unary(n, "HardSigmoid");
       attr_f(last_, "alpha", 1.0f / 6.0f);
@@ -443,8 +464,146 @@ class Exporter {
     rank_[n] = std::max(rank_of(n->args().at(0)), rank_of(n->args().at(1)));
   }
 
+  // --- shape arithmetic: size(), the ints computed from it, view with computed
+  // shapes, chunk. Static at export (batch_shapes); the dynamic batch stays symbolic.
+  const std::vector<detail::Dim>& dims_of(const fx::Node& user, const fx::Argument& a) {
+    if (!have_dims_) {
+      dims_ = detail::batch_shapes(gm_, opt_.input_shapes);
+      have_dims_ = true;
+    }
+    if (!a.is_node()) unsupported(user, "a non-tensor argument where a tensor is expected");
+    auto it = dims_.find(a.node);
+    if (it == dims_.end()) unsupported(user, "the shape of '" + a.node->name() + "' is unknown");
+    return it->second;
+  }
+  bool is_int(const fx::Argument& a) const { return (a.is_const() && a.value.isInt()) || (a.is_node() && ints_.count(a.node)); }
+  detail::Dim int_of(const fx::Node& user, const fx::Argument& a) {
+    if (a.is_const() && a.value.isInt()) return {a.value.toInt(), false};
+    if (a.is_node()) {
+      auto it = ints_.find(a.node);
+      if (it != ints_.end()) return it->second;
+    }
+    unsupported(user, "an int that is neither a constant nor computed from sizes");
+  }
+  static int64_t norm_dim(const fx::Node& n, int64_t d, size_t rank) {
+    const int64_t r = static_cast<int64_t>(rank);
+    if (d < -r || d >= r) unsupported(n, "dim " + std::to_string(d) + " out of range for rank " + std::to_string(r));
+    return d < 0 ? d + r : d;
+  }
+  void size_op(fx::Node* n) {
+    const auto& d = dims_of(*n, n->args().at(0));
+    if (n->args().size() > 1) ints_[n] = d[static_cast<size_t>(norm_dim(*n, ints_arg(*n, 1).at(0), d.size()))];
+    else int_lists_[n] = d;
+  }
+  void getitem(fx::Node* n) {
+    const fx::Argument& src = n->args().at(0);
+    if (src.is_node() && int_lists_.count(src.node)) {
+      const auto& l = int_lists_[src.node];
+      ints_[n] = l[static_cast<size_t>(norm_dim(*n, ints_arg(*n, 1).at(0), l.size()))];
+      return;
+    }
+    if (src.is_node() && tuple_items_.count(src.node)) {
+      const auto& items = tuple_items_[src.node];
+      names_[n] = items[static_cast<size_t>(norm_dim(*n, ints_arg(*n, 1).at(0), items.size()))];
+      rank_[n] = rank_of(src);
+      return;
+    }
+    unsupported(*n, "getitem of a value that is not a size or a chunk");
+  }
+  void int_arith(fx::Node* n, const std::string& op) {
+    const detail::Dim a = int_of(*n, n->args().at(0)), b = int_of(*n, n->args().at(1));
+    if (a.batch || b.batch || a.value < 0 || b.value < 0)
+      unsupported(*n, "arithmetic on the dynamic batch size (give model.input_shape a static batch)");
+    int64_t v = 0;
+    if (op == "add") v = a.value + b.value;
+    else if (op == "sub") v = a.value - b.value;
+    else if (op == "mul") v = a.value * b.value;
+    else {
+      if (b.value == 0) unsupported(*n, "integer division by zero");
+      v = a.value / b.value;  // both non-negative: floor division
+    }
+    ints_[n] = {v, false};
+  }
+  void reshape(fx::Node* n) {
+    const fx::Argument& sa = n->args().at(1);
+    std::vector<detail::Dim> entries;
+    if (sa.is_const()) {
+      for (auto v : ints_arg(*n, 1)) entries.push_back({v, false});
+    } else if (sa.is_node() && int_lists_.count(sa.node)) {
+      entries = int_lists_[sa.node];
+    } else {
+      for (const auto& it : sa.items) entries.push_back(int_of(*n, it));
+    }
+    std::vector<int64_t> shape;
+    bool minus_one = false;
+    for (const auto& e : entries) minus_one |= !e.batch && e.value == -1;
+    for (size_t i = 0; i < entries.size(); ++i) {
+      const detail::Dim& e = entries[i];
+      if (!e.batch) {
+        if (e.value < -1) unsupported(*n, "a shape entry of " + std::to_string(e.value));
+        shape.push_back(e.value);
+        continue;
+      }
+      // The batch: 0 copies the input's dim 0 (when that is the batch), else the one -1.
+      if (i == 0 && dims_of(*n, n->args().at(0)).at(0).batch) {
+        shape.push_back(0);
+      } else if (!minus_one) {
+        shape.push_back(-1);
+        minus_one = true;
+      } else {
+        unsupported(*n, "a shape with the dynamic batch where ONNX Reshape cannot express it");
+      }
+    }
+    const std::string y = fresh(n->name());
+    node("Reshape", {value(*n, n->args().at(0)), init("shape", at::tensor(shape, at::kLong))}, y, n->name());
+    names_[n] = y;
+    rank_[n] = static_cast<int>(shape.size());
+  }
+  void transpose(fx::Node* n) {
+    int r = rank_of(n->args().at(0));
+    if (r < 0) r = static_cast<int>(dims_of(*n, n->args().at(0)).size());
+    std::vector<int64_t> perm(static_cast<size_t>(r));
+    for (int i = 0; i < r; ++i) perm[static_cast<size_t>(i)] = i;
+    const int64_t a = n->args().size() > 1 ? norm_dim(*n, ints_arg(*n, 1).at(0), perm.size()) : 0;
+    const int64_t b = n->args().size() > 2 ? norm_dim(*n, ints_arg(*n, 2).at(0), perm.size()) : 1;
+    if (r < 2) unsupported(*n, "transpose of a rank " + std::to_string(r) + " value");
+    std::swap(perm[static_cast<size_t>(a)], perm[static_cast<size_t>(b)]);
+    unary(n, "Transpose");
+    attr_ints(last_, "perm", perm);
+  }
+  // chunk(x, chunks, dim) as Slices (torch: pieces of ceil(D / chunks), the last smaller).
+  void chunk(fx::Node* n) {
+    const auto& d = dims_of(*n, n->args().at(0));
+    const int64_t chunks = ints_arg(*n, 1).at(0);
+    const int64_t dim = norm_dim(*n, n->args().size() > 2 ? ints_arg(*n, 2).at(0) : 0, d.size());
+    const detail::Dim D = d[static_cast<size_t>(dim)];
+    if (D.batch || D.value < 0) unsupported(*n, "chunk along the dynamic batch");
+    if (chunks <= 0) unsupported(*n, "chunks must be positive");
+    const int64_t size = (D.value + chunks - 1) / chunks;
+    const std::string& x = value(*n, n->args().at(0));
+    std::vector<std::string> items;
+    for (int64_t b = 0; b < D.value || (D.value == 0 && items.empty()); b += std::max<int64_t>(size, 1)) {
+      const std::string y = fresh(n->name() + "_" + std::to_string(items.size()));
+      node("Slice", {x, init("starts", at::tensor(std::vector<int64_t>{b}, at::kLong)),
+                     init("ends", at::tensor(std::vector<int64_t>{std::min(b + size, D.value)}, at::kLong)),
+                     init("axes", at::tensor(std::vector<int64_t>{dim}, at::kLong))},
+           y, n->name() + "_" + std::to_string(items.size()));
+      items.push_back(y);
+      if (D.value == 0) break;
+    }
+    tuple_items_[n] = items;
+    rank_[n] = rank_of(n->args().at(0));
+  }
+
   void function(fx::Node* n) {
     const std::string op = canonical_op_name(*n, gm_);
+    if (op == "size") return size_op(n);
+    if (op == "getitem") return getitem(n);
+    if ((op == "add" || op == "sub" || op == "mul" || op == "floordiv" || op == "floor_divide") && n->args().size() >= 2 &&
+        is_int(n->args().at(0)) && is_int(n->args().at(1)))
+      return int_arith(n, op == "floor_divide" ? "floordiv" : op);
+    if (op == "transpose") return transpose(n);
+    if (op == "chunk") return chunk(n);
     if (op == "add") return binary(n, "Add");
     if (op == "sub") return binary(n, "Sub");
     if (op == "mul") return binary(n, "Mul");
@@ -454,6 +613,7 @@ class Exporter {
     if (op == "sigmoid") return unary(n, "Sigmoid");
     if (op == "tanh") return unary(n, "Tanh");
     if (op == "hardswish") return unary(n, "HardSwish");
+    if (op == "silu") return silu(n);
     if (op == "dropout" || op == "identity") return alias(n);
     if (op == "softmax") {
       unary(n, "Softmax");
@@ -515,14 +675,7 @@ class Exporter {
       rank_[n] = r < 0 ? -1 : (keep ? r : r - static_cast<int>(dims.size()));
       return;
     }
-    if (op == "reshape") {
-      auto shape = ints_arg(*n, 1);
-      const std::string y = fresh(n->name());
-      node("Reshape", {value(*n, n->args().at(0)), init("shape", at::tensor(shape, at::kLong))}, y, n->name());
-      names_[n] = y;
-      rank_[n] = static_cast<int>(shape.size());
-      return;
-    }
+    if (op == "reshape") return reshape(n);
     unsupported(*n, "op '" + op + "' has no ONNX export in qfx yet");
   }
 
@@ -535,6 +688,11 @@ class Exporter {
   std::map<const fx::Node*, std::string> names_;
   std::map<const fx::Node*, int> rank_;
   int counter_ = 0;
+  std::map<const fx::Node*, std::vector<detail::Dim>> dims_;  // batch_shapes, computed on first need
+  bool have_dims_ = false;
+  std::map<const fx::Node*, detail::Dim> ints_;                     // int values (sizes and arithmetic)
+  std::map<const fx::Node*, std::vector<detail::Dim>> int_lists_;  // size() lists
+  std::map<const fx::Node*, std::vector<std::string>> tuple_items_;  // chunk pieces
 };
 
 }  // namespace

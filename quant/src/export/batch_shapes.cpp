@@ -1,0 +1,67 @@
+// batch_shapes (see batch_shapes.h).
+#include "batch_shapes.h"
+
+#include <ATen/ATen.h>
+
+#include "qfx/error.h"
+#include "qfx/fx/shape_prop.h"
+#include "qfx/quant/fake_quantize.h"
+
+namespace qfx::quant::detail {
+
+std::map<const fx::Node*, std::vector<Dim>> batch_shapes(fx::GraphModule& gm,
+                                                         const std::vector<std::vector<int64_t>>& input_shapes) {
+  if (input_shapes.empty()) throw UnsupportedOpError("export_onnx: shape arithmetic (size(), chunk) needs ExportOptions::input_shapes");
+  for (const auto& s : input_shapes)
+    for (size_t d = 1; d < s.size(); ++d)
+      if (s[d] < 0) throw UnsupportedOpError("export_onnx: shape arithmetic needs static input dims after the batch");
+  // Nothing may learn from these runs: eval mode, observers paused.
+  const bool training = gm.is_training();
+  std::vector<std::pair<FakeQuantize*, bool>> observers;
+  for (const auto& m : gm.modules(/*include_self=*/false))
+    if (auto* fq = dynamic_cast<FakeQuantize*>(m.get())) observers.emplace_back(fq, fq->observer_enabled());
+  gm.eval();
+  for (auto& [fq, on] : observers) fq->enable_observer(false);
+  auto restore = [&] {
+    gm.train(training);
+    for (auto& [fq, on] : observers) fq->enable_observer(on);
+  };
+  auto run = [&](int64_t batch) {
+    std::vector<std::vector<int64_t>> in = input_shapes;
+    for (auto& s : in)
+      if (!s.empty() && s[0] < 0) s[0] = batch;
+    at::NoGradGuard ng;
+    fx::propagate_shapes(gm, in);
+    std::map<const fx::Node*, std::vector<int64_t>> out;
+    for (const fx::Node* n : gm.graph().nodes()) {
+      auto it = n->meta().find("shape");
+      if (it != n->meta().end() && it->second.isIntList()) out[n] = it->second.toIntVector();
+    }
+    return out;
+  };
+  std::map<const fx::Node*, std::vector<int64_t>> s2, s3;
+  try {
+    s2 = run(2);
+    s3 = run(3);
+  } catch (...) {
+    restore();
+    throw;
+  }
+  restore();
+  std::map<const fx::Node*, std::vector<Dim>> dims;
+  for (const auto& [n, a] : s2) {
+    auto it = s3.find(n);
+    if (it == s3.end() || it->second.size() != a.size()) continue;
+    std::vector<Dim> d(a.size());
+    for (size_t i = 0; i < a.size(); ++i) {
+      const int64_t x = a[i], y = it->second[i];
+      if (x == y) d[i] = {x, false};
+      else if (x == 2 && y == 3) d[i] = {0, true};
+      else d[i] = {-1, false};
+    }
+    dims[n] = d;
+  }
+  return dims;
+}
+
+}  // namespace qfx::quant::detail

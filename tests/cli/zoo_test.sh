@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# torchvision architectures through qfx ptq (random weights, 64x64 inputs): EfficientNet
+# (SiLU), GoogLeNet (named-tuple output with absent aux logits), ShuffleNetV2 (size(),
+# view with computed shapes, transpose, chunk). Each: int8 output cosine >= 0.98
+# against fp32, the reference backend equal to onednn, ONNX Runtime predicting the same
+# class on every sample. Needs $QFX, $FIXTURES; $1 = tools/ort_check.
+set -u
+pass=0; fail=0
+tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
+source "$(dirname "$0")/check.sh"
+ort=$1
+/usr/bin/python3 -c "import numpy; numpy.save('$tmp/x.npy', numpy.random.default_rng(0).normal(0, 1, (32, 3, 64, 64)).astype(numpy.float32))"
+for arch in efficientnet_b0 googlenet shufflenet_v2_x0_5; do
+  check "qfx ptq $arch" 0 "reference backend: 32 of 32 int8 outputs identical" -- \
+    "$QFX" ptq --set model.path="$FIXTURES/$arch.pt" --set 'model.input_shape=[-1, 3, 64, 64]' \
+    --set "calibration.data={format: npy, images: $tmp/x.npy}" --set calibration.num_samples=32 --set calibration.batch_size=16 \
+    --set "evaluation.data={format: npy, images: $tmp/x.npy}" --set evaluation.metric=cosine --set evaluation.reference_check=-1 \
+    --set evaluation.sqnr_samples=0 --set output.dir="$tmp/$arch"
+  check "$arch: int8 cosine against fp32 >= 0.98" 0 "^ok" -- /usr/bin/python3 -c "
+import json; c = json.load(open('$tmp/$arch/report.json'))['evaluation']['cosine_int8_vs_fp32']
+print('ok' if c >= 0.98 else 'low', c)"
+  check "$arch: ONNX Runtime runs the int8 model and agrees" 0 "^ok" -- bash -c \
+    "'$QFX' run '$tmp/$arch/model_int8.onnx' -i '$tmp/x.npy' -o '$tmp/$arch.qfx.npy' >/dev/null &&
+     ORT_OPT=disabled node '$ort/run.js' '$tmp/$arch/model_int8.onnx' '$tmp/$arch.ort.npy' '$tmp/x.npy' &&
+     /usr/bin/python3 -c \"
+import numpy as np; a, b = np.load('$tmp/$arch.qfx.npy'), np.load('$tmp/$arch.ort.npy')
+agree = float((a.argmax(1) == b.argmax(1)).mean()); d = float(np.abs(a - b).max() / np.abs(b).max())
+print('ok' if a.shape == b.shape and agree == 1.0 and d < 0.05 else 'differ', agree, d)\""
+done
+echo "$pass passed, $fail failed"
+[ "$fail" -eq 0 ]
