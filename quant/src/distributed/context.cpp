@@ -17,6 +17,7 @@ namespace qfx::quant::distributed {
 struct Context::Impl {
   c10::intrusive_ptr<c10d::TCPStore> store, beat_store;  // the group's client; the heartbeat thread's own
   c10::intrusive_ptr<c10d::ProcessGroupGloo> pg;
+  std::vector<c10::intrusive_ptr<c10d::Work>> pending;  // all_reduce_start
   std::thread beat;
   std::mutex mu;
   std::condition_variable cv;
@@ -84,6 +85,26 @@ void Context::all_reduce(std::vector<at::Tensor>& tensors, Op op, const std::str
       std::vector<at::Tensor> one{t};
       work.push_back(impl_->pg->allreduce(one, o));
     }
+    for (auto& w : work) w->wait();
+  } catch (const std::exception& e) {
+    fail(what, e);
+  }
+}
+
+void Context::all_reduce_start(const at::Tensor& t, Op op) {
+  if (!active()) return;
+  c10d::AllreduceOptions o;
+  o.reduceOp = op == Op::kSum ? c10d::ReduceOp::SUM : op == Op::kMin ? c10d::ReduceOp::MIN : c10d::ReduceOp::MAX;
+  o.timeout = timeout_;
+  std::vector<at::Tensor> one{t};
+  impl_->pending.push_back(impl_->pg->allreduce(one, o));
+}
+
+void Context::wait_pending(const std::string& what) {
+  if (!active()) return;
+  auto work = std::move(impl_->pending);
+  impl_->pending.clear();
+  try {
     for (auto& w : work) w->wait();
   } catch (const std::exception& e) {
     fail(what, e);

@@ -123,44 +123,88 @@ void broadcast_parameters(torch::nn::Module& module, Context& ctx) {
   ctx.broadcast(ts, 0, "broadcast_parameters");
 }
 
-GradientReducer::GradientReducer(torch::nn::Module& module, Context& ctx, int64_t bucket_bytes) : ctx_(ctx) {
+struct GradientReducer::State {
+  Context& ctx;
+  bool alive = true;
+  std::vector<at::Tensor> params;
+  std::vector<std::vector<size_t>> buckets;  // indices into params
+  std::vector<size_t> bucket_of;
+  std::vector<at::Tensor> grads;             // this step's gradient of each parameter (from its hook)
+  std::vector<size_t> ready;                 // gradients in per bucket
+  std::vector<at::Tensor> flat;              // a started bucket's buffer
+  int64_t overlapped = 0;
+  explicit State(Context& c) : ctx(c) {}
+
+  void start(size_t b) {
+    std::vector<at::Tensor> parts;
+    for (size_t i : buckets[b]) {
+      const at::Tensor& g = grads[i].defined() ? grads[i] : params[i].grad();
+      parts.push_back(g.defined() ? g.detach().reshape({-1}) : at::zeros({params[i].numel()}, params[i].options()));
+    }
+    flat[b] = at::cat(parts);
+    ctx.all_reduce_start(flat[b], Op::kSum);
+  }
+  void on_grad(size_t i, const at::Tensor& g) {
+    if (!alive || !ctx.active()) return;
+    grads[i] = g;
+    const size_t b = bucket_of[i];
+    if (++ready[b] == buckets[b].size()) {
+      start(b);
+      ++overlapped;
+    }
+  }
+};
+
+GradientReducer::GradientReducer(torch::nn::Module& module, Context& ctx, int64_t bucket_bytes)
+    : state_(std::make_shared<State>(ctx)) {
+  State& s = *state_;
   for (auto& p : module.parameters())
-    if (p.requires_grad()) params_.push_back(p);
+    if (p.requires_grad()) s.params.push_back(p);
   int64_t bytes = 0;
-  for (size_t i = 0; i < params_.size(); ++i) {
-    if (buckets_.empty() || bytes >= bucket_bytes || params_[i].scalar_type() != params_[buckets_.back().front()].scalar_type()) {
-      buckets_.emplace_back();
+  s.bucket_of.resize(s.params.size());
+  for (size_t k = s.params.size(); k-- > 0;) {  // reverse: the order backward produces gradients
+    if (s.buckets.empty() || bytes >= bucket_bytes || s.params[k].scalar_type() != s.params[s.buckets.back().front()].scalar_type()) {
+      s.buckets.emplace_back();
       bytes = 0;
     }
-    buckets_.back().push_back(i);
-    bytes += params_[i].numel() * static_cast<int64_t>(params_[i].element_size());
+    s.buckets.back().push_back(k);
+    s.bucket_of[k] = s.buckets.size() - 1;
+    bytes += s.params[k].numel() * static_cast<int64_t>(s.params[k].element_size());
   }
+  s.grads.resize(s.params.size());
+  s.ready.assign(s.buckets.size(), 0);
+  s.flat.resize(s.buckets.size());
+  std::weak_ptr<State> weak = state_;
+  for (size_t i = 0; i < s.params.size(); ++i)
+    s.params[i].register_hook([weak, i](const at::Tensor& g) {
+      if (auto st = weak.lock()) st->on_grad(i, g);
+    });
 }
 
+GradientReducer::~GradientReducer() { state_->alive = false; }
+
+int64_t GradientReducer::overlapped_buckets() const { return state_->overlapped; }
+
 void GradientReducer::reduce() {
-  if (!ctx_.active()) return;
+  State& s = *state_;
+  if (!s.ctx.active()) return;
   at::NoGradGuard ng;
-  std::vector<at::Tensor> flats;
-  for (const auto& b : buckets_) {
-    std::vector<at::Tensor> parts;
-    for (size_t i : b) {
-      at::Tensor& p = params_[i];
-      parts.push_back(p.grad().defined() ? p.grad().reshape({-1}) : at::zeros({p.numel()}, p.options()));
-    }
-    flats.push_back(at::cat(parts));
-  }
-  ctx_.all_reduce(flats, Op::kSum, "gradient all-reduce");
-  const double inv = 1.0 / ctx_.world_size();
-  for (size_t k = 0; k < buckets_.size(); ++k) {
+  for (size_t b = 0; b < s.buckets.size(); ++b)
+    if (s.ready[b] < s.buckets[b].size()) s.start(b);
+  s.ctx.wait_pending("gradient all-reduce");
+  const double inv = 1.0 / s.ctx.world_size();
+  for (size_t b = 0; b < s.buckets.size(); ++b) {
     int64_t off = 0;
-    for (size_t i : buckets_[k]) {
-      at::Tensor& p = params_[i];
-      at::Tensor g = flats[k].slice(0, off, off + p.numel()).view(p.sizes()).mul(inv);
+    for (size_t i : s.buckets[b]) {
+      at::Tensor& p = s.params[i];
+      at::Tensor g = s.flat[b].slice(0, off, off + p.numel()).view(p.sizes()).mul(inv);
       if (p.grad().defined()) p.mutable_grad().copy_(g);
       else p.mutable_grad() = g.clone();
       off += p.numel();
     }
   }
+  std::fill(s.grads.begin(), s.grads.end(), at::Tensor());
+  std::fill(s.ready.begin(), s.ready.end(), 0);
 }
 
 }  // namespace qfx::quant::distributed

@@ -177,6 +177,7 @@ QatResult qat(const JobConfig& cfg, const PipelineHooks& hooks_in, distributed::
     if (rank == 0) save_qat_checkpoint(ckpt, *gm, *opt, step);
   }
   if (world > 1) {
+    reducer.reset();  // its hooks go quiet: rank 0's timing backward below runs alone
     distributed::synchronize_observers(*gm, *dist, false);
     // Every rank must hold the same qparams: rank 0 checks, then the others are done.
     std::vector<at::Tensor> q;

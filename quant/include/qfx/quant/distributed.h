@@ -58,6 +58,11 @@ class Context {
   at::Tensor all_gather(const at::Tensor& t, const std::string& what);
   /// Waits for every rank. Errors as all_reduce.
   void barrier(const std::string& what);
+  /// Starts an in-place all-reduce of `t` without waiting for it (Gloo works on it
+  /// in its own threads); `wait_pending` waits for every started one.
+  void all_reduce_start(const at::Tensor& t, Op op);
+  /// Waits for the collectives `all_reduce_start` started. Errors as all_reduce.
+  void wait_pending(const std::string& what);
 
  private:
   friend std::shared_ptr<Context> init_from_env(std::chrono::seconds timeout);
@@ -105,22 +110,31 @@ void synchronize_observers(fx::GraphModule& gm, Context& ctx, bool enable = true
 /// Copies rank 0's parameters and buffers into every rank's `module`.
 void broadcast_parameters(torch::nn::Module& module, Context& ctx);
 
-/// DDP-style gradient averaging for a user's loop: after `loss.backward()`,
-/// `reduce()` all-reduces the gradients of `module`'s trainable parameters in
-/// buckets of about `bucket_bytes` (flattened, one collective per bucket, all
-/// launched before any is waited for) and divides by the world size,
-/// so every rank steps with the gradient of the global batch's mean loss.
-/// Parameters without a gradient take part with zeros.
+/// DDP-style gradient averaging for a user's loop. Parameters are grouped in
+/// buckets of about `bucket_bytes` in reverse registration order (the order
+/// backward produces their gradients); a hook on each parameter starts a
+/// bucket's all-reduce (flattened, one collective) as soon as backward has
+/// produced all of its gradients, so communication overlaps the rest of
+/// backward. `reduce()`, after `loss.backward()`, starts the buckets still
+/// waiting (parameters without a gradient take part with zeros), waits for all,
+/// and writes the gradients divided by the world size, so every rank steps with
+/// the gradient of the global batch's mean loss. One backward per step (as
+/// DDP without no_sync). The hooks stay on the parameters but do nothing once
+/// the reducer is destroyed.
 class GradientReducer {
  public:
   GradientReducer(torch::nn::Module& module, Context& ctx, int64_t bucket_bytes = 25 << 20);
-  /// All-reduces and averages the gradients. Throws DistributedError.
+  ~GradientReducer();
+  GradientReducer(const GradientReducer&) = delete;
+  GradientReducer& operator=(const GradientReducer&) = delete;
+  /// Finishes the all-reduce and averages the gradients. Throws DistributedError.
   void reduce();
+  /// Buckets whose all-reduce started during the last backward (before `reduce`).
+  int64_t overlapped_buckets() const;
 
  private:
-  std::vector<at::Tensor> params_;
-  std::vector<std::vector<size_t>> buckets_;  // indices into params_
-  Context& ctx_;
+  struct State;
+  std::shared_ptr<State> state_;
 };
 
 }  // namespace qfx::quant::distributed
