@@ -145,7 +145,7 @@ print('reported')"
 check "qfx ptq: auto_fallback moves two layers and writes the config that reproduces them" 0 "^moved 2 reproduced$" -- bash -c \
   "'$QFX' ptq '$(dirname "$0")/../../configs/ptq/w4_per_tensor.yaml' --set 'ptq={}' \
      --set 'ptq.auto_fallback={metric: sqnr, min_sqnr_db: 99, max_layers: 2, num_samples: 256, ranking_samples: 64}' \
-     --set calibration.num_samples=128 --set evaluation.num_samples=256 --set evaluation.reference_check=0 \
+     --set calibration.num_samples=128 --set evaluation.num_samples=256 --set evaluation.reference_check=256 \
      --set evaluation.sqnr_samples=0 --set output.dir='$tmp/ptq_af' >'$tmp/af.log' 2>&1 || { cat '$tmp/af.log'; exit 1; }
    '$QFX' ptq '$tmp/ptq_af/config_final.yaml' --set output.dir='$tmp/ptq_af2' >/dev/null 2>&1 || exit 1
    /usr/bin/python3 -c \"
@@ -156,6 +156,7 @@ assert len(steps) == 2 and not a['reached'] and a['metric'] == 'sqnr', a
 fb = ' '.join(r['float_fallbacks'])
 assert all('module_name:' + s in fb for s in steps), (steps, fb)
 assert 'auto_fallback' not in json.load(open('$tmp/ptq_af2/report.json'))
+assert r['evaluation']['reference_check']['exact_expected'] is False, r['evaluation']['reference_check']  # float convs
 same = all(filecmp.cmp('$tmp/ptq_af/' + f, '$tmp/ptq_af2/' + f, shallow=False) for f in ('model_int8.onnx', 'encodings.json'))
 print('moved', len(steps), 'reproduced' if same else 'differs')\""
 check "qfx ptq: auto_fallback top1 without labels names the key" 3 "ptq.auto_fallback.metric top1 needs labels" -- \

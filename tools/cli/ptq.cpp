@@ -52,7 +52,10 @@ int run_ptq(const std::string& config_path, const std::vector<std::string>& over
   for (const auto& f : r.runtime_float_groups) std::printf("  runtime: %s\n", f.c_str());
   std::printf("wrote model_int8.onnx, encodings.json, report.json in %s (%.1f s)\n", r.output_dir.c_str(), r.seconds);
   // The int8 model must equal the reference arithmetic: a mismatch is a failure.
-  if (r.evaluated && r.evaluation.reference_identical != r.evaluation.reference_images) {
+  if (r.evaluated && r.evaluation.reference_identical != r.evaluation.reference_images && !r.evaluation.reference_exact_expected)
+    std::printf("  (the model has float groups, listed above: float sums round differently on each backend, so "
+                "bit-identity is required of all-int8 models only)\n");
+  if (r.evaluated && r.evaluation.reference_identical != r.evaluation.reference_images && r.evaluation.reference_exact_expected) {
     std::fprintf(stderr, "qfx: error: %lld of %lld int8 outputs differ from the reference backend's\n",
                  static_cast<long long>(r.evaluation.reference_images - r.evaluation.reference_identical),
                  static_cast<long long>(r.evaluation.reference_images));
