@@ -31,17 +31,29 @@ void calibrate_lockstep(fx::GraphModule& gm, const NextBatch& next, distributed:
   std::vector<FakeQuantize*> slots;  // learned from the first run
   std::vector<std::pair<FakeQuantize*, at::Tensor>> held;
   std::vector<float> ranges;
+  // Rank 0's batch comes first in every step, so rank 0 feeds its observers while
+  // the value is in cache; the other ranks keep copies until the ranks before them replayed.
+  const bool feed_now = ctx.rank() == 0;
   auto record = [&](const std::string& name, const runtime::Tensor& value) {
     if (value.dtype() != runtime::DType::kFloat32) return;
     at::Tensor t = aten_view(value);
     for (FakeQuantize* fq : observers.at(name)) {
-      held.emplace_back(fq, t.clone());
-      if (t.numel() == 0) {
-        ranges.insert(ranges.end(), {kInf, -kInf});
+      float lo = kInf, hi = -kInf;
+      if (feed_now) {  // the observer computes the range anyway
+        fq->forward(t);
+        held.emplace_back(fq, at::Tensor());
+        if (t.numel() > 0 && fq->observer_enabled() && !fq->observer().last_batch_range(&lo, &hi)) {
+          auto [l, h] = at::aminmax(t);
+          lo = l.item<float>(), hi = h.item<float>();
+        }
       } else {
-        auto [lo, hi] = at::aminmax(t);
-        ranges.insert(ranges.end(), {lo.item<float>(), hi.item<float>()});
+        held.emplace_back(fq, t.clone());
+        if (t.numel() > 0) {
+          auto [l, h] = at::aminmax(t);
+          lo = l.item<float>(), hi = h.item<float>();
+        }
       }
+      ranges.insert(ranges.end(), {lo, hi});
     }
   };
   const int world = ctx.world_size(), rank = ctx.rank();
@@ -84,7 +96,8 @@ void calibrate_lockstep(fx::GraphModule& gm, const NextBatch& next, distributed:
       res->images += static_cast<int64_t>(a[r][1]);
       ++res->batches;
       if (r == rank) {
-        for (auto& [fq, t] : held) fq->forward(t);
+        if (!feed_now)
+          for (auto& [fq, t] : held) fq->forward(t);
         continue;
       }
       for (size_t k = 0; k < slots.size(); ++k) {

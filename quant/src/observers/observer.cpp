@@ -91,7 +91,24 @@ at::Tensor MinMaxObserver::forward(const at::Tensor& x_in) {
   check_finite(lo, hi);
   const bool first = min_val_.item<float>() == kInf && max_val_.item<float>() == -kInf;
   accumulate(min_val_, max_val_, lo, hi, first, c_);
+  last_lo_ = lo.item<float>();
+  last_hi_ = hi.item<float>();
+  has_last_ = true;
   return x_in;
+}
+
+bool MinMaxObserver::last_batch_range(float* lo, float* hi) const {
+  if (!has_last_) return false;
+  *lo = last_lo_;
+  *hi = last_hi_;
+  return true;
+}
+
+bool HistogramObserver::last_batch_range(float* lo, float* hi) const {
+  if (!has_last_) return false;
+  *lo = last_lo_;
+  *hi = last_hi_;
+  return true;
 }
 
 bool MinMaxObserver::replay_range(float lo, float hi) {
@@ -254,6 +271,9 @@ void HistogramObserver::observe(const float* data, int64_t n) {
   }
   if (nonfinite) throw DataError("observed tensor '" + (tensor_name_.empty() ? std::string("?") : tensor_name_) + "' contains NaN or Inf");
   replay_range(lo, hi);
+  last_lo_ = lo;
+  last_hi_ = hi;
+  has_last_ = true;
   const double* r = range_.data_ptr<double>();
   // Pass 2: counts into per-thread integer histograms (four interleaved copies per
   // thread, so consecutive equal bins do not serialise on one counter), then summed.

@@ -50,12 +50,15 @@ CalibrationResult calibrate(fx::GraphModule& gm, const NextBatch& next, const Ca
     if (!options.allow_libtorch_fallback) throw;
     res.fallback_reason = e.what();
   }
+  distributed::Context* dist = options.distributed && options.distributed->active() ? options.distributed : nullptr;
+  // Ranks reach this point at different times (loading, tracing): the data loop's
+  // clock starts when all are here, so `seconds` measures calibration, not start-up skew.
+  if (dist) dist->barrier("calibration start");
   const auto t0 = Clock::now();
   auto finish = [&] {
     res.seconds = std::chrono::duration<double>(Clock::now() - t0).count();
     return res;
   };
-  distributed::Context* dist = options.distributed && options.distributed->active() ? options.distributed : nullptr;
   if (bytes.empty() && dist)
     throw ConfigError("distributed calibration runs on the runtime, but this model falls back to libtorch (" + res.fallback_reason +
                       "): calibrate it in one process");

@@ -49,6 +49,14 @@ class ObserverBase : public torch::nn::Module {
     (void)lo, (void)hi;
     return false;
   }
+  /// The min and max of the last tensor `forward` observed, where the observer
+  /// computed them anyway (per-tensor min/max and histogram observers); false
+  /// otherwise or before any data. Distributed calibration sends these instead
+  /// of reading the tensor again.
+  virtual bool last_batch_range(float* lo, float* hi) const {
+    (void)lo, (void)hi;
+    return false;
+  }
   /// True once some data was observed.
   bool has_data() const;
   /// The quantization target.
@@ -74,6 +82,7 @@ class MinMaxObserver : public ObserverBase {
   std::pair<at::Tensor, at::Tensor> min_max() const override { return {min_val_, max_val_}; }
   void merge(const ObserverBase& other) override;
   bool replay_range(float lo, float hi) override;
+  bool last_batch_range(float* lo, float* hi) const override;
   void reset() override;
   /// Moving-average constant c (0: running min/max).
   double averaging_constant() const { return c_; }
@@ -82,6 +91,8 @@ class MinMaxObserver : public ObserverBase {
   MinMaxObserver(const std::string& type_name, QuantSpec spec);
   at::Tensor min_val_, max_val_;
   double c_ = 0.0;  ///< moving-average constant; 0: running min/max
+  float last_lo_ = 0, last_hi_ = 0;  ///< the last observed tensor's min and max
+  bool has_last_ = false;
 };
 
 /// Exponential moving average of per-batch min/max (torch.ao
@@ -133,6 +144,7 @@ class HistogramObserver : public ObserverBase {
   /// Merges another histogram: exact when its bin edges fall on this one's grid
   /// (e.g. both grew from the same first batch); otherwise each of its bins is
   /// spread over the bins it overlaps in proportion to the overlap.
+  bool last_batch_range(float* lo, float* hi) const override;
   bool replay_range(float lo, float hi) override;
   void merge(const ObserverBase& other) override;
   void reset() override;
@@ -154,6 +166,8 @@ class HistogramObserver : public ObserverBase {
   AlgorithmOptions opts_;
   int64_t bins_;
   at::Tensor min_val_, max_val_;  // exact extremes (0-dim float)
+  float last_lo_ = 0, last_hi_ = 0;  // the last observed tensor's min and max
+  bool has_last_ = false;
   at::Tensor hist_;               // [bins] float64 counts
   at::Tensor range_;              // [2] float64: lo, width
   mutable Algorithm chosen_;
