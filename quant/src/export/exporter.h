@@ -1,0 +1,582 @@
+// Internal: the ONNX exporter of export_onnx (one GraphModule node at a time),
+// shared by export_onnx.cpp (graph, modules, functions) and export_shape_ops.cpp
+// (shape arithmetic).
+#pragma once
+
+#include "qfx/quant/convert.h"
+
+#include <ATen/ATen.h>
+#include <onnx/onnx_pb.h>
+#include <torch/nn/modules/activation.h>
+#include <torch/nn/modules/batchnorm.h>
+#include <torch/nn/modules/dropout.h>
+#include <torch/nn/modules/linear.h>
+#include <torch/nn/modules/pooling.h>
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+
+#include "qfx/error.h"
+#include "qfx/quant/fake_quantize.h"
+#include "qfx/quant/modules.h"
+#include "qfx/quant/op_names.h"
+#include "qfx/quant/quantized_modules.h"
+
+#include "batch_shapes.h"
+
+namespace qfx::quant::detail {
+
+[[noreturn]] inline void unsupported(const fx::Node& n, const std::string& why) {
+  throw UnsupportedOpError("export_onnx: node '" + n.name() + "' (" + n.target() + "): " + why);
+}
+
+class Exporter {
+ public:
+  Exporter(fx::GraphModule& gm, const ExportOptions& o, ExportResult& r) : gm_(gm), opt_(o), res_(r) {
+    model_.set_ir_version(8);
+    model_.set_producer_name("qfx");
+    auto* os = model_.add_opset_import();
+    os->set_domain("");
+    os->set_version(o.opset);
+    g_ = model_.mutable_graph();
+    g_->set_name("qfx_int8");
+  }
+
+  void run() {
+    size_t placeholder_index = 0;
+    for (fx::Node* n : gm_.graph().nodes()) {
+      switch (n->op()) {
+        case fx::Opcode::kPlaceholder: input(n, placeholder_index++); break;
+        case fx::Opcode::kOutput: output(n); break;
+        case fx::Opcode::kGetAttr: unsupported(*n, "parameters used outside modules (get_attr) are not exported yet");
+        case fx::Opcode::kCallMethod: unsupported(*n, "a wrapped call cannot be expressed in ONNX; keep it out of the exported part");
+        case fx::Opcode::kCallModule: module(n); break;
+        case fx::Opcode::kCallFunction: function(n); break;
+      }
+    }
+  }
+
+  std::string bytes() {
+    std::string b;
+    if (!model_.SerializeToString(&b)) throw IoError("export_onnx: cannot serialize the ONNX model");
+    return b;
+  }
+
+ private:
+  // --- ONNX building helpers ---------------------------------------------------------
+  std::string fresh(const std::string& hint) { return hint + "_" + std::to_string(counter_++); }
+
+  onnx::NodeProto* node(const std::string& op, const std::vector<std::string>& in, const std::string& out,
+                        const std::string& name) {
+    auto* p = g_->add_node();
+    p->set_op_type(op);
+    p->set_name(name);
+    for (const auto& i : in) p->add_input(i);
+    p->add_output(out);
+    return p;
+  }
+  static void attr_i(onnx::NodeProto* p, const std::string& k, int64_t v) {
+    auto* a = p->add_attribute();
+    a->set_name(k);
+    a->set_type(onnx::AttributeProto::INT);
+    a->set_i(v);
+  }
+  static void attr_f(onnx::NodeProto* p, const std::string& k, float v) {
+    auto* a = p->add_attribute();
+    a->set_name(k);
+    a->set_type(onnx::AttributeProto::FLOAT);
+    a->set_f(v);
+  }
+  static void attr_ints(onnx::NodeProto* p, const std::string& k, const std::vector<int64_t>& v) {
+    auto* a = p->add_attribute();
+    a->set_name(k);
+    a->set_type(onnx::AttributeProto::INTS);
+    for (auto x : v) a->add_ints(x);
+  }
+
+  std::string init(const std::string& hint, const at::Tensor& t_in) {
+    at::Tensor t = t_in.detach().contiguous();
+    auto* tp = g_->add_initializer();
+    const std::string name = fresh(hint);
+    tp->set_name(name);
+    for (auto d : t.sizes()) tp->add_dims(d);
+    switch (t.scalar_type()) {
+      case at::kFloat: tp->set_data_type(onnx::TensorProto::FLOAT); break;
+      case at::kChar: tp->set_data_type(onnx::TensorProto::INT8); break;
+      case at::kByte: tp->set_data_type(onnx::TensorProto::UINT8); break;
+      case at::kInt: tp->set_data_type(onnx::TensorProto::INT32); break;
+      case at::kLong: tp->set_data_type(onnx::TensorProto::INT64); break;
+      default: throw UnsupportedOpError("export_onnx: cannot store a tensor of type " + std::string(c10::toString(t.scalar_type())));
+    }
+    tp->set_raw_data(std::string(static_cast<const char*>(t.data_ptr()), t.nbytes()));
+    return name;
+  }
+
+  at::Tensor zero_points(const QParams& q) {
+    at::Tensor z = q.zero_point.to(at::kInt);
+    return q.dtype == QDType::kUInt8 ? z.to(at::kByte) : z.to(at::kChar);
+  }
+
+  // --- graph pieces -----------------------------------------------------------------
+  const std::string& value(const fx::Node& user, const fx::Argument& a) {
+    if (!a.is_node()) unsupported(user, "a non-tensor argument where a tensor is expected");
+    auto it = names_.find(a.node);
+    if (it == names_.end()) unsupported(user, "its input '" + a.node->name() + "' was not exported");
+    return it->second;
+  }
+
+  int rank_of(const fx::Argument& a) {
+    if (!a.is_node()) return -1;
+    auto it = rank_.find(a.node);
+    return it == rank_.end() ? -1 : it->second;
+  }
+
+  void input(fx::Node* n, size_t i) {
+    const std::string name = i < opt_.input_names.size() ? opt_.input_names[i] : n->name();
+    auto* vi = g_->add_input();
+    vi->set_name(name);
+    auto* tt = vi->mutable_type()->mutable_tensor_type();
+    tt->set_elem_type(onnx::TensorProto::FLOAT);
+    if (i < opt_.input_shapes.size()) {
+      auto* sh = tt->mutable_shape();
+      for (auto d : opt_.input_shapes[i]) {
+        auto* dim = sh->add_dim();
+        if (d < 0) dim->set_dim_param("N");
+        else dim->set_dim_value(d);
+      }
+      rank_[n] = static_cast<int>(opt_.input_shapes[i].size());
+    }
+    names_[n] = name;
+  }
+
+  // Every tensor of a (nested) output: a tuple, list or named tuple (GoogLeNet's
+  // GoogLeNetOutputs, detection heads) gives one ONNX output per tensor, in order;
+  // None and other constants (GoogLeNet's absent aux logits) are left out.
+  static void flatten_outputs(const fx::Argument& a, std::vector<fx::Argument>* outs) {
+    if (a.is_node()) outs->push_back(a);
+    else
+      for (const auto& it : a.items) flatten_outputs(it, outs);
+  }
+
+  void output(fx::Node* n) {
+    std::vector<fx::Argument> outs;
+    flatten_outputs(n->args().at(0), &outs);
+    if (outs.empty()) unsupported(*n, "the model returns no tensor");
+    for (size_t i = 0; i < outs.size(); ++i) {
+      const std::string src = value(*n, outs[i]);
+      const std::string name = i < opt_.output_names.size() ? opt_.output_names[i]
+                               : outs.size() == 1                ? std::string("output")
+                                                                 : "output_" + std::to_string(i);
+      node("Identity", {src}, name, "output_" + std::to_string(i));
+      auto* vi = g_->add_output();
+      vi->set_name(name);
+      vi->mutable_type()->mutable_tensor_type()->set_elem_type(onnx::TensorProto::FLOAT);
+    }
+  }
+
+  // A FakeQuantize of a prepared graph exported as the float model: a pass-through
+  // that records what it observes.
+  void observed(fx::Node* n) {
+    const std::string& x = value(*n, n->args().at(0));
+    res_.observed.push_back({n->target(), n->args().at(0).is_node() ? n->args().at(0).node->name() : n->name(), x});
+    names_[n] = x;
+    rank_[n] = rank_of(n->args().at(0));
+  }
+
+  // QuantizeLinear -> DequantizeLinear for a QuantDequant (an activation).
+  void quant_dequant(fx::Node* n, const QuantDequant& qd) {
+    const std::string& x = value(*n, n->args().at(0));
+    const QParams& q = qd.qparams();
+    if (opt_.float_model) {
+      names_[n] = x;
+      rank_[n] = rank_of(n->args().at(0));
+      return;
+    }
+    const std::string s = init(n->name() + "_scale", q.scale.to(at::kFloat));
+    const std::string z = init(n->name() + "_zero_point", zero_points(q));
+    const std::string qv = fresh(n->name() + "_q"), dv = fresh(n->name() + "_dq");
+    auto* qn = node("QuantizeLinear", {x, s, z}, qv, qv);
+    auto* dn = node("DequantizeLinear", {qv, s, z}, dv, dv);
+    if (q.per_channel) {
+      attr_i(qn, "axis", q.axis);
+      attr_i(dn, "axis", q.axis);
+    }
+    std::string out = dv;
+    const int64_t full_min = q.dtype == QDType::kUInt8 ? 0 : -128, full_max = q.dtype == QDType::kUInt8 ? 255 : 127;
+    if (!q.per_channel && (q.quant_min > full_min || q.quant_max < full_max)) {
+      // A sub-8-bit range: saturate to it (ONNX QuantizeLinear saturates to the container only).
+      const float sc = q.scale.item<float>();
+      const int zp = q.zero_point.item<int>();
+      const std::string lo = init(n->name() + "_lo", at::full({}, (static_cast<float>(q.quant_min) - zp) * sc));
+      const std::string hi = init(n->name() + "_hi", at::full({}, (static_cast<float>(q.quant_max) - zp) * sc));
+      out = fresh(n->name() + "_clip");
+      node("Clip", {dv, lo, hi}, out, out);
+    }
+    names_[n] = out;
+    rank_[n] = rank_of(n->args().at(0));
+    Encoding e;
+    e.tensor = x;
+    e.quantized = qv;
+    e.node = n->args().at(0).is_node() ? n->args().at(0).node->name() : n->name();
+    e.dtype = qdtype_name(q.dtype);
+    at::Tensor sf = q.scale.reshape({-1}).to(at::kFloat).contiguous(), zf = q.zero_point.reshape({-1}).to(at::kInt).contiguous();
+    e.scale.assign(sf.data_ptr<float>(), sf.data_ptr<float>() + sf.numel());
+    e.zero_point.assign(zf.data_ptr<int32_t>(), zf.data_ptr<int32_t>() + zf.numel());
+    e.axis = q.per_channel ? q.axis : -1;
+    e.quant_min = q.quant_min;
+    e.quant_max = q.quant_max;
+    e.algorithm = qd.algorithm();
+    e.observed_min = qd.observed_min();
+    e.observed_max = qd.observed_max();
+    res_.encodings.push_back(std::move(e));
+  }
+
+  void weighted(fx::Node* n, const QuantizedConvLinear& f) {
+    const fx::Argument& xa = n->args().at(0);
+    const std::string& x = value(*n, xa);
+    const at::Tensor& codes = f.weight_codes();
+    std::string wname, bname;
+    if (f.weight_quantized() && !opt_.float_model) {
+      const QParams& q = f.weight_qparams();
+      const std::vector<int64_t> vec = q.per_channel ? std::vector<int64_t>{-1} : std::vector<int64_t>{};
+      const std::string wi = init(n->name() + "_weight_q", codes);
+      const std::string ws = init(n->name() + "_weight_scale", q.scale.reshape(vec));
+      const std::string wz = init(n->name() + "_weight_zero_point", zero_points(q).reshape(vec));
+      wname = fresh(n->name() + "_weight");
+      auto* dn = node("DequantizeLinear", {wi, ws, wz}, wname, wname);
+      if (q.per_channel) attr_i(dn, "axis", f.weight_out_axis());
+      ++res_.quantized_weights;
+      if (f.bias_codes().defined()) {  // int32 bias, scale = input scale x weight scale
+        const std::string bi = init(n->name() + "_bias_q", f.bias_codes());
+        const std::string bsn = init(n->name() + "_bias_scale", f.bias_scale());
+        const std::string bz = init(n->name() + "_bias_zero_point", at::zeros({f.bias_codes().numel()}, at::kInt));
+        bname = fresh(n->name() + "_bias");
+        auto* bn = node("DequantizeLinear", {bi, bsn, bz}, bname, bname);
+        attr_i(bn, "axis", 0);
+      }
+    } else {
+      wname = init(n->name() + "_weight", f.weight());
+    }
+    const at::Tensor w = f.weight_codes();
+    if (bname.empty()) bname = init(n->name() + "_bias", f.bias_float());
+    std::string y = fresh(n->name());
+    const int r = rank_of(xa);
+    if (f.op() == FusedConvLinear::Op::kLinear) {
+      if (r == 2) {
+        auto* p = node("Gemm", {x, wname, bname}, y, n->name());
+        attr_i(p, "transB", 1);
+      } else {  // any rank: x @ W^T + b
+        const std::string wt = fresh(n->name() + "_weight_t");
+        auto* t = node("Transpose", {wname}, wt, wt);
+        attr_ints(t, "perm", {1, 0});
+        const std::string mm = fresh(n->name() + "_matmul");
+        node("MatMul", {x, wt}, mm, mm);
+        node("Add", {mm, bname}, y, n->name());
+      }
+    } else {
+      const bool tr = f.op() == FusedConvLinear::Op::kConvTranspose;
+      auto* p = node(tr ? "ConvTranspose" : "Conv", {x, wname, bname}, y, n->name());
+      std::vector<int64_t> k(w.sizes().begin() + 2, w.sizes().end()), pads = f.padding();
+      pads.insert(pads.end(), f.padding().begin(), f.padding().end());
+      attr_ints(p, "kernel_shape", k);
+      attr_ints(p, "strides", f.stride());
+      attr_ints(p, "pads", pads);
+      attr_ints(p, "dilations", f.dilation());
+      attr_i(p, "group", f.groups());
+      if (tr) attr_ints(p, "output_padding", f.output_padding());
+    }
+    y = activation(n, y, f.activation());
+    names_[n] = y;
+    rank_[n] = r;
+  }
+
+  std::string activation(fx::Node* n, const std::string& x, FusedActivation a) {
+    if (a == FusedActivation::kNone) return x;
+    const std::string y = fresh(n->name() + "_act");
+    if (a == FusedActivation::kReLU) {
+      node("Relu", {x}, y, y);
+    } else {
+      node("Clip", {x, init("zero", at::full({}, 0.0f)), init("six", at::full({}, 6.0f))}, y, y);
+    }
+    return y;
+  }
+
+  // An op with one tensor input whose output keeps its rank.
+  void unary(fx::Node* n, const std::string& op, int rank_delta = 0) {
+    const std::string y = fresh(n->name());
+    last_ = node(op, {value(*n, n->args().at(0))}, y, n->name());
+    names_[n] = y;
+    const int r = rank_of(n->args().at(0));
+    rank_[n] = r < 0 ? -1 : r + rank_delta;
+  }
+
+  // SiLU (swish) as x * Sigmoid(x): ONNX has no SiLU op before opset 22.
+  void silu(fx::Node* n) {
+    const std::string& x = value(*n, n->args().at(0));
+    const std::string s = fresh(n->name() + "_sigmoid");
+    node("Sigmoid", {x}, s, n->name() + "_sigmoid");
+    const std::string y = fresh(n->name());
+    last_ = node("Mul", {x, s}, y, n->name());
+    names_[n] = y;
+    rank_[n] = rank_of(n->args().at(0));
+  }
+
+  // An op that passes its input through (dropout and identity in eval mode).
+  void alias(fx::Node* n) {
+    names_[n] = value(*n, n->args().at(0));
+    rank_[n] = rank_of(n->args().at(0));
+  }
+
+  void clip(fx::Node* n, float lo, float hi) {
+    const std::string y = fresh(n->name());
+    node("Clip", {value(*n, n->args().at(0)), init("lo", at::full({}, lo)), init("hi", at::full({}, hi))}, y, n->name());
+    names_[n] = y;
+    rank_[n] = rank_of(n->args().at(0));
+  }
+
+  void pool(fx::Node* n, bool max, std::vector<int64_t> k, std::vector<int64_t> s, std::vector<int64_t> p,
+            std::vector<int64_t> d, bool ceil, bool include_pad) {
+    if (s.empty()) s = k;
+    unary(n, max ? "MaxPool" : "AveragePool");
+    attr_ints(last_, "kernel_shape", k);
+    attr_ints(last_, "strides", s);
+    std::vector<int64_t> pads = p;
+    pads.insert(pads.end(), p.begin(), p.end());
+    attr_ints(last_, "pads", pads);
+    if (max && !d.empty() && d != std::vector<int64_t>(d.size(), 1)) attr_ints(last_, "dilations", d);
+    if (ceil) attr_i(last_, "ceil_mode", 1);
+    if (!max && include_pad) attr_i(last_, "count_include_pad", 1);
+  }
+
+  void module(fx::Node* n) {
+    auto m = gm_.get_submodule(n->target());
+    if (auto* qd = dynamic_cast<QuantDequant*>(m.get())) return quant_dequant(n, *qd);
+    if (auto* q = dynamic_cast<QuantizedConvLinear*>(m.get())) return weighted(n, *q);
+    if (dynamic_cast<FakeQuantize*>(m.get())) {
+      if (!opt_.float_model) unsupported(*n, "a FakeQuantize in the graph: export the output of convert_fx");
+      return observed(n);
+    }
+    if (auto* f = dynamic_cast<FusedConvLinear*>(m.get())) {
+      if (!opt_.float_model) unsupported(*n, "a prepared FusedConvLinear in the graph: export the output of convert_fx");
+      return weighted(n, QuantizedConvLinear(*f, /*quantize_weight=*/false, -1.0f));
+    }
+    const std::string op = canonical_op_name(*n, gm_);
+    if (op == "conv1d" || op == "conv2d" || op == "conv3d" || op == "conv_transpose2d" || op == "linear") {
+      std::string why;
+      auto f = FusedConvLinear::create(m, nullptr, FusedConvLinear::BnMode::kFold, FusedActivation::kNone, &why);
+      if (!f) unsupported(*n, why);
+      res_.float_ops.push_back(n->name() + " (" + op + "): float weights (not prepared for int8)");
+      return weighted(n, QuantizedConvLinear(*f, /*quantize_weight=*/false, -1.0f));
+    }
+    if (auto* bn = dynamic_cast<torch::nn::BatchNorm2dImpl*>(m.get())) {
+      const std::string y = fresh(n->name());
+      auto* p = node("BatchNormalization",
+                     {value(*n, n->args().at(0)), init("bn_scale", bn->weight.defined() ? bn->weight : at::ones_like(bn->running_mean)),
+                      init("bn_bias", bn->bias.defined() ? bn->bias : at::zeros_like(bn->running_mean)),
+                      init("bn_mean", bn->running_mean), init("bn_var", bn->running_var)},
+                     y, n->name());
+      attr_f(p, "epsilon", static_cast<float>(bn->options.eps()));
+      names_[n] = y;
+      rank_[n] = rank_of(n->args().at(0));
+      res_.float_ops.push_back(n->name() + " (batchnorm2d): unfused batch norm runs in float");
+      return;
+    }
+    if (op == "relu") return unary(n, "Relu");
+    if (op == "relu6") return clip(n, 0.0f, 6.0f);
+    if (op == "sigmoid") return unary(n, "Sigmoid");
+    if (op == "tanh") return unary(n, "Tanh");
+    if (op == "hardswish") return unary(n, "HardSwish");
+    if (op == "silu") return silu(n);
+    if (op == "hardsigmoid") {
+      unary(n, "HardSigmoid");
+      attr_f(last_, "alpha", 1.0f / 6.0f);
+      return;
+    }
+    if (auto* lr = dynamic_cast<torch::nn::LeakyReLUImpl*>(m.get())) {
+      unary(n, "LeakyRelu");
+      attr_f(last_, "alpha", static_cast<float>(lr->options.negative_slope()));
+      return;
+    }
+    if (auto* sm = dynamic_cast<torch::nn::SoftmaxImpl*>(m.get())) {
+      unary(n, "Softmax");
+      attr_i(last_, "axis", sm->options.dim());
+      return;
+    }
+    if (op == "dropout" || op == "identity") return alias(n);
+    if (auto* fl = dynamic_cast<torch::nn::FlattenImpl*>(m.get())) {
+      const int r = rank_of(n->args().at(0));
+      const int64_t end = fl->options.end_dim();
+      if (end != -1 && !(r > 0 && end == r - 1)) unsupported(*n, "Flatten with end_dim other than the last");
+      unary(n, "Flatten");
+      attr_i(last_, "axis", fl->options.start_dim());
+      rank_[n] = static_cast<int>(fl->options.start_dim()) + 1;
+      return;
+    }
+    if (auto* mp = dynamic_cast<torch::nn::MaxPool2dImpl*>(m.get())) {
+      const auto& o = mp->options;
+      return pool(n, true, {(*o.kernel_size())[0], (*o.kernel_size())[1]}, {(*o.stride())[0], (*o.stride())[1]},
+                  {(*o.padding())[0], (*o.padding())[1]}, {(*o.dilation())[0], (*o.dilation())[1]}, o.ceil_mode(), false);
+    }
+    if (auto* ap = dynamic_cast<torch::nn::AvgPool2dImpl*>(m.get())) {
+      const auto& o = ap->options;
+      if (o.divisor_override()) unsupported(*n, "AvgPool2d with divisor_override");
+      return pool(n, false, {(*o.kernel_size())[0], (*o.kernel_size())[1]}, {(*o.stride())[0], (*o.stride())[1]},
+                  {(*o.padding())[0], (*o.padding())[1]}, {}, o.ceil_mode(), o.count_include_pad());
+    }
+    if (auto* aa = dynamic_cast<torch::nn::AdaptiveAvgPool2dImpl*>(m.get())) {
+      const auto& os = *aa->options.output_size();
+      if (!(os[0] && os[1] && *os[0] == 1 && *os[1] == 1)) unsupported(*n, "AdaptiveAvgPool2d to a size other than 1x1");
+      return unary(n, "GlobalAveragePool");
+    }
+    unsupported(*n, "module '" + op + "' has no ONNX export in qfx yet");
+  }
+
+  std::vector<int64_t> ints_arg(const fx::Node& n, size_t i) {
+    if (i >= n.args().size() || !n.args()[i].is_const()) unsupported(n, "argument " + std::to_string(i) + " must be a constant");
+    const auto& v = n.args()[i].value;
+    if (v.isInt()) return {v.toInt()};
+    if (v.isIntList()) return v.toIntVector();
+    unsupported(n, "argument " + std::to_string(i) + " must be an int or int list");
+  }
+  double num_arg(const fx::Node& n, size_t i, double def) {
+    if (i >= n.args().size()) return def;
+    const auto& a = n.args()[i];
+    if (!a.is_const()) unsupported(n, "argument " + std::to_string(i) + " must be a constant");
+    if (a.value.isDouble()) return a.value.toDouble();
+    if (a.value.isInt()) return static_cast<double>(a.value.toInt());
+    if (a.value.isBool()) return a.value.toBool() ? 1.0 : 0.0;
+    return def;
+  }
+
+  std::string operand(const fx::Node& n, const fx::Argument& a) {
+    if (a.is_node()) return value(n, a);
+    if (a.is_const() && (a.value.isDouble() || a.value.isInt()))
+      return init("scalar", at::full({}, static_cast<float>(a.value.isDouble() ? a.value.toDouble() : a.value.toInt())));
+    unsupported(n, "an operand that is neither a tensor nor a number");
+  }
+
+  void binary(fx::Node* n, const std::string& op) {
+    if ((op == "Add" || op == "Sub") && n->args().size() > 2 && num_arg(*n, 2, 1.0) != 1.0) unsupported(*n, "alpha != 1");
+    const std::string y = fresh(n->name());
+    node(op, {operand(*n, n->args().at(0)), operand(*n, n->args().at(1))}, y, n->name());
+    names_[n] = y;
+    rank_[n] = std::max(rank_of(n->args().at(0)), rank_of(n->args().at(1)));
+  }
+
+  // --- shape arithmetic: size(), the ints computed from it, view with computed
+  // shapes, chunk. Static at export (batch_shapes); the dynamic batch stays
+  // symbolic. Defined in export_shape_ops.cpp.
+  const std::vector<Dim>& dims_of(const fx::Node& user, const fx::Argument& a);
+  bool is_int(const fx::Argument& a) const;
+  Dim int_of(const fx::Node& user, const fx::Argument& a);
+  static int64_t norm_dim(const fx::Node& n, int64_t d, size_t rank);
+  void size_op(fx::Node* n);
+  void getitem(fx::Node* n);
+  void int_arith(fx::Node* n, const std::string& op);
+  void reshape(fx::Node* n);
+  void transpose(fx::Node* n);
+  // chunk(x, chunks, dim) as Slices (torch: pieces of ceil(D / chunks), the last smaller).
+  void chunk(fx::Node* n);
+
+  void function(fx::Node* n) {
+    const std::string op = canonical_op_name(*n, gm_);
+    if (op == "size") return size_op(n);
+    if (op == "getitem") return getitem(n);
+    if ((op == "add" || op == "sub" || op == "mul" || op == "floordiv" || op == "floor_divide") && n->args().size() >= 2 &&
+        is_int(n->args().at(0)) && is_int(n->args().at(1)))
+      return int_arith(n, op == "floor_divide" ? "floordiv" : op);
+    if (op == "transpose") return transpose(n);
+    if (op == "chunk") return chunk(n);
+    if (op == "add") return binary(n, "Add");
+    if (op == "sub") return binary(n, "Sub");
+    if (op == "mul") return binary(n, "Mul");
+    if (op == "div") return binary(n, "Div");
+    if (op == "relu") return unary(n, "Relu");
+    if (op == "relu6") return clip(n, 0.0f, 6.0f);
+    if (op == "sigmoid") return unary(n, "Sigmoid");
+    if (op == "tanh") return unary(n, "Tanh");
+    if (op == "hardswish") return unary(n, "HardSwish");
+    if (op == "silu") return silu(n);
+    if (op == "dropout" || op == "identity") return alias(n);
+    if (op == "softmax") {
+      unary(n, "Softmax");
+      attr_i(last_, "axis", ints_arg(*n, 1).at(0));
+      return;
+    }
+    if (op == "flatten") {
+      const int64_t start = n->args().size() > 1 ? ints_arg(*n, 1).at(0) : 0;
+      const int64_t end = n->args().size() > 2 ? ints_arg(*n, 2).at(0) : -1;
+      const int r = rank_of(n->args().at(0));
+      if (end != -1 && !(r > 0 && end == r - 1)) unsupported(*n, "flatten with end_dim other than the last");
+      unary(n, "Flatten");
+      attr_i(last_, "axis", start);
+      rank_[n] = static_cast<int>(start) + 1;
+      return;
+    }
+    if (op == "cat") {
+      const fx::Argument& list = n->args().at(0);
+      std::vector<std::string> ins;
+      for (const auto& it : list.items) ins.push_back(value(*n, it));
+      const std::string y = fresh(n->name());
+      auto* p = node("Concat", ins, y, n->name());
+      attr_i(p, "axis", n->args().size() > 1 ? ints_arg(*n, 1).at(0) : 0);
+      names_[n] = y;
+      rank_[n] = list.items.empty() ? -1 : rank_of(list.items[0]);
+      return;
+    }
+    if (op == "max_pool2d" || op == "avg_pool2d") {
+      const bool max = op == "max_pool2d";
+      auto k = ints_arg(*n, 1);
+      if (k.size() == 1) k.push_back(k[0]);
+      // A 2-D pooling argument: empty if absent, [v, v] for a single v.
+      auto two = [&](size_t i) {
+        std::vector<int64_t> v = i < n->args().size() ? ints_arg(*n, i) : std::vector<int64_t>{};
+        if (v.size() == 1) v.push_back(v[0]);
+        return v;
+      };
+      auto s = two(2), p = two(3);
+      if (p.empty()) p = {0, 0};
+      if (max) return pool(n, true, k, s, p, two(4), num_arg(*n, 5, 0) != 0, false);
+      return pool(n, false, k, s, p, {}, num_arg(*n, 4, 0) != 0, num_arg(*n, 5, 1) != 0);
+    }
+    if (op == "adaptive_avg_pool2d") {
+      auto s = ints_arg(*n, 1);
+      if (!(s == std::vector<int64_t>{1, 1} || s == std::vector<int64_t>{1})) unsupported(*n, "adaptive pooling to a size other than 1x1");
+      return unary(n, "GlobalAveragePool");
+    }
+    if (op == "mean") {
+      auto dims = ints_arg(*n, 1);
+      const bool keep = num_arg(*n, 2, 0) != 0;
+      const int r = rank_of(n->args().at(0));
+      std::vector<int64_t> nd;
+      for (auto d : dims) nd.push_back(d < 0 && r > 0 ? d + r : d);
+      std::sort(nd.begin(), nd.end());
+      if (keep && r == 4 && nd == std::vector<int64_t>{2, 3}) return unary(n, "GlobalAveragePool");
+      unary(n, "ReduceMean");
+      attr_ints(last_, "axes", dims);
+      attr_i(last_, "keepdims", keep ? 1 : 0);
+      rank_[n] = r < 0 ? -1 : (keep ? r : r - static_cast<int>(dims.size()));
+      return;
+    }
+    if (op == "reshape") return reshape(n);
+    unsupported(*n, "op '" + op + "' has no ONNX export in qfx yet");
+  }
+
+  fx::GraphModule& gm_;
+  const ExportOptions& opt_;
+  ExportResult& res_;
+  onnx::ModelProto model_;
+  onnx::GraphProto* g_;
+  onnx::NodeProto* last_ = nullptr;
+  std::map<const fx::Node*, std::string> names_;
+  std::map<const fx::Node*, int> rank_;
+  int counter_ = 0;
+  std::map<const fx::Node*, std::vector<Dim>> dims_;  // batch_shapes, computed on first need
+  bool have_dims_ = false;
+  std::map<const fx::Node*, Dim> ints_;                     // int values (sizes and arithmetic)
+  std::map<const fx::Node*, std::vector<Dim>> int_lists_;  // size() lists
+  std::map<const fx::Node*, std::vector<std::string>> tuple_items_;  // chunk pieces
+};
+
+}  // namespace qfx::quant::detail
