@@ -3,7 +3,6 @@
 
 #include <algorithm>
 #include <limits>
-#include <map>
 #include <memory>
 #include <stdexcept>
 
@@ -44,7 +43,6 @@ AutoFallbackResult auto_fallback(fx::GraphModule& gm, const NextBatch& ranking_d
                                 std::to_string(held.labels.defined() ? held.labels.numel() : 0) + " labels)");
 
   const auto layers = detail::weighted_layers(gm);
-  std::map<std::string, std::pair<at::Tensor, at::Tensor>> saved_;  // quantized-model weight and bias of a layer in float
   // The float model's outputs: float weights (before AdaRound and bias correction) when given.
   set_quant_state(gm, QuantState::kFloat);
   const auto rank_samples = detail::take_samples(ranking_data, o.ranking_samples);
@@ -59,21 +57,12 @@ AutoFallbackResult auto_fallback(fx::GraphModule& gm, const NextBatch& ranking_d
   set_quant_state(gm, QuantState::kFakeQuant);
   disable_observer(gm);
   // A layer in float computes with its float weight and bias (AdaRound and bias
-  // correction changed them for the quantized weight).
-  auto set_float = [&](const detail::WeightedLayer& l, bool on) {
-    l.module->weight_fake_quant()->enable_fake_quant(!on);
-    if (!reference) return;
-    auto it = reference->layers.find(l.path);
-    if (it == reference->layers.end()) return;
-    auto& saved = saved_[l.path];
-    if (on) {
-      saved = {l.module->weight().detach().clone(), l.module->bias().defined() ? l.module->bias().detach().clone() : at::Tensor()};
-      l.module->weight().detach().copy_(it->second.first);
-      if (l.module->bias().defined()) l.module->bias().detach().copy_(it->second.second);
-    } else {
-      l.module->weight().detach().copy_(saved.first);
-      if (saved.second.defined()) l.module->bias().detach().copy_(saved.second);
-    }
+  // correction changed them for the quantized weight): its entry of `reference`.
+  auto float_weights_of = [&](const detail::WeightedLayer& l) {
+    FloatWeights f;
+    if (reference)
+      if (auto it = reference->layers.find(l.path); it != reference->layers.end()) f.layers.insert(*it);
+    return f;
   };
   auto measure = [&] { return metric_of(o, detail::run_all(gm, held.batches, "auto_fallback"), held_ref, held.labels); };
   r.fp32 = o.metric == "top1" ? metric_of(o, held_ref, held_ref, held.labels) : std::numeric_limits<double>::infinity();
@@ -91,13 +80,19 @@ AutoFallbackResult auto_fallback(fx::GraphModule& gm, const NextBatch& ranking_d
     size_t best = layers.size();
     for (size_t i = 0; i < layers.size(); ++i) {
       if (moved[i]) continue;
-      set_float(layers[i], true);
-      const double db = detail::sqnr_db(rank_ref, detail::run_all(gm, rank_samples, "auto_fallback"));
-      set_float(layers[i], false);
+      FakeQuantize* w = layers[i].module->weight_fake_quant();
+      w->enable_fake_quant(false);
+      double db;
+      {
+        detail::UseFloatWeights fw(gm, float_weights_of(layers[i]));
+        db = detail::sqnr_db(rank_ref, detail::run_all(gm, rank_samples, "auto_fallback"));
+      }
+      w->enable_fake_quant(true);
       if (db > best_db) best_db = db, best = i;
     }
     moved[best] = true;
-    set_float(layers[best], true);
+    layers[best].module->weight_fake_quant()->enable_fake_quant(false);
+    detail::UseFloatWeights(gm, float_weights_of(layers[best])).keep();
     FallbackStep s{layers[best].path, "float", best_db, measure()};
     r.reached = s.metric >= r.target;
     r.steps.push_back(s);

@@ -44,6 +44,8 @@ class UseFloatWeights {
  public:
   UseFloatWeights(fx::GraphModule& gm, const FloatWeights& reference);
   ~UseFloatWeights();
+  /// Leaves the reference values in place: nothing is restored on destruction.
+  void keep() { saved_.clear(); }
   UseFloatWeights(const UseFloatWeights&) = delete;
   UseFloatWeights& operator=(const UseFloatWeights&) = delete;
 
