@@ -38,20 +38,15 @@ void calibrate_lockstep(fx::GraphModule& gm, const NextBatch& next, distributed:
     if (value.dtype() != runtime::DType::kFloat32) return;
     at::Tensor t = aten_view(value);
     for (FakeQuantize* fq : observers.at(name)) {
+      if (feed_now) fq->forward(t);
+      held.emplace_back(fq, feed_now ? at::Tensor() : t.clone());
+      // Rank 0's observers computed the range while feeding (an observer that is off
+      // is never replayed, so its range does not matter).
       float lo = kInf, hi = -kInf;
-      if (feed_now) {  // the observer computes the range anyway
-        fq->forward(t);
-        held.emplace_back(fq, at::Tensor());
-        if (t.numel() > 0 && fq->observer_enabled() && !fq->observer().last_batch_range(&lo, &hi)) {
-          auto [l, h] = at::aminmax(t);
-          lo = l.item<float>(), hi = h.item<float>();
-        }
-      } else {
-        held.emplace_back(fq, t.clone());
-        if (t.numel() > 0) {
-          auto [l, h] = at::aminmax(t);
-          lo = l.item<float>(), hi = h.item<float>();
-        }
+      const bool known = feed_now && (!fq->observer_enabled() || fq->observer().last_batch_range(&lo, &hi));
+      if (t.numel() > 0 && !known) {
+        auto [l, h] = at::aminmax(t);
+        lo = l.item<float>(), hi = h.item<float>();
       }
       ranges.insert(ranges.end(), {lo, hi});
     }

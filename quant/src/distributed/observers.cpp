@@ -40,12 +40,33 @@ void merge_histograms(HistogramObserver& h, Context& ctx) {
   }
 }
 
+// In place, over ranks: each of `los` becomes its elementwise minimum and each of
+// `his` its maximum, in one collective (the minimum of [los..., -his...]).
+void min_max_all_reduce(Context& ctx, const std::vector<at::Tensor>& los, const std::vector<at::Tensor>& his,
+                        const std::string& what) {
+  std::vector<at::Tensor> parts;
+  for (const auto& t : los) parts.push_back(t.reshape({-1}));
+  for (const auto& t : his) parts.push_back(t.reshape({-1}).neg());
+  std::vector<at::Tensor> flat{at::cat(parts)};
+  ctx.all_reduce(flat, Op::kMin, what);
+  int64_t off = 0;
+  for (const auto& t : los) {
+    t.copy_(flat[0].slice(0, off, off + t.numel()).view(t.sizes()));
+    off += t.numel();
+  }
+  for (const auto& t : his) {
+    t.copy_(flat[0].slice(0, off, off + t.numel()).neg().view(t.sizes()));
+    off += t.numel();
+  }
+}
+
 }  // namespace
 
 void all_reduce_observers(fx::GraphModule& gm, Context& ctx) {
   if (!ctx.active()) return;
   at::NoGradGuard ng;
   std::vector<at::Tensor> mins, maxs;
+  std::vector<std::string> names;
   for (const auto& item : gm.named_modules("", /*include_self=*/false)) {
     auto* fq = dynamic_cast<FakeQuantize*>(item.value().get());
     if (!fq) continue;
@@ -53,37 +74,24 @@ void all_reduce_observers(fx::GraphModule& gm, Context& ctx) {
     if (auto* h = dynamic_cast<HistogramObserver*>(&o)) {
       merge_histograms(*h, ctx);
     } else if (dynamic_cast<MinMaxObserver*>(&o) || dynamic_cast<PerChannelMinMaxObserver*>(&o)) {
-      at::Tensor lo = buffer(o, "min_val");
-      at::Tensor hi = buffer(o, "max_val");
-      // Per-channel observers that saw no data have no channels yet: every rank must agree.
-      std::vector<at::Tensor> n{at::full({1}, static_cast<double>(lo.numel()), at::kDouble)};
-      std::vector<at::Tensor> n_max{n[0].clone()};
-      ctx.all_reduce(n, Op::kMin, "all_reduce_observers (channels of '" + o.tensor_name() + "')");
-      ctx.all_reduce(n_max, Op::kMax, "all_reduce_observers (channels of '" + o.tensor_name() + "')");
-      if (n[0].item<double>() != n_max[0].item<double>())
-        throw std::logic_error("all_reduce_observers: observer '" + o.tensor_name() + "' has different channel counts on different ranks");
-      mins.push_back(lo);
-      maxs.push_back(hi);
+      mins.push_back(buffer(o, "min_val"));
+      maxs.push_back(buffer(o, "max_val"));
+      names.push_back(o.tensor_name());
     }
   }
-  if (!mins.empty()) {
-    // One flat collective per reduction (observer buffers are small and many).
-    auto flat_reduce = [&](std::vector<at::Tensor>& ts, Op op) {
-      std::vector<at::Tensor> flat{at::cat([&] {
-        std::vector<at::Tensor> v;
-        for (auto& t : ts) v.push_back(t.reshape({-1}));
-        return v;
-      }())};
-      ctx.all_reduce(flat, op, "all_reduce_observers (min/max)");
-      int64_t off = 0;
-      for (auto& t : ts) {
-        t.copy_(flat[0].slice(0, off, off + t.numel()).view(t.sizes()));
-        off += t.numel();
-      }
-    };
-    flat_reduce(mins, Op::kMin);
-    flat_reduce(maxs, Op::kMax);
+  if (mins.empty()) return;
+  // Per-channel observers that saw no data have no channels yet: every rank must agree.
+  std::vector<at::Tensor> lo_n, hi_n;
+  for (const auto& t : mins) {
+    lo_n.push_back(at::full({1}, static_cast<double>(t.numel()), at::kDouble));
+    hi_n.push_back(lo_n.back().clone());
   }
+  min_max_all_reduce(ctx, lo_n, hi_n, "all_reduce_observers (channel counts)");
+  for (size_t i = 0; i < names.size(); ++i)
+    if (lo_n[i].item<double>() != hi_n[i].item<double>())
+      throw std::logic_error("all_reduce_observers: observer '" + names[i] + "' has different channel counts on different ranks");
+  // One collective for every observer (their buffers are small and many).
+  min_max_all_reduce(ctx, mins, maxs, "all_reduce_observers (min/max)");
 }
 
 void synchronize_observers(fx::GraphModule& gm, Context& ctx, bool enable) {
@@ -101,14 +109,8 @@ void synchronize_observers(fx::GraphModule& gm, Context& ctx, bool enable) {
     if (!dynamic_cast<MinMaxObserver*>(&o) && !dynamic_cast<PerChannelMinMaxObserver*>(&o)) continue;  // fixed qparams
     fq->set_observer_sync([&ctx](ObserverBase& ob) {
       at::NoGradGuard ng;
-      at::Tensor lo = buffer(ob, "min_val");
-      at::Tensor hi = buffer(ob, "max_val");
-      // One collective: the minimum of [min, -max].
-      std::vector<at::Tensor> t{at::cat({lo.reshape({-1}), hi.reshape({-1}).neg()})};
-      ctx.all_reduce(t, Op::kMin, "observer synchronisation ('" + ob.tensor_name() + "')");
-      const int64_t n = lo.numel();
-      lo.copy_(t[0].slice(0, 0, n).view(lo.sizes()));
-      hi.copy_(t[0].slice(0, n, 2 * n).neg().view(hi.sizes()));
+      min_max_all_reduce(ctx, {buffer(ob, "min_val")}, {buffer(ob, "max_val")},
+                         "observer synchronisation ('" + ob.tensor_name() + "')");
     });
   }
 }
