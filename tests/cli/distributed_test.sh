@@ -50,6 +50,11 @@ t = json.load(open('$tmp/qat2/report.json'))['training']
 assert t['processes'] == 2 and t['qparams_identical_on_all_ranks'] is True, t
 print('same' if worst < 1e-5 and bw < 1e-5 else 'differ', worst, bw)"
 
+check "qfx qat --nproc 2: a last global batch that leaves a rank empty is refused before training" 3 \
+  "last global batch of each epoch \\(32 samples\\) leaves rank 1 without samples" -- \
+  "$QFX" qat --nproc 2 "${qat_args[@]}" --set training.num_samples=96 --set training.max_steps=0 --set training.batch_size=32 \
+  --set output.dir="$tmp/qat_uneven"
+
 # A checkpoint of a 2-process run resumes in 1 process (another world size).
 check "qfx qat: a 2-process checkpoint resumes with 1 process" 0 "trained 24 steps" -- \
   "$QFX" qat "${qat_args[@]}" --set training.epochs=2 --set training.max_steps=24 --set training.batch_size=64 \

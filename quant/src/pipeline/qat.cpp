@@ -118,6 +118,12 @@ QatResult qat(const JobConfig& cfg, const PipelineHooks& hooks_in, distributed::
   const int64_t n = train->size(), bs = tc.batch_size, gbs = bs * world, steps_per_epoch = (n + gbs - 1) / gbs;
   int64_t total = tc.epochs * steps_per_epoch;
   if (tc.max_steps > 0) total = std::min(total, tc.max_steps);
+  // Every rank must have samples in every step it takes (the observer synchronisation
+  // runs inside the forward): checked here, the same on every rank, before any training.
+  if (const int64_t last = n % gbs; world > 1 && total >= steps_per_epoch && last != 0 && last <= (world - 1) * bs)
+    throw ConfigError(config_path + ": the last global batch of each epoch (" + std::to_string(last) + " samples) leaves rank " +
+                      std::to_string(world - 1) + " without samples; make training.num_samples a multiple of batch_size x processes (" +
+                      std::to_string(gbs) + ")");
   int64_t step = 0;
   if (!tc.resume.empty()) {
     step = load_qat_checkpoint(tc.resume, *gm, *opt);
@@ -149,23 +155,16 @@ QatResult qat(const JobConfig& cfg, const PipelineHooks& hooks_in, distributed::
       const auto t0 = Clock::now();
       set_lr(*opt, lr_at(tc, step, total));
       opt->zero_grad();
-      at::Tensor x, y, logits, loss;
-      if (!pos.empty()) {
-        x = train->gather(pos);
-        y = train->labels().index_select(0, at::tensor(pos, at::kLong));
-        logits = forward_output(*gm, x, cfg.evaluation.output);
-        loss = torch::nn::functional::cross_entropy(logits, y);
-        // Averaged over ranks, the gradients are those of the global batch's mean loss.
-        (loss * (static_cast<double>(pos.size() * world) / static_cast<double>(g1 - g0))).backward();
-      } else if (world > 1) {
-        throw ConfigError(config_path + ": the last global batch leaves rank " + std::to_string(rank) +
-                          " without samples; make training.num_samples a multiple of batch_size x processes");
-      }
+      at::Tensor x = train->gather(pos), y = train->labels().index_select(0, at::tensor(pos, at::kLong));
+      at::Tensor logits = forward_output(*gm, x, cfg.evaluation.output);
+      at::Tensor loss = torch::nn::functional::cross_entropy(logits, y);
+      // Averaged over ranks, the gradients are those of the global batch's mean loss.
+      (loss * (static_cast<double>(pos.size() * world) / static_cast<double>(g1 - g0))).backward();
       if (reducer) reducer->reduce();
       opt->step();
       step_seconds += secs(t0);
       ++timed_steps;
-      const double l = loss.defined() ? loss.item<double>() : 0.0;
+      const double l = loss.item<double>();
       loss_ema = (step == 0 || k == 0) ? l : 0.95 * loss_ema + 0.05 * l;
       correct += logits.argmax(1).eq(y).sum().item<int64_t>();
       seen += static_cast<int64_t>(pos.size());
