@@ -140,7 +140,7 @@ PtqResult ptq(const JobConfig& cfg, const PipelineHooks& hooks, distributed::Con
   auto calibrate_model = [&](fx::GraphModule& g, distributed::Context* d) {
     CalibrateOptions o = co;
     o.distributed = d;
-    auto r = d ? calibrate(g, batches(*cal, bs, d->rank(), d->world_size()), o) : calibrate(g, batches(*cal, bs), o);
+    auto r = calibrate(g, batches(*cal, bs, d ? d->rank() : 0, d ? d->world_size() : 1), o);
     set_quant_state(g, QuantState::kFakeQuant);
     disable_observer(g);
     return r;
@@ -217,7 +217,10 @@ PtqResult ptq(const JobConfig& cfg, const PipelineHooks& hooks, distributed::Con
     o.progress = [&](const std::string& stage, int64_t done, int64_t total) { progress(hooks, "auto_fallback " + stage + " (layers)", done, total); };
     const AutoFallbackResult af = auto_fallback(*gm, batches(*cal, bs), held, o, reference.layers.empty() ? nullptr : &reference);
     report_fallback = auto_fallback_json(af);
-    auto fmt = [](double v) { return std::to_string(v).substr(0, std::to_string(v).find('.') + 3); };
+    auto fmt = [](double v) {
+      const std::string t = std::to_string(v);
+      return t.substr(0, t.find('.') + 3);
+    };
     const std::string unit = af.metric == "top1" ? " %" : " dB";
     info(hooks, "auto_fallback: " + af.metric + " on " + std::to_string(af.held_out_samples) + " held-out samples: " +
                     (af.metric == "top1" ? "fp32 " + fmt(af.fp32) + unit + ", " : "") + "quantized " + fmt(af.quantized) + unit +
