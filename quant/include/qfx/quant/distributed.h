@@ -36,8 +36,11 @@ class Context {
   Context(const Context&) = delete;
   Context& operator=(const Context&) = delete;
 
+  /// This process's rank, 0..world_size()-1 (RANK).
   int rank() const { return rank_; }
+  /// Number of processes in the job (WORLD_SIZE; 1 when unset).
   int world_size() const { return world_; }
+  /// Rank on this machine (LOCAL_RANK; defaults to rank()).
   int local_rank() const { return local_rank_; }
   /// More than one process.
   bool active() const { return world_ > 1; }
