@@ -221,6 +221,22 @@ save("clip_no_max", [helper.make_node("QuantizeLinear", ["x", "s", "z"], ["q"]),
                      helper.make_node("QuantizeLinear", ["c", "s", "z"], ["q2"]),
                      helper.make_node("DequantizeLinear", ["q2", "s", "z"], ["y"])],
      {"s": s, "z": z, "lo": np.array(-1.0, np.float32)}, [2, 3, 4, 5])
+# Kernel audit: inputs that read past dims, overflowed or divided by zero before.
+save("unsqueeze_twice", [helper.make_node("Unsqueeze", ["x", "a"], ["y"], name="us")], {"a": np.array([0, 0], np.int64)}, [1, 1, 2, 3, 4, 5])
+save("pad_huge", [helper.make_node("Pad", ["x", "p"], ["y"], name="pad")], {"p": np.array([0, 0, 0, 1 << 50, 0, 0, 0, 0], np.int64)}, None)
+save("reducemean_empty", [helper.make_node("Slice", ["x", "st", "en", "ax"], ["sl"]),
+                          helper.make_node("ReduceMean", ["sl"], ["y"], axes=[2, 3], name="rm")],
+     {"st": np.array([0], np.int64), "en": np.array([0], np.int64), "ax": np.array([1], np.int64)}, [2, 0, 1, 1])
+save("matmul_scalar", [helper.make_node("MatMul", ["x", "w"], ["y"], name="mm")], {"w": np.array(2.0, np.float32)}, None)
+save("pool_huge_stride", [helper.make_node("MaxPool", ["x"], ["y"], kernel_shape=[1, 1], strides=[1 << 33, 1], name="mp")], {}, None)
+s8, z8 = np.array(0.05, np.float32), np.array(0, np.int8)
+save("qmatmul_empty_weight", [helper.make_node("QuantizeLinear", ["x", "s", "z"], ["q"]),
+                              helper.make_node("DequantizeLinear", ["q", "s", "z"], ["dq"]),
+                              helper.make_node("DequantizeLinear", ["wq", "s", "z"], ["w"]),
+                              helper.make_node("MatMul", ["dq", "w"], ["m"], name="mm"),
+                              helper.make_node("QuantizeLinear", ["m", "s", "z"], ["q2"]),
+                              helper.make_node("DequantizeLinear", ["q2", "s", "z"], ["y"])],
+     {"s": s8, "z": z8, "wq": np.zeros((5, 0), np.int8)}, [2, 3, 4, 0])
 x = np.random.default_rng(0).normal(0, 4, (2, 3, 4, 5)).astype(np.float32)
 x.flat[:4] = [1e30, -1e30, np.inf, -np.inf]
 np.save(f"{d}/x4.npy", x)
@@ -235,6 +251,18 @@ open(f"{d}/text.npy", "w").write("not numpy\n")
 PY
 check "ONNX: Transpose naming an axis twice names the node" 6 "Transpose 'tr': perm names axis 1 twice" -- \
   "$QFX" run "$tmp/perm_twice.onnx" -i "$tmp/x4.npy"
+check "ONNX: Unsqueeze naming an axis twice names the node" 6 "Unsqueeze 'us': axes name 0 twice" -- \
+  "$QFX" run "$tmp/unsqueeze_twice.onnx" -i "$tmp/x4.npy"
+check "ONNX: Pad beyond 2^40 names the node" 6 "Pad 'pad': pads beyond 2\\^40" -- \
+  "$QFX" run "$tmp/pad_huge.onnx" -i "$tmp/x4.npy"
+check "ONNX: ReduceMean of an empty tensor runs" 0 "y: \\[2, 0, 1, 1\\] float32" -- \
+  "$QFX" run "$tmp/reducemean_empty.onnx" -i "$tmp/x4.npy"
+check "ONNX: MatMul of a scalar names the node" 6 "MatMul 'mm': MatMul of a scalar" -- \
+  "$QFX" run "$tmp/matmul_scalar.onnx" -i "$tmp/x4.npy"
+check "ONNX: a pooling stride of 2^33 names the node" 6 "MaxPool 'mp': .*must be below 2\\^31" -- \
+  "$QFX" run "$tmp/pool_huge_stride.onnx" -i "$tmp/x4.npy"
+check "ONNX: an int8 MatMul with an empty weight names the node" 6 "QLinearMatMul 'mm': empty weight \\[5, 0\\]" -- \
+  "$QFX" run "$tmp/qmatmul_empty_weight.onnx" -i "$tmp/x4.npy"
 check "ONNX: Transpose with negative perm runs" 0 "y: \[2, 5, 3, 4\] float32" -- \
   "$QFX" run "$tmp/perm_negative.onnx" -i "$tmp/x4.npy"
 check "ONNX: Clip without max on a QDQ model: int8, reference == onednn, saturates to qmax" 0 "^equal 255$" -- bash -c \

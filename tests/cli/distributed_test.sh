@@ -20,6 +20,8 @@ for n in 2 4; do
 done
 check "qfx ptq --nproc 4: report.json says 4 processes" 0 "^4$" -- /usr/bin/python3 -c \
   "import json; print(json.load(open('$tmp/ptq4/report.json'))['calibration']['processes'])"
+check "a malformed MASTER_PORT names the variable" 3 "environment variable MASTER_PORT='http': expected an integer" -- \
+  env WORLD_SIZE=2 RANK=0 MASTER_PORT=http "$QFX" ptq "${ptq_args[@]}" --set output.dir="$tmp/bad_port"
 check "torchrun's environment without RANK" 3 "WORLD_SIZE is 2 but RANK is not set" -- \
   env WORLD_SIZE=2 "$QFX" ptq "${ptq_args[@]}" --set output.dir="$tmp/bad_env"
 check "more processes than calibration batches" 3 "2 calibration batches for 3 processes" -- \
