@@ -311,6 +311,18 @@ class Exporter {
     rank_[n] = r < 0 ? -1 : r + rank_delta;
   }
 
+  // The elementwise activations modules and functions share; false for any other op.
+  bool activation(fx::Node* n, const std::string& op) {
+    if (op == "relu") unary(n, "Relu");
+    else if (op == "relu6") clip(n, 0.0f, 6.0f);
+    else if (op == "sigmoid") unary(n, "Sigmoid");
+    else if (op == "tanh") unary(n, "Tanh");
+    else if (op == "hardswish") unary(n, "HardSwish");
+    else if (op == "silu") silu(n);
+    else return false;
+    return true;
+  }
+
   // SiLU (swish) as x * Sigmoid(x): ONNX has no SiLU op before opset 22.
   void silu(fx::Node* n) {
     const std::string& x = value(*n, n->args().at(0));
@@ -382,12 +394,7 @@ class Exporter {
       res_.float_ops.push_back(n->name() + " (batchnorm2d): unfused batch norm runs in float");
       return;
     }
-    if (op == "relu") return unary(n, "Relu");
-    if (op == "relu6") return clip(n, 0.0f, 6.0f);
-    if (op == "sigmoid") return unary(n, "Sigmoid");
-    if (op == "tanh") return unary(n, "Tanh");
-    if (op == "hardswish") return unary(n, "HardSwish");
-    if (op == "silu") return silu(n);
+    if (activation(n, op)) return;
     if (op == "hardsigmoid") {
       unary(n, "HardSigmoid");
       attr_f(last_, "alpha", 1.0f / 6.0f);
@@ -492,12 +499,7 @@ class Exporter {
     if (op == "sub") return binary(n, "Sub");
     if (op == "mul") return binary(n, "Mul");
     if (op == "div") return binary(n, "Div");
-    if (op == "relu") return unary(n, "Relu");
-    if (op == "relu6") return clip(n, 0.0f, 6.0f);
-    if (op == "sigmoid") return unary(n, "Sigmoid");
-    if (op == "tanh") return unary(n, "Tanh");
-    if (op == "hardswish") return unary(n, "HardSwish");
-    if (op == "silu") return silu(n);
+    if (activation(n, op)) return;
     if (op == "dropout" || op == "identity") return alias(n);
     if (op == "softmax") {
       unary(n, "Softmax");
