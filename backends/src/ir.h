@@ -27,6 +27,8 @@ struct Graph {
   std::map<std::string, Tensor> initializers;
   std::vector<ValueInfo> inputs;             // excluding initializers
   std::vector<ValueInfo> outputs;
+  /// The target arithmetic from the model's `qfx.arithmetic` metadata (default: ONNX's).
+  Arithmetic arithmetic;
 };
 
 /// Parses an ONNX file (opset 13..17 of the default domain). Throws IoError for a
@@ -60,7 +62,8 @@ bool clip_bound(const Graph& g, const Node& clip, size_t k, float* v);
 void fuse_float_activations(Graph& g, const std::set<std::string>& keep = {});
 
 /// Matches QDQ groups (DequantizeLinear -> op -> QuantizeLinear) into int8 ops
-/// the reference kernels run; returns one line per group left in float and why.
+/// the reference kernels run (and, for the ops in `g.arithmetic.lut`, QLut table
+/// ops); returns one line per group left in float and why.
 std::vector<std::string> fuse_qdq(Graph& g);
 
 }  // namespace qfx::runtime::ir

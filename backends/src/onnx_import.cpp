@@ -129,6 +129,8 @@ Graph load_onnx_bytes(const std::string& bytes, const std::string& path) {
   }
   if (g.opset < 13 || g.opset > 17)
     throw UnsupportedOpError(path + ": ONNX opset " + std::to_string(g.opset) + " is not supported (13 to 17)");
+  for (const auto& kv : mp.metadata_props())
+    if (kv.key() == kArithmeticMetadataKey) g.arithmetic = Arithmetic::from_json(kv.value(), path);
   const auto& gp = mp.graph();
   for (const auto& init : gp.initializer()) g.initializers[init.name()] = to_tensor(init, path);
   for (const auto& in : gp.input())

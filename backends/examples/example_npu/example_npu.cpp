@@ -33,6 +33,7 @@ void qadd(const TA* a, const TB* b, TY* y, int64_t n, float sa, int32_t za, floa
 
 bool npu_qlinear_add(const KernelRequest& r, Kernel* k) {
   const auto& n = r.node;
+  if (!r.node.arithmetic.is_float()) return r.decline("the NPU's adder computes ONNX's float rescale only");
   if (r.in.size() != 2 || r.in[0].shape != r.in[1].shape) return r.decline("the NPU adds operands of one shape only");
   if (r.in[0].dtype != DType::kUInt8 || r.in[1].dtype != DType::kUInt8 || n.out_q.dtype != DType::kUInt8)
     return r.decline("the NPU's adder takes u8 operands");

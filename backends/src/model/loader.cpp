@@ -63,7 +63,12 @@ Model Model::from_graph(ir::Graph graph, const ModelOptions& options, const std:
   }
   im->g = std::move(graph);
   ir::simplify(im->g);
+  if (options.arithmetic) {
+    options.arithmetic->validate("ModelOptions::arithmetic");
+    im->g.arithmetic = *options.arithmetic;
+  }
   if (options.fuse_qdq) im->fallbacks = ir::fuse_qdq(im->g);
+  for (auto& n : im->g.nodes) n.arithmetic = im->g.arithmetic;
   im->keep.insert(options.keep_values.begin(), options.keep_values.end());
   ir::fuse_float_activations(im->g, im->keep);
   for (const auto& in : im->g.inputs) {

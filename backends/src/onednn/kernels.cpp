@@ -3,10 +3,12 @@
 // once per plan (fixed shapes); a run only executes them.
 #include <oneapi/dnnl/dnnl.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 
 #include "../kernels.h"
+#include "../reference/common.h"
 #include "qfx/runtime/registry.h"
 #include "qfx/error.h"
 
@@ -234,9 +236,13 @@ bool pool_fp32(const KernelRequest& r, Kernel* k) {
 // int8 attributes: per-output-channel scales m_c = sx * sw_c / sy, fixed source and
 // destination zero points, fused Relu / Clip (bounds rounded to integers first, so
 // clamping before or after rounding agrees with the reference).
-dnnl::primitive_attr int8_attr(const ir::Node& n, const std::vector<float>& mult) {
+dnnl::primitive_attr int8_attr(const ir::Node& n, const std::vector<float>& mult, bool s32_out) {
   dnnl::primitive_attr attr;
   attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+  if (s32_out) {  // the raw accumulator: the target's requantization runs in qfx's epilogue
+    attr.set_zero_points(DNNL_ARG_SRC, 0, {n.in_q[0].zero_point[0]});
+    return attr;
+  }
   attr.set_output_scales(mult.size() == 1 ? 0 : 2, mult);
   attr.set_zero_points(DNNL_ARG_SRC, 0, {n.in_q[0].zero_point[0]});
   attr.set_zero_points(DNNL_ARG_DST, 0, {n.out_q.zero_point[0]});
@@ -268,6 +274,28 @@ std::string int8_decline(DType src, const Tensor& w) {
 }
 
 dt qdt(DType d) { return d == DType::kUInt8 ? dt::u8 : dt::s8; }
+
+// oneDNN passes an s32 destination through float (scales are applied in f32), so
+// an accumulator is exact only below 2^24: true if every output channel's bound
+// sum|w| * max|x| (raw codes and codes minus the zero point) stays there.
+// `out_first`: weights laid out [M, K...] (conv, transB), else [K, M].
+bool s32_exact(DType src, int32_t zx, const Tensor& w, int64_t M, bool out_first, std::string* why) {
+  const int32_t lo = src == DType::kUInt8 ? 0 : -128, hi = src == DType::kUInt8 ? 255 : 127;
+  const int64_t xmax = std::max({std::abs(lo), std::abs(hi), std::abs(lo - zx), std::abs(hi - zx)});
+  const int64_t K = M > 0 ? w.numel() / M : 0;
+  const int8_t* wp = w.data<int8_t>();
+  for (int64_t m = 0; m < M; ++m) {
+    int64_t s = 0;
+    for (int64_t k = 0; k < K; ++k) s += std::abs(static_cast<int64_t>(out_first ? wp[m * K + k] : wp[k * M + m]));
+    if (s * xmax > (int64_t{1} << 24)) {
+      *why = "output channel " + std::to_string(m) + " can accumulate " + std::to_string(s * xmax) +
+             " > 2^24, beyond what oneDNN's s32 output keeps exact (the reference runs it)";
+      return false;
+    }
+  }
+  return true;
+}
+
 
 // QLinearConv / QGemm / QLinearMatMul on oneDNN int8 primitives (s8 weights with zero point 0).
 bool qconv_qgemm(const KernelRequest& r, Kernel* k) {
@@ -309,8 +337,15 @@ bool qconv_qgemm(const KernelRequest& r, Kernel* k) {
     const std::vector<int32_t> b32 = int32_bias(n, *consts[2], M, in_w);
     std::copy(b32.begin(), b32.end(), bias.data<int32_t>());
   }
+  // A target's requantization or accumulator width: oneDNN writes the s32
+  // accumulator (bias left out) and qfx's epilogue finishes as the reference does.
+  const bool target = n.arithmetic.requantize != RequantMode::kFloat || n.arithmetic.accumulator_bits < 32;
+  if (target) {
+    std::string why;
+    if (!s32_exact(in[0].dtype, xq.zero_point[0], w, M, conv || tb, &why)) return r.decline(why);
+  }
   auto& eng = engine();
-  auto attr = int8_attr(n, mult);
+  auto attr = int8_attr(n, mult, target);
   memory::desc user_src, user_dst, w_user, w_any, b_md({M}, dt::s32, tag::a);
   std::shared_ptr<dnnl::primitive> prim;
   memory::desc src_pd, dst_pd, wdesc, spdesc;
@@ -324,12 +359,13 @@ bool qconv_qgemm(const KernelRequest& r, Kernel* k) {
     const int64_t oW = (W + p[1] + p[3] - (d[1] * (kW - 1) + 1)) / s[1] + 1;
     const memory::dims w_dims = g == 1 ? memory::dims{M, C, kH, kW} : memory::dims{g, M / g, C / g, kH, kW};
     user_src = memory::desc({N, C, H, W}, qdt(in[0].dtype), in[0].nhwc ? tag::nhwc : tag::nchw);
-    user_dst = memory::desc({N, M, oH, oW}, qdt(yq.dtype), nhwc_out ? tag::nhwc : tag::nchw);
+    user_dst = memory::desc({N, M, oH, oW}, target ? dt::s32 : qdt(yq.dtype), nhwc_out ? tag::nhwc : tag::nchw);
     w_user = memory::desc(w_dims, dt::s8, g == 1 ? tag::oihw : tag::goihw);
     dnnl::convolution_forward::desc desc(
         dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct,
-        memory::desc({N, C, H, W}, qdt(in[0].dtype), tag::any), memory::desc(w_dims, dt::s8, tag::any), b_md,
-        memory::desc({N, M, oH, oW}, qdt(yq.dtype), tag::any), {s[0], s[1]}, {d[0] - 1, d[1] - 1}, {p[0], p[1]},
+        memory::desc({N, C, H, W}, qdt(in[0].dtype), tag::any), memory::desc(w_dims, dt::s8, tag::any),
+        target ? memory::desc() : b_md,
+        memory::desc({N, M, oH, oW}, target ? dt::s32 : qdt(yq.dtype), tag::any), {s[0], s[1]}, {d[0] - 1, d[1] - 1}, {p[0], p[1]},
         {p[2], p[3]});
     dnnl::convolution_forward::primitive_desc pd(desc, attr, eng);
     prim = std::make_shared<dnnl::convolution_forward>(pd);
@@ -343,10 +379,10 @@ bool qconv_qgemm(const KernelRequest& r, Kernel* k) {
     const int64_t R = x[0], K = x[1];
     if ((tb ? ws[1] : ws[0]) != K) return r.decline("weight shape does not match the input");
     user_src = memory::desc({R, K}, qdt(in[0].dtype), tag::ab);
-    user_dst = memory::desc({R, M}, qdt(yq.dtype), tag::ab);
+    user_dst = memory::desc({R, M}, target ? dt::s32 : qdt(yq.dtype), tag::ab);
     w_user = memory::desc({K, M}, dt::s8, tb ? tag::ba : tag::ab);
     b_md = memory::desc({1, M}, dt::s32, tag::ab);
-    dnnl::matmul::desc desc(user_src, memory::desc({K, M}, dt::s8, tag::any), b_md, user_dst);
+    dnnl::matmul::desc desc(user_src, memory::desc({K, M}, dt::s8, tag::any), target ? memory::desc() : b_md, user_dst);
     dnnl::matmul::primitive_desc pd(desc, attr, eng);
     prim = std::make_shared<dnnl::matmul>(pd);
     src_pd = pd.src_desc();
@@ -361,7 +397,31 @@ bool qconv_qgemm(const KernelRequest& r, Kernel* k) {
                                            {DNNL_ARG_BIAS, memory(b_md, eng, bias.raw())}};
   k->outputs = {{out, yq.dtype, conv && nhwc_out}};
   k->accepts_nhwc = conv;
-  k->run = make_exec(prim, user_src, src_pd, user_dst, dst_pd, spdesc, std::move(fixed), std::move(keep));
+  if (target) fixed.erase(DNNL_ARG_BIAS);
+  auto exec = make_exec(prim, user_src, src_pd, user_dst, dst_pd, spdesc, std::move(fixed), std::move(keep));
+  if (!target) {
+    k->run = std::move(exec);
+    return true;
+  }
+  const Requantizer rq = Requantizer::accumulator(n.arithmetic, mult, n.label());
+  const ref::QRange range = ref::act_range(n);
+  const int64_t plane = conv ? out[2] * out[3] : 1;
+  const bool channel_last = !conv || nhwc_out;
+  auto acc = std::make_shared<Tensor>(out, DType::kInt32);
+  k->run = [exec, acc, bias, rq, range, plane, channel_last, M, zy = yq.zero_point[0], y8 = yq.dtype](
+               const std::vector<const Tensor*>& i, const std::vector<Tensor*>& o) {
+    exec(i, {acc.get()});
+    const int32_t* a = acc->data<int32_t>();
+    const int32_t* b = bias.data<int32_t>();
+    const int64_t total = acc->numel();
+    void* y = o[0]->raw();
+    for (int64_t e = 0; e < total; ++e) {
+      const int64_t c = channel_last ? e % M : (e / plane) % M;
+      const int32_t v = rq.code(static_cast<int64_t>(a[e]) + b[c], static_cast<size_t>(c), zy, range.lo, range.hi);
+      if (y8 == DType::kUInt8) static_cast<uint8_t*>(y)[e] = static_cast<uint8_t>(v);
+      else static_cast<int8_t*>(y)[e] = static_cast<int8_t>(v);
+    }
+  };
   return true;
 }
 

@@ -140,14 +140,14 @@ Kernel qconv(const Node& n, const std::vector<Meta>& in, const std::vector<const
   Tensor wt = w;
   const bool xu8 = in[0].dtype == DType::kUInt8, yu8 = yq.dtype == DType::kUInt8, wu8 = w.dtype() == DType::kUInt8;
   auto acc = std::make_shared<std::vector<int32_t>>(static_cast<size_t>(g.oH * g.oW));
+  const Requantizer rq = Requantizer::accumulator(n.arithmetic, mult, n.label());
   k.run = [=](const In& i, const Out& o) {
     const int64_t plane = g.oH * g.oW;
     void* y = o[0]->raw();
     auto store = [&](int64_t nb, int64_t m, const int32_t* acc) {
-      const float mm = mult[static_cast<size_t>(m)];
       const int64_t base = (nb * g.M + m) * plane;
       for (int64_t p = 0; p < plane; ++p) {
-        const int32_t v = requantize(acc[p], mm, zy, r.lo, r.hi);
+        const int32_t v = rq.code(acc[p], static_cast<size_t>(m), zy, r.lo, r.hi);
         if (yu8) store_q<uint8_t>(y, base + p, v);
         else store_q<int8_t>(y, base + p, v);
       }
@@ -337,6 +337,7 @@ Kernel qgemm(const Node& n, const std::vector<Meta>& in, const std::vector<const
   Tensor wt = bw;
   const bool yu8 = yq.dtype == DType::kUInt8;
   auto acc_buf = std::make_shared<std::vector<int32_t>>(static_cast<size_t>(N));
+  const Requantizer rq = Requantizer::accumulator(n.arithmetic, mult, n.label());
   k.run = [=](const In& i, const Out& o) {
     const Tensor& x = *i[0];
     std::vector<int32_t>& acc = *acc_buf;
@@ -349,7 +350,7 @@ Kernel qgemm(const Node& n, const std::vector<Meta>& in, const std::vector<const
           acc[static_cast<size_t>(j)] += xv * (qload(wt, tb ? j * K + kk : kk * N + j) - wz[static_cast<size_t>(j)]);
       }
       for (int64_t j = 0; j < N; ++j) {
-        const int32_t v = requantize(acc[static_cast<size_t>(j)], mult[static_cast<size_t>(j)], zy, r.lo, r.hi);
+        const int32_t v = rq.code(acc[static_cast<size_t>(j)], static_cast<size_t>(j), zy, r.lo, r.hi);
         if (yu8) store_q<uint8_t>(o[0]->raw(), row * N + j, v);
         else store_q<int8_t>(o[0]->raw(), row * N + j, v);
       }

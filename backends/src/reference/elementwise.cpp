@@ -131,6 +131,29 @@ Kernel qbinary(const Node& n, const std::vector<Meta>& in) {
   const Shape sa = in[0].shape, sb = in[1].shape;
   const QRange r = act_range(n);
   const bool add = n.op == "QLinearAdd";
+  if (n.arithmetic.elementwise != RequantMode::kFloat) {
+    // A target's integer add (TFLite's int8 add): each input's (q - zp) shifted
+    // left, rescaled to the common scale 2 max(sa, sb), summed, rescaled to the
+    // output; mul rescales the product of the integer differences once.
+    const int shift = n.arithmetic.elementwise_left_shift;
+    const float twice_max = 2.0f * std::max(a.scale[0], b.scale[0]);
+    const Requantizer ra = Requantizer::rescale(n.arithmetic, {a.scale[0] / twice_max}, n.label());
+    const Requantizer rb = Requantizer::rescale(n.arithmetic, {b.scale[0] / twice_max}, n.label());
+    const Requantizer ro = Requantizer::rescale(
+        n.arithmetic, {add ? twice_max / (static_cast<float>(int64_t{1} << shift) * y.scale[0]) : a.scale[0] * b.scale[0] / y.scale[0]},
+        n.label());
+    k.run = [=](const In& i, const Out& out) {
+      for_each_broadcast(o, sa, sb, [&](int64_t p, int64_t q, int64_t s) {
+        const int64_t da = qload(*i[0], q) - a.zero_point[0], db = qload(*i[1], s) - b.zero_point[0];
+        const int64_t acc = add ? int64_t{ra.scaled(da * (int64_t{1} << shift), 0)} + rb.scaled(db * (int64_t{1} << shift), 0)
+                                : da * db;
+        const int32_t v = ro.code(acc, 0, y.zero_point[0], r.lo, r.hi);
+        if (y.dtype == DType::kUInt8) store_q<uint8_t>(out[0]->raw(), p, v);
+        else store_q<int8_t>(out[0]->raw(), p, v);
+      });
+    };
+    return k;
+  }
   k.run = [=](const In& i, const Out& out) {
     for_each_broadcast(o, sa, sb, [&](int64_t p, int64_t q, int64_t s) {
       const float ra = a.scale[0] * static_cast<float>(qload(*i[0], q) - a.zero_point[0]);
@@ -148,10 +171,13 @@ Kernel qunary(const Node& n, const std::vector<Meta>& in) {
   k.outputs = {{in[0].shape, n.out_q.dtype}};
   const ir::QInfo a = n.in_q.at(0), y = n.out_q;
   const QRange r = act_range(n);
+  const bool onnx = n.arithmetic.elementwise == RequantMode::kFloat;
+  const Requantizer rq = onnx ? Requantizer() : Requantizer::rescale(n.arithmetic, {a.scale[0] / y.scale[0]}, n.label());
   k.run = [=](const In& i, const Out& out) {
     for (int64_t p = 0; p < i[0]->numel(); ++p) {
       const float ra = a.scale[0] * static_cast<float>(qload(*i[0], p) - a.zero_point[0]);
-      const int32_t v = quantize_value(ra, y.scale[0], y.zero_point[0], r.lo, r.hi);
+      const int32_t v = onnx ? quantize_value(ra, y.scale[0], y.zero_point[0], r.lo, r.hi)
+                             : rq.code(qload(*i[0], p) - a.zero_point[0], 0, y.zero_point[0], r.lo, r.hi);
       if (y.dtype == DType::kUInt8) store_q<uint8_t>(out[0]->raw(), p, v);
       else store_q<int8_t>(out[0]->raw(), p, v);
     }

@@ -75,10 +75,17 @@ Kernel pool(const Node& n, const std::vector<Meta>& in) {
     const QRange r = qrange(n.out_q.dtype);
     const bool yu8 = n.out_q.dtype == DType::kUInt8;
     k.outputs = {{spatial_out(in[0].shape, g.C, g), n.out_q.dtype}};
+    // A target arithmetic rescales with one multiplier per window size (count).
+    const bool onnx = n.arithmetic.elementwise == RequantMode::kFloat && n.arithmetic.accumulator_bits == 32;
+    if (!onnx && g.kH * g.kW > (int64_t{1} << 20)) unsupported(n, "a pooling window over 2^20 elements with a target arithmetic");
+    std::vector<float> mult(onnx ? 1 : static_cast<size_t>(g.kH * g.kW + 1));
+    for (size_t c = 0; c < mult.size(); ++c) mult[c] = sx / (sy * static_cast<float>(c == 0 ? 1 : c));
+    const Requantizer rq = Requantizer::pooling(n.arithmetic, mult, n.label());
     k.run = [=](const In& i, const Out& o) {
       avg_pool_windows<int32_t>(g, include_pad, [&](int64_t j) { return qload(*i[0], j) - zx; },
                                 [&](int64_t j, int32_t sum, int64_t count) {
-                                  const int32_t v = requantize(sum, sx / (sy * static_cast<float>(count)), zy, r.lo, r.hi);
+                                  const int32_t v = onnx ? requantize(sum, sx / (sy * static_cast<float>(count)), zy, r.lo, r.hi)
+                                                         : rq.code(sum, static_cast<size_t>(count), zy, r.lo, r.hi);
                                   if (yu8) store_q<uint8_t>(o[0]->raw(), j, v);
                                   else store_q<int8_t>(o[0]->raw(), j, v);
                                 });
@@ -121,12 +128,13 @@ Kernel global_avg_pool(const Node& n, const std::vector<Meta>& in) {
   const int32_t zx = n.in_q.at(0).zero_point[0], zy = n.out_q.zero_point[0];
   const QRange r = qrange(n.out_q.dtype);
   const bool yu8 = n.out_q.dtype == DType::kUInt8;
+  const Requantizer rq = Requantizer::pooling(n.arithmetic, {sx / (sy * static_cast<float>(hw))}, n.label());
   k.run = [=](const In& i, const Out& o) {
     for (int64_t p = 0; p < planes; ++p) {
       int64_t s = 0;
       for (int64_t j = 0; j < hw; ++j) s += qload(*i[0], p * hw + j);
       const int32_t acc = static_cast<int32_t>(s - hw * zx);
-      const int32_t v = requantize(acc, sx / (sy * static_cast<float>(hw)), zy, r.lo, r.hi);
+      const int32_t v = rq.code(acc, 0, zy, r.lo, r.hi);
       if (yu8) store_q<uint8_t>(o[0]->raw(), p, v);
       else store_q<int8_t>(o[0]->raw(), p, v);
     }

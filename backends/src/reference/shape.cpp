@@ -154,6 +154,10 @@ Kernel concat(const Node& n, const std::vector<Meta>& in) {
   const size_t es = dtype_size(dt);
   std::vector<ir::QInfo> iq = n.in_q;
   ir::QInfo oq = n.out_q;
+  const bool onnx = !q || n.arithmetic.elementwise == RequantMode::kFloat;
+  std::vector<Requantizer> rq;
+  for (size_t t = 0; !onnx && t < iq.size(); ++t)
+    rq.push_back(Requantizer::rescale(n.arithmetic, {iq[t].scale[0] / oq.scale[0]}, n.label()));
   k.run = [=](const In& i, const Out& o) {
     uint8_t* dst = static_cast<uint8_t*>(o[0]->raw());
     int64_t col = 0;
@@ -168,8 +172,9 @@ Kernel concat(const Node& n, const std::vector<Meta>& in) {
         } else {  // requantize this input to the output's qparams
           const QRange rr = qrange(oq.dtype);
           for (int64_t j = 0; j < w; ++j) {
-            const float real = iq[t].scale[0] * static_cast<float>(qload(*i[t], r * w + j) - iq[t].zero_point[0]);
-            const int32_t v = quantize_value(real, oq.scale[0], oq.zero_point[0], rr.lo, rr.hi);
+            const int32_t d = qload(*i[t], r * w + j) - iq[t].zero_point[0];
+            const int32_t v = onnx ? quantize_value(iq[t].scale[0] * static_cast<float>(d), oq.scale[0], oq.zero_point[0], rr.lo, rr.hi)
+                                   : rq[t].code(d, 0, oq.zero_point[0], rr.lo, rr.hi);
             if (oq.dtype == DType::kUInt8) store_q<uint8_t>(dst, r * total_w + col + j, v);
             else store_q<int8_t>(dst, r * total_w + col + j, v);
           }

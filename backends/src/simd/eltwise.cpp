@@ -76,6 +76,7 @@ bool qunary(const KernelRequest& r, Kernel* k) {
   const auto& in = r.in;
   const bool nhwc_out = r.nhwc_out;
   const DType xd = in[0].dtype, yd = n.out_q.dtype;
+  if (n.arithmetic.elementwise != RequantMode::kFloat) return r.decline("a target's elementwise arithmetic (the reference simulates it)");
   if ((xd != DType::kUInt8 && xd != DType::kInt8) || n.in_q.empty() || n.in_q[0].scale.size() != 1 ||
       n.out_q.scale.size() != 1)
     return r.decline("needs 8-bit input and per-tensor qparams");
@@ -166,6 +167,7 @@ bool qbinary(const KernelRequest& r, Kernel* k) {
   const ir::Node& n = r.node;
   const auto& in = r.in;
   const bool nhwc_out = r.nhwc_out;
+  if (n.arithmetic.elementwise != RequantMode::kFloat) return r.decline("a target's elementwise arithmetic (the reference simulates it)");
   if (in.size() != 2 || in[0].shape != in[1].shape || n.in_q.size() < 2) return r.decline("inputs of different shapes (broadcasting)");
   for (const auto& m : in)
     if (m.dtype != DType::kUInt8) return r.decline("s8 inputs (u8 only)");

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "qfx/runtime/arithmetic.h"
 #include "qfx/runtime/tensor.h"
 
 namespace qfx::runtime {
@@ -56,6 +57,10 @@ struct Node {
   QInfo out_q;                       ///< int8 ops: qparams of the output
   std::string fused_act;             ///< "", "Relu" or "Clip" (bounds clip_lo/clip_hi, real units)
   float clip_lo = 0, clip_hi = 0;
+  /// The target's integer arithmetic every int8 op computes with (the model's
+  /// `qfx.arithmetic` metadata, or ModelOptions::arithmetic); default: ONNX's.
+  /// A kernel that cannot compute it exactly must decline (plug-ins included).
+  Arithmetic arithmetic;
 
   /// True if attribute `a` is set.
   bool has(const std::string& a) const { return attrs.count(a) != 0; }

@@ -4,9 +4,11 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "qfx/runtime/arithmetic.h"
 #include "qfx/runtime/registry.h"
 #include "qfx/runtime/tensor.h"
 
@@ -51,6 +53,11 @@ struct ModelOptions {
   /// a run may allocate, in bytes; 0: this machine's physical memory. A larger
   /// plan is a DataError naming the input shapes (before allocating).
   uint64_t max_plan_bytes = 0;
+  /// The integer arithmetic int8 ops compute with, overriding the model's
+  /// `qfx.arithmetic` metadata (an exported model for a custom target carries its
+  /// own): `Arithmetic{}` runs any QDQ model with ONNX's float requantization, to
+  /// compare a target's arithmetic against it. Throws DataError if invalid.
+  std::optional<Arithmetic> arithmetic;
 };
 
 /// A graph input or output as the model declares it (-1: dynamic dimension).

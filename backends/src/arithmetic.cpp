@@ -1,0 +1,277 @@
+// Target arithmetic: fixed-point primitives (after gemmlowp's fixedpoint.h and
+// TFLite's QuantizeMultiplier / MultiplyByQuantizedMultiplier), the Requantizer
+// every integer kernel uses, and the JSON form carried in ONNX metadata.
+#include "qfx/runtime/arithmetic.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <nlohmann/json.hpp>
+
+#include "qfx/error.h"
+#include "qfx/runtime/kernel.h"
+
+namespace qfx::runtime {
+namespace {
+
+int32_t sat32(int64_t v) {
+  return static_cast<int32_t>(std::clamp<int64_t>(v, std::numeric_limits<int32_t>::min(), std::numeric_limits<int32_t>::max()));
+}
+
+template <typename E>
+E parse_enum(const std::string& s, const std::vector<std::pair<const char*, E>>& names, const std::string& what,
+             const char* key) {
+  std::string known;
+  for (const auto& [n, e] : names) {
+    if (s == n) return e;
+    known += (known.empty() ? "" : ", ") + std::string(n);
+  }
+  throw DataError(what + ": arithmetic." + key + " '" + s + "' is not one of " + known);
+}
+
+const std::vector<std::pair<const char*, Rounding>> kRoundings = {
+    {"half_even", Rounding::kHalfEven}, {"half_away_from_zero", Rounding::kHalfAwayFromZero}, {"half_up", Rounding::kHalfUp}};
+const std::vector<std::pair<const char*, RequantMode>> kModes = {
+    {"float", RequantMode::kFloat}, {"fixed_point", RequantMode::kFixedPoint}, {"shift", RequantMode::kShift}};
+const std::vector<std::pair<const char*, Overflow>> kOverflows = {{"saturate", Overflow::kSaturate}, {"wrap", Overflow::kWrap}};
+
+}  // namespace
+
+const char* rounding_name(Rounding r) {
+  for (const auto& [n, e] : kRoundings)
+    if (e == r) return n;
+  return "?";
+}
+const char* requant_mode_name(RequantMode m) {
+  for (const auto& [n, e] : kModes)
+    if (e == m) return n;
+  return "?";
+}
+const char* overflow_name(Overflow o) {
+  for (const auto& [n, e] : kOverflows)
+    if (e == o) return n;
+  return "?";
+}
+
+const std::vector<std::string>& lut_op_types() {
+  static const std::vector<std::string> ops = {"Sigmoid", "Tanh", "HardSwish", "HardSigmoid", "Exp", "Erf"};
+  return ops;
+}
+
+bool Arithmetic::is_float() const {
+  return requantize == RequantMode::kFloat && accumulator_bits == 32 && elementwise == RequantMode::kFloat && lut.empty();
+}
+
+std::string Arithmetic::describe() const {
+  auto mode = [&](RequantMode m, int bits) {
+    std::string s = requant_mode_name(m);
+    if (m == RequantMode::kFixedPoint) s += " (" + std::to_string(bits) + "-bit multiplier)";
+    return s;
+  };
+  std::string s = "requantize " + mode(requantize, multiplier_bits);
+  if (requantize != RequantMode::kFloat || elementwise != RequantMode::kFloat) s += std::string(", rounding ") + rounding_name(rounding);
+  s += ", accumulator " + std::to_string(accumulator_bits) + " bits";
+  if (accumulator_bits < 32) s += std::string(" (") + overflow_name(overflow) + ")";
+  s += ", elementwise " + mode(elementwise, elementwise_multiplier_bits);
+  if (elementwise != RequantMode::kFloat) s += " left shift " + std::to_string(elementwise_left_shift);
+  if (!lut.empty()) {
+    s += ", lut";
+    for (const auto& o : lut) s += " " + o;
+  }
+  return s;
+}
+
+std::string Arithmetic::to_json() const {
+  nlohmann::json j = {{"requantize", requant_mode_name(requantize)},
+                      {"multiplier_bits", multiplier_bits},
+                      {"rounding", rounding_name(rounding)},
+                      {"accumulator_bits", accumulator_bits},
+                      {"overflow", overflow_name(overflow)},
+                      {"elementwise", requant_mode_name(elementwise)},
+                      {"elementwise_multiplier_bits", elementwise_multiplier_bits},
+                      {"elementwise_left_shift", elementwise_left_shift},
+                      {"lut", lut}};
+  return j.dump();
+}
+
+Arithmetic Arithmetic::from_json(const std::string& text, const std::string& what) {
+  nlohmann::json j;
+  try {
+    j = nlohmann::json::parse(text);
+  } catch (const nlohmann::json::exception& e) {
+    throw DataError(what + ": arithmetic is not JSON: " + e.what());
+  }
+  if (!j.is_object()) throw DataError(what + ": arithmetic must be a JSON object");
+  Arithmetic a;
+  auto str = [&](const std::string& k) {
+    if (!j[k].is_string()) throw DataError(what + ": arithmetic." + k + " must be a string");
+    return j[k].get<std::string>();
+  };
+  auto integer = [&](const std::string& k) {
+    if (!j[k].is_number_integer()) throw DataError(what + ": arithmetic." + k + " must be an integer");
+    const int64_t v = j[k].get<int64_t>();
+    if (v < -1000 || v > 1000) throw DataError(what + ": arithmetic." + k + " = " + std::to_string(v) + " is out of range");
+    return static_cast<int>(v);
+  };
+  for (auto it = j.begin(); it != j.end(); ++it) {
+    const std::string& k = it.key();
+    if (k == "requantize") a.requantize = parse_enum(str(k), kModes, what, "requantize");
+    else if (k == "multiplier_bits") a.multiplier_bits = integer(k);
+    else if (k == "rounding") a.rounding = parse_enum(str(k), kRoundings, what, "rounding");
+    else if (k == "accumulator_bits") a.accumulator_bits = integer(k);
+    else if (k == "overflow") a.overflow = parse_enum(str(k), kOverflows, what, "overflow");
+    else if (k == "elementwise") a.elementwise = parse_enum(str(k), kModes, what, "elementwise");
+    else if (k == "elementwise_multiplier_bits") a.elementwise_multiplier_bits = integer(k);
+    else if (k == "elementwise_left_shift") a.elementwise_left_shift = integer(k);
+    else if (k == "lut") {
+      if (!it.value().is_array()) throw DataError(what + ": arithmetic.lut must be a list of ONNX op types");
+      for (const auto& o : it.value()) {
+        if (!o.is_string()) throw DataError(what + ": arithmetic.lut must be a list of ONNX op types");
+        a.lut.push_back(o.get<std::string>());
+      }
+    } else {
+      throw DataError(what + ": unknown arithmetic key '" + k + "'");
+    }
+  }
+  a.validate(what);
+  return a;
+}
+
+void Arithmetic::validate(const std::string& what) const {
+  auto range = [&](const char* key, int v, int lo, int hi) {
+    if (v < lo || v > hi)
+      throw DataError(what + ": arithmetic." + key + " = " + std::to_string(v) + " is outside " + std::to_string(lo) +
+                      ".." + std::to_string(hi));
+  };
+  range("multiplier_bits", multiplier_bits, 2, 32);
+  range("elementwise_multiplier_bits", elementwise_multiplier_bits, 2, 32);
+  range("accumulator_bits", accumulator_bits, 8, 32);
+  range("elementwise_left_shift", elementwise_left_shift, 0, 22);
+  if (requantize == RequantMode::kFloat && elementwise == RequantMode::kFloat && rounding != Rounding::kHalfEven)
+    throw DataError(what + ": arithmetic.rounding " + rounding_name(rounding) +
+                    " has no effect with float requantization (ONNX rounds half to even); use fixed_point or shift");
+  for (const auto& o : lut)
+    if (std::find(lut_op_types().begin(), lut_op_types().end(), o) == lut_op_types().end()) {
+      std::string known;
+      for (const auto& k : lut_op_types()) known += (known.empty() ? "" : ", ") + k;
+      throw DataError(what + ": arithmetic.lut op '" + o + "' is not one of " + known);
+    }
+}
+
+// --- primitives ---------------------------------------------------------------------
+
+int32_t rounding_high_mul(int32_t a, int32_t b, int bits) {
+  const int64_t ab = static_cast<int64_t>(a) * static_cast<int64_t>(b);
+  const int64_t half = int64_t{1} << (bits - 2);
+  const int64_t nudge = ab >= 0 ? half : 1 - half;
+  return sat32((ab + nudge) / (int64_t{1} << (bits - 1)));  // division truncates toward zero
+}
+
+int64_t rounding_shift_right(int64_t x, int e, Rounding r) {
+  if (e <= 0) return x;
+  if (e > 62) e = 62;  // |x| < 2^63: the result rounds to 0 (or -0) either way
+  const int64_t floor = x >> e;  // arithmetic shift: floor division
+  const int64_t rem = x - floor * (int64_t{1} << e);
+  const int64_t half = int64_t{1} << (e - 1);
+  switch (r) {
+    case Rounding::kHalfUp: return floor + (rem >= half ? 1 : 0);
+    case Rounding::kHalfAwayFromZero: return floor + ((x >= 0 ? rem >= half : rem > half) ? 1 : 0);
+    case Rounding::kHalfEven: return floor + ((rem > half || (rem == half && (floor & 1))) ? 1 : 0);
+  }
+  return floor;
+}
+
+QuantizedMultiplier quantize_multiplier(double m, int bits) {
+  if (bits < 2 || bits > 32) throw DataError("quantize_multiplier: " + std::to_string(bits) + "-bit multiplier (2..32)");
+  if (!(m >= 0.0) || !std::isfinite(m)) throw DataError("quantize_multiplier: multiplier " + std::to_string(m) + " is negative or not finite");
+  if (m == 0.0) return {};
+  int shift = 0;
+  const double q = std::frexp(m, &shift);  // m = q * 2^shift, q in [0.5, 1)
+  int64_t mi = static_cast<int64_t>(std::round(q * static_cast<double>(int64_t{1} << (bits - 1))));
+  if (mi == (int64_t{1} << (bits - 1))) {
+    mi /= 2;
+    ++shift;
+  }
+  if (shift < -31) return {};  // TFLite: the product then rounds to 0 for every int32 x
+  return {static_cast<int32_t>(mi), shift};
+}
+
+int32_t multiply_by_quantized_multiplier(int32_t x, QuantizedMultiplier q, int bits, Rounding r) {
+  const int left = q.shift > 0 ? q.shift : 0, right = q.shift > 0 ? 0 : -q.shift;
+  const int32_t shifted = left > 0 ? sat32(static_cast<int64_t>(x) * (int64_t{1} << std::min(left, 32))) : x;
+  return sat32(rounding_shift_right(rounding_high_mul(shifted, q.multiplier, bits), right, r));
+}
+
+int32_t limit_accumulator(int64_t acc, int bits, Overflow o) {
+  if (bits >= 32) return sat32(acc);
+  if (o == Overflow::kWrap) {
+    const uint32_t low = static_cast<uint32_t>(static_cast<uint64_t>(acc)) << (32 - bits);
+    return static_cast<int32_t>(low) >> (32 - bits);  // arithmetic shift sign-extends
+  }
+  const int64_t hi = (int64_t{1} << (bits - 1)) - 1;
+  return static_cast<int32_t>(std::clamp(acc, -hi - 1, hi));
+}
+
+// --- Requantizer ------------------------------------------------------------------------
+
+Requantizer::Requantizer(RequantMode mode, int bits, Rounding rounding, int acc_bits, Overflow overflow,
+                         std::vector<float> mult, const std::string& where)
+    : mode_(mode), bits_(bits), rounding_(rounding), acc_bits_(acc_bits), overflow_(overflow), mult_(std::move(mult)) {
+  if (mode_ == RequantMode::kFloat) return;
+  for (float m : mult_) {
+    if (!(m > 0.0f) || !std::isfinite(m))
+      throw DataError(where + ": requantization multiplier " + std::to_string(m) + " is not positive and finite");
+    if (mode_ == RequantMode::kFixedPoint) {
+      q_.push_back(quantize_multiplier(m, bits_));
+      continue;
+    }
+    int e = 0;
+    const double frac = std::frexp(static_cast<double>(m), &e);
+    if (frac != 0.5)
+      throw DataError(where + ": target arithmetic 'shift' needs a power-of-two multiplier (input scale x weight scale / "
+                              "output scale), got " + std::to_string(m) +
+                      "; use power-of-two scales (scale.power_of_two) or requantize: fixed_point");
+    q_.push_back({1, e - 1});  // m = 2^(e-1)
+  }
+}
+
+Requantizer Requantizer::accumulator(const Arithmetic& ar, std::vector<float> mult, const std::string& where) {
+  return Requantizer(ar.requantize, ar.multiplier_bits, ar.rounding, ar.accumulator_bits, ar.overflow, std::move(mult), where);
+}
+
+Requantizer Requantizer::pooling(const Arithmetic& ar, std::vector<float> mult, const std::string& where) {
+  return Requantizer(ar.elementwise, ar.elementwise_multiplier_bits, ar.rounding, ar.accumulator_bits, ar.overflow,
+                     std::move(mult), where);
+}
+
+Requantizer Requantizer::rescale(const Arithmetic& ar, std::vector<float> mult, const std::string& where) {
+  return Requantizer(ar.elementwise, ar.elementwise_multiplier_bits, ar.rounding, 32, Overflow::kSaturate, std::move(mult),
+                     where);
+}
+
+int32_t Requantizer::scaled(int64_t acc, size_t c) const {
+  const int32_t a = limit_accumulator(acc, acc_bits_, overflow_);
+  const size_t i = mult_.size() == 1 ? 0 : c;
+  switch (mode_) {
+    case RequantMode::kFloat: {
+      float v = __builtin_nearbyintf(static_cast<float>(a) * mult_[i]);
+      if (v != v) v = 0.0f;
+      return static_cast<int32_t>(std::clamp(v, -2147483520.0f, 2147483520.0f));
+    }
+    case RequantMode::kFixedPoint: return multiply_by_quantized_multiplier(a, q_[i], bits_, rounding_);
+    case RequantMode::kShift: {
+      const int s = q_[i].shift;
+      return s >= 0 ? sat32(static_cast<int64_t>(a) * (int64_t{1} << std::min(s, 32))) : sat32(rounding_shift_right(a, -s, rounding_));
+    }
+  }
+  return 0;
+}
+
+int32_t Requantizer::code(int64_t acc, size_t c, int32_t zp, int32_t lo, int32_t hi) const {
+  if (mode_ == RequantMode::kFloat)
+    return requantize(limit_accumulator(acc, acc_bits_, overflow_), mult_[mult_.size() == 1 ? 0 : c], zp, lo, hi);
+  const int64_t v = static_cast<int64_t>(scaled(acc, c)) + zp;
+  return static_cast<int32_t>(std::clamp<int64_t>(v, lo, hi));
+}
+
+}  // namespace qfx::runtime

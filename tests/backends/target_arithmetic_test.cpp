@@ -1,0 +1,224 @@
+// Int8 kernels under a target's arithmetic (fixed-point or shift requantization,
+// narrow accumulators, TFLite-style integer add): the reference kernel against a
+// plain re-implementation in the test, and oneDNN against the reference bit for bit.
+#include <gtest/gtest.h>
+
+#include <random>
+
+#include "../../backends/src/kernels.h"
+#include "qfx/error.h"
+
+using namespace qfx::runtime;
+
+namespace {
+
+Tensor random_codes(const Shape& s, DType dt, int lo, int hi, std::mt19937& rng) {
+  Tensor t(s, dt);
+  std::uniform_int_distribution<int> d(lo, hi);
+  for (int64_t i = 0; i < t.numel(); ++i) {
+    if (dt == DType::kUInt8) t.data<uint8_t>()[i] = static_cast<uint8_t>(d(rng));
+    else t.data<int8_t>()[i] = static_cast<int8_t>(d(rng));
+  }
+  return t;
+}
+
+int32_t code_at(const Tensor& t, int64_t i) {
+  return t.dtype() == DType::kUInt8 ? t.data<uint8_t>()[i] : t.data<int8_t>()[i];
+}
+
+struct TargetCase {
+  const char* name;
+  Arithmetic a;
+  bool pow2;  // power-of-two scales
+};
+
+std::vector<TargetCase> targets() {
+  Arithmetic tfl;
+  tfl.requantize = RequantMode::kFixedPoint;
+  tfl.rounding = Rounding::kHalfAwayFromZero;
+  Arithmetic q16 = tfl;
+  q16.multiplier_bits = 16;
+  q16.rounding = Rounding::kHalfUp;
+  Arithmetic npu;
+  npu.requantize = RequantMode::kShift;
+  npu.rounding = Rounding::kHalfUp;
+  npu.accumulator_bits = 16;  // small enough that sums saturate in these cases
+  Arithmetic wrap = npu;
+  wrap.overflow = Overflow::kWrap;
+  return {{"fixed_point32", tfl, false}, {"fixed_point16", q16, false}, {"shift_acc16_saturate", npu, true},
+          {"shift_acc16_wrap", wrap, true}};
+}
+
+}  // namespace
+
+// 3x3 conv, pad 1, per-channel weights: the reference kernel equals int64 sums of
+// the test's own loops passed through the primitives; oneDNN takes the node and
+// equals the reference.
+TEST(Int8Kernels, TargetArithmeticConv) {
+  for (const auto& tc : targets()) {
+    std::mt19937 rng(21);
+    const int64_t N = 2, C = 8, H = 9, W = 7, M = 12;
+    for (DType xdt : {DType::kUInt8, DType::kInt8}) {
+      Tensor x = random_codes({N, C, H, W}, xdt, xdt == DType::kUInt8 ? 0 : -128, xdt == DType::kUInt8 ? 255 : 127, rng);
+      Tensor w = random_codes({M, C, 3, 3}, DType::kInt8, -64, 64, rng);
+      Tensor b({M}, DType::kInt32);
+      ir::Node n;
+      n.op = "QLinearConv";
+      n.name = "conv";
+      n.inputs = {"x", "w", "b"};
+      n.attrs["pads"].ints = {1, 1, 1, 1};
+      n.arithmetic = tc.a;
+      n.fused_act = "Relu";
+      ir::QInfo xq, wq, yq;
+      xq.dtype = xdt;
+      xq.scale = {tc.pow2 ? 0.03125f : 0.021f};
+      xq.zero_point = {xdt == DType::kUInt8 ? 100 : 0};
+      wq.dtype = DType::kInt8;
+      std::uniform_int_distribution<int> e(7, 10);
+      for (int64_t m = 0; m < M; ++m) {
+        wq.scale.push_back(tc.pow2 ? std::ldexp(1.0f, -e(rng)) : 0.0011f * static_cast<float>(1 + m % 5));
+        wq.zero_point.push_back(0);
+        b.data<int32_t>()[m] = static_cast<int32_t>((m - 6) * 700);
+      }
+      yq.dtype = DType::kInt8;
+      yq.scale = {tc.pow2 ? 0.0625f : 0.047f};
+      yq.zero_point = {-3};
+      n.in_q = {xq, wq};
+      n.out_q = yq;
+      const std::vector<Meta> metas = {{x.shape(), xdt}, {w.shape(), DType::kInt8}, {b.shape(), DType::kInt32}};
+      KernelChoice choice;
+      Kernel ref = make_kernel(n, metas, {nullptr, &w, &b}, "reference");
+      Kernel dnn = make_kernel(n, metas, {nullptr, &w, &b}, "onednn", false, &choice);
+      EXPECT_EQ(dnn.impl, "onednn") << tc.name << ": " << (choice.declined.empty() ? "" : choice.declined[0].reason);
+      Tensor yr(ref.outputs[0].shape, DType::kInt8), yd(dnn.outputs[0].shape, DType::kInt8);
+      ref.run({&x, &w, &b}, {&yr});
+      dnn.run({&x, &w, &b}, {&yd});
+      std::vector<float> mult;
+      for (int64_t m = 0; m < M; ++m) mult.push_back(xq.scale[0] * wq.scale[m] / yq.scale[0]);
+      const Requantizer rq = Requantizer::accumulator(tc.a, mult, "test");
+      int64_t saturated = 0;
+      for (int64_t nb = 0; nb < N; ++nb)
+        for (int64_t m = 0; m < M; ++m)
+          for (int64_t oh = 0; oh < H; ++oh)
+            for (int64_t ow = 0; ow < W; ++ow) {
+              int64_t acc = b.data<int32_t>()[m];
+              for (int64_t c = 0; c < C; ++c)
+                for (int64_t kh = 0; kh < 3; ++kh)
+                  for (int64_t kw = 0; kw < 3; ++kw) {
+                    const int64_t ih = oh + kh - 1, iw = ow + kw - 1;
+                    if (ih < 0 || ih >= H || iw < 0 || iw >= W) continue;
+                    acc += static_cast<int64_t>(code_at(x, ((nb * C + c) * H + ih) * W + iw) - xq.zero_point[0]) *
+                           w.data<int8_t>()[((m * C + c) * 3 + kh) * 3 + kw];
+                  }
+              saturated += acc != limit_accumulator(acc, tc.a.accumulator_bits, Overflow::kSaturate);
+              const int64_t i = ((nb * M + m) * H + oh) * W + ow;
+              const int32_t want = rq.code(acc, static_cast<size_t>(m), yq.zero_point[0], yq.zero_point[0], 127);
+              ASSERT_EQ(code_at(yr, i), want) << tc.name << " at " << i;
+              ASSERT_EQ(code_at(yd, i), want) << tc.name << " oneDNN at " << i;
+            }
+      if (tc.a.accumulator_bits < 32) EXPECT_GT(saturated, 0) << tc.name << ": the case must exercise the narrow accumulator";
+    }
+  }
+}
+
+// int8 Gemm (transB) under each target: oneDNN equals the reference.
+TEST(Int8Kernels, TargetArithmeticGemm) {
+  for (const auto& tc : targets()) {
+    std::mt19937 rng(22);
+    const int64_t R = 5, K = 48, M = 10;
+    Tensor x = random_codes({R, K}, DType::kUInt8, 0, 255, rng);
+    Tensor w = random_codes({M, K}, DType::kInt8, -64, 64, rng);
+    ir::Node n;
+    n.op = "QGemm";
+    n.name = "fc";
+    n.inputs = {"x", "w"};
+    n.attrs["transB"].i = 1;
+    n.arithmetic = tc.a;
+    ir::QInfo xq, wq, yq;
+    xq.dtype = DType::kUInt8;
+    xq.scale = {tc.pow2 ? 0.015625f : 0.013f};
+    xq.zero_point = {128};
+    wq.dtype = DType::kInt8;
+    wq.scale = {tc.pow2 ? 0.00390625f : 0.0042f};
+    wq.zero_point = {0};
+    yq.dtype = DType::kUInt8;
+    yq.scale = {tc.pow2 ? 0.125f : 0.11f};
+    yq.zero_point = {128};
+    n.in_q = {xq, wq};
+    n.out_q = yq;
+    const std::vector<Meta> metas = {{x.shape(), DType::kUInt8}, {w.shape(), DType::kInt8}};
+    Kernel ref = make_kernel(n, metas, {nullptr, &w}, "reference");
+    Kernel dnn = make_kernel(n, metas, {nullptr, &w}, "onednn");
+    EXPECT_EQ(dnn.impl, "onednn") << tc.name;
+    Tensor yr(ref.outputs[0].shape, DType::kUInt8), yd(dnn.outputs[0].shape, DType::kUInt8);
+    ref.run({&x, &w}, {&yr});
+    dnn.run({&x, &w}, {&yd});
+    for (int64_t i = 0; i < yr.numel(); ++i) ASSERT_EQ(code_at(yr, i), code_at(yd, i)) << tc.name << " at " << i;
+  }
+}
+
+// oneDNN's s32 output passes through float: beyond 2^24 it declines, naming why.
+TEST(Int8Kernels, TargetArithmeticLargeAccumulatorsRunOnReference) {
+  std::mt19937 rng(23);
+  Tensor x = random_codes({1, 512, 4, 4}, DType::kInt8, -128, 127, rng);
+  Tensor w = random_codes({4, 512, 3, 3}, DType::kInt8, -127, 127, rng);
+  ir::Node n;
+  n.op = "QLinearConv";
+  n.name = "wide";
+  n.inputs = {"x", "w"};
+  n.attrs["pads"].ints = {1, 1, 1, 1};
+  n.arithmetic.requantize = RequantMode::kFixedPoint;
+  ir::QInfo xq, wq, yq;
+  xq.dtype = DType::kInt8;
+  xq.scale = {0.01f};
+  xq.zero_point = {0};
+  wq.dtype = DType::kInt8;
+  wq.scale = {0.001f};
+  wq.zero_point = {0};
+  yq = xq;
+  n.in_q = {xq, wq};
+  n.out_q = yq;
+  KernelChoice choice;
+  Kernel k = make_kernel(n, {{x.shape(), DType::kInt8}, {w.shape(), DType::kInt8}}, {nullptr, &w}, "onednn", false, &choice);
+  EXPECT_EQ(k.impl, "reference");
+  bool named = false;
+  for (const auto& d : choice.declined) named |= d.reason.find("2^24") != std::string::npos;
+  EXPECT_TRUE(named);
+}
+
+// QLinearAdd / QLinearMul with fixed-point elementwise arithmetic (TFLite's int8
+// add, left shift 20): within one unit of ONNX's float rescale, and not always equal.
+TEST(Int8Kernels, TargetArithmeticAddWithinOneUnitOfFloat) {
+  std::mt19937 rng(24);
+  for (const char* op : {"QLinearAdd", "QLinearMul"}) {
+    Tensor a = random_codes({4096}, DType::kInt8, -128, 127, rng), b = random_codes({4096}, DType::kInt8, -128, 127, rng);
+    ir::Node n;
+    n.op = op;
+    n.name = "add";
+    n.inputs = {"a", "b"};
+    ir::QInfo qa, qb, qy;
+    qa.dtype = qb.dtype = qy.dtype = DType::kInt8;
+    qa.scale = {0.037f};
+    qa.zero_point = {3};
+    qb.scale = {0.052f};
+    qb.zero_point = {-7};
+    qy.scale = {std::string(op) == "QLinearAdd" ? 0.081f : 0.9f};
+    qy.zero_point = {1};
+    n.in_q = {qa, qb};
+    n.out_q = qy;
+    const std::vector<Meta> metas = {{a.shape(), DType::kInt8}, {b.shape(), DType::kInt8}};
+    Kernel onnx = make_kernel(n, metas, {nullptr, nullptr}, "reference");
+    n.arithmetic.elementwise = RequantMode::kFixedPoint;
+    n.arithmetic.rounding = Rounding::kHalfAwayFromZero;
+    Kernel target = make_kernel(n, metas, {nullptr, nullptr}, "onednn");
+    Tensor y0({4096}, DType::kInt8), y1({4096}, DType::kInt8);
+    onnx.run({&a, &b}, {&y0});
+    target.run({&a, &b}, {&y1});
+    int differ = 0;
+    for (int64_t i = 0; i < 4096; ++i) {
+      ASSERT_LE(std::abs(code_at(y0, i) - code_at(y1, i)), 1) << op << " at " << i;
+      differ += code_at(y0, i) != code_at(y1, i);
+    }
+    EXPECT_LT(differ, 4096 / 20) << op;
+  }
+}
