@@ -31,6 +31,7 @@ void register_reference_elementwise();
 void register_reference_pooling();
 void register_reference_shape();
 void register_reference_quantize();
+void register_reference_lut();
 void register_onednn_kernels();
 void register_simd_kernels();
 
@@ -56,6 +57,20 @@ bool onednn_int8_exact(DType src, const Tensor& weights);
 /// fuzzer found kernel after kernel reading past short attribute lists).
 bool window_attrs_ok(const std::vector<int64_t>& s, const std::vector<int64_t>& d, const std::vector<int64_t>& p,
                      int64_t kH, int64_t kW);
+
+/// The requantization multipliers of QLinearConv / QGemm / QLinearMatMul with M
+/// output channels: m_c = (x scale * w scale_c) / y scale in float32, the order
+/// every backend computes them in; `in_w` (optional) receives x scale * w scale_c.
+/// The caller has checked that the weight scales are 1 or M.
+std::vector<float> accumulator_multipliers(const ir::Node& n, int64_t M, std::vector<float>* in_w = nullptr);
+
+/// The rescales of an int8 add / mul under a non-float elementwise arithmetic
+/// (TFLite's int8 add): input a and b to the common scale 2 max(sa, sb), then that
+/// to the output scaled down by 2^left_shift; mul: a * b to the output (a, b unused).
+struct ElementwiseRescales {
+  Requantizer a, b, out;
+};
+ElementwiseRescales elementwise_rescales(const ir::Node& n);
 
 /// The int32 accumulator bias of QLinearConv / int8 Gemm: an int32 `b` as is; a
 /// float32 `b` divided by input scale x weight scale (`in_w`, one per output

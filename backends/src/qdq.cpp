@@ -1,10 +1,11 @@
 // QDQ matching: DequantizeLinear -> op -> QuantizeLinear groups become int8 ops.
+#include <algorithm>
 #include <cmath>
 #include <map>
 #include <optional>
 #include <set>
 
-#include "ir.h"
+#include "kernels.h"
 
 namespace qfx::runtime::ir {
 namespace {
@@ -122,6 +123,24 @@ struct Ctx {
   }
 };
 
+// table[q - lowest code] = Q(f(DQ(q))) for the 256 codes of `xq`, f the float
+// reference kernel of `n`: exactly what the unfused DQ -> op -> Q group computes.
+Attr lut_table(const Node& n, const QInfo& xq, const QInfo& yq) {
+  Node f = n;
+  f.inputs.resize(1);
+  Kernel k = make_kernel(f, {{{256}, DType::kFloat32}}, {nullptr}, "reference");
+  const int lo = xq.dtype == DType::kInt8 ? -128 : 0;
+  Tensor x({256}, DType::kFloat32), y({256}, DType::kFloat32);
+  for (int i = 0; i < 256; ++i)
+    x.data<float>()[i] = static_cast<float>(static_cast<int64_t>(lo + i) - static_cast<int64_t>(xq.zero_point[0])) * xq.scale[0];
+  k.run({&x}, {&y});
+  const int32_t qlo = yq.dtype == DType::kInt8 ? -128 : 0, qhi = yq.dtype == DType::kInt8 ? 127 : 255;
+  Attr a;
+  a.kind = Attr::Kind::kInts;
+  for (int i = 0; i < 256; ++i) a.ints.push_back(quantize_value(y.data<float>()[i], yq.scale[0], yq.zero_point[0], qlo, qhi));
+  return a;
+}
+
 bool same_q(const QInfo& a, const QInfo& b) {
   return a.scale == b.scale && a.zero_point == b.zero_point && a.dtype == b.dtype;
 }
@@ -173,6 +192,20 @@ std::vector<std::string> fuse_qdq(Graph& g) {
                            op == "Clip" || op == "Flatten" || op == "Reshape" || op == "Squeeze" ||
                            op == "Unsqueeze" || op == "Transpose";
     std::string why;
+    const auto& lut_ops = g.arithmetic.lut;
+    if (std::find(lut_ops.begin(), lut_ops.end(), op) != lut_ops.end() && !d0->q.per_channel() &&
+        d0->q.dtype != DType::kInt32) {
+      if (auto t = c.tail(i, false)) {
+        Node f = n;
+        f.op = "QLut";
+        f.inputs = {d0->quantized};
+        f.in_q = {d0->q};
+        f.out_q = t->q;
+        f.attrs["table"] = lut_table(n, d0->q, t->q);
+        c.replace(i, f, *t);
+        continue;
+      }
+    }
     if (!candidate) {
       if (c.tail(i, false)) report.push_back(n.label() + ": no int8 kernel for this op; runs in float between DQ and Q");
       continue;

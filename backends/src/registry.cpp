@@ -43,6 +43,7 @@ void register_builtins() {
   register_reference_pooling();
   register_reference_shape();
   register_reference_quantize();
+  register_reference_lut();
   add_backend({"onednn", "reference", "oneDNN primitives, then vectorised kernels, then the reference",
                {"Conv", "QLinearConv", "MaxPool", "AveragePool", "Add", "QLinearAdd", "QLinearMul", "Relu", "Clip",
                 "QRelu", "QClip"}});

@@ -41,6 +41,23 @@ int run_ptq(const std::string& config_path, const std::vector<std::string>& over
         std::printf("  %-40s %9.1f dB %12s\n", e.layers[k].node.c_str(), e.layers[k].sqnr_db_fakequant, q);
       }
     }
+    if (!e.arithmetic_layers.empty()) {
+      int64_t codes = 0, differing = 0;
+      for (const auto& l : e.arithmetic_layers) {
+        codes += l.codes;
+        differing += l.differing;
+      }
+      std::printf("target arithmetic vs float requantization: %.3f%% of int8 codes differ (%zu layers)",
+                  100.0 * static_cast<double>(differing) / static_cast<double>(std::max<int64_t>(codes, 1)),
+                  e.arithmetic_layers.size());
+      if (e.has_top1_float_requant) std::printf("; top-1 with float requantization %.2f%%", 100 * e.top1_float_requant);
+      std::printf("\n");
+      for (size_t k = 0; k < std::min<size_t>(e.arithmetic_layers.size(), 5); ++k) {
+        const auto& l = e.arithmetic_layers[k];
+        std::printf("  %-40s %8.3f%% of codes, max |diff| %d\n", l.node.c_str(),
+                    100.0 * static_cast<double>(l.differing) / static_cast<double>(std::max<int64_t>(l.codes, 1)), l.max_abs_diff);
+      }
+    }
     if (e.reference_images > 0)
       std::printf("reference backend: %lld of %lld int8 outputs identical to %s's (max |diff| %.3g)\n",
                   static_cast<long long>(e.reference_identical), static_cast<long long>(e.reference_images),

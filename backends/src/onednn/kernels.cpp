@@ -324,11 +324,8 @@ bool qconv_qgemm(const KernelRequest& r, Kernel* k) {
   }
   if (wq.scale.size() != 1 && static_cast<int64_t>(wq.scale.size()) != M)
     return r.decline("weight scales do not match the output channels (the reference reports it)");
-  std::vector<float> mult(static_cast<size_t>(M)), in_w(static_cast<size_t>(M));
-  for (int64_t m = 0; m < M; ++m) {
-    in_w[static_cast<size_t>(m)] = xq.scale[0] * (wq.scale.size() == 1 ? wq.scale[0] : wq.scale[static_cast<size_t>(m)]);
-    mult[static_cast<size_t>(m)] = in_w[static_cast<size_t>(m)] / yq.scale[0];
-  }
+  std::vector<float> in_w;
+  const std::vector<float> mult = accumulator_multipliers(n, M, &in_w);
   // int32 bias as the reference computes it.
   Tensor bias({M}, DType::kInt32);
   const bool has_bias = in.size() > 2 && !n.inputs[2].empty();

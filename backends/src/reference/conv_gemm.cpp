@@ -124,11 +124,8 @@ Kernel qconv(const Node& n, const std::vector<Meta>& in, const std::vector<const
   check_channels(n, xq, 1, "input qparams");
   check_channels(n, wq, g.M, "weight qparams");
   check_channels(n, yq, 1, "output qparams");
-  std::vector<float> in_w(static_cast<size_t>(g.M)), mult(static_cast<size_t>(g.M));
-  for (int64_t m = 0; m < g.M; ++m) {
-    in_w[static_cast<size_t>(m)] = xq.scale[0] * per(wq.scale, m);
-    mult[static_cast<size_t>(m)] = in_w[static_cast<size_t>(m)] / yq.scale[0];
-  }
+  std::vector<float> in_w;
+  const std::vector<float> mult = accumulator_multipliers(n, g.M, &in_w);
   const Tensor* b = in.size() > 2 && !n.inputs[2].empty() ? &need_const(n, consts, 2, "QLinearConv bias") : nullptr;
   std::vector<int32_t> bias = int_bias(n, b, g.M, in_w);
   std::vector<int32_t> wz(static_cast<size_t>(g.M));
@@ -319,11 +316,8 @@ Kernel qgemm(const Node& n, const std::vector<Meta>& in, const std::vector<const
   check_channels(n, xq, 1, "input qparams");
   check_channels(n, wq, N, "weight qparams");
   check_channels(n, yq, 1, "output qparams");
-  std::vector<float> in_w(static_cast<size_t>(N)), mult(static_cast<size_t>(N));
-  for (int64_t j = 0; j < N; ++j) {
-    in_w[static_cast<size_t>(j)] = xq.scale[0] * per(wq.scale, j);
-    mult[static_cast<size_t>(j)] = in_w[static_cast<size_t>(j)] / yq.scale[0];
-  }
+  std::vector<float> in_w;
+  const std::vector<float> mult = accumulator_multipliers(n, N, &in_w);
   const Tensor* bias_t = in.size() > 2 && !n.inputs[2].empty() ? &need_const(n, consts, 2, "int8 Gemm bias") : nullptr;
   std::vector<int32_t> bias = int_bias(n, bias_t, N, in_w);
   Shape out(a.begin(), a.end() - 1);

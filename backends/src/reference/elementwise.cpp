@@ -136,12 +136,8 @@ Kernel qbinary(const Node& n, const std::vector<Meta>& in) {
     // left, rescaled to the common scale 2 max(sa, sb), summed, rescaled to the
     // output; mul rescales the product of the integer differences once.
     const int shift = n.arithmetic.elementwise_left_shift;
-    const float twice_max = 2.0f * std::max(a.scale[0], b.scale[0]);
-    const Requantizer ra = Requantizer::rescale(n.arithmetic, {a.scale[0] / twice_max}, n.label());
-    const Requantizer rb = Requantizer::rescale(n.arithmetic, {b.scale[0] / twice_max}, n.label());
-    const Requantizer ro = Requantizer::rescale(
-        n.arithmetic, {add ? twice_max / (static_cast<float>(int64_t{1} << shift) * y.scale[0]) : a.scale[0] * b.scale[0] / y.scale[0]},
-        n.label());
+    const ElementwiseRescales rs = elementwise_rescales(n);
+    const Requantizer ra = rs.a, rb = rs.b, ro = rs.out;
     k.run = [=](const In& i, const Out& out) {
       for_each_broadcast(o, sa, sb, [&](int64_t p, int64_t q, int64_t s) {
         const int64_t da = qload(*i[0], q) - a.zero_point[0], db = qload(*i[1], s) - b.zero_point[0];

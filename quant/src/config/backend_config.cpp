@@ -141,7 +141,7 @@ BackendConfig BackendConfig::load(const std::string& path) {
   YAML::Node root = load_file(path);
   if (!root.IsMap()) throw ConfigError(path + ": a backend file must be a YAML mapping");
   check_keys(path, root, "the backend file",
-             {"name", "description", "runtime", "activation", "weight", "bias", "scale", "fusions", "ops"});
+             {"name", "description", "runtime", "activation", "weight", "bias", "scale", "fusions", "ops", "arithmetic"});
   BackendConfig b;
   b.source = path;
   if (!root["name"]) bad(path, root, "'name' is required");
@@ -217,6 +217,7 @@ BackendConfig BackendConfig::load(const std::string& path) {
       b.ops[name] = oc;
     }
   }
+  if (auto a = root["arithmetic"]) b.arithmetic = read_arithmetic(path, a, b);
   return b;
 }
 

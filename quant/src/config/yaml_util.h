@@ -50,7 +50,14 @@ std::vector<std::string> as_string_list(const std::string& path, const YAML::Nod
 
 }  // namespace qfx::quant::yaml
 
+namespace qfx::runtime {
+struct Arithmetic;
+}
 namespace qfx::quant {
+struct BackendConfig;
+/// The `arithmetic:` section of backend file `path` (read after its scale and ops:
+/// `shift` needs power-of-two scales, a LUT op must be quantized on `b`).
+runtime::Arithmetic read_arithmetic(const std::string& path, const YAML::Node& a, const BackendConfig& b);
 struct TracerConfig;
 class QConfigMapping;
 /// The `tracer:` / `qconfig:` sections of an already parsed config (`path` for

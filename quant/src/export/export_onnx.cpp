@@ -49,7 +49,7 @@ std::string export_onnx_bytes(fx::GraphModule& gm, const ExportOptions& options,
 }
 
 void write_encodings(const std::string& path, const ExportResult& result, const std::string& graph_hash,
-                     const std::string& backend) {
+                     const std::string& backend, const runtime::Model* int8) {
   nlohmann::json enc;
   enc["graph_hash"] = graph_hash;
   enc["backend"] = backend;
@@ -59,6 +59,26 @@ void write_encodings(const std::string& path, const ExportResult& result, const 
                                     {"zero_point", e.zero_point}, {"axis", e.axis}, {"quant_min", e.quant_min},
                                     {"quant_max", e.quant_max}, {"algorithm", e.algorithm},
                                     {"observed_min", e.observed_min}, {"observed_max", e.observed_max}};
+  if (int8) {
+    enc["arithmetic"] = nlohmann::json::parse(int8->arithmetic().to_json());
+    enc["integer_ops"] = nlohmann::json::object();
+    for (const auto& o : int8->integer_ops()) {
+      nlohmann::json rs = nlohmann::json::array();
+      for (const auto& r : o.rescales) {
+        nlohmann::json j = {{"name", r.name}, {"mode", runtime::requant_mode_name(r.mode)}, {"multiplier", r.multiplier}};
+        if (r.mode != runtime::RequantMode::kFloat) {
+          j["fixed_multiplier"] = r.fixed_multiplier;
+          j["shift"] = r.shift;
+          j["multiplier_bits"] = r.multiplier_bits;
+        }
+        rs.push_back(j);
+      }
+      nlohmann::json j = {{"op", o.op}, {"rescales", rs}};
+      if (o.per_window_count) j["per_window_count"] = true;
+      if (!o.table.empty()) j["table"] = o.table;
+      enc["integer_ops"][o.node] = j;
+    }
+  }
   write_file_atomic(path, enc.dump(2) + "\n");
 }
 

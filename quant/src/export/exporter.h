@@ -41,6 +41,11 @@ class Exporter {
     os->set_version(o.opset);
     g_ = model_.mutable_graph();
     g_->set_name("qfx_int8");
+    for (const auto& [k, v] : o.metadata) {
+      auto* p = model_.add_metadata_props();
+      p->set_key(k);
+      p->set_value(v);
+    }
   }
 
   void run() {

@@ -108,8 +108,19 @@ at::Tensor FakeQuantize::forward(const at::Tensor& x) {
   if (stale_ && observer_->has_data()) calculate_qparams();
   if (spec.per_channel)
     return at::fake_quantize_per_channel_affine(x, scale_, zero_point_, spec.ch_axis, spec.quant_min, spec.quant_max);
-  return at::fake_quantize_per_tensor_affine(x, scale_.reshape({}), zero_point_.reshape({}), spec.quant_min,
-                                             spec.quant_max);
+  at::Tensor out = at::fake_quantize_per_tensor_affine(x, scale_.reshape({}), zero_point_.reshape({}), spec.quant_min,
+                                                       spec.quant_max);
+  if (rounding_ == runtime::Rounding::kHalfEven) return out;
+  // The target's rounding in the value, the STE's gradient.
+  at::Tensor sim;
+  {
+    at::NoGradGuard ng;
+    const at::Tensor v = x.detach() / scale_.reshape({});
+    const at::Tensor r = rounding_ == runtime::Rounding::kHalfUp ? (v + 0.5).floor() : v.sign() * (v.abs() + 0.5).floor();
+    const at::Tensor zp = zero_point_.reshape({}).to(at::kFloat);
+    sim = ((r + zp).clamp(spec.quant_min, spec.quant_max) - zp) * scale_.reshape({}) - out.detach();
+  }
+  return out + sim;
 }
 
 namespace {

@@ -126,6 +126,8 @@ class Preparer {
       obs->set_tensor_name(v->name());
       fq = std::make_shared<FakeQuantize>(obs, qat_ && ci.qconfig->activation.learnable);
     }
+    if (backend_.arithmetic.requantize != runtime::RequantMode::kFloat || backend_.arithmetic.elementwise != runtime::RequantMode::kFloat)
+      fq->set_rounding(backend_.arithmetic.rounding);  // the target's requantization rounds so
     const std::string path = path_hint.empty() ? "activation_post_process_" + std::to_string(counter_++) : path_hint;
     gm_.add_submodule(path, fq, fq_call_fn(fq));
     insert_observer_call(v, path);

@@ -14,6 +14,7 @@
 #include "qfx/atomic_file.h"
 #include "qfx/error.h"
 #include "qfx/quant/convert.h"
+#include "qfx/runtime/arithmetic.h"
 #include "qfx/quant/pipeline.h"
 #include "qfx/quant/runtime_tensor.h"
 #include "qfx/runtime/model.h"
@@ -70,13 +71,15 @@ inline void info(const PipelineHooks& h, const std::string& line) {
 
 /// convert_fx, then export_onnx of the converted model, for one-input models: the
 /// graph input is named "input", the output "output"; `input_shape` as
-/// model.input_shape. `converted` receives the converted GraphModule.
+/// model.input_shape. `converted` receives the converted GraphModule. A target
+/// arithmetic other than ONNX's goes into the model's metadata.
 inline ExportResult convert_model(fx::GraphModule& gm, const std::string& path, const std::vector<int64_t>& input_shape,
-                                  std::shared_ptr<fx::GraphModule>* converted) {
+                                  std::shared_ptr<fx::GraphModule>* converted, const runtime::Arithmetic& arithmetic) {
   *converted = convert_fx(gm);
   ExportOptions o;
   o.input_shapes = {input_shape};
   o.input_names = {"input"};
+  if (!arithmetic.is_float()) o.metadata[runtime::kArithmeticMetadataKey] = arithmetic.to_json();
   return export_onnx(**converted, path, o);
 }
 

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <optional>
 
+#include "arithmetic_report.h"
 #include "artifacts.h"
 #include "held_out.h"
 #include "qfx/fx/tracer.h"
@@ -249,7 +250,7 @@ PtqResult ptq(const JobConfig& cfg, const PipelineHooks& hooks, distributed::Con
 
   // Convert.
   const std::string onnx_path = out->path("model_int8.onnx");
-  ExportResult conv = convert_model(*gm, onnx_path, cfg.model.input_shape, &res.converted);
+  ExportResult conv = convert_model(*gm, onnx_path, cfg.model.input_shape, &res.converted, backend.arithmetic);
   auto int8 = runtime::Model::load(onnx_path, {rt_backend});
   const std::string out_name = output_name(int8, cfg.evaluation.output, config_path);
   const double cal_rate = static_cast<double>(cr.images) / std::max(cr.seconds, 1e-9);
@@ -413,6 +414,13 @@ PtqResult ptq(const JobConfig& cfg, const PipelineHooks& hooks, distributed::Con
       for (const auto& r : rows) E.layers.push_back({r.node, r.fq, r.q, r.has_q});
     }
 
+    // A target arithmetic: what it changes against ONNX's float requantization.
+    if (!backend.arithmetic.is_float()) {
+      info(hooks, "target arithmetic: " + backend.arithmetic.describe());
+      report["target_arithmetic"] = detail::compare_arithmetic(onnx_path, rt_backend, conv, *ev,
+                                                               std::max<int64_t>(cfg.evaluation.sqnr_samples, 1), ebs, out_name, E);
+    }
+
     // The reference backend must give the same int8 outputs, bit for bit.
     const int64_t nr = cfg.evaluation.reference_check < 0 ? n : std::min(cfg.evaluation.reference_check, n);
     if (nr > 0 && rt_backend != "reference") {
@@ -438,7 +446,7 @@ PtqResult ptq(const JobConfig& cfg, const PipelineHooks& hooks, distributed::Con
     }
   }
 
-  write_encodings(out->path("encodings.json"), conv, graph_hash(*gm), backend.name);
+  write_encodings(out->path("encodings.json"), conv, graph_hash(*gm), backend.name, &int8);
   report["outputs"] = {out->final_path("model_int8.onnx"), out->final_path("encodings.json"), out->final_path("report.json")};
   report["seconds"] = secs(t_start);
   write_json(out->path("report.json"), report);

@@ -229,7 +229,7 @@ QatResult qat(const JobConfig& cfg, const PipelineHooks& hooks_in, distributed::
   const double top1_fq = top1(*gm, *ev, cfg.evaluation.batch_size, cfg.evaluation.output, &fq_pred, "fake-quant evaluation", hooks);
   // Convert and run the int8 model on the runtime.
   const std::string onnx_path = out->path("model_int8.onnx");
-  ExportResult conv = convert_model(*gm, onnx_path, cfg.model.input_shape, &res.converted);
+  ExportResult conv = convert_model(*gm, onnx_path, cfg.model.input_shape, &res.converted, backend.arithmetic);
   auto int8 = runtime::Model::load(onnx_path, {rt_backend});
   const std::string out_name = output_name(int8, cfg.evaluation.output, config_path);
   std::vector<at::Tensor> preds;
@@ -258,7 +258,7 @@ QatResult qat(const JobConfig& cfg, const PipelineHooks& hooks_in, distributed::
   report["runtime_float_groups"] = res.runtime_float_groups = int8.float_fallbacks();
   res.kernel_report = int8.kernel_report();
   report["kernels"] = kernel_report_json(res.kernel_report);
-  write_encodings(out->path("encodings.json"), conv, graph_hash(*gm), backend.name);
+  write_encodings(out->path("encodings.json"), conv, graph_hash(*gm), backend.name, &int8);
   report["seconds"] = secs(t_start);
   write_json(out->path("report.json"), report);
   out->commit();

@@ -67,6 +67,32 @@ struct TensorInfo {
   std::vector<int64_t> shape;
 };
 
+/// One rescale of an int8 op under the model's arithmetic (Model::integer_ops).
+struct IntegerRescale {
+  std::string name;                  ///< "output", "input_a" / "input_b" (add), "input_K" (concat)
+  RequantMode mode = RequantMode::kFloat;
+  std::vector<float> multiplier;     ///< the float32 multipliers (per channel for conv / gemm)
+  /// kFixedPoint: the integer multipliers and exponents (real = M * 2^(shift - (bits-1)));
+  /// kShift: multiplier 1 and shift = -k (real = 2^-k).
+  std::vector<int32_t> fixed_multiplier;
+  std::vector<int> shift;
+  int multiplier_bits = 32;
+};
+
+/// The integer parameters of one int8 op as it computes under the model's
+/// arithmetic: what a vendor compiler needs besides the qparams (encodings.json
+/// "integer_ops").
+struct IntegerOp {
+  std::string node;                   ///< node name (the ONNX node the group was matched from)
+  std::string op;                     ///< "QLinearConv", "QGemm", "QLinearAdd", "QLut", ...
+  std::vector<IntegerRescale> rescales;
+  /// Pooling: the multiplier listed is input scale / output scale, divided by the
+  /// window's element count at run time.
+  bool per_window_count = false;
+  /// QLut: output codes for input codes lowest..highest (256).
+  std::vector<int32_t> table;
+};
+
 /// What observer taps collect (see Model::set_taps).
 enum class TapKind {
   kMinMax,           ///< per-tensor min and max
@@ -144,6 +170,12 @@ class Model {
   int total_ops() const;
   /// The backend's name.
   const std::string& backend() const;
+  /// The integer arithmetic the int8 ops compute with (metadata or ModelOptions).
+  const Arithmetic& arithmetic() const;
+  /// Per int8 op (after QDQ matching), its rescales and tables under arithmetic(),
+  /// as the kernels compute them. Throws DataError naming the node where the
+  /// arithmetic cannot express a multiplier (kShift with a non-power-of-two).
+  std::vector<IntegerOp> integer_ops() const;
   /// Per node of the plan built at load, in execution order: which implementation
   /// runs it and which faster ones declined, with their reasons (`qfx run --explain`).
   std::vector<KernelChoice> kernel_report() const;

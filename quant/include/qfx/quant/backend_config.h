@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "qfx/quant/qparams.h"
+#include "qfx/runtime/arithmetic.h"
 
 namespace qfx::quant {
 
@@ -64,6 +65,13 @@ struct OpConfig {
 ///   max_pool2d: share
 ///   sigmoid: {fixed: [0.0, 1.0]}
 ///   softmax: float
+/// arithmetic:                    # optional: the target's integer arithmetic (default: ONNX's)
+///   requantize: fixed_point      # float | fixed_point (int multiplier + shift) | shift (power-of-two scales)
+///   multiplier_bits: 32          # fixed_point: 2..32
+///   rounding: half_away_from_zero  # half_even | half_away_from_zero | half_up
+///   accumulator: {bits: 24, overflow: saturate}   # 8..32 bits; saturate | wrap
+///   elementwise: {requantize: fixed_point, multiplier_bits: 16, left_shift: 20}
+///   lut: [sigmoid, hardswish]    # ops run as int8 lookup tables (they must be quantized or fixed)
 /// ```
 /// Op names are qfx's canonical names (see `canonical_op_name` in op_names.h):
 /// module classes and aten ops in snake_case (conv2d, batchnorm2d, relu, relu6,
@@ -86,6 +94,10 @@ struct BackendConfig {
   double scale_max = std::numeric_limits<double>::infinity();
   std::vector<std::vector<std::string>> fusions;
   std::map<std::string, OpConfig> ops;
+  /// The target's integer arithmetic (`arithmetic:`; see runtime::Arithmetic): the
+  /// exported model carries it as ONNX metadata, and every runtime backend computes
+  /// the int8 model with it. Default: ONNX's (float requantization).
+  runtime::Arithmetic arithmetic;
 
   /// The entry for op `name` (kFloat if not listed).
   OpConfig op(const std::string& name) const;

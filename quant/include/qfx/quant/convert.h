@@ -4,11 +4,13 @@
 // encodings (write_encodings).
 #pragma once
 
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "qfx/fx/graph_module.h"
+#include "qfx/runtime/model.h"
 
 namespace qfx::quant {
 
@@ -27,6 +29,9 @@ struct ExportOptions {
   /// model `ExportResult::observed` then lists where each FakeQuantize sat; this
   /// is the graph `calibrate` runs.
   bool float_model = false;
+  /// ONNX `metadata_props` to write (key -> value), e.g. runtime::kArithmeticMetadataKey
+  /// with the target's Arithmetic::to_json(), which qfx's runtime then computes with.
+  std::map<std::string, std::string> metadata;
 };
 
 /// One quantized tensor of the converted model (what encodings.json lists).
@@ -98,9 +103,13 @@ std::string export_onnx_bytes(fx::GraphModule& gm, const ExportOptions& options,
 /// Writes `encodings.json` for an exported model: {"graph_hash", "backend",
 /// "activations": {ONNX tensor: {node, dtype, scale[], zero_point[], axis, quant_min,
 /// quant_max, algorithm, observed_min, observed_max}}}. `graph_hash` is
-/// `graph_hash(gm)` of the prepared model. Written to a temporary name and renamed;
-/// throws IoError if `path` cannot be written.
+/// `graph_hash(gm)` of the prepared model. With `int8` (the exported model loaded
+/// on the runtime) it adds "arithmetic" (runtime::Arithmetic::to_json) and
+/// "integer_ops": {node: {op, rescales: [{name, mode, multiplier[], and for
+/// fixed_point / shift fixed_multiplier[], shift[], multiplier_bits}],
+/// per_window_count, table[]}}, what each int8 op computes with. Written to a
+/// temporary name and renamed; throws IoError if `path` cannot be written.
 void write_encodings(const std::string& path, const ExportResult& result, const std::string& graph_hash,
-                     const std::string& backend);
+                     const std::string& backend, const runtime::Model* int8 = nullptr);
 
 }  // namespace qfx::quant

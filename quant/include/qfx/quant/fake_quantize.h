@@ -10,6 +10,7 @@
 #include <memory>
 
 #include "qfx/quant/observer.h"
+#include "qfx/runtime/arithmetic.h"
 
 namespace qfx::quant {
 
@@ -77,8 +78,17 @@ class FakeQuantize : public torch::nn::Module {
   /// all-reduces the observer's range here, so every rank fake-quantizes with the
   /// qparams of the global batch). Empty: none.
   void set_observer_sync(std::function<void(ObserverBase&)> sync) { sync_ = std::move(sync); }
+  /// How the simulated quantization rounds ties: kHalfEven (ONNX, torch; the
+  /// default) or a target's requantization rounding (BackendConfig::arithmetic;
+  /// prepare_fx / prepare_qat_fx set it on activation FakeQuantizes), so that
+  /// evaluation and QAT see the chip's rounding: the value is
+  /// (clamp(round_r(x / scale) + zp, qmin, qmax) - zp) * scale, the gradient stays
+  /// the STE's. Per-tensor non-learnable FakeQuantizes only (others ignore it).
+  void set_rounding(runtime::Rounding r) { rounding_ = r; }
+  runtime::Rounding rounding() const { return rounding_; }
 
  private:
+  runtime::Rounding rounding_ = runtime::Rounding::kHalfEven;
   std::function<void(ObserverBase&)> sync_;
   std::shared_ptr<ObserverBase> observer_;
   bool learnable_;

@@ -35,6 +35,15 @@ struct LayerSqnr {
 };
 
 /// What `qfx ptq` measures on the evaluation data.
+/// One int8 layer under a target's arithmetic against ONNX's float requantization
+/// of the same model (differences compound downstream).
+struct ArithmeticLayerDiff {
+  std::string node;          ///< fx node of the encoding
+  int64_t codes = 0;         ///< int8 codes compared
+  int64_t differing = 0;     ///< of those, codes that differ
+  int max_abs_diff = 0;      ///< largest difference, in codes
+};
+
 struct PtqEvaluation {
   int64_t images = 0;
   int64_t batch_size = 0;                       ///< evaluation.batch_size
@@ -56,6 +65,12 @@ struct PtqEvaluation {
   /// ops without int8 kernels) the backends' float sums round differently, so the
   /// check reports the difference without requiring equality.
   bool reference_exact_expected = true;
+  /// A target arithmetic other than ONNX's (BackendConfig::arithmetic): per layer,
+  /// the target's codes against float requantization on the per-layer SQNR images,
+  /// most differing first; and top-1 of the same int8 model with float requantization.
+  std::vector<ArithmeticLayerDiff> arithmetic_layers;
+  bool has_top1_float_requant = false;
+  double top1_float_requant = 0;
 };
 
 /// Everything `qfx ptq` prints and writes to report.json.

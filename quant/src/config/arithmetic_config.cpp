@@ -1,0 +1,85 @@
+// The `arithmetic` section of a backend YAML: the target's integer arithmetic
+// (runtime::Arithmetic), checked with file:line:column errors.
+#include <algorithm>
+#include <map>
+
+#include "qfx/quant/backend_config.h"
+#include "yaml_util.h"
+
+namespace qfx::quant {
+using namespace yaml;
+
+namespace {
+
+runtime::RequantMode mode(const std::string& path, const YAML::Node& n, const std::string& what) {
+  const std::string m = as_choice(path, n, what, {"float", "fixed_point", "shift"});
+  return m == "float" ? runtime::RequantMode::kFloat
+         : m == "fixed_point" ? runtime::RequantMode::kFixedPoint
+                              : runtime::RequantMode::kShift;
+}
+
+int bits(const std::string& path, const YAML::Node& n, const std::string& what, int lo, int hi) {
+  const int64_t v = as_int(path, n, what);
+  if (v < lo || v > hi) bad(path, n, what + " must be between " + std::to_string(lo) + " and " + std::to_string(hi));
+  return static_cast<int>(v);
+}
+
+}  // namespace
+
+const std::map<std::string, std::string>& lut_op_names() {
+  static const std::map<std::string, std::string> m = {{"sigmoid", "Sigmoid"}, {"tanh", "Tanh"},
+                                                       {"hardswish", "HardSwish"}, {"hardsigmoid", "HardSigmoid"},
+                                                       {"exp", "Exp"},         {"erf", "Erf"}};
+  return m;
+}
+
+runtime::Arithmetic read_arithmetic(const std::string& path, const YAML::Node& a, const BackendConfig& b) {
+  check_keys(path, a, "arithmetic", {"requantize", "multiplier_bits", "rounding", "accumulator", "elementwise", "lut"});
+  runtime::Arithmetic ar;
+  if (auto r = a["requantize"]) ar.requantize = mode(path, r, "arithmetic.requantize");
+  if (auto m = a["multiplier_bits"]) ar.multiplier_bits = bits(path, m, "arithmetic.multiplier_bits", 2, 32);
+  if (auto r = a["rounding"]) {
+    const std::string s = as_choice(path, r, "arithmetic.rounding", {"half_even", "half_away_from_zero", "half_up"});
+    ar.rounding = s == "half_even" ? runtime::Rounding::kHalfEven
+                  : s == "half_up" ? runtime::Rounding::kHalfUp
+                                   : runtime::Rounding::kHalfAwayFromZero;
+  }
+  if (auto acc = a["accumulator"]) {
+    check_keys(path, acc, "arithmetic.accumulator", {"bits", "overflow"});
+    if (auto n = acc["bits"]) ar.accumulator_bits = bits(path, n, "arithmetic.accumulator.bits", 8, 32);
+    if (auto o = acc["overflow"])
+      ar.overflow = as_choice(path, o, "arithmetic.accumulator.overflow", {"saturate", "wrap"}) == "wrap"
+                        ? runtime::Overflow::kWrap
+                        : runtime::Overflow::kSaturate;
+  }
+  if (auto e = a["elementwise"]) {
+    check_keys(path, e, "arithmetic.elementwise", {"requantize", "multiplier_bits", "left_shift"});
+    if (auto r = e["requantize"]) ar.elementwise = mode(path, r, "arithmetic.elementwise.requantize");
+    if (auto m = e["multiplier_bits"]) ar.elementwise_multiplier_bits = bits(path, m, "arithmetic.elementwise.multiplier_bits", 2, 32);
+    if (auto l = e["left_shift"]) ar.elementwise_left_shift = bits(path, l, "arithmetic.elementwise.left_shift", 0, 22);
+  }
+  if (auto l = a["lut"]) {
+    for (const auto& op : as_string_list(path, l, "arithmetic.lut")) {
+      auto it = lut_op_names().find(op);
+      if (it == lut_op_names().end()) {
+        std::string known;
+        for (const auto& kv : lut_op_names()) known += (known.empty() ? "" : ", ") + kv.first;
+        bad(path, l, "arithmetic.lut: '" + op + "' has no lookup-table form (known: " + known + ")");
+      }
+      const OpConfig oc = b.op(op);
+      if (oc.kind != OpKind::kFixed && oc.kind != OpKind::kQuantized)
+        bad(path, l, "arithmetic.lut: '" + op + "' runs in float on this target (ops." + op + " is " + op_kind_name(oc.kind) +
+                         "); give it fixed output qparams ({fixed: [lo, hi]}) or make it quantized");
+      ar.lut.push_back(it->second);
+    }
+  }
+  const bool shift = ar.requantize == runtime::RequantMode::kShift || ar.elementwise == runtime::RequantMode::kShift;
+  if (shift && !b.power_of_two_scale)
+    bad(path, a, "arithmetic: 'shift' requantization needs power-of-two scales (scale: {power_of_two: true})");
+  if (ar.requantize == runtime::RequantMode::kFloat && ar.elementwise == runtime::RequantMode::kFloat && a["rounding"] &&
+      ar.rounding != runtime::Rounding::kHalfEven)
+    bad(path, a["rounding"], "arithmetic.rounding: float requantization rounds half to even (ONNX); other roundings need fixed_point or shift");
+  return ar;
+}
+
+}  // namespace qfx::quant

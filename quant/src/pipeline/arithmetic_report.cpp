@@ -1,0 +1,78 @@
+// The target-arithmetic difference report (ptq's report.json "target_arithmetic").
+#include "arithmetic_report.h"
+
+#include <algorithm>
+#include <map>
+#include <set>
+
+#include "artifacts.h"
+#include "qfx/runtime/model.h"
+
+namespace qfx::quant::detail {
+using pipeline::to_aten;
+using pipeline::wrap;
+
+nlohmann::json compare_arithmetic(const std::string& onnx_path, const std::string& backend, const ExportResult& conv,
+                                  Dataset& data, int64_t n, int64_t batch, const std::string& output, PtqEvaluation& E) {
+  runtime::ModelOptions target_opt(backend), float_opt(backend);
+  float_opt.arithmetic = runtime::Arithmetic{};
+  auto target = runtime::Model::load(onnx_path, target_opt);
+  auto onnx = runtime::Model::load(onnx_path, float_opt);
+  const auto names = target.value_names(), fnames = onnx.value_names();
+  const std::set<std::string> have(names.begin(), names.end()), fhave(fnames.begin(), fnames.end());
+  std::vector<std::string> watch;
+  std::map<std::string, std::string> node_of;
+  for (const auto& e : conv.encodings)
+    if (e.axis < 0 && have.count(e.quantized) && fhave.count(e.quantized) && !node_of.count(e.quantized)) {
+      watch.push_back(e.quantized);
+      node_of[e.quantized] = e.node;
+    }
+  std::map<std::string, runtime::Tensor> held;  // target's codes of the batch in flight
+  std::map<std::string, ArithmeticLayerDiff> diff;
+  const at::Tensor& labels = data.labels();
+  int64_t correct = 0;
+  const int64_t total = labels.defined() ? data.size() : n;
+  for (int64_t i = 0; i < total; i += batch) {
+    const int64_t end = std::min(i + batch, total);
+    std::map<std::string, runtime::Tensor> in{{"input", wrap(data.batch(i, end))}};
+    const bool layers = i < n;
+    auto out = onnx.run(in, layers ? watch : std::vector<std::string>{}, [&](const std::string& name, const runtime::Tensor& t) {
+      held[name] = t.clone();
+    });
+    if (labels.defined())
+      correct += to_aten(out.at(output)).argmax(1).eq(labels.slice(0, i, end)).sum().item<int64_t>();
+    if (!layers) continue;
+    target.run(in, watch, [&](const std::string& name, const runtime::Tensor& t) {
+      const runtime::Tensor& f = held.at(name);
+      ArithmeticLayerDiff& d = diff[name];
+      d.node = node_of.at(name);
+      const bool u8 = t.dtype() == runtime::DType::kUInt8;
+      for (int64_t k = 0; k < t.numel(); ++k) {
+        const int a = u8 ? t.data<uint8_t>()[k] : t.data<int8_t>()[k];
+        const int b = u8 ? f.data<uint8_t>()[k] : f.data<int8_t>()[k];
+        d.codes += 1;
+        d.differing += a != b;
+        d.max_abs_diff = std::max(d.max_abs_diff, std::abs(a - b));
+      }
+    });
+  }
+  E.arithmetic_layers.clear();
+  for (const auto& kv : diff) E.arithmetic_layers.push_back(kv.second);
+  std::sort(E.arithmetic_layers.begin(), E.arithmetic_layers.end(), [](const auto& a, const auto& b) {
+    return a.differing * std::max<int64_t>(b.codes, 1) > b.differing * std::max<int64_t>(a.codes, 1);
+  });
+  nlohmann::json jl = nlohmann::json::array();
+  for (const auto& d : E.arithmetic_layers)
+    jl.push_back({{"node", d.node}, {"codes", d.codes}, {"differing", d.differing}, {"max_abs_diff", d.max_abs_diff}});
+  nlohmann::json j = {{"arithmetic", nlohmann::json::parse(target.arithmetic().to_json())},
+                      {"images", std::min(n, total)},
+                      {"layers_vs_float_requantization", jl}};
+  if (labels.defined()) {
+    E.has_top1_float_requant = true;
+    E.top1_float_requant = static_cast<double>(correct) / static_cast<double>(std::max<int64_t>(total, 1));
+    j["top1_float_requantization"] = E.top1_float_requant;
+  }
+  return j;
+}
+
+}  // namespace qfx::quant::detail

@@ -1,0 +1,25 @@
+// Internal: how a target's integer arithmetic changes the int8 model, layer by layer,
+// against the same model run with ONNX's float requantization.
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include <string>
+
+#include "qfx/quant/convert.h"
+#include "qfx/quant/dataset.h"
+#include "qfx/quant/pipeline.h"
+
+namespace qfx::quant::detail {
+
+/// Runs the int8 model at `onnx_path` on runtime backend `backend` twice, with its
+/// own arithmetic and with ONNX's (ModelOptions::arithmetic = {}), on the first `n`
+/// samples of `data` (batches of `batch`), and compares the int8 codes of every
+/// per-tensor encoding both models compute. Fills `E.arithmetic_layers` (most
+/// differing first) and, with labels, `E.top1_float_requant` (all of `data`, output
+/// `output`); returns the report.json section. Differences compound downstream: a
+/// layer's codes differ by its own rounding and by its inputs'.
+nlohmann::json compare_arithmetic(const std::string& onnx_path, const std::string& backend, const ExportResult& conv,
+                                  Dataset& data, int64_t n, int64_t batch, const std::string& output, PtqEvaluation& E);
+
+}  // namespace qfx::quant::detail
