@@ -14,10 +14,6 @@
 namespace qfx::runtime {
 namespace {
 
-int32_t sat32(int64_t v) {
-  return static_cast<int32_t>(std::clamp<int64_t>(v, std::numeric_limits<int32_t>::min(), std::numeric_limits<int32_t>::max()));
-}
-
 template <typename E>
 E parse_enum(const std::string& s, const std::vector<std::pair<const char*, E>>& names, const std::string& what,
              const char* key) {
@@ -160,27 +156,6 @@ void Arithmetic::validate(const std::string& what) const {
 
 // --- primitives ---------------------------------------------------------------------
 
-int32_t rounding_high_mul(int32_t a, int32_t b, int bits) {
-  const int64_t ab = static_cast<int64_t>(a) * static_cast<int64_t>(b);
-  const int64_t half = int64_t{1} << (bits - 2);
-  const int64_t nudge = ab >= 0 ? half : 1 - half;
-  return sat32((ab + nudge) / (int64_t{1} << (bits - 1)));  // division truncates toward zero
-}
-
-int64_t rounding_shift_right(int64_t x, int e, Rounding r) {
-  if (e <= 0) return x;
-  if (e > 62) e = 62;  // |x| < 2^63: the result rounds to 0 (or -0) either way
-  const int64_t floor = x >> e;  // arithmetic shift: floor division
-  const int64_t rem = x - floor * (int64_t{1} << e);
-  const int64_t half = int64_t{1} << (e - 1);
-  switch (r) {
-    case Rounding::kHalfUp: return floor + (rem >= half ? 1 : 0);
-    case Rounding::kHalfAwayFromZero: return floor + ((x >= 0 ? rem >= half : rem > half) ? 1 : 0);
-    case Rounding::kHalfEven: return floor + ((rem > half || (rem == half && (floor & 1))) ? 1 : 0);
-  }
-  return floor;
-}
-
 QuantizedMultiplier quantize_multiplier(double m, int bits) {
   if (bits < 2 || bits > 32) throw DataError("quantize_multiplier: " + std::to_string(bits) + "-bit multiplier (2..32)");
   if (!(m >= 0.0) || !std::isfinite(m)) throw DataError("quantize_multiplier: multiplier " + std::to_string(m) + " is negative or not finite");
@@ -194,22 +169,6 @@ QuantizedMultiplier quantize_multiplier(double m, int bits) {
   }
   if (shift < -31) return {};  // TFLite: the product then rounds to 0 for every int32 x
   return {static_cast<int32_t>(mi), shift};
-}
-
-int32_t multiply_by_quantized_multiplier(int32_t x, QuantizedMultiplier q, int bits, Rounding r) {
-  const int left = q.shift > 0 ? q.shift : 0, right = q.shift > 0 ? 0 : -q.shift;
-  const int32_t shifted = left > 0 ? sat32(static_cast<int64_t>(x) * (int64_t{1} << std::min(left, 32))) : x;
-  return sat32(rounding_shift_right(rounding_high_mul(shifted, q.multiplier, bits), right, r));
-}
-
-int32_t limit_accumulator(int64_t acc, int bits, Overflow o) {
-  if (bits >= 32) return sat32(acc);
-  if (o == Overflow::kWrap) {
-    const uint32_t low = static_cast<uint32_t>(static_cast<uint64_t>(acc)) << (32 - bits);
-    return static_cast<int32_t>(low) >> (32 - bits);  // arithmetic shift sign-extends
-  }
-  const int64_t hi = (int64_t{1} << (bits - 1)) - 1;
-  return static_cast<int32_t>(std::clamp(acc, -hi - 1, hi));
 }
 
 // --- Requantizer ------------------------------------------------------------------------
@@ -247,31 +206,6 @@ Requantizer Requantizer::pooling(const Arithmetic& ar, std::vector<float> mult, 
 Requantizer Requantizer::rescale(const Arithmetic& ar, std::vector<float> mult, const std::string& where) {
   return Requantizer(ar.elementwise, ar.elementwise_multiplier_bits, ar.rounding, 32, Overflow::kSaturate, std::move(mult),
                      where);
-}
-
-int32_t Requantizer::scaled(int64_t acc, size_t c) const {
-  const int32_t a = limit_accumulator(acc, acc_bits_, overflow_);
-  const size_t i = mult_.size() == 1 ? 0 : c;
-  switch (mode_) {
-    case RequantMode::kFloat: {
-      float v = __builtin_nearbyintf(static_cast<float>(a) * mult_[i]);
-      if (v != v) v = 0.0f;
-      return static_cast<int32_t>(std::clamp(v, -2147483520.0f, 2147483520.0f));
-    }
-    case RequantMode::kFixedPoint: return multiply_by_quantized_multiplier(a, q_[i], bits_, rounding_);
-    case RequantMode::kShift: {
-      const int s = q_[i].shift;
-      return s >= 0 ? sat32(static_cast<int64_t>(a) * (int64_t{1} << std::min(s, 32))) : sat32(rounding_shift_right(a, -s, rounding_));
-    }
-  }
-  return 0;
-}
-
-int32_t Requantizer::code(int64_t acc, size_t c, int32_t zp, int32_t lo, int32_t hi) const {
-  if (mode_ == RequantMode::kFloat)
-    return requantize(limit_accumulator(acc, acc_bits_, overflow_), mult_[mult_.size() == 1 ? 0 : c], zp, lo, hi);
-  const int64_t v = static_cast<int64_t>(scaled(acc, c)) + zp;
-  return static_cast<int32_t>(std::clamp<int64_t>(v, lo, hi));
 }
 
 }  // namespace qfx::runtime

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <type_traits>
 
 #include "../kernels.h"
 #include "../reference/common.h"
@@ -410,14 +411,19 @@ bool qconv_qgemm(const KernelRequest& r, Kernel* k) {
     exec(i, {acc.get()});
     const int32_t* a = acc->data<int32_t>();
     const int32_t* b = bias.data<int32_t>();
-    const int64_t total = acc->numel();
-    void* y = o[0]->raw();
-    for (int64_t e = 0; e < total; ++e) {
-      const int64_t c = channel_last ? e % M : (e / plane) % M;
-      const int32_t v = rq.code(static_cast<int64_t>(a[e]) + b[c], static_cast<size_t>(c), zy, range.lo, range.hi);
-      if (y8 == DType::kUInt8) static_cast<uint8_t*>(y)[e] = static_cast<uint8_t>(v);
-      else static_cast<int8_t*>(y)[e] = static_cast<int8_t>(v);
-    }
+    // Channels last ([rows, M]) or planes ([N, M, plane]).
+    auto finish = [&](auto* y) {
+        if (channel_last) {
+        for (int64_t e = 0; e < acc->numel(); e += M) rq.codes_per_channel(a + e, M, b, zy, range.lo, range.hi, y + e);
+        return;
+      }
+      for (int64_t r = 0, e = 0; e < acc->numel(); ++r, e += plane) {
+        const size_t c = static_cast<size_t>(r % M);
+        rq.codes(a + e, plane, b[c], c, zy, range.lo, range.hi, y + e);
+      }
+    };
+    if (y8 == DType::kUInt8) finish(static_cast<uint8_t*>(o[0]->raw()));
+    else finish(static_cast<int8_t*>(o[0]->raw()));
   };
   return true;
 }

@@ -143,11 +143,8 @@ Kernel qconv(const Node& n, const std::vector<Meta>& in, const std::vector<const
     void* y = o[0]->raw();
     auto store = [&](int64_t nb, int64_t m, const int32_t* acc) {
       const int64_t base = (nb * g.M + m) * plane;
-      for (int64_t p = 0; p < plane; ++p) {
-        const int32_t v = rq.code(acc[p], static_cast<size_t>(m), zy, r.lo, r.hi);
-        if (yu8) store_q<uint8_t>(y, base + p, v);
-        else store_q<int8_t>(y, base + p, v);
-      }
+      if (yu8) rq.codes(acc, plane, 0, static_cast<size_t>(m), zy, r.lo, r.hi, static_cast<uint8_t*>(y) + base);
+      else rq.codes(acc, plane, 0, static_cast<size_t>(m), zy, r.lo, r.hi, static_cast<int8_t*>(y) + base);
     };
     auto go = [&](auto* x, auto* wp) { conv_loops<std::remove_const_t<std::remove_pointer_t<decltype(x)>>,
                                                   std::remove_const_t<std::remove_pointer_t<decltype(wp)>>, int32_t>(

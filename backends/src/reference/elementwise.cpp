@@ -139,13 +139,18 @@ Kernel qbinary(const Node& n, const std::vector<Meta>& in) {
     const ElementwiseRescales rs = elementwise_rescales(n);
     const Requantizer ra = rs.a, rb = rs.b, ro = rs.out;
     k.run = [=](const In& i, const Out& out) {
-      for_each_broadcast(o, sa, sb, [&](int64_t p, int64_t q, int64_t s) {
-        const int64_t da = qload(*i[0], q) - a.zero_point[0], db = qload(*i[1], s) - b.zero_point[0];
-        const int64_t acc = add ? int64_t{ra.scaled(da * (int64_t{1} << shift), 0)} + rb.scaled(db * (int64_t{1} << shift), 0)
-                                : da * db;
-        const int32_t v = ro.code(acc, 0, y.zero_point[0], r.lo, r.hi);
-        if (y.dtype == DType::kUInt8) store_q<uint8_t>(out[0]->raw(), p, v);
-        else store_q<int8_t>(out[0]->raw(), p, v);
+      ro.dispatch([&](auto m, auto rd) {  // all three share the elementwise mode and rounding
+        constexpr RequantMode M = decltype(m)::value;
+        constexpr Rounding R = decltype(rd)::value;
+        for_each_broadcast(o, sa, sb, [&](int64_t p, int64_t q, int64_t s) {
+          const int64_t da = qload(*i[0], q) - a.zero_point[0], db = qload(*i[1], s) - b.zero_point[0];
+          const int64_t acc = add ? int64_t{ra.scaled_as<M, R>(da * (int64_t{1} << shift), 0)} +
+                                        rb.scaled_as<M, R>(db * (int64_t{1} << shift), 0)
+                                  : da * db;
+          const int32_t v = ro.code_as<M, R>(acc, 0, y.zero_point[0], r.lo, r.hi);
+          if (y.dtype == DType::kUInt8) store_q<uint8_t>(out[0]->raw(), p, v);
+          else store_q<int8_t>(out[0]->raw(), p, v);
+        });
       });
     };
     return k;
@@ -167,13 +172,24 @@ Kernel qunary(const Node& n, const std::vector<Meta>& in) {
   k.outputs = {{in[0].shape, n.out_q.dtype}};
   const ir::QInfo a = n.in_q.at(0), y = n.out_q;
   const QRange r = act_range(n);
-  const bool onnx = n.arithmetic.elementwise == RequantMode::kFloat;
-  const Requantizer rq = onnx ? Requantizer() : Requantizer::rescale(n.arithmetic, {a.scale[0] / y.scale[0]}, n.label());
+  if (n.arithmetic.elementwise != RequantMode::kFloat) {  // a target's rescale: a table of its 256 codes
+    const Requantizer rq = Requantizer::rescale(n.arithmetic, {a.scale[0] / y.scale[0]}, n.label());
+    const int lo = in[0].dtype == DType::kUInt8 ? 0 : -128;
+    std::array<int32_t, 256> table{};
+    for (int c = 0; c < 256; ++c) table[static_cast<size_t>(c)] = rq.code(lo + c - a.zero_point[0], 0, y.zero_point[0], r.lo, r.hi);
+    k.run = [=](const In& i, const Out& out) {
+      for (int64_t p = 0; p < i[0]->numel(); ++p) {
+        const int32_t v = table[static_cast<size_t>(qload(*i[0], p) - lo)];
+        if (y.dtype == DType::kUInt8) store_q<uint8_t>(out[0]->raw(), p, v);
+        else store_q<int8_t>(out[0]->raw(), p, v);
+      }
+    };
+    return k;
+  }
   k.run = [=](const In& i, const Out& out) {
     for (int64_t p = 0; p < i[0]->numel(); ++p) {
       const float ra = a.scale[0] * static_cast<float>(qload(*i[0], p) - a.zero_point[0]);
-      const int32_t v = onnx ? quantize_value(ra, y.scale[0], y.zero_point[0], r.lo, r.hi)
-                             : rq.code(qload(*i[0], p) - a.zero_point[0], 0, y.zero_point[0], r.lo, r.hi);
+      const int32_t v = quantize_value(ra, y.scale[0], y.zero_point[0], r.lo, r.hi);
       if (y.dtype == DType::kUInt8) store_q<uint8_t>(out[0]->raw(), p, v);
       else store_q<int8_t>(out[0]->raw(), p, v);
     }

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <type_traits>
 #include <string>
 #include <vector>
 
@@ -144,6 +145,15 @@ class Requantizer {
   /// exactly runtime::requantize (kernel.h).
   int32_t code(int64_t acc, size_t channel, int32_t zp, int32_t lo, int32_t hi) const;
 
+  /// out[k] = code(acc[k] + bias, channel, zp, lo, hi) for k < n: one channel's
+  /// run of accumulators (a plane of NCHW output), the mode chosen once.
+  template <typename T>
+  void codes(const int32_t* acc, int64_t n, int32_t bias, size_t channel, int32_t zp, int32_t lo, int32_t hi, T* out) const;
+  /// out[c] = code(acc[c] + bias[c], c, zp, lo, hi) for c < n: one row of
+  /// channels-last output (channel c at position c).
+  template <typename T>
+  void codes_per_channel(const int32_t* acc, int64_t n, const int32_t* bias, int32_t zp, int32_t lo, int32_t hi, T* out) const;
+
   RequantMode mode() const { return mode_; }
   /// Per channel: the float multipliers, and for kFixedPoint / kShift the integer
   /// multiplier and shift (kShift: multiplier 1, shift = -k).
@@ -154,7 +164,20 @@ class Requantizer {
   int accumulator_bits() const { return acc_bits_; }
   Overflow overflow() const { return overflow_; }
 
+  /// scaled / code with the mode and rounding fixed at compile time (M must be
+  /// mode(), R rounding() or kHalfEven for kFloat): for inner loops, via dispatch.
+  template <RequantMode M, Rounding R>
+  int32_t scaled_as(int64_t acc, size_t channel) const;
+  template <RequantMode M, Rounding R>
+  int32_t code_as(int64_t acc, size_t channel, int32_t zp, int32_t lo, int32_t hi) const;
+  /// Calls f(integral_constant<RequantMode>, integral_constant<Rounding>) with this
+  /// requantizer's mode and rounding: `rq.dispatch([&](auto m, auto r) { loop using
+  /// rq.code_as<decltype(m)::value, decltype(r)::value>(...); })`.
+  template <typename F>
+  decltype(auto) dispatch(F&& f) const;
+
  private:
+
   RequantMode mode_ = RequantMode::kFloat;
   int bits_ = 32;
   Rounding rounding_ = Rounding::kHalfEven;
@@ -163,5 +186,136 @@ class Requantizer {
   std::vector<float> mult_;
   std::vector<QuantizedMultiplier> q_;
 };
+
+// --- inline definitions (the kernels' inner loops call these per element) --------
+
+namespace detail {
+inline int32_t sat32(int64_t v) {
+  return static_cast<int32_t>(v < INT32_MIN ? INT32_MIN : (v > INT32_MAX ? INT32_MAX : v));
+}
+}  // namespace detail
+
+[[gnu::always_inline]] inline int32_t rounding_high_mul(int32_t a, int32_t b, int bits) {
+  const int64_t ab = static_cast<int64_t>(a) * static_cast<int64_t>(b);
+  const int64_t half = int64_t{1} << (bits - 2);
+  const int64_t nudge = ab >= 0 ? half : 1 - half;
+  // Division truncating toward zero, as gemmlowp's `/ (1ll << 31)`, without a divide.
+  const int64_t x = ab + nudge;
+  const int e = bits - 1;
+  return detail::sat32((x + (x < 0 ? (int64_t{1} << e) - 1 : 0)) >> e);
+}
+
+namespace detail {
+template <Rounding R>
+[[gnu::always_inline]] inline int64_t rounding_shift_right(int64_t x, int e) {
+  if (e <= 0) return x;
+  if (e > 62) e = 62;  // |x| < 2^63: the result rounds to 0 (or -1 / 0) either way
+  const int64_t floor = x >> e;  // arithmetic shift: floor division
+  const int64_t rem = x - floor * (int64_t{1} << e);
+  const int64_t half = int64_t{1} << (e - 1);
+  if constexpr (R == Rounding::kHalfUp) return floor + (rem >= half ? 1 : 0);
+  else if constexpr (R == Rounding::kHalfAwayFromZero) return floor + ((x >= 0 ? rem >= half : rem > half) ? 1 : 0);
+  else return floor + ((rem > half || (rem == half && (floor & 1))) ? 1 : 0);
+}
+
+template <Rounding R>
+[[gnu::always_inline]] inline int32_t multiply_by_quantized_multiplier(int32_t x, QuantizedMultiplier q, int bits) {
+  const int left = q.shift > 0 ? q.shift : 0, right = q.shift > 0 ? 0 : -q.shift;
+  const int32_t shifted = left > 0 ? sat32(static_cast<int64_t>(x) * (int64_t{1} << (left < 32 ? left : 32))) : x;
+  return sat32(rounding_shift_right<R>(rounding_high_mul(shifted, q.multiplier, bits), right));
+}
+}  // namespace detail
+
+inline int64_t rounding_shift_right(int64_t x, int e, Rounding r) {
+  switch (r) {
+    case Rounding::kHalfUp: return detail::rounding_shift_right<Rounding::kHalfUp>(x, e);
+    case Rounding::kHalfAwayFromZero: return detail::rounding_shift_right<Rounding::kHalfAwayFromZero>(x, e);
+    case Rounding::kHalfEven: break;
+  }
+  return detail::rounding_shift_right<Rounding::kHalfEven>(x, e);
+}
+
+inline int32_t multiply_by_quantized_multiplier(int32_t x, QuantizedMultiplier q, int bits, Rounding r) {
+  switch (r) {
+    case Rounding::kHalfUp: return detail::multiply_by_quantized_multiplier<Rounding::kHalfUp>(x, q, bits);
+    case Rounding::kHalfAwayFromZero: return detail::multiply_by_quantized_multiplier<Rounding::kHalfAwayFromZero>(x, q, bits);
+    case Rounding::kHalfEven: break;
+  }
+  return detail::multiply_by_quantized_multiplier<Rounding::kHalfEven>(x, q, bits);
+}
+
+[[gnu::always_inline]] inline int32_t limit_accumulator(int64_t acc, int bits, Overflow o) {
+  if (bits >= 32) return detail::sat32(acc);
+  if (o == Overflow::kWrap) {
+    const uint32_t low = static_cast<uint32_t>(static_cast<uint64_t>(acc)) << (32 - bits);
+    return static_cast<int32_t>(low) >> (32 - bits);  // arithmetic shift sign-extends
+  }
+  const int64_t hi = (int64_t{1} << (bits - 1)) - 1;
+  return static_cast<int32_t>(acc < -hi - 1 ? -hi - 1 : (acc > hi ? hi : acc));
+}
+
+template <RequantMode M, Rounding R>
+[[gnu::always_inline]] inline int32_t Requantizer::scaled_as(int64_t acc, size_t c) const {
+  const int32_t a = limit_accumulator(acc, acc_bits_, overflow_);
+  const size_t i = mult_.size() == 1 ? 0 : c;
+  if constexpr (M == RequantMode::kFloat) {
+    float v = __builtin_nearbyintf(static_cast<float>(a) * mult_[i]);
+    if (v != v) v = 0.0f;
+    return static_cast<int32_t>(v < -2147483520.0f ? -2147483520.0f : (v > 2147483520.0f ? 2147483520.0f : v));
+  } else if constexpr (M == RequantMode::kFixedPoint) {
+    return detail::multiply_by_quantized_multiplier<R>(a, q_[i], bits_);
+  } else {
+    const int s = q_[i].shift;
+    return s >= 0 ? detail::sat32(static_cast<int64_t>(a) * (int64_t{1} << (s < 32 ? s : 32)))
+                  : detail::sat32(detail::rounding_shift_right<R>(a, -s));
+  }
+}
+
+template <RequantMode M, Rounding R>
+[[gnu::always_inline]] inline int32_t Requantizer::code_as(int64_t acc, size_t c, int32_t zp, int32_t lo, int32_t hi) const {
+  // kFloat is runtime::requantize (kernel.h): saturate(round_half_even(float(acc) * m) + zp).
+  const int64_t v = static_cast<int64_t>(scaled_as<M, R>(acc, c)) + zp;
+  return static_cast<int32_t>(v < lo ? lo : (v > hi ? hi : v));
+}
+
+template <typename F>
+[[gnu::always_inline]] inline decltype(auto) Requantizer::dispatch(F&& f) const {
+  using M = RequantMode;
+  using R = Rounding;
+  auto with_rounding = [&](auto m) -> decltype(auto) {
+    if (decltype(m)::value == M::kFloat || rounding_ == R::kHalfEven)
+      return f(m, std::integral_constant<R, R::kHalfEven>{});
+    if (rounding_ == R::kHalfUp) return f(m, std::integral_constant<R, R::kHalfUp>{});
+    return f(m, std::integral_constant<R, R::kHalfAwayFromZero>{});
+  };
+  if (mode_ == M::kFloat) return with_rounding(std::integral_constant<M, M::kFloat>{});
+  if (mode_ == M::kFixedPoint) return with_rounding(std::integral_constant<M, M::kFixedPoint>{});
+  return with_rounding(std::integral_constant<M, M::kShift>{});
+}
+
+[[gnu::always_inline]] inline int32_t Requantizer::scaled(int64_t acc, size_t c) const {
+  return dispatch([&](auto m, auto r) { return scaled_as<decltype(m)::value, decltype(r)::value>(acc, c); });
+}
+
+[[gnu::always_inline]] inline int32_t Requantizer::code(int64_t acc, size_t c, int32_t zp, int32_t lo, int32_t hi) const {
+  return dispatch([&](auto m, auto r) { return code_as<decltype(m)::value, decltype(r)::value>(acc, c, zp, lo, hi); });
+}
+
+template <typename T>
+void Requantizer::codes(const int32_t* acc, int64_t n, int32_t bias, size_t c, int32_t zp, int32_t lo, int32_t hi, T* out) const {
+  dispatch([&](auto m, auto r) {  // one loop per mode and rounding, each with its arithmetic inlined
+    for (int64_t k = 0; k < n; ++k)
+      out[k] = static_cast<T>(code_as<decltype(m)::value, decltype(r)::value>(int64_t{acc[k]} + bias, c, zp, lo, hi));
+  });
+}
+
+template <typename T>
+void Requantizer::codes_per_channel(const int32_t* acc, int64_t n, const int32_t* bias, int32_t zp, int32_t lo, int32_t hi,
+                                    T* out) const {
+  dispatch([&](auto m, auto r) {
+    for (int64_t c = 0; c < n; ++c)
+      out[c] = static_cast<T>(code_as<decltype(m)::value, decltype(r)::value>(int64_t{acc[c]} + bias[c], static_cast<size_t>(c), zp, lo, hi));
+  });
+}
 
 }  // namespace qfx::runtime
