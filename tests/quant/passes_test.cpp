@@ -216,7 +216,10 @@ TEST(PrepareFx, FloatIslandsAndCustomAcceleratorConstraints) {
   auto gm = traced_net(net);
   QConfigMapping m;
   m.set_module_name("fc", nullptr);
-  prepare_fx(*gm, m, BackendConfig::resolve("example_accel"));
+  BackendConfig acc = BackendConfig::resolve("example_accel");
+  acc.ops["sigmoid"] = OpConfig{};  // float, as a target without a sigmoid unit
+  acc.arithmetic.lut.clear();
+  prepare_fx(*gm, m, acc);
   auto fb = float_fallbacks(*gm);
   bool fc_float = false, sigmoid_float = false;
   for (const auto& s : fb) {

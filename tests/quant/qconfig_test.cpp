@@ -52,8 +52,20 @@ TEST(BackendConfig, ShippedFilesLoad) {
   EXPECT_FALSE(acc.weight.per_channel_allowed);
   EXPECT_TRUE(acc.power_of_two_scale);
   EXPECT_TRUE(acc.has_fusion({"conv2d", "batchnorm2d", "relu6"}));
-  EXPECT_EQ(acc.op("sigmoid").kind, OpKind::kFloat);
+  EXPECT_EQ(acc.op("sigmoid").kind, OpKind::kFixed);
   EXPECT_EQ(acc.op("softmax").kind, OpKind::kFloat);
+  EXPECT_EQ(acc.arithmetic.requantize, qfx::runtime::RequantMode::kShift);
+  EXPECT_EQ(acc.arithmetic.rounding, qfx::runtime::Rounding::kHalfUp);
+  EXPECT_EQ(acc.arithmetic.accumulator_bits, 24);
+  EXPECT_EQ(acc.arithmetic.elementwise, qfx::runtime::RequantMode::kFixedPoint);
+  EXPECT_EQ(acc.arithmetic.elementwise_multiplier_bits, 16);
+  EXPECT_EQ(acc.arithmetic.lut, (std::vector<std::string>{"Sigmoid", "HardSigmoid", "HardSwish", "Tanh"}));
+  auto tfl = BackendConfig::resolve("tflite_like");
+  EXPECT_EQ(tfl.arithmetic.requantize, qfx::runtime::RequantMode::kFixedPoint);
+  EXPECT_EQ(tfl.arithmetic.multiplier_bits, 32);
+  EXPECT_EQ(tfl.arithmetic.rounding, qfx::runtime::Rounding::kHalfAwayFromZero);
+  EXPECT_EQ(tfl.arithmetic.elementwise_left_shift, 20);
+  EXPECT_TRUE(one.arithmetic.is_float()) << "no arithmetic section: ONNX's";
 
   auto ref = BackendConfig::resolve("reference");
   EXPECT_EQ(ref.name, "reference");
@@ -84,6 +96,13 @@ TEST(BackendConfig, BadFilesNameFileLineAndColumn) {
       {"bad_scale", head + "scale: {power_of_two: maybe}\n", ":4:23", "true or false"},
       {"bad_fixed", head + "ops:\n  sigmoid: {fixed: [1.0, 0.0]}\n", ":5:20", "hi must be greater"},
       {"syntax", head + "ops: [\n", ":5:1", "YAML syntax error"},
+      {"arith_mode", head + "arithmetic:\n  requantize: fixed\n", ":5:15", "fixed"},
+      {"arith_key", head + "arithmetic:\n  multiplier: 32\n", ":5:3", "unknown key 'multiplier'"},
+      {"arith_bits", head + "arithmetic:\n  accumulator: {bits: 40}\n", ":5:23", "between 8 and 32"},
+      {"arith_shift_needs_pow2", head + "arithmetic:\n  requantize: shift\n", ":5:3", "power-of-two scales"},
+      {"arith_lut_float_op", head + "ops:\n  sigmoid: float\narithmetic:\n  lut: [sigmoid]\n", ":7:8", "runs in float on this target"},
+      {"arith_lut_unknown", head + "ops:\n  softmax: {fixed: [0, 1]}\narithmetic:\n  lut: [softmax]\n", ":7:8", "no lookup-table form"},
+      {"arith_float_rounding", head + "arithmetic:\n  rounding: half_up\n", ":5:13", "rounds half to even"},
   };
   for (const auto& c : cases) {
     const std::string p = write_yaml(c.name, c.text);

@@ -73,10 +73,11 @@ void print_kernel_report(const qfx::runtime::Model& model) {
 }
 
 int run_model(const std::string& path, const std::vector<std::string>& input_args, const std::string& output,
-              const std::string& backend, const std::vector<std::string>& plugins, bool explain) {
+              const std::string& backend, const std::vector<std::string>& plugins, bool explain, bool onnx_arithmetic) {
   qfx::runtime::ModelOptions mo;
   mo.backend = backend;
   mo.plugins = plugins;
+  if (onnx_arithmetic) mo.arithmetic = qfx::runtime::Arithmetic{};
   auto model = qfx::runtime::Model::load(path, mo);
   std::map<std::string, qfx::runtime::Tensor> inputs;
   const auto& declared = model.inputs();
@@ -160,13 +161,15 @@ int main(int argc, char** argv) {
   auto* run = app.add_subcommand("run", "Run an ONNX model (float or int8 QDQ) on the qfx runtime");
   std::string onnx_path, run_output, run_backend = "onednn";
   std::vector<std::string> run_inputs, run_plugins;
-  bool run_explain = false;
+  bool run_explain = false, run_onnx_arithmetic = false;
   run->add_option("model", onnx_path, "ONNX model (opset 13..17)")->required();
   run->add_option("--input,-i", run_inputs, "Input .npy file, in the model's input order, or NAME=FILE.npy")->required();
   run->add_option("--output,-o", run_output, "Save the output as .npy (several outputs: OUT.<name>.npy each)");
   run->add_option("--backend", run_backend, "Runtime backend: onednn (default), reference, or one a --plugin registers");
   run->add_option("--plugin", run_plugins, "Runtime plug-in shared library to load first (repeatable)");
   run->add_flag("--explain", run_explain, "Print which kernel implementation runs each node, and why faster ones declined");
+  run->add_flag("--onnx-arithmetic", run_onnx_arithmetic,
+                "Compute int8 ops with ONNX's float requantization, ignoring the model's qfx.arithmetic (a target's arithmetic)");
 
   auto* bench = app.add_subcommand("bench", "Latency of the runtime against libtorch, side by side in one run");
   qfx::cli::BenchArgs bargs;
@@ -210,7 +213,7 @@ int main(int argc, char** argv) {
   try {
     for (const auto& lib : libraries) qfx::fx::load_operator_library(lib);
     if (*inspect) return run_inspect(model, wraps, config, train_mode, !no_code, prep);
-    if (*run) return run_model(onnx_path, run_inputs, run_output, run_backend, run_plugins, run_explain);
+    if (*run) return run_model(onnx_path, run_inputs, run_output, run_backend, run_plugins, run_explain, run_onnx_arithmetic);
     if (*bench) return qfx::cli::run_bench(bargs);
     const char* world = std::getenv("WORLD_SIZE");
     if ((*ptq || *qat) && nproc > 1 && !(world && *world)) return qfx::cli::launch_local(nproc, argc, argv);

@@ -401,8 +401,14 @@ std::pair<at::Tensor, at::Tensor> FixedQParamsObserver::min_max() const { return
 
 QParams FixedQParamsObserver::fixed_qparams() const {
   QParams q;
-  const float scale = (hi_ - lo_) / static_cast<float>(spec_.quant_max - spec_.quant_min + 1);
-  const int64_t zp = spec_.quant_min - static_cast<int64_t>(std::nearbyint(lo_ / scale));
+  float scale = (hi_ - lo_) / static_cast<float>(spec_.quant_max - spec_.quant_min + 1);
+  int64_t zp = spec_.quant_min - static_cast<int64_t>(std::nearbyint(lo_ / scale));
+  if (spec_.qscheme == QScheme::kSymmetric && spec_.dtype == QDType::kInt8) {
+    // A symmetric target keeps zero point 0: [0, 1] and [-1, 1] get scale 1/128
+    // (the top code saturates at 127/128), a power of two.
+    scale = std::max(std::abs(lo_), std::abs(hi_)) / static_cast<float>(spec_.quant_max + 1);
+    zp = 0;
+  }
   q.scale = scalar(scale);
   q.zero_point = at::full({}, zp, at::TensorOptions().dtype(at::kInt));
   q.quant_min = spec_.quant_min;

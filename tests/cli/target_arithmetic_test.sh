@@ -1,0 +1,80 @@
+#!/usr/bin/env bash
+# A target's integer arithmetic end to end (README "Describe your accelerator"):
+# qfx ptq on example_accel (shift, 24-bit accumulator) and tflite_like (fixed
+# point, LUT sigmoid) writes the arithmetic into the ONNX metadata and the integer
+# parameters into encodings.json, the reference backend equals onednn bit for bit,
+# ONNX Runtime (which ignores the metadata) agrees with qfx's ONNX arithmetic, and
+# bad arithmetic sections are clear errors. Needs $QFX, $FIXTURES; $1 = tools/ort_check.
+set -u
+pass=0; fail=0
+tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
+source "$(dirname "$0")/check.sh"
+ort=$1
+quick=(--set calibration.num_samples=128 --set evaluation.num_samples=300 --set evaluation.reference_check=-1
+       --set evaluation.sqnr_samples=64)
+
+check "example_accel: ptq runs its own arithmetic, reference == onednn on every image" 0 \
+  "reference backend: 300 of 300 int8 outputs identical" -- \
+  "$QFX" ptq --set backend=example_accel --set qconfig.global.weight.granularity=per_tensor "${quick[@]}" \
+    --set output.dir="$tmp/acc"
+check "example_accel: metadata, shift multipliers in encodings.json, the comparison in report.json" 0 "^ok" -- \
+  /usr/bin/python3 -c "
+import json
+e = json.load(open('$tmp/acc/encodings.json')); r = json.load(open('$tmp/acc/report.json'))
+a = e['arithmetic']; ops = e['integer_ops']
+convs = [o for o in ops.values() if o['op'] == 'QLinearConv']
+shifts = all(x['mode'] == 'shift' and all(m == 1 for m in x['fixed_multiplier']) and all(s <= 0 for s in x['shift'])
+             for o in convs for x in o['rescales'])
+adds = [x for o in ops.values() if o['op'] == 'QLinearAdd' for x in o['rescales']]
+t = r['target_arithmetic']
+ok = (a['requantize'] == 'shift' and a['accumulator_bits'] == 24 and len(convs) >= 5 and shifts
+      and len(adds) == 9 and all(x['mode'] == 'fixed_point' and x['multiplier_bits'] == 16 for x in adds)
+      and t['images'] == 64 and len(t['layers_vs_float_requantization']) > 5 and 0 < t['top1_float_requantization'] <= 1)
+print('ok' if ok else 'bad', a, len(convs), len(adds))"
+check "example_accel: the ONNX file carries qfx.arithmetic" 0 "^ok" -- \
+  bash -c "grep -c qfx.arithmetic '$tmp/acc/model_int8.onnx' >/dev/null && echo ok"
+
+# ONNX Runtime computes ONNX's arithmetic on the same QDQ file: it agrees with
+# qfx run --onnx-arithmetic, and the target's own arithmetic moves the outputs a little.
+/usr/bin/python3 -c "import numpy; numpy.save('$tmp/x.npy', numpy.random.default_rng(0).normal(0, 1, (256, 1, 28, 28)).astype(numpy.float32))"
+check "ONNX Runtime agrees with qfx's ONNX arithmetic on the example_accel model; the target's differs" 0 "^ok" -- bash -c \
+  "'$QFX' run '$tmp/acc/model_int8.onnx' -i '$tmp/x.npy' -o '$tmp/onnx.npy' --onnx-arithmetic >/dev/null &&
+   '$QFX' run '$tmp/acc/model_int8.onnx' -i '$tmp/x.npy' -o '$tmp/target.npy' >/dev/null &&
+   ORT_OPT=disabled node '$ort/run.js' '$tmp/acc/model_int8.onnx' '$tmp/ort.npy' '$tmp/x.npy' &&
+   /usr/bin/python3 -c \"
+import numpy as np; o, t, r = np.load('$tmp/onnx.npy'), np.load('$tmp/target.npy'), np.load('$tmp/ort.npy')
+agree = float((o.argmax(1) == r.argmax(1)).mean()); d = float(np.abs(o - r).max() / np.abs(r).max())
+moved = float(np.abs(t - o).max())
+print('ok' if agree >= 0.98 and d < 0.05 and moved > 0 else 'differ', agree, d, moved)\""
+
+# tflite_like on EfficientNet-B0 (64x64): its SE sigmoids become lookup tables.
+/usr/bin/python3 -c "import numpy; numpy.save('$tmp/x64.npy', numpy.random.default_rng(1).normal(0, 1, (16, 3, 64, 64)).astype(numpy.float32))"
+check "tflite_like: EfficientNet-B0 with LUT sigmoids, reference == onednn" 0 "reference backend: 16 of 16 int8 outputs identical" -- \
+  "$QFX" ptq --set model.path="$FIXTURES/efficientnet_b0.pt" --set 'model.input_shape=[-1, 3, 64, 64]' --set backend=tflite_like \
+    --set "calibration.data={format: npy, images: $tmp/x64.npy}" --set calibration.num_samples=16 --set calibration.batch_size=8 \
+    --set "evaluation.data={format: npy, images: $tmp/x64.npy}" --set evaluation.metric=cosine --set evaluation.reference_check=-1 \
+    --set evaluation.sqnr_samples=4 --set output.dir="$tmp/eff"
+check "tflite_like: fixed-point multipliers and 256-entry QLut tables in encodings.json" 0 "^ok" -- /usr/bin/python3 -c "
+import json
+e = json.load(open('$tmp/eff/encodings.json')); ops = e['integer_ops']
+luts = [o for o in ops.values() if o['op'] == 'QLut']
+convs = [x for o in ops.values() if o['op'] == 'QLinearConv' for x in o['rescales']]
+fixed = all(x['mode'] == 'fixed_point' and all(2**30 <= m < 2**31 for m in x['fixed_multiplier']) for x in convs)
+ok = len(luts) >= 10 and all(len(o['table']) == 256 for o in luts) and len(convs) > 20 and fixed
+print('ok' if ok else 'bad', len(luts), len(convs), fixed)"
+
+# Bad arithmetic sections: file:line:column and the ConfigError exit code.
+head="name: t\nactivation: {dtypes: [s8], qschemes: [symmetric]}\nweight: {dtypes: [s8], qschemes: [symmetric]}\nops: {conv2d: weighted, sigmoid: float}\n"
+printf "${head}arithmetic:\n  requantize: shift\n" > "$tmp/nopow2.yaml"
+check "shift without power-of-two scales" 3 "nopow2.yaml:6:3: arithmetic: 'shift' requantization needs power-of-two scales" -- \
+  "$QFX" ptq --set backend="$tmp/nopow2.yaml" --set output.dir="$tmp/bad1"
+printf "${head}arithmetic:\n  lut: [sigmoid]\n" > "$tmp/lutfloat.yaml"
+check "a LUT for an op the target runs in float" 3 "lutfloat.yaml:6:8: arithmetic.lut: 'sigmoid' runs in float on this target" -- \
+  "$QFX" ptq --set backend="$tmp/lutfloat.yaml" --set output.dir="$tmp/bad2"
+printf "${head}arithmetic:\n  requantize: fixed_point\n  multiplier_bits: 40\n" > "$tmp/bits.yaml"
+check "a 40-bit multiplier" 3 "bits.yaml:7:20: arithmetic.multiplier_bits must be between 2 and 32" -- \
+  "$QFX" ptq --set backend="$tmp/bits.yaml" --set output.dir="$tmp/bad3"
+check "no output written for a bad target" 0 "^clean" -- bash -c "ls '$tmp' | grep -q '^bad' && echo written || echo clean"
+
+echo "$pass passed, $fail failed"
+[ "$fail" -eq 0 ]
