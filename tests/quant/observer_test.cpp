@@ -287,6 +287,34 @@ TEST(FakeQuantize, PerTensorForwardAndGradientMatchTorchAo) {
   EXPECT_TRUE(at::equal(x.grad(), T("fq_grad")));
 }
 
+// A target's rounding (BackendConfig::arithmetic): ties go up (half_up) or away from
+// zero instead of to even; elsewhere the value and, everywhere, the gradient stay torch.ao's.
+TEST(FakeQuantize, TargetRoundingChangesTiesOnly) {
+  QuantSpec s = spec(QDType::kInt8, QScheme::kSymmetric);
+  auto fixed = std::make_shared<FixedQParamsObserver>(s, -1.0f, 1.0f);  // scale 1/128, zero point 0
+  FakeQuantize fq(fixed);
+  fq.disable_observer();
+  const float u = 1.0f / 128;
+  // Ties at -2.5, -1.5, 0.5, 1.5 units; then non-ties, and values beyond the range.
+  at::Tensor x = at::tensor({-2.5f * u, -1.5f * u, 0.5f * u, 1.5f * u, 0.3f * u, -0.7f * u, 2.0f, -2.0f});
+  auto run = [&](qfx::runtime::Rounding r) {
+    fq.set_rounding(r);
+    at::Tensor xi = x.clone().requires_grad_(true);
+    at::Tensor y = fq.forward(xi);
+    (y * at::arange(1, 9, at::kFloat)).sum().backward();
+    return std::make_pair((y / u).round().to(at::kInt), xi.grad());
+  };
+  auto [even, g_even] = run(qfx::runtime::Rounding::kHalfEven);
+  auto [up, g_up] = run(qfx::runtime::Rounding::kHalfUp);
+  auto [away, g_away] = run(qfx::runtime::Rounding::kHalfAwayFromZero);
+  EXPECT_TRUE(at::equal(even, at::tensor({-2, -2, 0, 2, 0, -1, 127, -128}, at::kInt))) << even;
+  EXPECT_TRUE(at::equal(up, at::tensor({-2, -1, 1, 2, 0, -1, 127, -128}, at::kInt))) << up;
+  EXPECT_TRUE(at::equal(away, at::tensor({-3, -2, 1, 2, 0, -1, 127, -128}, at::kInt))) << away;
+  EXPECT_TRUE(at::equal(g_up, g_even));  // the STE: 1 inside the range, 0 outside
+  EXPECT_TRUE(at::equal(g_away, g_even));
+  EXPECT_TRUE(at::equal(g_even, at::tensor({1.f, 2.f, 3.f, 4.f, 5.f, 6.f, 0.f, 0.f})));
+}
+
 TEST(FakeQuantize, PerChannelForwardAndGradientMatchTorchAo) {
   QuantSpec s = spec(QDType::kInt8, QScheme::kSymmetric);
   s.per_channel = true;
