@@ -46,7 +46,7 @@ void register_builtins() {
   register_reference_lut();
   add_backend({"onednn", "reference", "oneDNN primitives, then vectorised kernels, then the reference",
                {"Conv", "QLinearConv", "MaxPool", "AveragePool", "Add", "QLinearAdd", "QLinearMul", "Relu", "Clip",
-                "QRelu", "QClip"}});
+                "QRelu", "QClip", "QLut"}});
   register_onednn_kernels();
   register_simd_kernels();
 }

@@ -66,13 +66,21 @@ Geom window_geom(const Node& n, const Shape& x, std::vector<int64_t> kernel, boo
   return g;
 }
 
-void add_reference(const std::vector<std::string>& ops, RefBuilder build) {
+void add_reference(const std::vector<std::string>& ops, RefBuilder build, bool elementwise) {
   for (const auto& op : ops)
-    add_kernel("reference", op, "reference", [build](const KernelRequest& r, Kernel* k) {
+    add_kernel("reference", op, "reference", [build, elementwise](const KernelRequest& r, Kernel* k) {
       for (const auto& m : r.in)
         if (m.shape.size() > kMaxRank) unsupported(r.node, "tensors of rank above " + std::to_string(kMaxRank));
       if (r.in.empty()) bad_shape(r.node, "missing input");
       *k = build(r.node, r.in, r.consts);
+      // An elementwise op on inputs of one shape, all channels last, with a
+      // channels-last output allowed: the flat loop is the same in either layout.
+      bool same = elementwise && r.nhwc_out && k->outputs.size() == 1 && k->outputs[0].shape == r.in[0].shape;
+      for (const auto& m : r.in) same = same && m.nhwc && m.shape == r.in[0].shape;
+      if (same) {
+        k->accepts_nhwc = true;
+        k->outputs[0].nhwc = true;
+      }
       return true;
     });
 }

@@ -205,6 +205,9 @@ inline int32_t per(const std::vector<int32_t>& v, int64_t i) { return v.size() =
 using RefBuilder = std::function<Kernel(const Node&, const std::vector<Meta>&, const std::vector<const Tensor*>&)>;
 /// Registers `build` as the "reference" implementation of each op in `ops`
 /// (after the checks every reference kernel shares: rank <= kMaxRank, an input).
-void add_reference(const std::vector<std::string>& ops, RefBuilder build);
+/// `elementwise`: the kernel indexes its inputs and output flat, so inputs of one
+/// shape all stored channels last run as they are and the output stays channels
+/// last (when the planner allows it), sparing two layout conversions.
+void add_reference(const std::vector<std::string>& ops, RefBuilder build, bool elementwise = false);
 
 }  // namespace qfx::runtime::ref

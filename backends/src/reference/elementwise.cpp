@@ -207,8 +207,8 @@ void register_reference_elementwise() {
                 unary);
   add_reference({"Softmax"}, [](const Node& n, const std::vector<Meta>& in, const std::vector<const Tensor*>&) { return softmax(n, in); });
   add_reference({"BatchNormalization"}, batch_norm);
-  add_reference({"QLinearAdd", "QLinearMul"}, [](const Node& n, const std::vector<Meta>& in, const std::vector<const Tensor*>&) { return qbinary(n, in); });
-  add_reference({"QRelu", "QClip"}, [](const Node& n, const std::vector<Meta>& in, const std::vector<const Tensor*>&) { return qunary(n, in); });
+  add_reference({"QLinearAdd", "QLinearMul"}, [](const Node& n, const std::vector<Meta>& in, const std::vector<const Tensor*>&) { return qbinary(n, in); }, true);
+  add_reference({"QRelu", "QClip"}, [](const Node& n, const std::vector<Meta>& in, const std::vector<const Tensor*>&) { return qunary(n, in); }, true);
 }
 
 }  // namespace qfx::runtime

@@ -34,6 +34,6 @@ Kernel lut(const Node& n, const std::vector<Meta>& in, const std::vector<const T
 }  // namespace
 }  // namespace ref
 
-void register_reference_lut() { ref::add_reference({"QLut"}, ref::lut); }
+void register_reference_lut() { ref::add_reference({"QLut"}, ref::lut, true); }
 
 }  // namespace qfx::runtime
