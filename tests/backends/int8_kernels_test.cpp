@@ -6,6 +6,7 @@
 #include <random>
 
 #include "../../backends/src/kernels.h"
+#include "int8_test_util.h"
 
 using namespace qfx::runtime;
 
@@ -17,20 +18,6 @@ struct ConvCase {
   std::string act;
   bool seven_bit_weights;
 };
-
-Tensor random_q(const Shape& s, DType dt, std::mt19937& rng) {
-  Tensor t(s, dt);
-  std::uniform_int_distribution<int> d(dt == DType::kUInt8 ? 0 : -128, dt == DType::kUInt8 ? 255 : 127);
-  for (int64_t i = 0; i < t.numel(); ++i) {
-    if (dt == DType::kUInt8) t.data<uint8_t>()[i] = static_cast<uint8_t>(d(rng));
-    else t.data<int8_t>()[i] = static_cast<int8_t>(d(rng));
-  }
-  return t;
-}
-
-int32_t at(const Tensor& t, int64_t i) {
-  return t.dtype() == DType::kUInt8 ? t.data<uint8_t>()[i] : t.data<int8_t>()[i];
-}
 
 // Runs `n` on both backends; returns (max difference in units, fraction equal).
 std::pair<int, double> compare(const ir::Node& n, const std::vector<Meta>& in, const std::vector<const Tensor*>& consts,
@@ -44,7 +31,7 @@ std::pair<int, double> compare(const ir::Node& n, const std::vector<Meta>& in, c
   int worst = 0;
   int64_t equal = 0;
   for (int64_t i = 0; i < a.numel(); ++i) {
-    const int d = std::abs(at(a, i) - at(b, i));
+    const int d = std::abs(test::code_at(a, i) - test::code_at(b, i));
     worst = std::max(worst, d);
     equal += d == 0;
   }
@@ -72,8 +59,8 @@ TEST(Int8Kernels, OneDnnConvEqualsReference) {
     n.attrs["group"].i = c.group;
     n.attrs["strides"].ints = {c.stride, c.stride};
     n.attrs["pads"].ints = {c.pad, c.pad, c.pad, c.pad};
-    Tensor x = random_q({c.N, c.C, c.H, c.W}, c.xdt, rng);
-    Tensor w = random_q({c.M, c.C / c.group, c.k, c.k}, DType::kInt8, rng);
+    Tensor x = test::random_codes({c.N, c.C, c.H, c.W}, c.xdt, rng);
+    Tensor w = test::random_codes({c.M, c.C / c.group, c.k, c.k}, DType::kInt8, rng);
     if (c.seven_bit_weights)
       for (int64_t i = 0; i < w.numel(); ++i) w.data<int8_t>()[i] = static_cast<int8_t>(w.data<int8_t>()[i] / 2);
     Tensor b({c.M}, DType::kInt32);
@@ -119,8 +106,8 @@ TEST(Int8Kernels, OneDnnMatMulEqualsReference) {
     n.inputs = {"x", "w"};
     n.attrs["transB"].i = tb ? 1 : 0;
     const int64_t R = 7, K = 40, M = 24;
-    Tensor x = random_q({R, K}, DType::kUInt8, rng);
-    Tensor w = random_q(tb ? Shape{M, K} : Shape{K, M}, DType::kInt8, rng);
+    Tensor x = test::random_codes({R, K}, DType::kUInt8, rng);
+    Tensor w = test::random_codes(tb ? Shape{M, K} : Shape{K, M}, DType::kInt8, rng);
     for (int64_t i = 0; i < w.numel(); ++i) w.data<int8_t>()[i] = static_cast<int8_t>(w.data<int8_t>()[i] / 2);
     ir::QInfo xq, wq, yq;
     xq.dtype = DType::kUInt8;

@@ -6,25 +6,15 @@
 #include <random>
 
 #include "../../backends/src/kernels.h"
+#include "int8_test_util.h"
 #include "qfx/error.h"
 
 using namespace qfx::runtime;
 
 namespace {
 
-Tensor random_codes(const Shape& s, DType dt, int lo, int hi, std::mt19937& rng) {
-  Tensor t(s, dt);
-  std::uniform_int_distribution<int> d(lo, hi);
-  for (int64_t i = 0; i < t.numel(); ++i) {
-    if (dt == DType::kUInt8) t.data<uint8_t>()[i] = static_cast<uint8_t>(d(rng));
-    else t.data<int8_t>()[i] = static_cast<int8_t>(d(rng));
-  }
-  return t;
-}
-
-int32_t code_at(const Tensor& t, int64_t i) {
-  return t.dtype() == DType::kUInt8 ? t.data<uint8_t>()[i] : t.data<int8_t>()[i];
-}
+using test::code_at;
+using test::random_codes;
 
 struct TargetCase {
   const char* name;

@@ -20,6 +20,10 @@ check "qfx qat: int8 on the runtime agrees with the fake-quant model" 0 "^agree"
 import json
 e = json.load(open('$tmp/qat/report.json'))['evaluation']
 print('agree' if e['int8_agrees_with_fakequant'] >= 0.99 else 'disagree', e)"
+check "qfx qat: the reference backend computes the same int8 outputs" 0 "^identical" -- /usr/bin/python3 -c "
+import json
+r = json.load(open('$tmp/qat/report.json'))['evaluation']['reference_check']
+print('identical' if r['images'] == 1000 and r['identical_outputs'] == 1000 else 'differ', r)"
 check "qfx qat: resumes from its checkpoint" 0 "resumed from .*qat_checkpoint.pt at step 60" -- \
   "$QFX" qat "${common[@]}" --set training.max_steps=70 --set training.resume="$tmp/qat/qat_checkpoint.pt" \
   --set output.dir="$tmp/qat2"

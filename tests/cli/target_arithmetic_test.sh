@@ -63,6 +63,10 @@ fixed = all(x['mode'] == 'fixed_point' and all(2**30 <= m < 2**31 for m in x['fi
 ok = len(luts) >= 10 and all(len(o['table']) == 256 for o in luts) and len(convs) > 20 and fixed
 print('ok' if ok else 'bad', len(luts), len(convs), fixed)"
 
+check "example_accel: qfx qat trains against its rounding; reference == onednn" 0 "reference backend: 200 of 200 int8 outputs identical" -- \
+  "$QFX" qat --set backend=example_accel --set training.num_samples=2000 --set training.max_steps=20 \
+    --set calibration.num_samples=128 --set evaluation.num_samples=200 --set evaluation.reference_check=-1 --set output.dir="$tmp/qat"
+
 # Bad arithmetic sections: file:line:column and the ConfigError exit code.
 head="name: t\nactivation: {dtypes: [s8], qschemes: [symmetric]}\nweight: {dtypes: [s8], qschemes: [symmetric]}\nops: {conv2d: weighted, sigmoid: float}\n"
 printf "${head}arithmetic:\n  requantize: shift\n" > "$tmp/nopow2.yaml"

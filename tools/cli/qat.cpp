@@ -23,9 +23,17 @@ int run_qat(const std::string& config_path, const std::vector<std::string>& over
               "int8 agrees with fake-quant on %.2f%%\n",
               static_cast<long long>(r.eval_images), 100 * r.top1_fp32, 100 * r.top1_fakequant, 100 * r.top1_int8,
               100 * (r.top1_int8 - r.top1_fp32), 100 * r.int8_agrees_with_fakequant);
+  if (r.reference_images > 0)
+    std::printf("reference backend: %lld of %lld int8 outputs identical to %s's\n", static_cast<long long>(r.reference_identical),
+                static_cast<long long>(r.reference_images), r.runtime_backend.c_str());
   print_kernel_summary(r.kernel_report, r.runtime_backend);
   std::printf("wrote model_int8.onnx, encodings.json, report.json in %s; checkpoint %s (%.1f s)\n", r.output_dir.c_str(),
               r.checkpoint.c_str(), r.seconds);
+  if (r.reference_identical != r.reference_images && r.reference_exact_expected) {
+    std::fprintf(stderr, "qfx: error: %lld of %lld int8 outputs differ from the reference backend's\n",
+                 static_cast<long long>(r.reference_images - r.reference_identical), static_cast<long long>(r.reference_images));
+    return 9;
+  }
   return 0;
 }
 

@@ -240,6 +240,19 @@ QatResult qat(const JobConfig& cfg, const PipelineHooks& hooks_in, distributed::
     progress(hooks, "int8 evaluation", i + b.size(0), ev->size());
   }
   at::Tensor q_pred = at::cat(preds);
+  // The reference backend must compute the same int8 outputs, bit for bit (as qfx ptq checks).
+  const int64_t nr = cfg.evaluation.reference_check < 0 ? ev->size() : std::min(cfg.evaluation.reference_check, ev->size());
+  if (nr > 0 && rt_backend != "reference") {
+    auto ref_model = runtime::Model::load(onnx_path, {"reference"});
+    for (int64_t i = 0; i < nr; i += ebs) {
+      std::map<std::string, runtime::Tensor> in{{"input", wrap(ev->batch(i, std::min(i + ebs, nr)))}};
+      const at::Tensor r = to_aten(ref_model.run(in).at(out_name)), o = to_aten(int8.run(in).at(out_name));
+      res.reference_identical += (r == o).flatten(1).all(1).sum().item<int64_t>();
+      progress(hooks, "reference backend check", std::min(i + ebs, nr), nr);
+    }
+    res.reference_images = nr;
+    res.reference_exact_expected = int8.float_fallbacks().empty();
+  }
   const double top1_int8 = q_pred.eq(ev->labels()).to(at::kDouble).mean().item<double>();
   const double agree = q_pred.eq(fq_pred).to(at::kDouble).mean().item<double>();
   nlohmann::json report;
@@ -254,6 +267,9 @@ QatResult qat(const JobConfig& cfg, const PipelineHooks& hooks_in, distributed::
   if (world > 1) report["training"]["qparams_identical_on_all_ranks"] = res.qparams_identical_on_all_ranks;
   report["evaluation"] = {{"images", ev->size()}, {"top1_fp32", top1_fp32}, {"top1_fakequant", top1_fq},
                           {"top1_int8", top1_int8}, {"int8_agrees_with_fakequant", agree}};
+  if (res.reference_images > 0)
+    report["evaluation"]["reference_check"] = {{"images", res.reference_images}, {"identical_outputs", res.reference_identical},
+                                               {"exact_expected", res.reference_exact_expected}};
   report["float_fallbacks"] = res.float_fallbacks = float_fallbacks(*gm);
   report["runtime_float_groups"] = res.runtime_float_groups = int8.float_fallbacks();
   res.kernel_report = int8.kernel_report();

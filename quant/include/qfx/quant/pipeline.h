@@ -124,6 +124,11 @@ struct QatResult {
   int64_t eval_images = 0;
   double top1_fp32 = 0, top1_fakequant = 0, top1_int8 = 0;  ///< fractions
   double int8_agrees_with_fakequant = 0;                    ///< fraction of predictions
+  /// evaluation.reference_check: images also run on the reference backend, and how
+  /// many outputs were bit-identical to the runtime backend's (required when the
+  /// int8 model has no float groups, `reference_exact_expected`).
+  int64_t reference_images = 0, reference_identical = 0;
+  bool reference_exact_expected = true;
   std::vector<std::string> float_fallbacks, runtime_float_groups;
   std::vector<runtime::KernelChoice> kernel_report;
   std::vector<std::string> outputs;
