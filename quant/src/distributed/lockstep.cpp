@@ -30,6 +30,9 @@ void calibrate_lockstep(fx::GraphModule& gm, const NextBatch& next, distributed:
   }
   std::vector<FakeQuantize*> slots;  // learned from the first run
   std::vector<std::pair<FakeQuantize*, at::Tensor>> held;
+  // Buffers the held copies live in, by observation: reused from step to step (a
+  // fresh allocation per step costs page faults and zeroing on every step).
+  std::vector<at::Tensor> pool;
   std::vector<float> ranges;
   // Rank 0's batch comes first in every step, so rank 0 feeds its observers while
   // the value is in cache; the other ranks keep copies until the ranks before them replayed.
@@ -39,7 +42,14 @@ void calibrate_lockstep(fx::GraphModule& gm, const NextBatch& next, distributed:
     at::Tensor t = aten_view(value);
     for (FakeQuantize* fq : observers.at(name)) {
       if (feed_now) fq->forward(t);
-      held.emplace_back(fq, feed_now ? at::Tensor() : t.clone());
+      at::Tensor copy;
+      if (!feed_now) {
+        const size_t k = held.size();
+        if (pool.size() <= k) pool.resize(k + 1);
+        if (!pool[k].defined() || pool[k].sizes() != t.sizes()) pool[k] = at::empty_like(t, at::MemoryFormat::Contiguous);
+        copy = pool[k].copy_(t);
+      }
+      held.emplace_back(fq, copy);
       // Rank 0's observers computed the range while feeding (an observer that is off
       // is never replayed, so its range does not matter).
       float lo = kInf, hi = -kInf;
