@@ -63,6 +63,19 @@ fixed = all(x['mode'] == 'fixed_point' and all(2**30 <= m < 2**31 for m in x['fi
 ok = len(luts) >= 10 and all(len(o['table']) == 256 for o in luts) and len(convs) > 20 and fixed
 print('ok' if ok else 'bad', len(luts), len(convs), fixed)"
 
+check "example_accel: MobileNetV3-Small with LUT hardswish and hardsigmoid, reference == onednn" 0 \
+  "reference backend: 16 of 16 int8 outputs identical" -- \
+  "$QFX" ptq --set model.path="$FIXTURES/mobilenet_v3_small.pt" --set 'model.input_shape=[-1, 3, 64, 64]' --set backend=example_accel \
+    --set qconfig.global.weight.granularity=per_tensor \
+    --set "calibration.data={format: npy, images: $tmp/x64.npy}" --set calibration.num_samples=16 --set calibration.batch_size=8 \
+    --set "evaluation.data={format: npy, images: $tmp/x64.npy}" --set evaluation.metric=cosine --set evaluation.reference_check=-1 \
+    --set evaluation.sqnr_samples=4 --set output.dir="$tmp/mv3"
+check "example_accel: MobileNetV3-Small's hardswish and hardsigmoid tables in encodings.json" 0 "^ok" -- /usr/bin/python3 -c "
+import json
+ops = json.load(open('$tmp/mv3/encodings.json'))['integer_ops']
+luts = [o for o in ops.values() if o['op'] == 'QLut']
+print('ok' if len(luts) >= 20 and all(len(o['table']) == 256 and min(o['table']) >= -128 and max(o['table']) <= 127 for o in luts)
+      else 'bad', len(luts))"
 check "example_accel: qfx qat trains against its rounding; reference == onednn" 0 "reference backend: 200 of 200 int8 outputs identical" -- \
   "$QFX" qat --set backend=example_accel --set training.num_samples=2000 --set training.max_steps=20 \
     --set calibration.num_samples=128 --set evaluation.num_samples=200 --set evaluation.reference_check=-1 --set output.dir="$tmp/qat"

@@ -10,7 +10,7 @@ tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 source "$(dirname "$0")/check.sh"
 ort=$1
 /usr/bin/python3 -c "import numpy; numpy.save('$tmp/x.npy', numpy.random.default_rng(0).normal(0, 1, (32, 3, 64, 64)).astype(numpy.float32))"
-for arch in efficientnet_b0 googlenet shufflenet_v2_x0_5; do
+for arch in efficientnet_b0 googlenet shufflenet_v2_x0_5 mobilenet_v3_small regnet_x_400mf densenet121 squeezenet1_0 mnasnet0_5; do
   check "qfx ptq $arch" 0 "reference backend: 32 of 32 int8 outputs identical" -- \
     "$QFX" ptq --set model.path="$FIXTURES/$arch.pt" --set 'model.input_shape=[-1, 3, 64, 64]' \
     --set "calibration.data={format: npy, images: $tmp/x.npy}" --set calibration.num_samples=32 --set calibration.batch_size=16 \

@@ -69,7 +69,7 @@ inline void info(const PipelineHooks& h, const std::string& line) {
   if (h.info) h.info(line);
 }
 
-/// convert_fx, then export_onnx of the converted model, for one-input models: the
+/// convert_fx, then export_onnx (ONNX opset 14) of the converted model, for one-input models: the
 /// graph input is named "input", the output "output"; `input_shape` as
 /// model.input_shape. `converted` receives the converted GraphModule. A target
 /// arithmetic other than ONNX's goes into the model's metadata.
@@ -79,6 +79,7 @@ inline ExportResult convert_model(fx::GraphModule& gm, const std::string& path, 
   ExportOptions o;
   o.input_shapes = {input_shape};
   o.input_names = {"input"};
+  o.opset = 14;  // HardSwish is an op (a target's lookup table) from opset 14
   if (!arithmetic.is_float()) o.metadata[runtime::kArithmeticMetadataKey] = arithmetic.to_json();
   return export_onnx(**converted, path, o);
 }
