@@ -32,17 +32,23 @@ class Progress {
   }
   /// `done` of `total` items; `extra` is appended ("loss 0.41  acc 86.2%").
   void update(int64_t done, const std::string& extra = "") {
-    const double s = secs(t0_), rate = s > 0 ? static_cast<double>(done) / s : 0.0;
+    // The bar is made at the first update, after the first items: the rate counts
+    // the items since then (none yet on the first update: no rate shown).
+    if (first_done_ < 0) first_done_ = done;
+    const double s = secs(t0_);
+    const double rate = s > 0 && done > first_done_ ? static_cast<double>(done - first_done_) / s : 0.0;
     const double eta = rate > 0 ? static_cast<double>(total_ - done) / rate : 0.0;
+    char rate_text[64] = "";
+    if (rate > 0) std::snprintf(rate_text, sizeof rate_text, "%.1f %s", rate, rate_unit_.c_str());
     if (tty_) {
       const int width = 30, fill = static_cast<int>(width * done / std::max<int64_t>(total_, 1));
-      std::fprintf(stderr, "\r%s [%s%s] %lld/%lld  %.1f %s  ETA %.0fs  %s ", what_.c_str(), std::string(fill, '#').c_str(),
-                   std::string(width - fill, '.').c_str(), static_cast<long long>(done), static_cast<long long>(total_), rate,
-                   rate_unit_.c_str(), eta, extra.c_str());
+      std::fprintf(stderr, "\r%s [%s%s] %lld/%lld  %s  ETA %.0fs  %s ", what_.c_str(), std::string(fill, '#').c_str(),
+                   std::string(width - fill, '.').c_str(), static_cast<long long>(done), static_cast<long long>(total_),
+                   rate_text, eta, extra.c_str());
       if (done >= total_) std::fprintf(stderr, "\n");
     } else if (done >= total_ || secs(last_) > 5.0) {
-      std::fprintf(stderr, "%s: %lld/%lld %s, %.1f %s%s%s\n", what_.c_str(), static_cast<long long>(done),
-                   static_cast<long long>(total_), unit_.c_str(), rate, rate_unit_.c_str(), extra.empty() ? "" : ", ",
+      std::fprintf(stderr, "%s: %lld/%lld %s%s%s%s%s\n", what_.c_str(), static_cast<long long>(done),
+                   static_cast<long long>(total_), unit_.c_str(), rate > 0 ? ", " : "", rate_text, extra.empty() ? "" : ", ",
                    extra.c_str());
       last_ = Clock::now();
     }
@@ -54,6 +60,7 @@ class Progress {
   int64_t total_;
   bool tty_;
   Clock::time_point t0_, last_ = Clock::now();
+  int64_t first_done_ = -1;
 };
 
 /// Pipeline hooks that draw one Progress per stage and print info lines.
