@@ -35,8 +35,8 @@ std::vector<IntegerOp> Model::integer_ops() const {
     } else if (n.op == "QLinearAdd" || n.op == "QLinearMul") {
       if (ar.elementwise == RequantMode::kFloat) {
         for (size_t i = 0; i < 2; ++i)
-          o.rescales.push_back(describe(i ? "input_b" : "input_a", Requantizer(RequantMode::kFloat, 32, Rounding::kHalfEven, 32,
-                                                                              Overflow::kSaturate, {n.in_q[i].scale[0] / n.out_q.scale[0]}, n.label())));
+          o.rescales.push_back(describe(i ? "input_b" : "input_a",
+                                        Requantizer::rescale(ar, {n.in_q[i].scale[0] / n.out_q.scale[0]}, n.label())));
       } else {
         const ElementwiseRescales r = elementwise_rescales(n);
         if (n.op == "QLinearAdd") {

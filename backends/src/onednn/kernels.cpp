@@ -413,7 +413,7 @@ bool qconv_qgemm(const KernelRequest& r, Kernel* k) {
     const int32_t* b = bias.data<int32_t>();
     // Channels last ([rows, M]) or planes ([N, M, plane]).
     auto finish = [&](auto* y) {
-        if (channel_last) {
+      if (channel_last) {
         for (int64_t e = 0; e < acc->numel(); e += M) rq.codes_per_channel(a + e, M, b, zy, range.lo, range.hi, y + e);
         return;
       }

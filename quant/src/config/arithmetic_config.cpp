@@ -24,14 +24,15 @@ int bits(const std::string& path, const YAML::Node& n, const std::string& what, 
   return static_cast<int>(v);
 }
 
-}  // namespace
-
+// qfx op names a `lut` entry may use, and the ONNX op each becomes.
 const std::map<std::string, std::string>& lut_op_names() {
   static const std::map<std::string, std::string> m = {{"sigmoid", "Sigmoid"}, {"tanh", "Tanh"},
                                                        {"hardswish", "HardSwish"}, {"hardsigmoid", "HardSigmoid"},
                                                        {"exp", "Exp"},         {"erf", "Erf"}};
   return m;
 }
+
+}  // namespace
 
 runtime::Arithmetic read_arithmetic(const std::string& path, const YAML::Node& a, const BackendConfig& b) {
   check_keys(path, a, "arithmetic", {"requantize", "multiplier_bits", "rounding", "accumulator", "elementwise", "lut"});

@@ -12,11 +12,11 @@ namespace qfx::quant::detail {
 using pipeline::to_aten;
 using pipeline::wrap;
 
-nlohmann::json compare_arithmetic(const std::string& onnx_path, const std::string& backend, const ExportResult& conv,
-                                  Dataset& data, int64_t n, int64_t batch, const std::string& output, PtqEvaluation& E) {
-  runtime::ModelOptions target_opt(backend), float_opt(backend);
+nlohmann::json compare_arithmetic(const runtime::Model& target, const std::string& onnx_path, const std::string& backend,
+                                  const ExportResult& conv, Dataset& data, int64_t n, int64_t batch, const std::string& output,
+                                  PtqEvaluation& E) {
+  runtime::ModelOptions float_opt(backend);
   float_opt.arithmetic = runtime::Arithmetic{};
-  auto target = runtime::Model::load(onnx_path, target_opt);
   auto onnx = runtime::Model::load(onnx_path, float_opt);
   const auto names = target.value_names(), fnames = onnx.value_names();
   const std::set<std::string> have(names.begin(), names.end()), fhave(fnames.begin(), fnames.end());

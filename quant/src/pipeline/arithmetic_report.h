@@ -12,14 +12,16 @@
 
 namespace qfx::quant::detail {
 
-/// Runs the int8 model at `onnx_path` on runtime backend `backend` twice, with its
-/// own arithmetic and with ONNX's (ModelOptions::arithmetic = {}), on the first `n`
+/// Runs the int8 model `target` (loaded from `onnx_path` on runtime backend
+/// `backend`, with its own arithmetic) and the same file loaded again with ONNX's
+/// arithmetic (ModelOptions::arithmetic = {}) on the first `n`
 /// samples of `data` (batches of `batch`), and compares the int8 codes of every
 /// per-tensor encoding both models compute. Fills `E.arithmetic_layers` (most
 /// differing first) and, with labels, `E.top1_float_requant` (all of `data`, output
 /// `output`); returns the report.json section. Differences compound downstream: a
 /// layer's codes differ by its own rounding and by its inputs'.
-nlohmann::json compare_arithmetic(const std::string& onnx_path, const std::string& backend, const ExportResult& conv,
-                                  Dataset& data, int64_t n, int64_t batch, const std::string& output, PtqEvaluation& E);
+nlohmann::json compare_arithmetic(const runtime::Model& target, const std::string& onnx_path, const std::string& backend,
+                                  const ExportResult& conv, Dataset& data, int64_t n, int64_t batch, const std::string& output,
+                                  PtqEvaluation& E);
 
 }  // namespace qfx::quant::detail

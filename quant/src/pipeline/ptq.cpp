@@ -417,7 +417,7 @@ PtqResult ptq(const JobConfig& cfg, const PipelineHooks& hooks, distributed::Con
     // A target arithmetic: what it changes against ONNX's float requantization.
     if (!backend.arithmetic.is_float()) {
       info(hooks, "target arithmetic: " + backend.arithmetic.describe());
-      report["target_arithmetic"] = detail::compare_arithmetic(onnx_path, rt_backend, conv, *ev,
+      report["target_arithmetic"] = detail::compare_arithmetic(int8, onnx_path, rt_backend, conv, *ev,
                                                                std::max<int64_t>(cfg.evaluation.sqnr_samples, 1), ebs, out_name, E);
     }
 

@@ -177,7 +177,6 @@ class Requantizer {
   decltype(auto) dispatch(F&& f) const;
 
  private:
-
   RequantMode mode_ = RequantMode::kFloat;
   int bits_ = 32;
   Rounding rounding_ = Rounding::kHalfEven;
