@@ -159,6 +159,8 @@ class Requantizer {
   /// multiplier and shift (kShift: multiplier 1, shift = -k).
   const std::vector<float>& multipliers() const { return mult_; }
   const std::vector<QuantizedMultiplier>& quantized() const { return q_; }
+  /// The construction parameters: multiplier width, rounding of the final shift,
+  /// accumulator width (32: none) and its overflow behaviour.
   int bits() const { return bits_; }
   Rounding rounding() const { return rounding_; }
   int accumulator_bits() const { return acc_bits_; }
