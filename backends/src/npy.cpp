@@ -15,7 +15,7 @@ namespace {
 struct DTypeCode { const char* descr; DType dtype; };
 constexpr DTypeCode kCodes[] = {
     {"<f4", DType::kFloat32}, {"|i1", DType::kInt8}, {"|u1", DType::kUInt8},
-    {"<i4", DType::kInt32},   {"<i8", DType::kInt64}, {"|b1", DType::kBool},
+    {"<i4", DType::kInt32},   {"<i8", DType::kInt64}, {"|b1", DType::kBool}, {"<i2", DType::kInt16},
 };
 
 [[noreturn]] void fail(const std::string& path, const std::string& why) {

@@ -8,6 +8,7 @@
 
 #include "ir.h"
 #include "qfx/error.h"
+#include "qfx/runtime/model.h"
 
 namespace qfx::runtime::ir {
 
@@ -35,12 +36,13 @@ DType onnx_dtype(int t, const std::string& what) {
     case onnx::TensorProto::FLOAT: return DType::kFloat32;
     case onnx::TensorProto::INT8: return DType::kInt8;
     case onnx::TensorProto::UINT8: return DType::kUInt8;
+    case onnx::TensorProto::INT16: return DType::kInt16;
     case onnx::TensorProto::INT32: return DType::kInt32;
     case onnx::TensorProto::INT64: return DType::kInt64;
     case onnx::TensorProto::BOOL: return DType::kBool;
     default:
       throw DataError(what + ": ONNX tensor type " + std::to_string(t) +
-                      " is not supported (float32, int8, uint8, int32, int64, bool)");
+                      " is not supported (float32, int8, uint8, int16, int32, int64, bool)");
   }
 }
 
@@ -88,6 +90,9 @@ Tensor to_tensor(const onnx::TensorProto& tp, const std::string& file) {
       break;
     case DType::kInt8:
       for (size_t i = 0; i < n; ++i) t.data<int8_t>()[i] = static_cast<int8_t>(tp.int32_data(static_cast<int>(i)));
+      break;
+    case DType::kInt16:
+      for (size_t i = 0; i < n; ++i) t.data<int16_t>()[i] = static_cast<int16_t>(tp.int32_data(static_cast<int>(i)));
       break;
     case DType::kUInt8:
     case DType::kBool:
@@ -137,7 +142,11 @@ Graph load_onnx_bytes(const std::string& bytes, const std::string& path) {
     if (!g.initializers.count(in.name())) g.inputs.push_back(to_value_info(in, path));
   for (const auto& out : gp.output()) g.outputs.push_back(to_value_info(out, path));
   for (const auto& np : gp.node()) {
-    if (!np.domain().empty() && np.domain() != "ai.onnx")
+    // com.microsoft's QuantizeLinear / DequantizeLinear are ONNX's with 16-bit
+    // types (ONNX Runtime's contrib ops; standard ONNX has int16 from opset 21):
+    // qfx writes them for int16 activations and runs them as the standard ops.
+    const bool ms_qdq = np.domain() == kMicrosoftDomain && (np.op_type() == "QuantizeLinear" || np.op_type() == "DequantizeLinear");
+    if (!np.domain().empty() && np.domain() != "ai.onnx" && !ms_qdq)
       throw UnsupportedOpError(path + ": node '" + np.name() + "' (" + np.domain() + "::" + np.op_type() +
                                ") is from a custom domain qfx does not run");
     Node n;

@@ -108,6 +108,12 @@ struct Ctx {
     return t;
   }
 
+  // True if `node`'s output is quantized to int16 (through an optional activation).
+  bool wide_tail(size_t node) const {
+    auto t = tail(node, true);
+    return t && t->q.dtype == DType::kInt16;
+  }
+
   void replace(size_t i, Node fused, const Tail& t) {
     fused.out_q = t.q;
     fused.fused_act = t.act;
@@ -162,8 +168,8 @@ std::optional<QInfo> read_qparams(const Tensor& scale, const Tensor* zero_point,
     return q;
   }
   const Tensor& z = *zero_point;
-  if (z.dtype() != DType::kUInt8 && z.dtype() != DType::kInt8 && z.dtype() != DType::kInt32) {
-    *why = std::string("zero_point is ") + dtype_name(z.dtype()) + ", expected uint8, int8 or int32";
+  if (z.dtype() != DType::kUInt8 && z.dtype() != DType::kInt8 && z.dtype() != DType::kInt16 && z.dtype() != DType::kInt32) {
+    *why = std::string("zero_point is ") + dtype_name(z.dtype()) + ", expected uint8, int8, int16 or int32";
     return std::nullopt;
   }
   if (z.numel() != scale.numel()) {
@@ -172,9 +178,10 @@ std::optional<QInfo> read_qparams(const Tensor& scale, const Tensor* zero_point,
   }
   q.dtype = z.dtype();
   for (int64_t i = 0; i < z.numel(); ++i)
-    q.zero_point.push_back(z.dtype() == DType::kUInt8  ? z.data<uint8_t>()[i]
-                           : z.dtype() == DType::kInt8 ? z.data<int8_t>()[i]
-                                                       : z.data<int32_t>()[i]);
+    q.zero_point.push_back(z.dtype() == DType::kUInt8   ? z.data<uint8_t>()[i]
+                           : z.dtype() == DType::kInt8  ? z.data<int8_t>()[i]
+                           : z.dtype() == DType::kInt16 ? z.data<int16_t>()[i]
+                                                        : z.data<int32_t>()[i]);
   return q;
 }
 
@@ -194,8 +201,8 @@ std::vector<std::string> fuse_qdq(Graph& g) {
     std::string why;
     const auto& lut_ops = g.arithmetic.lut;
     if (std::find(lut_ops.begin(), lut_ops.end(), op) != lut_ops.end() && !d0->q.per_channel() &&
-        d0->q.dtype != DType::kInt32) {
-      if (auto t = c.tail(i, false)) {
+        d0->q.dtype != DType::kInt32 && d0->q.dtype != DType::kInt16) {
+      if (auto t = c.tail(i, false); t && t->q.dtype != DType::kInt16) {
         Node f = n;
         f.op = "QLut";
         f.inputs = {d0->quantized};
@@ -220,6 +227,10 @@ std::vector<std::string> fuse_qdq(Graph& g) {
       auto t = c.tail(i, op != "MatMul");
       if (!dw || !w || !t) {
         if (t) report.push_back(n.label() + ": weights are not a dequantized constant; runs in float");
+        continue;
+      }
+      if (dw->q.dtype != DType::kInt8 && dw->q.dtype != DType::kUInt8) {
+        report.push_back(n.label() + ": weights are " + dtype_name(dw->q.dtype) + " (8-bit only); runs in float");
         continue;
       }
       if (op == "Gemm" && (n.attr_i("transA", 0) != 0 || n.attr_f("alpha", 1) != 1 || n.attr_f("beta", 1) != 1)) {
@@ -250,10 +261,16 @@ std::vector<std::string> fuse_qdq(Graph& g) {
       c.replace(i, f, *t);
       continue;
     }
+    // int16 activations: the 16x8 conv / gemm above; other ops run in float
+    // between DQ and Q (exact for max pooling and shape ops, ONNX's arithmetic for the rest).
+    if (d0->q.dtype == DType::kInt16 || c.wide_tail(i)) {
+      report.push_back(n.label() + ": int16 activations; no int16 kernel for this op, runs in float between DQ and Q");
+      continue;
+    }
     if (op == "Add" || op == "Mul") {
       auto d1 = n.inputs.size() > 1 ? c.dq(n.inputs[1]) : std::nullopt;
       auto t = c.tail(i, op == "Add");
-      if (!d1 || !t || d1->q.per_channel()) continue;
+      if (!d1 || !t || d1->q.per_channel() || d1->q.dtype == DType::kInt16) continue;
       Node f = n;
       f.op = op == "Add" ? "QLinearAdd" : "QLinearMul";
       f.inputs = {d0->quantized, d1->quantized};
@@ -267,7 +284,7 @@ std::vector<std::string> fuse_qdq(Graph& g) {
       bool ok = true;
       for (const auto& in : n.inputs) {
         auto d = c.dq(in);
-        if (!d || d->q.per_channel()) { ok = false; break; }
+        if (!d || d->q.per_channel() || d->q.dtype == DType::kInt16) { ok = false; break; }
         ins.push_back(d->quantized);
         qs.push_back(d->q);
       }

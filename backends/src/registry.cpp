@@ -167,11 +167,15 @@ void check_input_dtypes(const ir::Node& n, const std::vector<Meta>& in) {
   if (n.op == "MaxPool" && in[0].dtype != DType::kFloat32 && in[0].dtype != DType::kUInt8 && in[0].dtype != DType::kInt8)
     throw DataError(n.label() + ": input is " + std::string(dtype_name(in[0].dtype)) + ", MaxPool takes float32, uint8 or int8");
   if (n.in_q.empty()) return;
+  // 16x8 layers: int16 activations into conv / gemm / matmul (8-bit weights).
+  const bool wide_ok = n.op == "QLinearConv" || n.op == "QGemm" || n.op == "QLinearMatMul";
   for (size_t i = 0; i < std::min(in.size(), n.in_q.size()); ++i) {
     const DType q = n.in_q[i].dtype;
-    if ((q != DType::kUInt8 && q != DType::kInt8) || in[i].dtype != q)
+    const bool q16 = q == DType::kInt16 && wide_ok && i == 0;
+    if ((q != DType::kUInt8 && q != DType::kInt8 && !q16) || in[i].dtype != q)
       throw DataError(n.label() + ": quantized input " + std::to_string(i) + " is " + dtype_name(in[i].dtype) + " with " +
-                      dtype_name(q) + " qparams; int8 ops take the uint8 or int8 codes their qparams describe");
+                      dtype_name(q) + " qparams; int8 ops take the uint8 or int8 (conv / gemm input: int16) codes their "
+                      "qparams describe");
   }
 }
 

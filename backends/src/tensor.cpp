@@ -13,6 +13,7 @@ size_t dtype_size(DType t) {
   switch (t) {
     case DType::kFloat32: case DType::kInt32: return 4;
     case DType::kInt64: return 8;
+    case DType::kInt16: return 2;
     case DType::kInt8: case DType::kUInt8: case DType::kBool: return 1;
   }
   return 0;
@@ -36,6 +37,7 @@ const char* dtype_name(DType t) {
     case DType::kInt32: return "int32";
     case DType::kInt64: return "int64";
     case DType::kBool: return "bool";
+    case DType::kInt16: return "int16";
   }
   return "?";
 }
@@ -68,6 +70,7 @@ double Tensor::scalar() const {
     case DType::kFloat32: return data<float>()[0];
     case DType::kInt8: return data<int8_t>()[0];
     case DType::kUInt8: return data<uint8_t>()[0];
+    case DType::kInt16: return data<int16_t>()[0];
     case DType::kInt32: return data<int32_t>()[0];
     case DType::kInt64: return static_cast<double>(data<int64_t>()[0]);
     case DType::kBool: return data<bool>()[0] ? 1.0 : 0.0;

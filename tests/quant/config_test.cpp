@@ -145,7 +145,7 @@ TEST(PtqSection, PresetsAndErrors) {
                                                       "ptq.auto_fallback={tolerance: 0.2}"});
     EXPECT_EQ(t.ptq.auto_fallback_options.tolerance, 0.2);
     // The reproduction config: module_name null entries, no auto_fallback, absolute paths.
-    const std::string y = qfx::quant::final_config_yaml(t, {"layer1.0.conv1", "fc"}, "header line");
+    const std::string y = qfx::quant::final_config_yaml(t, {"layer1.0.conv1", "fc"}, {}, "header line");
     EXPECT_EQ(y.rfind("# header line\n", 0), 0u) << y;
     const std::string f = qfx::test::scratch_path() + "/final_config.yaml";
     { std::ofstream(f) << y; }

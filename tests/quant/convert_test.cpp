@@ -333,3 +333,60 @@ TEST(Calibrate, WrappedCallsFallBackToLibtorch) {
   co.allow_libtorch_fallback = false;
   EXPECT_THROW(calibrate(*gm, batches_of(at::randn({3, 3, 8, 8}), 3), co), UnsupportedOpError);
 }
+
+// A module whose qconfig asks for s16 activations (a target listing s16): its output
+// is exported as int16 Q/DQ in ONNX Runtime's com.microsoft domain, the next conv
+// runs as a 16x8 layer (int16 input, 64-bit accumulator), the reference and onednn
+// backends agree bit for bit, and the int8 model tracks the converted libtorch model.
+TEST(ConvertFx, Int16ActivationsRunAs16x8Layers) {
+  torch::manual_seed(0);
+  SmallNet net;
+  net->eval();
+  auto gm = fx::trace_module(net.ptr(), [&](std::vector<c10::IValue> in) { return net->forward(in[0].toTensor()); },
+                             {at::randn({2, 3, 8, 8})});
+  BackendConfig backend = BackendConfig::resolve("reference");
+  backend.activation.dtypes.push_back(QDType::kInt16);
+  auto wide = std::make_shared<QConfig>();
+  wide->activation.dtype = QDType::kInt16;
+  QConfigMapping mapping;
+  mapping.set_module_name("c1", wide);
+  prepare_fx(*gm, mapping, backend);
+  at::NoGradGuard ng;
+  for (int i = 0; i < 8; ++i) gm->forward(at::randn({4, 3, 8, 8}));
+  set_quant_state(*gm, QuantState::kFakeQuant);
+  disable_observer(*gm);
+  const std::string path = tmp_path("qfx_convert_int16.onnx");
+  ExportOptions o;
+  o.input_shapes = {{-1, 3, 8, 8}};
+  auto converted = convert_fx(*gm);
+  ExportResult r = export_onnx(*converted, path, o);
+  int s16 = 0;
+  for (const auto& e : r.encodings)
+    if (e.dtype == "s16") {
+      ++s16;
+      EXPECT_EQ(e.quant_min, -32768);
+      EXPECT_EQ(e.quant_max, 32767);
+    }
+  EXPECT_GE(s16, 1) << "c1's output (and the input c1 observes) are s16";
+  const at::Tensor x = at::randn({16, 3, 8, 8});
+  const at::Tensor yc = converted->forward(x);
+  at::Tensor outs[2];
+  for (int b = 0; b < 2; ++b) {
+    auto model = runtime::Model::load(path, {b == 0 ? "reference" : "onednn"});
+    int in16 = 0, out16 = 0;
+    for (const auto& op : model.integer_ops()) {
+      if (op.op != "QLinearConv") continue;
+      in16 += op.input_dtype == "int16";
+      out16 += op.output_dtype == "int16";
+      if (op.input_dtype == "int16") EXPECT_EQ(op.accumulator_bits, 64);
+    }
+    EXPECT_EQ(out16, 1) << "c1 writes int16";
+    // c2 reads c1's int16 output; c1 reads the graph input, which it observes with
+    // its own qconfig (torch.ao's input activation of the first consumer): int16 too.
+    EXPECT_EQ(in16, 2) << "c1 and c2 are 16x8 layers";
+    outs[b] = to_aten(model.run({{"input", to_runtime(x)}}).at("output"));
+    EXPECT_GT(test::cosine(outs[b], yc), 0.9999);
+  }
+  EXPECT_TRUE(at::equal(outs[0], outs[1])) << "reference and onednn (which leaves int16 to the reference) agree";
+  std::filesystem::remove(path);
+}

@@ -28,8 +28,11 @@ std::vector<IntegerOp> Model::integer_ops() const {
     IntegerOp o;
     o.node = n.name;
     o.op = n.op;
+    if (!n.in_q.empty()) o.input_dtype = dtype_name(n.in_q[0].dtype);
+    o.output_dtype = dtype_name(n.out_q.dtype);
     const Arithmetic& ar = n.arithmetic;
     if (n.op == "QLinearConv" || n.op == "QGemm" || n.op == "QLinearMatMul") {
+      o.accumulator_bits = n.in_q.at(0).dtype == DType::kInt16 ? 64 : ar.accumulator_bits;
       const int64_t M = static_cast<int64_t>(n.in_q.at(1).scale.size());
       o.rescales.push_back(describe("output", Requantizer::accumulator(ar, accumulator_multipliers(n, M), n.label())));
     } else if (n.op == "QLinearAdd" || n.op == "QLinearMul") {

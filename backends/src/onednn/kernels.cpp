@@ -308,6 +308,8 @@ bool qconv_qgemm(const KernelRequest& r, Kernel* k) {
   const Tensor& w = *consts[1];
   const ir::QInfo &xq = n.in_q[0], &wq = n.in_q[1], &yq = n.out_q;
   if (w.dtype() != DType::kInt8) return r.decline("weights are not int8");
+  if (in[0].dtype == DType::kInt16 || yq.dtype == DType::kInt16)
+    return r.decline("int16 activations (16x8: the reference accumulates in 64 bits)");
   if (!onednn_int8_exact(in[0].dtype, w)) return r.decline(int8_decline(in[0].dtype, w));
   for (int32_t z : wq.zero_point)
     if (z != 0) return r.decline("weight zero points other than 0");

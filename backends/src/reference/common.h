@@ -173,7 +173,9 @@ inline void valid_range(int64_t k, int64_t s, int64_t d, int64_t p, int64_t in, 
 struct QRange {
   int32_t lo, hi;
 };
-inline QRange qrange(DType d) { return d == DType::kUInt8 ? QRange{0, 255} : QRange{-128, 127}; }
+inline QRange qrange(DType d) {
+  return d == DType::kUInt8 ? QRange{0, 255} : d == DType::kInt16 ? QRange{-32768, 32767} : QRange{-128, 127};
+}
 
 // Output clamp of a fused activation, in the output's integer domain.
 inline QRange act_range(const Node& n) {
@@ -193,9 +195,16 @@ void store_q(void* dst, int64_t i, int32_t v) {
   static_cast<T*>(dst)[i] = static_cast<T>(v);
 }
 
-// Reads element i of an int8/uint8 tensor as int32.
+// Reads element i of an int8/uint8/int16 tensor as int32.
 inline int32_t qload(const Tensor& t, int64_t i) {
-  return t.dtype() == DType::kUInt8 ? t.data<uint8_t>()[i] : t.data<int8_t>()[i];
+  return t.dtype() == DType::kUInt8 ? t.data<uint8_t>()[i] : t.dtype() == DType::kInt16 ? t.data<int16_t>()[i] : t.data<int8_t>()[i];
+}
+
+// Writes code v (already in range) as element i of a uint8/int8/int16 buffer.
+inline void store_code(DType d, void* dst, int64_t i, int32_t v) {
+  if (d == DType::kUInt8) static_cast<uint8_t*>(dst)[i] = static_cast<uint8_t>(v);
+  else if (d == DType::kInt16) static_cast<int16_t*>(dst)[i] = static_cast<int16_t>(v);
+  else static_cast<int8_t*>(dst)[i] = static_cast<int8_t>(v);
 }
 
 inline float per(const std::vector<float>& v, int64_t i) { return v.size() == 1 ? v[0] : v[static_cast<size_t>(i)]; }

@@ -1,5 +1,7 @@
 // Reference kernels: Conv, QLinearConv, ConvTranspose, Gemm, MatMul, QGemm, QLinearMatMul
 // (float and int32-accumulating integer loops).
+#include <type_traits>
+
 #include "common.h"
 
 namespace qfx::runtime {
@@ -117,6 +119,21 @@ std::vector<int32_t> int_bias(const Node& n, const Tensor* b, int64_t M, const s
 }
 
 
+// Writes codes for n accumulators of one output channel at y + base, as the output
+// dtype (uint8 / int8 / int16): 32-bit accumulators through the target's
+// accumulator (Requantizer::codes), 64-bit ones (16x8 layers) through codes_wide.
+template <typename Acc>
+void write_codes(const Requantizer& rq, DType yd, const Acc* a, int64_t n, size_t ch, int32_t zp, QRange r, void* y,
+                 int64_t base) {
+  auto go = [&](auto* out) {
+    if constexpr (std::is_same_v<Acc, int64_t>) rq.codes_wide(a, n, 0, ch, zp, r.lo, r.hi, out + base);
+    else rq.codes(a, n, 0, ch, zp, r.lo, r.hi, out + base);
+  };
+  if (yd == DType::kUInt8) go(static_cast<uint8_t*>(y));
+  else if (yd == DType::kInt16) go(static_cast<int16_t*>(y));
+  else go(static_cast<int8_t*>(y));
+}
+
 Kernel qconv(const Node& n, const std::vector<Meta>& in, const std::vector<const Tensor*>& consts) {
   const Tensor& w = need_const(n, consts, 1, "QLinearConv weight", n.in_q.at(1).dtype);
   Geom g = conv_geom(n, in, w.shape());
@@ -135,24 +152,33 @@ Kernel qconv(const Node& n, const std::vector<Meta>& in, const std::vector<const
   const QRange r = act_range(n);
   const int32_t zy = yq.zero_point[0], zx = xq.zero_point[0];
   Tensor wt = w;
-  const bool xu8 = in[0].dtype == DType::kUInt8, yu8 = yq.dtype == DType::kUInt8, wu8 = w.dtype() == DType::kUInt8;
-  auto acc = std::make_shared<std::vector<int32_t>>(static_cast<size_t>(g.oH * g.oW));
+  const DType xd = in[0].dtype, yd = yq.dtype;
+  const bool wu8 = w.dtype() == DType::kUInt8;
+  const size_t plane_n = static_cast<size_t>(g.oH * g.oW);
+  auto acc = std::make_shared<std::vector<int32_t>>(xd == DType::kInt16 ? 0 : plane_n);
+  // 16x8 (int16 input): 64-bit accumulators, as TFLite's 16x8 convolution.
+  auto acc64 = std::make_shared<std::vector<int64_t>>(xd == DType::kInt16 ? plane_n : 0);
+  const std::vector<int64_t> wz64(wz.begin(), wz.end()), bias64(bias.begin(), bias.end());
   const Requantizer rq = Requantizer::accumulator(n.arithmetic, mult, n.label());
   k.run = [=](const In& i, const Out& o) {
     const int64_t plane = g.oH * g.oW;
     void* y = o[0]->raw();
-    auto store = [&](int64_t nb, int64_t m, const int32_t* acc) {
-      const int64_t base = (nb * g.M + m) * plane;
-      if (yu8) rq.codes(acc, plane, 0, static_cast<size_t>(m), zy, r.lo, r.hi, static_cast<uint8_t*>(y) + base);
-      else rq.codes(acc, plane, 0, static_cast<size_t>(m), zy, r.lo, r.hi, static_cast<int8_t*>(y) + base);
+    auto store = [&](int64_t nb, int64_t m, const auto* a) {
+      write_codes(rq, yd, a, plane, static_cast<size_t>(m), zy, r, y, (nb * g.M + m) * plane);
     };
-    auto go = [&](auto* x, auto* wp) { conv_loops<std::remove_const_t<std::remove_pointer_t<decltype(x)>>,
-                                                  std::remove_const_t<std::remove_pointer_t<decltype(wp)>>, int32_t>(
-                                           g, x, wp, zx, wz, bias, *acc, store); };
-    if (xu8 && !wu8) go(i[0]->data<uint8_t>(), wt.data<int8_t>());
-    else if (!xu8 && !wu8) go(i[0]->data<int8_t>(), wt.data<int8_t>());
-    else if (xu8) go(i[0]->data<uint8_t>(), wt.data<uint8_t>());
-    else go(i[0]->data<int8_t>(), wt.data<uint8_t>());
+    auto go = [&](auto* x, auto* wp) {
+      using TX = std::remove_const_t<std::remove_pointer_t<decltype(x)>>;
+      using TW = std::remove_const_t<std::remove_pointer_t<decltype(wp)>>;
+      if constexpr (std::is_same_v<TX, int16_t>) conv_loops<TX, TW, int64_t>(g, x, wp, zx, wz64, bias64, *acc64, store);
+      else conv_loops<TX, TW, int32_t>(g, x, wp, zx, wz, bias, *acc, store);
+    };
+    auto with_x = [&](auto* wp) {
+      if (xd == DType::kUInt8) go(i[0]->data<uint8_t>(), wp);
+      else if (xd == DType::kInt16) go(i[0]->data<int16_t>(), wp);
+      else go(i[0]->data<int8_t>(), wp);
+    };
+    if (wu8) with_x(wt.data<uint8_t>());
+    else with_x(wt.data<int8_t>());
   };
   return k;
 }
@@ -326,24 +352,26 @@ Kernel qgemm(const Node& n, const std::vector<Meta>& in, const std::vector<const
   std::vector<int32_t> wz(static_cast<size_t>(N));
   for (int64_t j = 0; j < N; ++j) wz[static_cast<size_t>(j)] = per(wq.zero_point, j);
   Tensor wt = bw;
-  const bool yu8 = yq.dtype == DType::kUInt8;
-  auto acc_buf = std::make_shared<std::vector<int32_t>>(static_cast<size_t>(N));
+  const DType yd = yq.dtype;
+  // 16x8 (int16 input): the 64-bit accumulator of TFLite's 16x8 fully connected.
+  const bool wide = in[0].dtype == DType::kInt16;
+  auto acc_buf = std::make_shared<std::vector<int64_t>>(static_cast<size_t>(N));
   const Requantizer rq = Requantizer::accumulator(n.arithmetic, mult, n.label());
   k.run = [=](const In& i, const Out& o) {
     const Tensor& x = *i[0];
-    std::vector<int32_t>& acc = *acc_buf;
+    std::vector<int64_t>& acc = *acc_buf;
     for (int64_t row = 0; row < M; ++row) {
       std::copy(bias.begin(), bias.end(), acc.begin());
       for (int64_t kk = 0; kk < K; ++kk) {
-        const int32_t xv = qload(x, row * K + kk) - zx;
+        const int64_t xv = qload(x, row * K + kk) - zx;
         if (xv == 0) continue;
         for (int64_t j = 0; j < N; ++j)
           acc[static_cast<size_t>(j)] += xv * (qload(wt, tb ? j * K + kk : kk * N + j) - wz[static_cast<size_t>(j)]);
       }
       for (int64_t j = 0; j < N; ++j) {
-        const int32_t v = rq.code(acc[static_cast<size_t>(j)], static_cast<size_t>(j), zy, r.lo, r.hi);
-        if (yu8) store_q<uint8_t>(o[0]->raw(), row * N + j, v);
-        else store_q<int8_t>(o[0]->raw(), row * N + j, v);
+        const size_t c = static_cast<size_t>(j);
+        const int32_t v = wide ? rq.code_wide(acc[c], c, zy, r.lo, r.hi) : rq.code(acc[c], c, zy, r.lo, r.hi);
+        store_code(yd, o[0]->raw(), row * N + j, v);
       }
     }
   };

@@ -29,7 +29,8 @@ void channel_layout(const Node& n, const ir::QInfo& q, const Shape& x, int64_t* 
 
 Kernel quantize(const Node& n, const std::vector<Meta>& in, const std::vector<const Tensor*>& consts) {
   ir::QInfo q = qinfo_of(n, consts, 1, 2, DType::kUInt8);
-  if (q.dtype != DType::kUInt8 && q.dtype != DType::kInt8) bad_shape(n, "QuantizeLinear to int32 is not supported");
+  if (q.dtype != DType::kUInt8 && q.dtype != DType::kInt8 && q.dtype != DType::kInt16)
+    bad_shape(n, "QuantizeLinear to int32 is not supported");
   const Shape& x = in[0].shape;
   int64_t C, inner;
   channel_layout(n, q, x, &C, &inner);
@@ -42,8 +43,7 @@ Kernel quantize(const Node& n, const std::vector<Meta>& in, const std::vector<co
     for (int64_t p = 0; p < t; ++p) {
       const int64_t c = C == 1 ? 0 : (p / inner) % C;
       const int32_t v = quantize_value(xp[p], per(q.scale, c), per(q.zero_point, c), r.lo, r.hi);
-      if (q.dtype == DType::kUInt8) store_q<uint8_t>(o[0]->raw(), p, v);
-      else store_q<int8_t>(o[0]->raw(), p, v);
+      store_code(q.dtype, o[0]->raw(), p, v);
     }
   };
   return k;

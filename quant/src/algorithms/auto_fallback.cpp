@@ -19,6 +19,40 @@ double metric_of(const AutoFallbackOptions& o, const at::Tensor& out, const at::
   return 100.0 * out.argmax(1).eq(labels).to(at::kDouble).mean().item<double>();
 }
 
+// The FakeQuantize observing `node`'s output (prepare_fx's observer call after it), or null.
+std::shared_ptr<FakeQuantize> output_fake_quant(fx::GraphModule& gm, const std::string& node) {
+  for (const fx::Node* n : gm.graph().nodes()) {
+    auto it = n->meta().find("qfx_observer_of");
+    if (n->op() == fx::Opcode::kCallModule && it != n->meta().end() && it->second.toStringRef() == node)
+      return std::dynamic_pointer_cast<FakeQuantize>(gm.get_submodule(n->target()));
+  }
+  return nullptr;
+}
+
+// A layer's output activation moved to int16: the observer keeps its statistics,
+// the qparams are recomputed for the 16-bit range; undo() restores the 8-bit ones.
+class Int16Output {
+ public:
+  explicit Int16Output(std::shared_ptr<FakeQuantize> fq) : fq_(std::move(fq)), old_(fq_->observer().spec()) {
+    QuantSpec s = old_;
+    const QuantSpec w = QuantSpec::make(QDType::kInt16, old_.qscheme, 16);
+    s.dtype = w.dtype;
+    s.quant_min = w.quant_min;
+    s.quant_max = w.quant_max;
+    s.custom_range = false;
+    fq_->observer().set_spec(s);
+    fq_->calculate_qparams();
+  }
+  void undo() {
+    fq_->observer().set_spec(old_);
+    fq_->calculate_qparams();
+  }
+
+ private:
+  std::shared_ptr<FakeQuantize> fq_;
+  QuantSpec old_;
+};
+
 }  // namespace
 
 AutoFallbackResult auto_fallback(fx::GraphModule& gm, const NextBatch& ranking_data, const HeldOutData& held,
@@ -28,13 +62,19 @@ AutoFallbackResult auto_fallback(fx::GraphModule& gm, const NextBatch& ranking_d
     throw std::invalid_argument("auto_fallback: metric must be top1 or sqnr, not '" + o.metric + "'");
   AutoFallbackResult r;
   r.metric = o.metric;
-  bool to_float = false;
+  std::string move_to;  // the first available candidate
   for (const auto& c : o.candidates) {
-    if (c == "float") to_float = true;
-    else if (c == "int16") r.notes.push_back("int16: no qfx target offers 16-bit activations yet; skipped");
-    else throw std::invalid_argument("auto_fallback: candidates are int16 and float, not '" + c + "'");
+    if (c != "float" && c != "int16")
+      throw std::invalid_argument("auto_fallback: candidates are int16 and float, not '" + c + "'");
+    if (c == "int16" && !o.int16_available) {
+      r.notes.push_back("int16: the target does not list s16 among its activation dtypes; skipped");
+      continue;
+    }
+    if (move_to.empty()) move_to = c;
   }
-  if (!to_float) throw std::invalid_argument("auto_fallback: no available candidate (int16 is not offered by any qfx target yet; add float)");
+  if (move_to.empty())
+    throw std::invalid_argument("auto_fallback: no available candidate (the target offers no s16 activations; add float)");
+  const bool to_int16 = move_to == "int16";
   if (held.batches.empty()) throw std::invalid_argument("auto_fallback: no held-out samples");
   for (const auto& b : held.batches) r.held_out_samples += b.at(0).size(0);
   if (o.metric == "top1" && (!held.labels.defined() || held.labels.numel() != r.held_out_samples))
@@ -80,20 +120,33 @@ AutoFallbackResult auto_fallback(fx::GraphModule& gm, const NextBatch& ranking_d
     size_t best = layers.size();
     for (size_t i = 0; i < layers.size(); ++i) {
       if (moved[i]) continue;
-      FakeQuantize* w = layers[i].module->weight_fake_quant();
-      w->enable_fake_quant(false);
       double db;
-      {
-        detail::UseFloatWeights fw(gm, float_weights_of(layers[i]));
+      if (to_int16) {
+        auto fq = output_fake_quant(gm, layers[i].node);
+        if (!fq) continue;  // output not quantized (a float consumer): int16 changes nothing
+        Int16Output wide(fq);
         db = detail::sqnr_db(rank_ref, detail::run_all(gm, rank_samples, "auto_fallback"));
+        wide.undo();
+      } else {
+        FakeQuantize* w = layers[i].module->weight_fake_quant();
+        w->enable_fake_quant(false);
+        {
+          detail::UseFloatWeights fw(gm, float_weights_of(layers[i]));
+          db = detail::sqnr_db(rank_ref, detail::run_all(gm, rank_samples, "auto_fallback"));
+        }
+        w->enable_fake_quant(true);
       }
-      w->enable_fake_quant(true);
       if (db > best_db) best_db = db, best = i;
     }
+    if (best == layers.size()) break;  // nothing left to move
     moved[best] = true;
-    layers[best].module->weight_fake_quant()->enable_fake_quant(false);
-    detail::UseFloatWeights(gm, float_weights_of(layers[best])).keep();
-    FallbackStep s{layers[best].path, "float", best_db, measure()};
+    if (to_int16) {
+      Int16Output keep(output_fake_quant(gm, layers[best].node));
+    } else {
+      layers[best].module->weight_fake_quant()->enable_fake_quant(false);
+      detail::UseFloatWeights(gm, float_weights_of(layers[best])).keep();
+    }
+    FallbackStep s{layers[best].path, move_to, best_db, measure()};
     r.reached = s.metric >= r.target;
     r.steps.push_back(s);
     if (o.progress) o.progress("decisions", k + 1, limit);

@@ -29,7 +29,7 @@ std::vector<WeightedLayer> weighted_layers(fx::GraphModule& gm) {
   for (const fx::Node* n : gm.graph().nodes()) {
     if (n->op() != fx::Opcode::kCallModule || !seen.insert(n->target()).second) continue;
     auto f = std::dynamic_pointer_cast<FusedConvLinear>(gm.get_submodule(n->target()));
-    if (f && f->weight_fake_quant()) out.push_back({n->target(), f});
+    if (f && f->weight_fake_quant()) out.push_back({n->target(), f, n->name()});
   }
   return out;
 }

@@ -18,6 +18,7 @@ namespace qfx::quant::detail {
 struct WeightedLayer {
   std::string path;
   std::shared_ptr<FusedConvLinear> module;
+  std::string node;  ///< the (first) graph node calling it
 };
 
 /// The weighted layers `gm`'s graph calls, in graph order.

@@ -60,10 +60,14 @@ TensorConstraints read_tensor(const std::string& path, const YAML::Node& n, cons
   auto dt = n["dtypes"];
   if (!dt) bad(path, n, what + ".dtypes is required");
   for (const auto& s : as_string_list(path, dt, what + ".dtypes")) {
-    if (s != "u8" && s != "s8") bad(path, dt, what + ".dtypes: '" + s + "' is not u8 or s8");
+    if (s == "s16" && weight) bad(path, dt, what + ".dtypes: weights are 8-bit (s16 is for activations of 16x8 layers)");
+    if (s != "u8" && s != "s8" && s != "s16") bad(path, dt, what + ".dtypes: '" + s + "' is not u8, s8 or s16");
     t.dtypes.push_back(parse_qdtype(s));
   }
   if (t.dtypes.empty()) bad(path, dt, what + ".dtypes must not be empty");
+  if (t.dtypes.front() == QDType::kInt16)
+    bad(path, dt, what + ".dtypes: list an 8-bit dtype first (the default); s16 is chosen per layer in the qconfig "
+                         "or by ptq.auto_fallback");
   if (auto q = n["qschemes"]) {
     for (const auto& s : as_string_list(path, q, what + ".qschemes")) {
       if (s == "affine") t.qschemes.push_back(QScheme::kAffine);

@@ -21,7 +21,8 @@ void set_data_paths(YAML::Node section, const DataSpec& d) {
 
 }  // namespace
 
-std::string final_config_yaml(const JobConfig& cfg, const std::vector<std::string>& float_modules, const std::string& header) {
+std::string final_config_yaml(const JobConfig& cfg, const std::vector<std::string>& float_modules,
+                              const std::vector<std::string>& int16_modules, const std::string& header) {
   YAML::Node root = YAML::Load(cfg.effective_yaml);
   root["model"]["path"] = absolute(cfg.model.path);
   if (root["model"]["libraries"]) {
@@ -34,12 +35,20 @@ std::string final_config_yaml(const JobConfig& cfg, const std::vector<std::strin
   if (cfg.evaluation.enabled) set_data_paths(root["evaluation"], cfg.evaluation.data);
   if (cfg.training.enabled) set_data_paths(root["training"], cfg.training.data);
   if (root["ptq"] && root["ptq"].IsMap()) root["ptq"].remove("auto_fallback");
-  if (!float_modules.empty()) {
+  if (!float_modules.empty() || !int16_modules.empty()) {
     if (!root["qconfig"] || !root["qconfig"].IsMap()) root["qconfig"] = YAML::Node(YAML::NodeType::Map);
     YAML::Node q = root["qconfig"];
     if (!q["module_name"] || !q["module_name"].IsMap()) q["module_name"] = YAML::Node(YAML::NodeType::Map);
     YAML::Node names = q["module_name"];
     for (const auto& m : float_modules) names[m] = YAML::Node(YAML::NodeType::Null);
+    for (const auto& m : int16_modules) {
+      // The global qconfig (its observer, algorithm, scheme, weights), 16-bit outputs.
+      YAML::Node wide = q["global"] && q["global"].IsMap() ? YAML::Clone(q["global"]) : YAML::Node(YAML::NodeType::Map);
+      if (!wide["activation"] || !wide["activation"].IsMap()) wide["activation"] = YAML::Node(YAML::NodeType::Map);
+      wide["activation"]["dtype"] = "s16";
+      wide["activation"].remove("bits");
+      names[m] = wide;
+    }
   }
   std::string out;
   for (size_t s = 0; s < header.size();) {

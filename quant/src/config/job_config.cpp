@@ -114,8 +114,6 @@ void read_auto_fallback(const std::string& path, const YAML::Node& v, JobConfig*
       if (!n.IsSequence() || n.size() == 0) bad(path, n, "ptq.auto_fallback.candidates must be a list: [int16, float]");
       o.candidates.clear();
       for (const auto& e : n) o.candidates.push_back(as_choice(path, e, "ptq.auto_fallback.candidates", {"int16", "float"}));
-      if (std::find(o.candidates.begin(), o.candidates.end(), "float") == o.candidates.end())
-        bad(path, n, "ptq.auto_fallback.candidates must include float (no qfx target offers int16 yet)");
     }
     if (auto n = v["max_layers"]) o.max_layers = positive(path, n, "ptq.auto_fallback.max_layers", true);
     if (auto n = v["ranking_samples"]) o.ranking_samples = positive(path, n, "ptq.auto_fallback.ranking_samples", false);

@@ -28,8 +28,11 @@ ObserverSpec resolve_tensor_qconfig(const TensorQConfig& req, const BackendConfi
   const bool pc = req.per_channel.value_or(is_weight && c.per_channel_default);
   if (pc && !c.per_channel_allowed) fail("per-channel quantization is not supported (backend requires per-tensor)");
   if (!pc && !c.per_tensor_allowed) fail("per-tensor quantization is not supported (backend requires per-channel)");
-  const int bits = req.bits.value_or(c.default_bits == 0 ? runtime::native_int8_weight_bits() : c.default_bits);
-  if (bits < c.min_bits || bits > c.max_bits)
+  const bool s16 = dtype == QDType::kInt16;
+  const int bits = s16 ? req.bits.value_or(16)
+                       : req.bits.value_or(c.default_bits == 0 ? runtime::native_int8_weight_bits() : c.default_bits);
+  if (s16 && bits != 16) fail("s16 activations are 16-bit, not " + std::to_string(bits) + "-bit");
+  if (!s16 && (bits < c.min_bits || bits > c.max_bits))
     fail(std::to_string(bits) + "-bit quantization is outside the backend's " + std::to_string(c.min_bits) + ".." +
          std::to_string(c.max_bits) + " bits");
   ObserverSpec s;
@@ -140,14 +143,16 @@ TensorQConfig read_tensor_qconfig(const std::string& path, const YAML::Node& n, 
                                                {"minmax", "moving_average_minmax", "histogram"}));
   if (auto a = n["algorithm"])
     t.algorithm = parse_algorithm(as_choice(path, a, what + ".algorithm", {"minmax", "percentile", "entropy", "kl", "mse", "auto"}));
-  if (auto d = n["dtype"]) t.dtype = parse_qdtype(as_choice(path, d, what + ".dtype", {"u8", "s8"}));
+  if (auto d = n["dtype"]) t.dtype = parse_qdtype(as_choice(path, d, what + ".dtype", {"u8", "s8", "s16"}));
   if (auto q = n["qscheme"])
     t.qscheme = as_choice(path, q, what + ".qscheme", {"affine", "symmetric"}) == "affine" ? QScheme::kAffine : QScheme::kSymmetric;
   if (auto g = n["granularity"])
     t.per_channel = as_choice(path, g, what + ".granularity", {"per_tensor", "per_channel"}) == "per_channel";
   if (auto b = n["bits"]) {
     const int64_t bits = as_int(path, b, what + ".bits");
-    if (bits < 2 || bits > 8) bad(path, b, what + ".bits must be between 2 and 8");
+    const bool s16 = t.dtype && *t.dtype == QDType::kInt16;
+    if (s16 && bits != 16) bad(path, b, what + ".bits: s16 is 16-bit");
+    if (!s16 && (bits < 2 || bits > 8)) bad(path, b, what + ".bits must be between 2 and 8");
     t.bits = static_cast<int>(bits);
   }
   if (auto r = n["narrow_range"]) t.narrow_range = as_bool(path, r, what + ".narrow_range");

@@ -73,7 +73,8 @@ void write_encodings(const std::string& path, const ExportResult& result, const 
         }
         rs.push_back(j);
       }
-      nlohmann::json j = {{"op", o.op}, {"rescales", rs}};
+      nlohmann::json j = {{"op", o.op}, {"input_dtype", o.input_dtype}, {"output_dtype", o.output_dtype}, {"rescales", rs}};
+      if (o.accumulator_bits) j["accumulator_bits"] = o.accumulator_bits;
       if (o.per_window_count) j["per_window_count"] = true;
       if (!o.table.empty()) j["table"] = o.table;
       enc["integer_ops"][o.node] = j;

@@ -22,6 +22,7 @@
 #include "qfx/quant/modules.h"
 #include "qfx/quant/op_names.h"
 #include "qfx/quant/quantized_modules.h"
+#include "qfx/runtime/model.h"
 
 #include "batch_shapes.h"
 
@@ -109,6 +110,7 @@ class Exporter {
     switch (t.scalar_type()) {
       case at::kFloat: tp->set_data_type(onnx::TensorProto::FLOAT); break;
       case at::kChar: tp->set_data_type(onnx::TensorProto::INT8); break;
+      case at::kShort: tp->set_data_type(onnx::TensorProto::INT16); break;
       case at::kByte: tp->set_data_type(onnx::TensorProto::UINT8); break;
       case at::kInt: tp->set_data_type(onnx::TensorProto::INT32); break;
       case at::kLong: tp->set_data_type(onnx::TensorProto::INT64); break;
@@ -120,7 +122,18 @@ class Exporter {
 
   at::Tensor zero_points(const QParams& q) {
     at::Tensor z = q.zero_point.to(at::kInt);
-    return q.dtype == QDType::kUInt8 ? z.to(at::kByte) : z.to(at::kChar);
+    return q.dtype == QDType::kUInt8 ? z.to(at::kByte) : q.dtype == QDType::kInt16 ? z.to(at::kShort) : z.to(at::kChar);
+  }
+
+  // int16 Q/DQ: ONNX Runtime's com.microsoft QuantizeLinear / DequantizeLinear
+  // (standard ONNX has int16 only from opset 21), imported once.
+  void microsoft_domain(onnx::NodeProto* p) {
+    p->set_domain(runtime::kMicrosoftDomain);
+    if (ms_imported_) return;
+    auto* os = model_.add_opset_import();
+    os->set_domain(runtime::kMicrosoftDomain);
+    os->set_version(1);
+    ms_imported_ = true;
   }
 
   // --- graph pieces -----------------------------------------------------------------
@@ -203,12 +216,17 @@ class Exporter {
     const std::string qv = fresh(n->name() + "_q"), dv = fresh(n->name() + "_dq");
     auto* qn = node("QuantizeLinear", {x, s, z}, qv, qv);
     auto* dn = node("DequantizeLinear", {qv, s, z}, dv, dv);
+    if (q.dtype == QDType::kInt16) {
+      microsoft_domain(qn);
+      microsoft_domain(dn);
+    }
     if (q.per_channel) {
       attr_i(qn, "axis", q.axis);
       attr_i(dn, "axis", q.axis);
     }
     std::string out = dv;
-    const int64_t full_min = q.dtype == QDType::kUInt8 ? 0 : -128, full_max = q.dtype == QDType::kUInt8 ? 255 : 127;
+    const int64_t full_min = q.dtype == QDType::kUInt8 ? 0 : q.dtype == QDType::kInt16 ? -32768 : -128;
+    const int64_t full_max = q.dtype == QDType::kUInt8 ? 255 : q.dtype == QDType::kInt16 ? 32767 : 127;
     if (!q.per_channel && (q.quant_min > full_min || q.quant_max < full_max)) {
       // A sub-8-bit range: saturate to it (ONNX QuantizeLinear saturates to the container only).
       const float sc = q.scale.item<float>();
@@ -597,6 +615,7 @@ class Exporter {
   std::map<const fx::Node*, std::string> names_;
   std::map<const fx::Node*, int> rank_;
   int counter_ = 0;
+  bool ms_imported_ = false;  // com.microsoft opset imported (int16 Q/DQ)
   std::map<const fx::Node*, std::vector<Dim>> dims_;  // batch_shapes, computed on first need
   bool have_dims_ = false;
   std::map<const fx::Node*, Dim> ints_;                     // int values (sizes and arithmetic)

@@ -51,6 +51,12 @@ void ObserverBase::check_finite(const at::Tensor& lo, const at::Tensor& hi) cons
   }
 }
 
+void ObserverBase::set_spec(const QuantSpec& spec) {
+  if (spec.per_channel != spec_.per_channel)
+    throw ConfigError("observer of '" + tensor_name_ + "': cannot change between per-tensor and per-channel");
+  spec_ = spec;
+}
+
 bool ObserverBase::has_data() const {
   auto mm = min_max();
   return mm.first.numel() > 0 && at::le(mm.first, mm.second).all().item<bool>();
@@ -403,7 +409,7 @@ QParams FixedQParamsObserver::fixed_qparams() const {
   QParams q;
   float scale = (hi_ - lo_) / static_cast<float>(spec_.quant_max - spec_.quant_min + 1);
   int64_t zp = spec_.quant_min - static_cast<int64_t>(std::nearbyint(lo_ / scale));
-  if (spec_.qscheme == QScheme::kSymmetric && spec_.dtype == QDType::kInt8) {
+  if (spec_.qscheme == QScheme::kSymmetric && spec_.dtype != QDType::kUInt8) {
     // A symmetric target keeps zero point 0: [0, 1] and [-1, 1] get scale 1/128
     // (the top code saturates at 127/128), a power of two.
     scale = std::max(std::abs(lo_), std::abs(hi_)) / static_cast<float>(spec_.quant_max + 1);

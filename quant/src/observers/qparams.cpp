@@ -15,6 +15,7 @@ const char* qdtype_name(QDType d) {
     case QDType::kUInt8: return "u8";
     case QDType::kInt8: return "s8";
     case QDType::kInt32: return "s32";
+    case QDType::kInt16: return "s16";
   }
   return "?";
 }
@@ -22,8 +23,9 @@ const char* qdtype_name(QDType d) {
 QDType parse_qdtype(const std::string& s) {
   if (s == "u8" || s == "uint8" || s == "quint8") return QDType::kUInt8;
   if (s == "s8" || s == "int8" || s == "qint8") return QDType::kInt8;
+  if (s == "s16" || s == "int16" || s == "qint16") return QDType::kInt16;
   if (s == "s32" || s == "int32" || s == "qint32") return QDType::kInt32;
-  throw ConfigError("unknown quantized dtype '" + s + "' (expected u8, s8 or s32)");
+  throw ConfigError("unknown quantized dtype '" + s + "' (expected u8, s8, s16 or s32)");
 }
 
 const char* qscheme_name(QScheme s) { return s == QScheme::kAffine ? "affine" : "symmetric"; }
@@ -36,6 +38,14 @@ QuantSpec QuantSpec::make(QDType dtype, QScheme qscheme, int bits, bool narrow_r
     if (bits != 32 && bits != 8) throw ConfigError("s32 tensors are 32-bit");
     s.quant_min = std::numeric_limits<int32_t>::min();
     s.quant_max = std::numeric_limits<int32_t>::max();
+    return s;
+  }
+  if (dtype == QDType::kInt16) {
+    if (bits != 16 && bits != 8) throw ConfigError("s16 tensors are 16-bit, got bits " + std::to_string(bits));
+    s.quant_min = -32768;
+    s.quant_max = 32767;
+    if (narrow_range) s.quant_min += 1;
+    s.custom_range = narrow_range;
     return s;
   }
   if (bits < 2 || bits > 8) throw ConfigError("bits must be between 2 and 8, got " + std::to_string(bits));

@@ -46,10 +46,13 @@ nlohmann::json compare_arithmetic(const runtime::Model& target, const std::strin
       const runtime::Tensor& f = held.at(name);
       ArithmeticLayerDiff& d = diff[name];
       d.node = node_of.at(name);
-      const bool u8 = t.dtype() == runtime::DType::kUInt8;
+      auto code = [](const runtime::Tensor& x, int64_t k) -> int {
+        if (x.dtype() == runtime::DType::kUInt8) return x.data<uint8_t>()[k];
+        if (x.dtype() == runtime::DType::kInt16) return x.data<int16_t>()[k];
+        return x.data<int8_t>()[k];
+      };
       for (int64_t k = 0; k < t.numel(); ++k) {
-        const int a = u8 ? t.data<uint8_t>()[k] : t.data<int8_t>()[k];
-        const int b = u8 ? f.data<uint8_t>()[k] : f.data<int8_t>()[k];
+        const int a = code(t, k), b = code(f, k);
         d.codes += 1;
         d.differing += a != b;
         d.max_abs_diff = std::max(d.max_abs_diff, std::abs(a - b));

@@ -22,10 +22,12 @@ namespace qfx::quant {
 using namespace pipeline;
 namespace {
 
-// Float values of a runtime tensor: as is, or int8/uint8 codes dequantized.
+// Float values of a runtime tensor: as is, or int8/uint8/int16 codes dequantized.
 at::Tensor dequantize(const runtime::Tensor& t, const Encoding& e) {
   if (t.dtype() == runtime::DType::kFloat32) return to_aten(t);
-  const auto st = t.dtype() == runtime::DType::kUInt8 ? at::kByte : at::kChar;
+  const auto st = t.dtype() == runtime::DType::kUInt8   ? at::kByte
+                  : t.dtype() == runtime::DType::kInt16 ? at::kShort
+                                                        : at::kChar;
   at::Tensor q = at::from_blob(const_cast<void*>(t.raw()), t.shape(), st).to(at::kFloat);
   return (q - static_cast<float>(e.zero_point.at(0))) * e.scale.at(0);
 }
@@ -62,7 +64,15 @@ PtqResult ptq(const JobConfig& cfg, const PipelineHooks& hooks, distributed::Con
   std::unique_ptr<Dataset> ev;
   if (have_eval) ev = open_dataset(cfg.evaluation.data, cfg.model.input_shape, cfg.evaluation.num_samples, -1);
   HeldOutData held;  // ptq.auto_fallback's (read before the long work: its errors come first)
-  if (cfg.ptq.auto_fallback) held = held_out_data(cfg, cal->size(), cfg.evaluation.batch_size);
+  const auto& s16_dtypes = backend.activation.dtypes;
+  const bool int16_available = std::find(s16_dtypes.begin(), s16_dtypes.end(), QDType::kInt16) != s16_dtypes.end();
+  if (cfg.ptq.auto_fallback) {
+    const auto& cands = cfg.ptq.auto_fallback_options.candidates;
+    if (!int16_available && std::find(cands.begin(), cands.end(), "float") == cands.end())
+      throw ConfigError(config_path + ": ptq.auto_fallback.candidates: backend '" + backend.name +
+                        "' offers no s16 activations (activation.dtypes); add float");
+    held = held_out_data(cfg, cal->size(), cfg.evaluation.batch_size);
+  }
   // Data-parallel: every rank calibrates its shard; rank 0 alone goes on and writes the outputs.
   const int rank = dist ? dist->rank() : 0, world = dist ? dist->world_size() : 1;
   res.rank = rank;
@@ -215,6 +225,7 @@ PtqResult ptq(const JobConfig& cfg, const PipelineHooks& hooks, distributed::Con
   nlohmann::json report_fallback;
   if (alg.auto_fallback) {
     AutoFallbackOptions o = alg.auto_fallback_options;
+    o.int16_available = int16_available;
     o.progress = [&](const std::string& stage, int64_t done, int64_t total) { progress(hooks, "auto_fallback " + stage + " (layers)", done, total); };
     const AutoFallbackResult af = auto_fallback(*gm, batches(*cal, bs), held, o, reference.layers.empty() ? nullptr : &reference);
     report_fallback = auto_fallback_json(af);
@@ -226,21 +237,23 @@ PtqResult ptq(const JobConfig& cfg, const PipelineHooks& hooks, distributed::Con
     info(hooks, "auto_fallback: " + af.metric + " on " + std::to_string(af.held_out_samples) + " held-out samples: " +
                     (af.metric == "top1" ? "fp32 " + fmt(af.fp32) + unit + ", " : "") + "quantized " + fmt(af.quantized) + unit +
                     ", target " + fmt(af.target) + unit);
-    std::vector<std::string> moved;
+    std::vector<std::string> to_float, to_int16;
     for (const auto& st : af.steps) {
-      moved.push_back(st.layer);
+      (st.moved_to == "int16" ? to_int16 : to_float).push_back(st.layer);
       info(hooks, "auto_fallback: " + st.layer + " -> " + st.moved_to + ": " + fmt(st.metric) + unit);
     }
     for (const auto& n : af.notes) info(hooks, "auto_fallback: " + n);
+    const std::string moved_str = std::to_string(to_int16.size()) + " layer(s) with int16 outputs, " +
+                                  std::to_string(to_float.size()) + " in float";
     info(hooks, std::string("auto_fallback: ") + (af.reached ? "target reached" : "target NOT reached") + " with " +
-                    std::to_string(moved.size()) + " layer(s) in float" +
-                    (af.reached ? "" : " (max_layers " + std::to_string(o.max_layers) + ")"));
+                    moved_str + (af.reached ? "" : " (max_layers " + std::to_string(o.max_layers) + ")"));
     const std::string final_path = out->path("config_final.yaml");
-    write_file_atomic(final_path, final_config_yaml(cfg, moved, "written by qfx ptq (ptq.auto_fallback) from " + config_path +
-                                                                    "\nrun it again: qfx ptq " + out->final_path("config_final.yaml")));
+    write_file_atomic(final_path, final_config_yaml(cfg, to_float, to_int16,
+                                                    "written by qfx ptq (ptq.auto_fallback) from " + config_path +
+                                                        "\nrun it again: qfx ptq " + out->final_path("config_final.yaml")));
     report_fallback["config"] = out->final_path("config_final.yaml");
-    if (!moved.empty()) {
-      info(hooks, "auto_fallback: preparing again with " + std::to_string(moved.size()) + " layer(s) float");
+    if (!af.steps.empty()) {
+      info(hooks, "auto_fallback: preparing again with " + moved_str);
       const JobConfig fin = load_job_config(final_path);
       gm = prepare_model(fin.qconfig);
       cr = calibrate_model(*gm, nullptr);  // rank 0 alone: the other ranks have finished

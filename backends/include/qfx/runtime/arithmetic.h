@@ -154,6 +154,20 @@ class Requantizer {
   template <typename T>
   void codes_per_channel(const int32_t* acc, int64_t n, const int32_t* bias, int32_t zp, int32_t lo, int32_t hi, T* out) const;
 
+  /// 16x8 layers (int16 activations, int8 weights) accumulate in 64 bits, as
+  /// TFLite's 16x8 kernels do: no accumulator limit, and one rounding of the
+  /// exact product. kFloat: round_half_even(double(acc) · m_c) (the ONNX arithmetic
+  /// without float32's 24-bit mantissa); kFixedPoint: acc · M_c / 2^(bits-1-shift_c)
+  /// rounded as rounding() in 128-bit arithmetic (TFLite's int64
+  /// MultiplyByQuantizedMultiplier with a `bits`-bit multiplier and the target's
+  /// rounding); kShift: acc / 2^k rounded as rounding(). Result saturated to int32.
+  int32_t scaled_wide(int64_t acc, size_t channel) const;
+  /// scaled_wide(acc) + zp, saturated to [lo, hi] (the int16 or int8 output range).
+  int32_t code_wide(int64_t acc, size_t channel, int32_t zp, int32_t lo, int32_t hi) const;
+  /// out[k] = code_wide(acc[k] + bias, channel, zp, lo, hi) for k < n.
+  template <typename T>
+  void codes_wide(const int64_t* acc, int64_t n, int64_t bias, size_t channel, int32_t zp, int32_t lo, int32_t hi, T* out) const;
+
   RequantMode mode() const { return mode_; }
   /// Per channel: the float multipliers, and for kFixedPoint / kShift the integer
   /// multiplier and shift (kShift: multiplier 1, shift = -k).
@@ -172,6 +186,9 @@ class Requantizer {
   int32_t scaled_as(int64_t acc, size_t channel) const;
   template <RequantMode M, Rounding R>
   int32_t code_as(int64_t acc, size_t channel, int32_t zp, int32_t lo, int32_t hi) const;
+  /// scaled_wide with the mode and rounding fixed at compile time.
+  template <RequantMode M, Rounding R>
+  int32_t scaled_wide_as(int64_t acc, size_t channel) const;
   /// Calls f(integral_constant<RequantMode>, integral_constant<Rounding>) with this
   /// requantizer's mode and rounding: `rq.dispatch([&](auto m, auto r) { loop using
   /// rq.code_as<decltype(m)::value, decltype(r)::value>(...); })`.
@@ -207,16 +224,23 @@ inline int32_t sat32(int64_t v) {
 }
 
 namespace detail {
-template <Rounding R>
-[[gnu::always_inline]] inline int64_t rounding_shift_right(int64_t x, int e) {
+// x / 2^e rounded as R, in the signed integer type I (int64_t or __int128).
+template <Rounding R, typename I>
+[[gnu::always_inline]] inline I rounding_shift_right_in(I x, int e) {
+  constexpr int kMaxShift = static_cast<int>(sizeof(I)) * 8 - 2;
   if (e <= 0) return x;
-  if (e > 62) e = 62;  // |x| < 2^63: the result rounds to 0 (or -1 / 0) either way
-  const int64_t floor = x >> e;  // arithmetic shift: floor division
-  const int64_t rem = x - floor * (int64_t{1} << e);
-  const int64_t half = int64_t{1} << (e - 1);
+  if (e > kMaxShift) e = kMaxShift;  // |x| < 2^(width-1): the result rounds to 0 (or -1 / 0) either way
+  const I floor = x >> e;  // arithmetic shift: floor division
+  const I rem = x - floor * (I{1} << e);
+  const I half = I{1} << (e - 1);
   if constexpr (R == Rounding::kHalfUp) return floor + (rem >= half ? 1 : 0);
   else if constexpr (R == Rounding::kHalfAwayFromZero) return floor + ((x >= 0 ? rem >= half : rem > half) ? 1 : 0);
   else return floor + ((rem > half || (rem == half && (floor & 1))) ? 1 : 0);
+}
+
+template <Rounding R>
+[[gnu::always_inline]] inline int64_t rounding_shift_right(int64_t x, int e) {
+  return rounding_shift_right_in<R, int64_t>(x, e);
 }
 
 template <Rounding R>
@@ -279,6 +303,22 @@ template <RequantMode M, Rounding R>
   return static_cast<int32_t>(v < lo ? lo : (v > hi ? hi : v));
 }
 
+template <RequantMode M, Rounding R>
+[[gnu::always_inline]] inline int32_t Requantizer::scaled_wide_as(int64_t acc, size_t c) const {
+  const size_t i = mult_.size() == 1 ? 0 : c;
+  if constexpr (M == RequantMode::kFloat) {
+    double v = __builtin_nearbyint(static_cast<double>(acc) * static_cast<double>(mult_[i]));
+    if (v != v) v = 0.0;
+    return static_cast<int32_t>(v < -2147483648.0 ? -2147483648.0 : (v > 2147483647.0 ? 2147483647.0 : v));
+  } else {
+    // kShift: multiplier 1, shift -k; kFixedPoint: m = M · 2^(shift - (bits-1)).
+    const int e = (M == RequantMode::kFixedPoint ? bits_ - 1 : 0) - q_[i].shift;
+    const __int128 p = static_cast<__int128>(acc) * q_[i].multiplier;
+    const __int128 r = e >= 0 ? detail::rounding_shift_right_in<R, __int128>(p, e) : p * (__int128{1} << (-e < 32 ? -e : 32));
+    return static_cast<int32_t>(r < INT32_MIN ? INT32_MIN : (r > INT32_MAX ? INT32_MAX : r));
+  }
+}
+
 template <typename F>
 [[gnu::always_inline]] inline decltype(auto) Requantizer::dispatch(F&& f) const {
   using M = RequantMode;
@@ -307,6 +347,26 @@ void Requantizer::codes(const int32_t* acc, int64_t n, int32_t bias, size_t c, i
   dispatch([&](auto m, auto r) {  // one loop per mode and rounding, each with its arithmetic inlined
     for (int64_t k = 0; k < n; ++k)
       out[k] = static_cast<T>(code_as<decltype(m)::value, decltype(r)::value>(int64_t{acc[k]} + bias, c, zp, lo, hi));
+  });
+}
+
+[[gnu::always_inline]] inline int32_t Requantizer::scaled_wide(int64_t acc, size_t c) const {
+  return dispatch([&](auto m, auto r) { return scaled_wide_as<decltype(m)::value, decltype(r)::value>(acc, c); });
+}
+
+[[gnu::always_inline]] inline int32_t Requantizer::code_wide(int64_t acc, size_t c, int32_t zp, int32_t lo, int32_t hi) const {
+  const int64_t v = static_cast<int64_t>(scaled_wide(acc, c)) + zp;
+  return static_cast<int32_t>(v < lo ? lo : (v > hi ? hi : v));
+}
+
+template <typename T>
+void Requantizer::codes_wide(const int64_t* acc, int64_t n, int64_t bias, size_t c, int32_t zp, int32_t lo, int32_t hi,
+                             T* out) const {
+  dispatch([&](auto m, auto r) {
+    for (int64_t k = 0; k < n; ++k) {
+      const int64_t v = static_cast<int64_t>(scaled_wide_as<decltype(m)::value, decltype(r)::value>(acc[k] + bias, c)) + zp;
+      out[k] = static_cast<T>(v < lo ? lo : (v > hi ? hi : v));
+    }
   });
 }
 

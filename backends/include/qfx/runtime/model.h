@@ -18,6 +18,11 @@ namespace ir {
 struct Graph;
 }
 
+/// ONNX Runtime's contrib-op domain. Its QuantizeLinear / DequantizeLinear take
+/// int16 and uint16 (standard ONNX has them only from opset 21): qfx exports int16
+/// activations with them and runs them as the standard ops.
+inline constexpr const char* kMicrosoftDomain = "com.microsoft";
+
 /// Weight bits the onednn backend runs exactly in int8 on this CPU: 8 with
 /// VNNI or AMX; 7 otherwise (AVX2 / AVX-512BW multiply u8 x s8 pairs into
 /// saturating int16 (vpmaddubsw); with |w| <= 64 no pair can saturate, with 8-bit
@@ -91,6 +96,11 @@ struct IntegerOp {
   bool per_window_count = false;
   /// QLut: output codes for input codes lowest..highest (256).
   std::vector<int32_t> table;
+  /// Conv / gemm: accumulator width in bits: the target's (32 by default), 64 for
+  /// 16x8 layers (int16 input). 0 for other ops.
+  int accumulator_bits = 0;
+  /// dtype_name of the first input's and the output's codes ("int8", "int16", ...).
+  std::string input_dtype, output_dtype;
 };
 
 /// What observer taps collect (see Model::set_taps).

@@ -12,16 +12,16 @@ namespace qfx::runtime {
 
 /// Element types the runtime stores. Values match nothing external; use
 /// `dtype_name()` / `dtype_size()` to talk about them.
-enum class DType : uint8_t { kFloat32, kInt8, kUInt8, kInt32, kInt64, kBool };
+enum class DType : uint8_t { kFloat32, kInt8, kUInt8, kInt32, kInt64, kBool, kInt16 };
 
-/// Size of one element of `t` in bytes (4, 1, 1, 4, 8, 1).
+/// Size of one element of `t` in bytes (4, 1, 1, 4, 8, 1, 2).
 size_t dtype_size(DType t);
 /// Throws DataError naming `what()` if `bytes` exceed this machine's physical
 /// memory: a corrupt or hostile model's shapes must not make qfx try to
 /// allocate them (the ONNX fuzzer found a 1 KB model asking for 154 GB).
 /// `what` runs only to word that error, so allocation paths pay no string work.
 void check_allocatable(uint64_t bytes, const std::function<std::string()>& what);
-/// Lower-case name as NumPy spells it: "float32", "int8", "uint8", "int32", "int64", "bool".
+/// Lower-case name as NumPy spells it: "float32", "int8", "uint8", "int32", "int64", "bool", "int16".
 const char* dtype_name(DType t);
 
 /// A dense row-major tensor. Owns its bytes (shared between copies: copying a

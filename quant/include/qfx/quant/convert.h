@@ -39,7 +39,7 @@ struct Encoding {
   std::string tensor;           ///< ONNX value name (the QuantizeLinear input)
   std::string quantized;        ///< ONNX value name of the QuantizeLinear output (the int8 codes)
   std::string node;             ///< fx node it came from
-  std::string dtype;            ///< "u8" or "s8"
+  std::string dtype;            ///< "u8", "s8" or "s16"
   std::vector<float> scale;     ///< one per tensor, or one per channel
   std::vector<int32_t> zero_point;
   int64_t axis = -1;            ///< channel axis, -1 for per-tensor

@@ -116,11 +116,14 @@ struct JobConfig {
 JobConfig load_job_config(const std::string& path, const std::vector<std::string>& overrides = {});
 
 /// The config that reproduces a run of `cfg` whose automatic fallback moved
-/// `float_modules` to float: `cfg.effective_yaml` with `qconfig.module_name:
-/// {module: null}` for each, `ptq.auto_fallback` removed, and the model, data
-/// and backend paths made absolute (the file is written into the output
-/// folder). `header` becomes a leading comment.
-std::string final_config_yaml(const JobConfig& cfg, const std::vector<std::string>& float_modules, const std::string& header);
+/// `float_modules` to float and `int16_modules`' outputs to s16:
+/// `cfg.effective_yaml` with `qconfig.module_name: {module: null}` for each float
+/// one, `{module: <qconfig.global with activation.dtype s16>}` for each int16
+/// one, `ptq.auto_fallback` removed, and the model, data and backend paths made
+/// absolute (the file is written into the output folder). `header` becomes a
+/// leading comment.
+std::string final_config_yaml(const JobConfig& cfg, const std::vector<std::string>& float_modules,
+                              const std::vector<std::string>& int16_modules, const std::string& header);
 
 /// Expands ${VAR} (environment; QFX_FIXTURES defaults to the build's fixture
 /// folder) and makes relative paths relative to `base_dir`.

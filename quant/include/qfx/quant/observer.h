@@ -61,6 +61,10 @@ class ObserverBase : public torch::nn::Module {
   bool has_data() const;
   /// The quantization target.
   const QuantSpec& spec() const { return spec_; }
+  /// Retargets the observer to `spec` (same granularity): the statistics stay and
+  /// calculate_qparams() answers for the new range (auto_fallback's int16 move).
+  /// Throws ConfigError if `spec` changes per-tensor to per-channel or back.
+  void set_spec(const QuantSpec& spec);
   /// Name used in errors and reports (the observed tensor's node name).
   const std::string& tensor_name() const { return tensor_name_; }
   void set_tensor_name(std::string n) { tensor_name_ = std::move(n); }

@@ -161,9 +161,12 @@ struct AutoFallbackOptions {
   std::string metric = "top1";
   double tolerance = 0.3;     ///< top1: the largest accepted drop from fp32, in points (percent)
   double min_sqnr_db = 30.0;  ///< sqnr: the smallest accepted output SQNR, in dB
-  /// Where a layer may move, tried in order: "int16" (16-bit activations and
-  /// weights, where the target offers them) and "float".
+  /// Where a layer may move; the first available one is used: "int16" (the
+  /// layer's output activation in s16, read by 16x8 kernels; available when
+  /// `int16_available`) and "float".
   std::vector<std::string> candidates{"int16", "float"};
+  /// The target lists s16 among its activation dtypes (BackendConfig::activation).
+  bool int16_available = false;
   int64_t max_layers = 5;         ///< most layers moved
   int64_t ranking_samples = 256;  ///< calibration samples for the ranking
   /// Called after each decision: ("decisions", done, max_layers).
@@ -180,7 +183,7 @@ struct HeldOutData {
 /// One decision of `auto_fallback`.
 struct FallbackStep {
   std::string layer;       ///< module path (a FusedConvLinear; the original module's name)
-  std::string moved_to;    ///< "float"
+  std::string moved_to;    ///< "int16" or "float"
   double ranking_db = 0;   ///< output SQNR (dB) on the ranking samples after this move
   double metric = 0;       ///< held-out metric after this and every earlier move
 };
@@ -205,13 +208,16 @@ struct AutoFallbackResult {
 /// moves in place), then measures the metric on `held_out`; it stops when the
 /// metric is within the target or `max_layers` were moved. Cost: up to
 /// max_layers x layers forward passes over the ranking samples, and one over
-/// the held-out samples per step. A moved layer's activations stay
-/// quantized, as prepare_fx quantizes them for a module whose qconfig is null
-/// (its neighbours' int8 ops read and write them). The moved layers keep their
-/// weight FakeQuantize disabled on return; the model to deploy is prepared
-/// again with a null qconfig for them (`quant::ptq` does this and writes that
-/// config). "int16" is not available on any qfx target yet (qfx quantizes to
-/// 8 bits or fewer) and is noted as skipped. Throws std::invalid_argument for
+/// the held-out samples per step. Moving to "int16" requantizes the layer's
+/// output activation (its FakeQuantize, shared with ops that share its qparams)
+/// to s16 from the statistics already observed; the layer's weights stay 8-bit
+/// and the next layer reads int16 (a 16x8 layer). Moving to "float" disables the
+/// layer's weight FakeQuantize; its activations stay quantized, as prepare_fx
+/// quantizes them for a module whose qconfig is null (its neighbours' int8 ops
+/// read and write them). The moves stay in place on return; the model to deploy
+/// is prepared again with the moved layers' qconfig (null, or s16 activations:
+/// `quant::ptq` does this and writes that config). "int16" is noted as skipped
+/// where the target offers no s16. Throws std::invalid_argument for
 /// an unknown metric or candidate, no available candidate, no held-out data,
 /// "top1" without labels or a label count different from the samples', or a
 /// model output that is not one tensor ([N, classes] for top1). With

@@ -11,11 +11,13 @@
 
 namespace qfx::quant {
 
-/// Integer container types of quantized tensors.
-enum class QDType { kUInt8, kInt8, kInt32 };
-/// "u8", "s8", "s32".
+/// Integer container types of quantized tensors. kInt16 is for activations of
+/// 16x8 layers (int16 activations, int8 weights, as TFLite's 16x8 scheme).
+enum class QDType { kUInt8, kInt8, kInt32, kInt16 };
+/// "u8", "s8", "s32", "s16".
 const char* qdtype_name(QDType d);
-/// Parses "u8"/"uint8"/"quint8", "s8"/"int8"/"qint8", "s32"/"int32"/"qint32".
+/// Parses "u8"/"uint8"/"quint8", "s8"/"int8"/"qint8", "s16"/"int16"/"qint16",
+/// "s32"/"int32"/"qint32".
 /// Throws qfx::ConfigError for anything else.
 QDType parse_qdtype(const std::string& s);
 
@@ -43,10 +45,11 @@ struct QuantSpec {
   double scale_max = std::numeric_limits<double>::infinity();  ///< upper bound on scale
   bool custom_range = false;  ///< quant range narrower than the dtype's (bits < 8 or narrow range)
 
-  /// A spec of `bits` bits (2..8; 32 only for s32) in `dtype`'s container:
-  /// u8 -> [0, 2^bits - 1], s8 -> [-2^(bits-1), 2^(bits-1) - 1]; `narrow_range`
+  /// A spec of `bits` bits (2..8; 16 for s16, whose `bits` argument 8 is read as
+  /// the default 16; 32 only for s32) in `dtype`'s container: u8 -> [0, 2^bits - 1],
+  /// s8 -> [-2^(bits-1), 2^(bits-1) - 1], s16 -> [-32768, 32767]; `narrow_range`
   /// drops the most negative value (s8: -127..127), as TensorRT's symmetric int8.
-  /// Throws qfx::ConfigError for bits outside 2..8 (or a bad s32 request).
+  /// Throws qfx::ConfigError for bits outside 2..8 (or a bad s16 / s32 request).
   static QuantSpec make(QDType dtype, QScheme qscheme, int bits = 8, bool narrow_range = false);
   /// Number of bits the range spans (ceil(log2(quant_max - quant_min + 1))).
   int bits() const;
