@@ -80,6 +80,42 @@ check "example_accel: qfx qat trains against its rounding; reference == onednn" 
   "$QFX" qat --set backend=example_accel --set training.num_samples=2000 --set training.max_steps=20 \
     --set calibration.num_samples=128 --set evaluation.num_samples=200 --set evaluation.reference_check=-1 --set output.dir="$tmp/qat"
 
+# int16 where int8 is not enough: auto_fallback moves two layers' outputs to s16 on
+# tflite_like; their neighbours run as 16x8 layers (64-bit accumulators) on the
+# reference kernels, identical across backends; ONNX Runtime reads the com.microsoft
+# int16 Q/DQ and agrees with qfx's ONNX arithmetic.
+check "tflite_like: auto_fallback moves two layers to int16, reference == onednn" 0 \
+  "reference backend: 300 of 300 int8 outputs identical" -- \
+  "$QFX" ptq --set backend=tflite_like "${quick[@]}" --set output.dir="$tmp/i16" \
+    --set "ptq.auto_fallback={candidates: [int16], max_layers: 2, metric: sqnr, min_sqnr_db: 100, ranking_samples: 64, num_samples: 200}"
+check "int16: s16 encodings, 16x8 integer ops, the s16 qconfigs in config_final.yaml" 0 "^ok" -- /usr/bin/python3 -c "
+import json, yaml
+e = json.load(open('$tmp/i16/encodings.json')); r = json.load(open('$tmp/i16/report.json'))
+s16 = [x for x in e['activations'].values() if x['dtype'] == 's16']
+ops = e['integer_ops'].values()
+wide_in = [o for o in ops if o['input_dtype'] == 'int16' and o['accumulator_bits'] == 64]
+wide_out = [o for o in ops if o['output_dtype'] == 'int16']
+steps = r['auto_fallback']['steps']
+final = yaml.safe_load(open('$tmp/i16/config_final.yaml'))['qconfig']['module_name']
+ok = (len(s16) >= 2 and all(x['quant_min'] == -32768 and x['quant_max'] == 32767 for x in s16) and len(wide_out) >= 2
+      and len(wide_in) >= 1 and len(steps) == 2 and all(s['moved_to'] == 'int16' for s in steps)
+      and all(final[s['layer']]['activation']['dtype'] == 's16' for s in steps))
+print('ok' if ok else 'bad', len(s16), len(wide_in), len(wide_out), steps)"
+check "ONNX Runtime runs the int16 QDQ model and agrees with qfx's ONNX arithmetic" 0 "^ok" -- bash -c \
+  "'$QFX' run '$tmp/i16/model_int8.onnx' -i '$tmp/x.npy' -o '$tmp/i16_onnx.npy' --onnx-arithmetic >/dev/null &&
+   ORT_OPT=disabled node '$ort/run.js' '$tmp/i16/model_int8.onnx' '$tmp/i16_ort.npy' '$tmp/x.npy' &&
+   /usr/bin/python3 -c \"
+import numpy as np; o, r = np.load('$tmp/i16_onnx.npy'), np.load('$tmp/i16_ort.npy')
+agree = float((o.argmax(1) == r.argmax(1)).mean()); d = float(np.abs(o - r).max() / np.abs(r).max())
+print('ok' if agree >= 0.98 and d < 0.05 else 'differ', agree, d)\""
+check "int16 on a target without s16: the key and the backend named" 3 "ptq.auto_fallback.candidates: backend 'onednn' offers no s16" -- \
+  "$QFX" ptq --set "ptq.auto_fallback={candidates: [int16], metric: sqnr}" "${quick[@]}" --set output.dir="$tmp/bad_i16a"
+check "an s16 qconfig on a target without s16" 3 "dtype s16 is not supported \\(backend allows u8\\)" -- \
+  "$QFX" ptq --set "qconfig.module_name={stem.0: {activation: {dtype: s16}}}" "${quick[@]}" --set output.dir="$tmp/bad_i16b"
+printf "name: t\nactivation: {dtypes: [s8], qschemes: [symmetric]}\nweight: {dtypes: [s8, s16], qschemes: [symmetric]}\nops: {conv2d: weighted}\n" > "$tmp/w16.yaml"
+check "s16 weights in a backend file" 3 "w16.yaml:3:18: weight.dtypes: weights are 8-bit" -- \
+  "$QFX" ptq --set backend="$tmp/w16.yaml" --set output.dir="$tmp/bad_i16c"
+
 # Bad arithmetic sections: file:line:column and the ConfigError exit code.
 head="name: t\nactivation: {dtypes: [s8], qschemes: [symmetric]}\nweight: {dtypes: [s8], qschemes: [symmetric]}\nops: {conv2d: weighted, sigmoid: float}\n"
 printf "${head}arithmetic:\n  requantize: shift\n" > "$tmp/nopow2.yaml"

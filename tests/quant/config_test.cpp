@@ -129,9 +129,9 @@ TEST(PtqSection, PresetsAndErrors) {
   EXPECT_NE(error("ptq.adaround={iteration: 5}").find("unknown key 'iteration'"), std::string::npos);
   EXPECT_NE(error("ptq.adaround={beta: [1, 2]}").find("ptq.adaround.beta"), std::string::npos);
   EXPECT_NE(error("ptq.adaround={warmup: 1.5}").find("ptq.adaround.warmup"), std::string::npos);
-  // ptq.auto_fallback: top1 needs labels for the held-out samples; float must be a candidate.
+  // ptq.auto_fallback: top1 needs labels for the held-out samples; candidates are int16 and float.
   EXPECT_NE(error("ptq.auto_fallback=true").find("ptq.auto_fallback.metric top1 needs labels"), std::string::npos);
-  EXPECT_NE(error("ptq.auto_fallback={metric: sqnr, candidates: [int16]}").find("must include float"), std::string::npos);
+  EXPECT_NE(error("ptq.auto_fallback={metric: sqnr, candidates: [int4]}").find("ptq.auto_fallback.candidates"), std::string::npos);
   EXPECT_NE(error("ptq.auto_fallback={metric: top5}").find("ptq.auto_fallback.metric"), std::string::npos);
   EXPECT_NE(error("ptq.auto_fallback={metric: sqnr, tolerence: 1}").find("unknown key 'tolerence'"), std::string::npos);
   {

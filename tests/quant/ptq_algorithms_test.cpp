@@ -412,8 +412,59 @@ TEST(AutoFallback, MovesLayersUntilTheTargetAndMeasuresItRight) {
   EXPECT_TRUE(auto_fallback(*gm, batches_of(data, 32), held, t).steps.empty());
   held.labels = at::zeros({63}, at::kLong);
   EXPECT_THROW(auto_fallback(*gm, batches_of(data, 32), held, t), std::invalid_argument);
-  t.candidates = {"int16"};
+  t.candidates = {"int16"};  // the target offers no s16 (int16_available false)
   EXPECT_THROW(auto_fallback(*gm, batches_of(data, 32), held, t), std::invalid_argument);
   o.metric = "top5";
   EXPECT_THROW(auto_fallback(*gm, batches_of(data, 32), held, o), std::invalid_argument);
+}
+
+// Where the target offers s16, a move requantizes the layer's output to 16 bits:
+// the output SQNR (measured independently against libtorch's float network) rises,
+// weights stay quantized, and the moved outputs' FakeQuantizes span int16.
+TEST(AutoFallback, Int16MovesRequantizeOutputsTo16Bits) {
+  Net net = make_net(true);
+  auto gm = prepared(net);
+  const at::Tensor data = calibration_data();
+  calibrate_in_libtorch(*gm, data);
+  torch::manual_seed(6);
+  HeldOutData held;
+  for (int i = 0; i < 2; ++i) held.batches.push_back({at::randn({32, 3, 12, 12})});
+  auto held_sqnr = [&] {
+    at::NoGradGuard ng;
+    std::vector<at::Tensor> r, q;
+    for (const auto& b : held.batches) {
+      r.push_back(net->forward(b[0]));
+      q.push_back(gm->forward(b[0]));
+    }
+    return sqnr(at::cat(r), at::cat(q));
+  };
+  const double all = held_sqnr();
+  AutoFallbackOptions o;
+  o.metric = "sqnr";
+  o.min_sqnr_db = 200;  // unreachable: every allowed move is made
+  o.max_layers = 2;
+  o.ranking_samples = 64;
+  o.int16_available = true;
+  const AutoFallbackResult r = auto_fallback(*gm, batches_of(data, 32), held, o);
+  for (const auto& s : r.steps) std::cout << "  " << s.layer << " -> " << s.moved_to << ": " << s.metric << " dB\n";
+  ASSERT_EQ(r.steps.size(), 2u);
+  EXPECT_TRUE(r.notes.empty());
+  for (const auto& s : r.steps) EXPECT_EQ(s.moved_to, "int16");
+  // The first move helps; later ones add less (the weights' error dominates here).
+  EXPECT_GT(r.steps[0].metric, all + 0.1);
+  EXPECT_GT(r.steps.back().metric, all + 0.1);
+  EXPECT_NEAR(held_sqnr(), r.steps.back().metric, 0.05);
+  int wide = 0;
+  for (const auto& m : gm->modules()) {
+    if (auto* fq = dynamic_cast<FakeQuantize*>(m.get())) {
+      if (fq->observer().spec().dtype != QDType::kInt16) continue;
+      ++wide;
+      EXPECT_EQ(fq->observer().spec().quant_min, -32768);
+      EXPECT_EQ(fq->observer().spec().quant_max, 32767);
+      EXPECT_EQ(fq->qparams().quant_max, 32767);
+    }
+  }
+  EXPECT_GE(wide, 2);
+  for (const auto& l : {"c1", "c2", "c3", "fc"})
+    EXPECT_TRUE(dynamic_cast<FusedConvLinear*>(gm->get_submodule(l).get())->weight_fake_quant()->fake_quant_enabled()) << l;
 }

@@ -47,7 +47,7 @@ TEST(BackendConfig, ShippedFilesLoad) {
   EXPECT_TRUE(one.has_fusion({"conv2d", "batchnorm2d", "relu"}));
 
   auto acc = BackendConfig::load(backends_dir() + "/example_accel.yaml");
-  EXPECT_EQ(acc.activation.dtypes, std::vector<QDType>{QDType::kInt8});
+  EXPECT_EQ(acc.activation.dtypes, (std::vector<QDType>{QDType::kInt8, QDType::kInt16}));  // s16 where asked
   EXPECT_EQ(acc.activation.qschemes, std::vector<QScheme>{QScheme::kSymmetric});
   EXPECT_FALSE(acc.weight.per_channel_allowed);
   EXPECT_TRUE(acc.power_of_two_scale);

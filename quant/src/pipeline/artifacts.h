@@ -51,6 +51,7 @@ class Staging {
   std::string dir_;
   fs::path staging_;
   bool committed_ = false;
+  bool created_dir_ = false;  // the output folder did not exist: removed again if nothing is committed
 };
 
 inline void write_json(const std::string& path, const nlohmann::json& j) { write_file_atomic(path, j.dump(2) + "\n"); }

@@ -13,6 +13,7 @@ namespace qfx::quant::pipeline {
 
 Staging::Staging(const std::string& dir) : dir_(dir) {
   std::error_code ec;
+  created_dir_ = !fs::exists(dir_, ec);
   fs::create_directories(dir_, ec);
   fs::path d = fs::absolute(fs::path(dir_), ec).lexically_normal();
   if (!d.has_filename()) d = d.parent_path();  // "out/" -> "out"
@@ -31,7 +32,10 @@ Staging::Staging(const std::string& dir) : dir_(dir) {
 
 Staging::~Staging() {
   std::error_code ec;
-  if (!committed_) fs::remove_all(staging_, ec);
+  if (committed_) return;
+  fs::remove_all(staging_, ec);
+  // A failed run leaves no trace: the folder it created (still empty) goes too.
+  if (created_dir_ && fs::is_empty(dir_, ec)) fs::remove(dir_, ec);
 }
 
 void Staging::commit() {
