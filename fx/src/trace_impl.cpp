@@ -32,8 +32,17 @@ std::shared_ptr<GraphModule> TraceImpl::run() {
     std::string name = i < schema.arguments().size() ? schema.arguments()[i].name()
                                                       : strip_suffix(graph->inputs()[i]->debugName());
     Node* p = g_.placeholder(name, graph->inputs()[i]->type()->str());
-    p->meta()["is_tensor"] = graph->inputs()[i]->type()->kind() == c10::TypeKind::TensorType;
-    inputs.push_back(Sym::proxy(p));
+    const bool tensor = graph->inputs()[i]->type()->kind() == c10::TypeKind::TensorType;
+    p->meta()["is_tensor"] = tensor;
+    Sym s = Sym::proxy(p);
+    if (tensor && i - 1 < input_shapes_.size()) {  // shape specialisation (trace_shadow.cpp)
+      const auto& shape = input_shapes_[i - 1];
+      s.shadow = std::make_shared<std::array<IValue, 2>>(std::array<IValue, 2>{example_input(shape, 0), example_input(shape, 1)});
+      std::vector<int64_t> traced(shape.begin(), shape.end());
+      for (auto& d : traced) d = d < 0 ? -1 : d;
+      p->meta()["traced_shape"] = IValue(traced);
+    }
+    inputs.push_back(s);
   }
   frames_.push_back({"", modules_[root_idx].type, "forward", ""});
   auto outs = run_graph(*graph, inputs);

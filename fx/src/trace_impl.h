@@ -17,6 +17,7 @@
 #include <torch/csrc/jit/frontend/tracer.h>
 #include <torch/library.h>
 #include <ATen/core/dispatch/Dispatcher.h>
+#include <array>
 #include <cctype>
 #include <mutex>
 #include <fstream>
@@ -51,6 +52,8 @@ struct Sym {
   int param = -1;  // kParam: index into the traced C++ module's tensors
   bool transposed = false;  // kParam: aten::t of the tensor, not yet emitted
   int pending_bias = -1;    // kProxy from a C++ Linear leaf: bias param already applied
+  // kProxy: the value on the two example inputs (TracerOptions::input_shapes), or null.
+  std::shared_ptr<std::array<IValue, 2>> shadow;
 
   static Sym constant(IValue v) { Sym s; s.c = std::move(v); return s; }
   static Sym proxy(Node* n) { Sym s; s.k = K::kProxy; s.node = n; return s; }
@@ -98,9 +101,10 @@ inline std::string strip_suffix(std::string s) {
 
 class TraceImpl {
  public:
-  TraceImpl(torch::jit::Module root, std::vector<WrapSpec> wraps, int64_t max_unroll)
+  TraceImpl(torch::jit::Module root, std::vector<WrapSpec> wraps, int64_t max_unroll,
+            std::vector<std::vector<int64_t>> input_shapes = {})
       : root_(std::move(root)), wraps_(std::move(wraps)), max_unroll_(max_unroll),
-        gm_(std::make_shared<GraphModule>()), g_(gm_->graph()) {}
+        input_shapes_(std::move(input_shapes)), gm_(std::make_shared<GraphModule>()), g_(gm_->graph()) {}
 
   struct CxxTensor {
     std::string path;
@@ -224,9 +228,32 @@ class TraceImpl {
 
   void run_operator(JNode* n, Env& env);
 
+  // ---- shape specialisation (shadow execution on example inputs; trace_shadow.cpp) ----
+  // The example input k (0, 1) for a graph input of `shape`.
+  static IValue example_input(const std::vector<int64_t>& shape, int k);
+  // `s`'s value on example k (constants as they are); false if unknown.
+  bool shadow_value(const Sym& s, int k, IValue* out) const;
+  // Runs `fn` on the example values of `args` (a JIT stack in, `nout` values out) for
+  // both examples; false (nothing computed) if a value is unknown or `fn` throws.
+  bool run_shadows(const std::vector<Sym>& args, size_t nout, const std::function<void(torch::jit::Stack&)>& fn,
+                   std::array<std::vector<IValue>, 2>* out) const;
+  // Attaches the example values to `n`'s outputs in `env` (and meta["traced_shape"]
+  // to their nodes).
+  void attach_shadows(const JNode* n, const std::array<std::vector<IValue>, 2>& outs, Env& env);
+  // Runs a wrapped or leaf call (`call(args)`, one result) on the examples and
+  // attaches the results to `n`'s output.
+  void shadow_call(const JNode* n, const std::vector<Sym>& args, const std::function<IValue(std::vector<IValue>&)>& call,
+                   Env& env);
+  // A shape query (size, dim, len, dtype, ...) whose two example results agree:
+  // binds them as constants and returns true.
+  bool fold_shape_query(const JNode* n, const std::string& op, const std::array<std::vector<IValue>, 2>& outs, Env& env);
+  // Whether two example results are equal (ints, bools, floats, strings, devices, int lists).
+  static bool same_example(const IValue& a, const IValue& b);
+
   torch::jit::Module root_;
   std::vector<WrapSpec> wraps_;
   int64_t max_unroll_;
+  std::vector<std::vector<int64_t>> input_shapes_;
   std::shared_ptr<GraphModule> gm_;
   Graph& g_;
   std::vector<ModuleCtx> modules_;

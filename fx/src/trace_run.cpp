@@ -105,10 +105,23 @@ Sym TraceImpl::element(const JNode* n, const Sym& s, int64_t i) {
     if (s.c.isList()) return Sym::constant(s.c.toListRef().at(static_cast<size_t>(i)));
   }
   if (s.k == Sym::K::kProxy) {
+    // An element of a traced list or tuple: its examples' elements; a static one
+    // (the channels of x.shape) is a constant.
+    std::array<IValue, 2> e;
+    bool known = s.shadow != nullptr;
+    for (size_t k = 0; k < 2 && known; ++k) {
+      const IValue& v = (*s.shadow)[k];
+      if (v.isTuple() && i >= 0 && static_cast<size_t>(i) < v.toTupleRef().elements().size()) e[k] = v.toTupleRef().elements()[static_cast<size_t>(i)];
+      else if (v.isList() && i >= 0 && static_cast<size_t>(i) < v.toListRef().size()) e[k] = v.toListRef()[static_cast<size_t>(i)];
+      else known = false;
+    }
+    if (known && !e[0].isTensor() && same_example(e[0], e[1])) return Sym::constant(e[0]);
     Node* gi = g_.call_function("getitem", {Argument(s.node), Argument(IValue(i))}, {},
                                 s.node->name() + "_" + std::to_string(i));
     annotate(gi, n);
-    return Sym::proxy(gi);
+    Sym r = Sym::proxy(gi);
+    if (known) r.shadow = std::make_shared<std::array<IValue, 2>>(e);
+    return r;
   }
   fail(n, "cannot index this value");
 }
@@ -196,7 +209,14 @@ void TraceImpl::get_attr(JNode* n, Env& env) {
       annotate(ga, n);
       it = attr_nodes_.emplace(path, ga).first;
     }
-    env[n->output()] = Sym::proxy(it->second);
+    Sym s = Sym::proxy(it->second);
+    if (!input_shapes_.empty()) {
+      // The examples read the tensor itself; a copy in training mode, where ops
+      // update buffers in place (batch norm's running statistics).
+      IValue t = root_.is_training() ? IValue(v.toTensor().detach().clone()) : v;
+      s.shadow = std::make_shared<std::array<IValue, 2>>(std::array<IValue, 2>{t, t});
+    }
+    env[n->output()] = s;
     return;
   }
   env[n->output()] = Sym::constant(v);
@@ -225,6 +245,8 @@ void TraceImpl::call_method(JNode* n, Env& env) {
     Node* fxn = g_.call_method(target, std::move(fx_args), {}, method);
     annotate(fxn, n);
     bind_outputs(n, fxn, env);
+    torch::jit::Module m = ctx.module;
+    shadow_call(n, args, [m, method](std::vector<IValue>& a) mutable { return m.get_method(method)(a); }, env);
     return;
   }
   if (method == "forward" && wrapped_module(ctx)) {
@@ -271,6 +293,31 @@ void TraceImpl::emit_call_module(JNode* n, const std::string& path, const std::v
   auto mit = module_by_path_.find(path);
   if (mit != module_by_path_.end()) fxn->meta()["module_type"] = modules_[mit->second].type;
   bind_outputs(n, fxn, env);
+  if (mit == module_by_path_.end()) return;
+  torch::jit::Module m = modules_[mit->second].module;
+  shadow_call(n, args, [m](std::vector<IValue>& a) mutable {
+    // Examples must not move batch-norm statistics: the module runs in eval mode.
+    const bool was = m.is_training();
+    if (was) m.eval();
+    struct Restore {
+      torch::jit::Module& m;
+      bool was;
+      ~Restore() { if (was) m.train(true); }
+    } restore{m, was};
+    return m.forward(a);
+  }, env);
+}
+
+void TraceImpl::shadow_call(const JNode* n, const std::vector<Sym>& args,
+                            const std::function<IValue(std::vector<IValue>&)>& call, Env& env) {
+  if (input_shapes_.empty() || n->outputs().size() != 1) return;
+  std::array<std::vector<IValue>, 2> sh;
+  if (run_shadows(args, 1, [&](torch::jit::Stack& s) {
+        std::vector<IValue> a(s.begin(), s.end());
+        IValue r = call(a);
+        s.assign(1, std::move(r));
+      }, &sh))
+    attach_shadows(n, sh, env);
 }
 
 void TraceImpl::call_function(JNode* n, Env& env) {
@@ -291,6 +338,7 @@ void TraceImpl::call_function(JNode* n, Env& env) {
     Node* fxn = g_.call_function(qname, std::move(fx_args));
     annotate(fxn, n);
     bind_outputs(n, fxn, env);
+    shadow_call(n, args, [fn](std::vector<IValue>& a) { return (*fn)(a); }, env);
     return;
   }
   auto& gf = torch::jit::toGraphFunction(*fn);
@@ -371,6 +419,9 @@ void TraceImpl::run_operator(JNode* n, Env& env) {
     // Constant folding: run the op now, as Python would at trace time.
     torch::jit::Stack stack;
     for (size_t i = 0; i < n->inputs().size(); ++i) stack.push_back(materialize(in(n, i, env)));
+    // A vararg operator (aten::format) takes its input count on top of the stack,
+    // as the interpreter's OPN instruction pushes it.
+    if (schema.is_vararg()) stack.push_back(IValue(static_cast<int64_t>(n->inputs().size())));
     try {
       op->getOperation(n)(stack);
     } catch (const c10::Error& e) {
@@ -381,12 +432,28 @@ void TraceImpl::run_operator(JNode* n, Env& env) {
     return;
   }
   if (!op->hasOperation()) fail(n, "operator " + target + " cannot be recorded in a graph");
+  // Shape specialisation: the op on the examples; a static shape query folds.
+  std::array<std::vector<IValue>, 2> sh;
+  bool have_sh = false;
+  if (!wrapped && !input_shapes_.empty()) {
+    std::vector<Sym> ins;
+    for (size_t i = 0; i < n->inputs().size(); ++i) ins.push_back(in(n, i, env));
+    torch::jit::Operation operation = op->getOperation(n);
+    const bool vararg = schema.is_vararg();
+    const int64_t nin = static_cast<int64_t>(n->inputs().size());
+    have_sh = run_shadows(ins, n->outputs().size(), [&](torch::jit::Stack& s) {
+      if (vararg) s.push_back(IValue(nin));
+      operation(s);
+    }, &sh);
+    if (have_sh && !tensor_out && fold_shape_query(n, schema.name(), sh, env)) return;
+  }
   std::vector<Argument> args;
   for (size_t i = 0; i < n->inputs().size(); ++i) args.push_back(to_arg(in(n, i, env), n));
   Node* fxn = g_.call_function(target, std::move(args));
   annotate(fxn, n);
   if (n->outputs().empty()) return;
   bind_outputs(n, fxn, env);
+  if (have_sh) attach_shadows(n, sh, env);
 }
 
 }  // namespace qfx::fx::detail

@@ -173,6 +173,7 @@ JobConfig load_job_config(const std::string& path, const std::vector<std::string
   c.model.path = resolve_path(as_string(path, m["path"], "model.path"), base);
   if (!m["input_shape"] || !m["input_shape"].IsSequence()) bad(path, m, "model.input_shape is required, e.g. [-1, 1, 28, 28]");
   for (const auto& d : m["input_shape"]) c.model.input_shape.push_back(as_int(path, d, "model.input_shape"));
+  c.tracer.options.input_shapes = {c.model.input_shape};  // shape specialisation while tracing
   if (auto b = root["backend"]) c.backend = as_string(path, b, "backend");
   const YAML::Node cal = root["calibration"];
   if (!cal && !root["training"]) bad(path, root, "'calibration' is required");

@@ -51,6 +51,16 @@ struct TracerOptions {
   /// Operator libraries (.so) that `trace_file` loads before the archive
   /// (load_operator_library; YAML: model.libraries).
   std::vector<std::string> libraries;
+  /// Shapes of forward's tensor inputs, in order (-1: a dynamic dimension, such
+  /// as the batch; `qfx ptq` passes model.input_shape). With them the tracer
+  /// specialises shapes as torch.jit.trace and torch.export with static shapes
+  /// do: it runs every traced op also on example inputs (the dynamic dimension at
+  /// 2 and at 3), and `dim()`, `size()`, `shape`, `len()` of traced values are
+  /// constants when they come out the same for both, so branches and asserts on
+  /// them fold; a value that depends on a dynamic dimension stays symbolic and a
+  /// branch on it is a TraceError naming the line. Traced tensors get
+  /// `meta["shape"]` (-1 where dynamic). Empty: no specialisation.
+  std::vector<std::vector<int64_t>> input_shapes;
 };
 
 /// Loads a TorchScript archive. Throws `qfx::IoError` naming `path` if the file is
