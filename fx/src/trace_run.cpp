@@ -88,6 +88,12 @@ void TraceImpl::run_node(JNode* n, Env& env) {
       env[n->output()] = Sym::constant(IValue(kind == c10::aten::__isnot__));
       return;
     }
+    if (a.k == Sym::K::kProxy && b.k == Sym::K::kProxy) {
+      // Identity of traced values is identity of their nodes (MultiheadAttention's
+      // `query is key`: self-attention passes one value three times).
+      env[n->output()] = Sym::constant(IValue((a.node == b.node) == (kind == c10::aten::__is__)));
+      return;
+    }
   }
   if (structural_list_op(n, env)) return;
   run_operator(n, env);
@@ -268,6 +274,13 @@ void TraceImpl::call_method(JNode* n, Env& env) {
       }
       torch::jit::Module m = ctx.module;
       if (auto leaf = detail::make_leaf(m)) {
+        // A parameter of this module read earlier by a get_attr (TransformerEncoderLayer's
+        // fast-path check reads norm1.weight) made a plain container at the path: the
+        // leaf holds the same tensors under the same names, so it takes the container's place.
+        if (auto old = gm_->get_submodule(ctx.path)) {
+          if (!old->children().empty()) fail(n, "internal: module '" + ctx.path + "' registered twice");
+          gm_->remove_submodule(ctx.path);
+        }
         gm_->add_submodule(ctx.path, leaf->module, leaf->fn);
         leaves_.insert(ctx.path);
         emit_call_module(n, ctx.path, {args[0]}, env);
@@ -408,6 +421,13 @@ void TraceImpl::run_operator(JNode* n, Env& env) {
   std::string target = schema.name();
   if (!schema.overload_name().empty()) target += "." + schema.overload_name();
   if (cxx_leaf_call(n, env, schema.name())) return;
+  if (schema.name() == "aten::is_grad_enabled") {
+    // The graph is traced for quantization and training: as with gradients on, so
+    // inference-only fused paths (nn.TransformerEncoderLayer's
+    // _transformer_encoder_layer_fwd) are not taken, whatever the caller's grad mode.
+    env[n->output()] = Sym::constant(IValue(true));
+    return;
+  }
 
   bool any_proxy = false;
   for (size_t i = 0; i < n->inputs().size(); ++i) any_proxy = any_proxy || in(n, i, env).has_proxy();

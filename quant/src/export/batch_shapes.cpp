@@ -56,7 +56,7 @@ std::map<const fx::Node*, std::vector<Dim>> batch_shapes(fx::GraphModule& gm,
     for (size_t i = 0; i < a.size(); ++i) {
       const int64_t x = a[i], y = it->second[i];
       if (x == y) d[i] = {x, false};
-      else if (x == 2 && y == 3) d[i] = {0, true};
+      else if (x > 0 && x % 2 == 0 && y % 3 == 0 && x / 2 == y / 3) d[i] = {x / 2, true};  // batch x k
       else d[i] = {-1, false};
     }
     dims[n] = d;

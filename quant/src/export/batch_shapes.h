@@ -12,8 +12,8 @@ namespace qfx::quant::detail {
 
 /// One dim of a value: its size, or the dynamic batch size.
 struct Dim {
-  int64_t value = 0;   ///< the size (static dims)
-  bool batch = false;  ///< equals the model's dynamic batch dimension
+  int64_t value = 0;   ///< the size (static dims); the multiple k of the batch (batch dims)
+  bool batch = false;  ///< equals k times the model's dynamic batch dimension
 };
 
 /// The dims of every tensor-valued node of `gm` with `input_shapes` (-1: the

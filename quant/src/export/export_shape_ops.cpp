@@ -56,8 +56,21 @@ void Exporter::getitem(fx::Node* n) {
 
 void Exporter::int_arith(fx::Node* n, const std::string& op) {
   const Dim a = int_of(*n, n->args().at(0)), b = int_of(*n, n->args().at(1));
+  // A multiple of the batch times a constant, or divided by a divisor of its
+  // multiple, stays a multiple of the batch (MultiheadAttention's bsz * num_heads).
+  if (op == "mul" && a.batch != b.batch && (a.batch ? b : a).value >= 0) {
+    const Dim& k = a.batch ? a : b;
+    const Dim& c = a.batch ? b : a;
+    ints_[n] = c.value == 0 ? Dim{0, false} : Dim{k.value * c.value, true};
+    return;
+  }
+  if (op == "floordiv" && a.batch && !b.batch && b.value > 0 && a.value % b.value == 0) {
+    ints_[n] = {a.value / b.value, true};
+    return;
+  }
   if (a.batch || b.batch || a.value < 0 || b.value < 0)
-    unsupported(*n, "arithmetic on the dynamic batch size (give model.input_shape a static batch)");
+    unsupported(*n, "arithmetic on the dynamic batch size other than multiplying it or dividing a multiple of it "
+                    "(give model.input_shape a static batch)");
   int64_t v = 0;
   if (op == "add") v = a.value + b.value;
   else if (op == "sub") v = a.value - b.value;
@@ -89,8 +102,10 @@ void Exporter::reshape(fx::Node* n) {
       shape.push_back(e.value);
       continue;
     }
-    // The batch: 0 copies the input's dim 0 (when that is the batch), else the one -1.
-    if (i == 0 && dims_of(*n, n->args().at(0)).at(0).batch) {
+    // The batch: 0 copies the input's dim 0 (when that is the same multiple of the
+    // batch), else the one -1 (ONNX infers it from the element count).
+    const Dim in0 = dims_of(*n, n->args().at(0)).at(0);
+    if (i == 0 && in0.batch && in0.value == e.value) {
       shape.push_back(0);
     } else if (!minus_one) {
       shape.push_back(-1);

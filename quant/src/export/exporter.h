@@ -55,7 +55,7 @@ class Exporter {
       switch (n->op()) {
         case fx::Opcode::kPlaceholder: input(n, placeholder_index++); break;
         case fx::Opcode::kOutput: output(n); break;
-        case fx::Opcode::kGetAttr: unsupported(*n, "parameters used outside modules (get_attr) are not exported yet");
+        case fx::Opcode::kGetAttr: attribute(n); break;
         case fx::Opcode::kCallMethod: unsupported(*n, "a wrapped call cannot be expressed in ONNX; keep it out of the exported part");
         case fx::Opcode::kCallModule: module(n); break;
         case fx::Opcode::kCallFunction: function(n); break;
@@ -191,6 +191,15 @@ class Exporter {
       vi->set_name(name);
       vi->mutable_type()->mutable_tensor_type()->set_elem_type(onnx::TensorProto::FLOAT);
     }
+  }
+
+  // A parameter or buffer read by a function (F.linear's weight, a layer scale): an
+  // initializer, in float (a tensor of another dtype keeps its type).
+  void attribute(fx::Node* n) {
+    at::Tensor t = gm_.get_attr(n->target()).detach();
+    if (t.is_floating_point()) t = t.to(at::kFloat);
+    names_[n] = init(n->name(), t);
+    rank_[n] = static_cast<int>(t.dim());
   }
 
   // A FakeQuantize of a prepared graph exported as the float model: a pass-through
@@ -436,6 +445,7 @@ class Exporter {
       return;
     }
     if (activation(n, op)) return;
+    if (transformer_module(n, m)) return;
     if (op == "hardsigmoid") {
       unary(n, "HardSigmoid");
       attr_f(last_, "alpha", 1.0f / 6.0f);
@@ -511,6 +521,14 @@ class Exporter {
     names_[n] = y;
     rank_[n] = std::max(rank_of(n->args().at(0)), rank_of(n->args().at(1)));
   }
+
+  // --- transformer ops (export_transformer_ops.cpp): F.linear, matmul / bmm between
+  // activations, LayerNorm and GELU (function and module), permute. False for others.
+  bool transformer_function(fx::Node* n, const std::string& op);
+  bool transformer_module(fx::Node* n, const std::shared_ptr<torch::nn::Module>& m);
+  // LayerNorm over the last `dims` axes; weight / bias: ONNX value names or empty.
+  void layer_norm(fx::Node* n, int64_t dims, const std::string& weight, const std::string& bias, double eps);
+  void gelu(fx::Node* n, bool tanh);
 
   // --- shape arithmetic: size(), the ints computed from it, view with computed
   // shapes, chunk. Static at export (batch_shapes); the dynamic batch stays
@@ -603,6 +621,7 @@ class Exporter {
       return;
     }
     if (op == "reshape") return reshape(n);
+    if (transformer_function(n, op)) return;
     unsupported(*n, "op '" + op + "' has no ONNX export in qfx yet");
   }
 

@@ -1,0 +1,141 @@
+// Export of the ops transformers use (nn.TransformerEncoder, MultiheadAttention,
+// ViT): F.linear on a parameter, matmul / bmm between activations, LayerNorm and
+// GELU decomposed into opset-14 ops (LayerNormalization is opset 17, Gelu opset
+// 20), permute.
+#include <torch/nn/modules/normalization.h>
+
+#include <cmath>
+
+#include "exporter.h"
+
+namespace qfx::quant::detail {
+
+bool Exporter::transformer_function(fx::Node* n, const std::string& op) {
+  if (op == "linear") {
+    // y = x W^T + b: MatMul with W^T (an initializer when W is a parameter).
+    const fx::Argument& w = n->args().at(1);
+    std::string wt;
+    if (w.is_node() && w.node->op() == fx::Opcode::kGetAttr) {
+      wt = init(n->name() + "_weight_t", gm_.get_attr(w.node->target()).detach().to(at::kFloat).t().contiguous());
+    } else {
+      wt = fresh(n->name() + "_weight_t");
+      node("Transpose", {value(*n, w)}, wt, wt);
+    }
+    std::string y = fresh(n->name());
+    node("MatMul", {value(*n, n->args().at(0)), wt}, y, n->name());
+    if (n->args().size() > 2 && !(n->args().at(2).is_const() && n->args().at(2).value.isNone())) {
+      const std::string yb = fresh(n->name() + "_bias");
+      node("Add", {y, operand(*n, n->args().at(2))}, yb, yb);
+      y = yb;
+    }
+    names_[n] = y;
+    rank_[n] = rank_of(n->args().at(0));
+    return true;
+  }
+  if (op == "matmul") {  // bmm, mm, matmul: between two activations
+    const std::string y = fresh(n->name());
+    node("MatMul", {value(*n, n->args().at(0)), value(*n, n->args().at(1))}, y, n->name());
+    names_[n] = y;
+    rank_[n] = std::max(rank_of(n->args().at(0)), rank_of(n->args().at(1)));
+    return true;
+  }
+  if (op == "layer_norm") {  // aten::layer_norm(x, normalized_shape, weight?, bias?, eps, cudnn)
+    auto opt = [&](size_t i) {
+      return n->args().size() > i && !(n->args().at(i).is_const() && n->args().at(i).value.isNone())
+                 ? operand(*n, n->args().at(i)) : std::string();
+    };
+    layer_norm(n, static_cast<int64_t>(ints_arg(*n, 1).size()), opt(2), opt(3), num_arg(*n, 4, 1e-5));
+    return true;
+  }
+  if (op == "gelu") {
+    const fx::Argument* a = n->args().size() > 1 ? &n->args().at(1) : nullptr;
+    for (const auto& kv : n->kwargs())
+      if (kv.first == "approximate") a = &kv.second;
+    gelu(n, a && a->is_const() && a->value.isString() && a->value.toStringRef() == "tanh");
+    return true;
+  }
+  if (op == "permute") {
+    const int r = rank_of(n->args().at(0));
+    std::vector<int64_t> perm = ints_arg(*n, 1);
+    for (auto& d : perm)
+      if (d < 0) {
+        if (r < 0) unsupported(*n, "permute with negative dims of an input of unknown rank");
+        d += r;
+      }
+    unary(n, "Transpose");
+    attr_ints(last_, "perm", perm);
+    return true;
+  }
+  return false;
+}
+
+bool Exporter::transformer_module(fx::Node* n, const std::shared_ptr<torch::nn::Module>& m) {
+  if (auto* ln = dynamic_cast<torch::nn::LayerNormImpl*>(m.get())) {
+    const auto& o = ln->options;
+    const bool affine = o.elementwise_affine() && ln->weight.defined();
+    layer_norm(n, static_cast<int64_t>(o.normalized_shape().size()),
+               affine ? init(n->name() + "_weight", ln->weight.detach().to(at::kFloat)) : std::string(),
+               affine && ln->bias.defined() ? init(n->name() + "_bias", ln->bias.detach().to(at::kFloat)) : std::string(),
+               o.eps());
+    return true;
+  }
+  if (auto* g = dynamic_cast<torch::nn::GELUImpl*>(m.get())) {
+    gelu(n, g->options.approximate() == "tanh");
+    return true;
+  }
+  return false;
+}
+
+void Exporter::layer_norm(fx::Node* n, int64_t dims, const std::string& weight, const std::string& bias, double eps) {
+  // (x - mean) / sqrt(var + eps) * weight + bias over the last `dims` axes.
+  std::vector<int64_t> axes;
+  for (int64_t d = -dims; d < 0; ++d) axes.push_back(d);
+  const std::string x = value(*n, n->args().at(0)), b = n->name();
+  auto reduce = [&](const std::string& in, const std::string& name) {
+    const std::string y = fresh(name);
+    auto* p = node("ReduceMean", {in}, y, y);
+    attr_ints(p, "axes", axes);
+    attr_i(p, "keepdims", 1);
+    return y;
+  };
+  auto two = [&](const char* op, const std::string& a, const std::string& c, const std::string& name) {
+    const std::string y = fresh(name);
+    node(op, {a, c}, y, y);
+    return y;
+  };
+  const std::string mean = reduce(x, b + "_mean");
+  const std::string d = two("Sub", x, mean, b + "_centered");
+  const std::string var = reduce(two("Mul", d, d, b + "_square"), b + "_var");
+  const std::string den = fresh(b + "_std");
+  node("Sqrt", {two("Add", var, init(b + "_eps", at::full({}, static_cast<float>(eps))), b + "_var_eps")}, den, den);
+  std::string y = two("Div", d, den, b + "_normalized");
+  if (!weight.empty()) y = two("Mul", y, weight, b + "_scaled");
+  if (!bias.empty()) y = two("Add", y, bias, b + "_shifted");
+  names_[n] = y;
+  rank_[n] = rank_of(n->args().at(0));
+}
+
+void Exporter::gelu(fx::Node* n, bool tanh) {
+  const std::string x = value(*n, n->args().at(0)), b = n->name();
+  auto two = [&](const char* op, const std::string& a, const std::string& c, const std::string& name) {
+    const std::string y = fresh(name);
+    node(op, {a, c}, y, y);
+    return y;
+  };
+  auto constant = [&](const std::string& name, double v) { return init(name, at::full({}, static_cast<float>(v))); };
+  std::string inner;
+  if (tanh) {  // 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))
+    const std::string x3 = two("Mul", two("Mul", x, x, b + "_x2"), x, b + "_x3");
+    const std::string s = two("Add", x, two("Mul", x3, constant(b + "_c", 0.044715), b + "_cx3"), b + "_sum");
+    inner = fresh(b + "_tanh");
+    node("Tanh", {two("Mul", s, constant(b + "_k", std::sqrt(2.0 / M_PI)), b + "_arg")}, inner, inner);
+  } else {  // 0.5 x (1 + erf(x / sqrt(2)))
+    inner = fresh(b + "_erf");
+    node("Erf", {two("Div", x, constant(b + "_sqrt2", std::sqrt(2.0)), b + "_scaled")}, inner, inner);
+  }
+  const std::string one = two("Add", inner, constant(b + "_one", 1.0), b + "_one_plus");
+  names_[n] = two("Mul", two("Mul", x, one, b + "_x_times"), constant(b + "_half", 0.5), b);
+  rank_[n] = rank_of(n->args().at(0));
+}
+
+}  // namespace qfx::quant::detail
