@@ -224,7 +224,23 @@ std::vector<std::string> fuse_qdq(Graph& g) {
     if (op == "Conv" || op == "Gemm" || op == "MatMul") {
       auto dw = n.inputs.size() > 1 ? c.dq(n.inputs[1]) : std::nullopt;
       const Tensor* w = dw ? c.init(dw->quantized) : nullptr;
-      auto t = c.tail(i, op != "MatMul");
+      // MatMul -> Add(constant bias) [-> Relu/Clip] -> Q: a linear on an input of rank
+      // other than 2 (x @ W^T + b); the Add is absorbed as the bias.
+      std::string add_bias;
+      std::optional<size_t> add_node;
+      if (op == "MatMul" && w && w->shape().size() == 2)
+        if (auto a = c.only_consumer(n.outputs[0]); a && g.nodes[*a].op == "Add" && g.nodes[*a].inputs.size() == 2) {
+          const Node& an = g.nodes[*a];
+          const std::string& other = an.inputs[an.inputs[0] == n.outputs[0] ? 1 : 0];
+          auto db = c.dq(other);
+          const Tensor* bt = db ? c.init(db->quantized) : c.init(other);
+          if (bt && bt->numel() == w->shape()[1] && (db ? bt->dtype() == DType::kInt32 : bt->dtype() == DType::kFloat32)) {
+            add_bias = db ? db->quantized : other;
+            add_node = a;
+          }
+        }
+      auto t = add_node ? c.tail(*add_node, true) : c.tail(i, op != "MatMul");
+      if (t && add_node) t->absorbed.push_back(*add_node);
       if (!dw || !w || !t) {
         if (t) report.push_back(n.label() + ": weights are not a dequantized constant; runs in float");
         continue;
@@ -253,6 +269,7 @@ std::vector<std::string> fuse_qdq(Graph& g) {
           continue;
         }
       }
+      if (!add_bias.empty()) bias = add_bias;
       Node f = n;
       f.op = op == "Conv" ? "QLinearConv" : op == "Gemm" ? "QGemm" : "QLinearMatMul";
       f.inputs = {d0->quantized, dw->quantized};

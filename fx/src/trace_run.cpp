@@ -371,7 +371,11 @@ void TraceImpl::run_if(JNode* n, Env& env) {
     // is assumed to hold, as torch.fx treats torch._assert: take the branch
     // that does not raise.
     const bool raise0 = raises(n->blocks()[0]), raise1 = raises(n->blocks()[1]);
-    if (raise0 == raise1) fail(n, "control flow depends on tensor values (data-dependent `if`)");
+    if (raise0 == raise1)
+      fail(n, input_shapes_.empty()
+                  ? "control flow depends on tensor values (data-dependent `if`; if it depends only on shapes, give the "
+                    "input shape: model.input_shape, --input-shape, TracerOptions::input_shapes)"
+                  : "control flow depends on tensor values or on a dynamic dimension of the input shape (data-dependent `if`)");
     b = n->blocks()[raise0 ? 1 : 0];
   }
   run_block(b, env);

@@ -353,3 +353,66 @@ TEST(LoadTorchScript, BadFilesAreIoErrorsNamingThePath) {
   { std::ofstream(cut, std::ios::binary) << bytes.substr(0, bytes.size() / 2); }
   EXPECT_THROW(load_torchscript(cut), qfx::IoError);
 }
+
+// Shape specialisation (TracerOptions::input_shapes): rank and static-size checks
+// fold, their branches disappear, traced values carry meta["traced_shape"]; a branch
+// on the dynamic batch stays an error naming the line; the batch stays dynamic in
+// the traced graph (it runs at other batch sizes); no shapes: today's error.
+TEST(Tracer, InputShapesFoldStaticShapeQueries) {
+  torch::jit::Module m("ShapeNet");
+  m.define(R"(
+def forward(self, x):
+    if x.dim() != 3:
+        y = x + 0.5
+    else:
+        y = x
+    n, t, c = y.shape
+    x = y
+    if c == 8:
+        y = x * 2.0
+    else:
+        y = x - 1.0
+    return y.reshape(n, t * c)
+)");
+  m.eval();
+  TracerOptions opts;
+  opts.input_shapes = {{-1, 4, 8}};
+  auto gm = QuantizationTracer(opts).trace(m);
+  std::set<std::string> targets;
+  for (const Node* n : gm->graph().nodes()) targets.insert(n->target());
+  EXPECT_TRUE(targets.count("aten::mul.Scalar") || targets.count("aten::mul.Tensor")) << "the c == 8 branch";
+  EXPECT_FALSE(targets.count("aten::sub.Scalar") || targets.count("aten::sub.Tensor")) << "the other branch is gone";
+  EXPECT_FALSE(targets.count("aten::dim")) << "dim() folded";
+  bool shaped = false;
+  for (const Node* n : gm->graph().nodes()) {
+    auto it = n->meta().find("traced_shape");
+    if (n->op() == Opcode::kPlaceholder || it == n->meta().end()) continue;
+    if (it->second.toIntVector() == std::vector<int64_t>{-1, 32}) shaped = true;  // reshape(n, t * c): batch dynamic
+  }
+  EXPECT_TRUE(shaped);
+  for (int64_t batch : {1, 5}) {  // the batch stays symbolic: the graph runs at any batch size
+    const at::Tensor x = at::randn({batch, 4, 8});
+    EXPECT_TRUE(at::allclose(gm->forward(x), (x * 2.0).reshape({batch, 32})));
+  }
+
+  torch::jit::Module b("BatchNet");
+  b.define(R"(
+def forward(self, x):
+    if x.size(0) == 1:
+        return x + 1.0
+    return x
+)");
+  b.eval();
+  try {
+    QuantizationTracer(opts).trace(b);
+    ADD_FAILURE() << "a branch on the dynamic batch must not fold";
+  } catch (const qfx::TraceError& e) {
+    EXPECT_NE(std::string(e.what()).find("dynamic dimension"), std::string::npos) << e.what();
+  }
+  try {
+    QuantizationTracer().trace(m);  // no input shapes: the rank check is data-dependent
+    ADD_FAILURE() << "without input shapes the rank check cannot fold";
+  } catch (const qfx::TraceError& e) {
+    EXPECT_NE(std::string(e.what()).find("give the input shape"), std::string::npos) << e.what();
+  }
+}

@@ -10,6 +10,11 @@
 
 namespace qfx::runtime {
 
+const Tensor* Model::constant(const std::string& name) const {
+  auto it = impl_->value_id.find(name);
+  return it == impl_->value_id.end() ? nullptr : impl_->const_of[static_cast<size_t>(it->second)];
+}
+
 std::map<std::string, Tensor> Model::run(const std::map<std::string, Tensor>& inputs) const {
   return run_impl(inputs, nullptr, nullptr);
 }

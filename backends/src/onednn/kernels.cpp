@@ -322,7 +322,9 @@ bool qconv_qgemm(const KernelRequest& r, Kernel* k) {
     if (x.size() != 4 || ws.size() != 4 || n.attr_s("auto_pad", "NOTSET") != "NOTSET") return r.decline("needs a 4-D input, 4-D weights and auto_pad NOTSET");
     M = ws[0];
   } else {
-    if (x.size() != 2 || ws.size() != 2) return r.decline("needs a 2-D input and 2-D weights");
+    // QLinearMatMul (a linear on a rank-3+ input): the leading dims are rows.
+    if (ws.size() != 2 || x.size() < 2 || (x.size() != 2 && n.op != "QLinearMatMul"))
+      return r.decline("needs a 2-D input (QLinearMatMul: 2-D or more) and 2-D weights");
     M = tb ? ws[0] : ws[1];
   }
   if (wq.scale.size() != 1 && static_cast<int64_t>(wq.scale.size()) != M)
@@ -376,7 +378,9 @@ bool qconv_qgemm(const KernelRequest& r, Kernel* k) {
     out = {N, M, oH, oW};
   } else {
     // matmul (oneDNN's inner product takes no zero points): [R, K] x [K, M].
-    const int64_t R = x[0], K = x[1];
+    const int64_t K = x.back();
+    int64_t R = 1;
+    for (size_t d = 0; d + 1 < x.size(); ++d) R *= x[d];
     if ((tb ? ws[1] : ws[0]) != K) return r.decline("weight shape does not match the input");
     user_src = memory::desc({R, K}, qdt(in[0].dtype), tag::ab);
     user_dst = memory::desc({R, M}, target ? dt::s32 : qdt(yq.dtype), tag::ab);
@@ -389,7 +393,8 @@ bool qconv_qgemm(const KernelRequest& r, Kernel* k) {
     dst_pd = pd.dst_desc();
     wdesc = pd.weights_desc();
     spdesc = pd.scratchpad_desc();
-    out = {R, M};
+    out = Shape(x.begin(), x.end() - 1);
+    out.push_back(M);
   }
   std::vector<std::shared_ptr<void>> keep;
   keep.push_back(std::make_shared<Tensor>(bias));

@@ -364,6 +364,30 @@ Kernel resize(const Node& n, const std::vector<Meta>& in, const std::vector<cons
 }
 
 
+// Expand (opset 13): numpy broadcast of the input to the constant shape, any dtype.
+Kernel expand(const Node& n, const std::vector<Meta>& in, const std::vector<const Tensor*>& consts) {
+  if (in.size() < 2) bad_shape(n, "needs an input and a shape");
+  const Tensor& s = need_const(n, consts, 1, "Expand shape", DType::kInt64);
+  if (s.shape().size() != 1) bad_shape(n, "the shape must be 1-D");
+  const Shape target(s.data<int64_t>(), s.data<int64_t>() + s.numel());
+  for (int64_t d : target)
+    if (d < 0) bad_shape(n, "negative entry in the shape " + shape_str(target));
+  const Shape out = broadcast(n, in[0].shape, target);
+  if (out.size() > Index{}.size()) unsupported(n, "rank above " + std::to_string(Index{}.size()));
+  Kernel k;
+  k.outputs = {{out, in[0].dtype}};
+  const Shape xs = in[0].shape;
+  const size_t es = dtype_size(in[0].dtype);
+  k.run = [out, xs, es](const In& i, const Out& o) {
+    const auto* x = static_cast<const uint8_t*>(i[0]->raw());
+    auto* y = static_cast<uint8_t*>(o[0]->raw());
+    for_each_broadcast(out, xs, out, [&](int64_t p, int64_t q, int64_t) {
+      std::memcpy(y + static_cast<size_t>(p) * es, x + static_cast<size_t>(q) * es, es);
+    });
+  };
+  return k;
+}
+
 }  // namespace
 
 void register_reference_shape() {
@@ -374,6 +398,7 @@ void register_reference_shape() {
   });
   add_reference({"Concat", "QLinearConcat"}, [](const Node& n, const std::vector<Meta>& in, const std::vector<const Tensor*>&) { return concat(n, in); });
   add_reference({"Slice"}, slice);
+  add_reference({"Expand"}, expand);
   add_reference({"Pad"}, pad);
   add_reference({"Resize"}, resize);
 }

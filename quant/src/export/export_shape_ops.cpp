@@ -1,5 +1,7 @@
 // export_onnx's shape arithmetic (see exporter.h): size(), ints computed from
 // sizes, view/reshape with computed shapes, transpose, chunk.
+#include <limits>
+
 #include "exporter.h"
 
 namespace qfx::quant::detail {
@@ -118,6 +120,97 @@ void Exporter::reshape(fx::Node* n) {
   node("Reshape", {value(*n, n->args().at(0)), init("shape", at::tensor(shape, at::kLong))}, y, n->name());
   names_[n] = y;
   rank_[n] = static_cast<int>(shape.size());
+}
+
+void Exporter::expand(fx::Node* n) {
+  const fx::Argument& sa = n->args().at(1);
+  std::vector<Dim> entries;
+  if (sa.is_const()) {
+    for (auto v : ints_arg(*n, 1)) entries.push_back({v, false});
+  } else if (sa.is_node() && int_lists_.count(sa.node)) {
+    entries = int_lists_[sa.node];
+  } else {
+    for (const auto& it : sa.items) entries.push_back(int_of(*n, it));
+  }
+  // ONNX Expand broadcasts: -1 (keep the input's dim) is 1 there. The dynamic batch
+  // is read from the first graph input (its dim 0) at run time.
+  std::vector<std::string> parts;
+  std::vector<int64_t> run;
+  auto flush = [&] {
+    if (run.empty()) return;
+    parts.push_back(init("expand_dims", at::tensor(run, at::kLong)));
+    run.clear();
+  };
+  for (const auto& e : entries) {
+    if (!e.batch) {
+      if (e.value < -1) unsupported(*n, "an expand size of " + std::to_string(e.value));
+      run.push_back(e.value == -1 ? 1 : e.value);
+      continue;
+    }
+    if (e.value != 1 || opt_.input_shapes.empty() || opt_.input_shapes[0].empty() || opt_.input_shapes[0][0] >= 0 || !first_input_)
+      unsupported(*n, "expand to a multiple of the dynamic batch");
+    flush();
+    // Shape, then its first entry (Shape's start/end attributes are opset 15).
+    const std::string shape = fresh(n->name() + "_input_shape");
+    node("Shape", {names_.at(first_input_)}, shape, shape);
+    const std::string batch = fresh(n->name() + "_batch");
+    node("Slice", {shape, init("starts", at::tensor(std::vector<int64_t>{0}, at::kLong)),
+                   init("ends", at::tensor(std::vector<int64_t>{1}, at::kLong))},
+         batch, batch);
+    parts.push_back(batch);
+  }
+  flush();
+  std::string target = parts.size() == 1 ? parts[0] : fresh(n->name() + "_shape");
+  if (parts.size() > 1) {
+    auto* c = node("Concat", parts, target, target);
+    attr_i(c, "axis", 0);
+  }
+  const std::string y = fresh(n->name());
+  node("Expand", {value(*n, n->args().at(0)), target}, y, n->name());
+  names_[n] = y;
+  rank_[n] = static_cast<int>(std::max<size_t>(entries.size(), static_cast<size_t>(std::max(rank_of(n->args().at(0)), 0))));
+}
+
+void Exporter::slice(fx::Node* n) {
+  // aten::slice(x, dim, start, end, step) and aten::select(x, dim, index): ONNX Slice
+  // (select: a one-element slice, then Squeeze of that axis).
+  const bool select = canonical_op_name(*n, gm_) == "select";
+  const int r = rank_of(n->args().at(0));
+  auto arg = [&](size_t i, int64_t def) {
+    if (n->args().size() <= i || (n->args().at(i).is_const() && n->args().at(i).value.isNone())) return def;
+    const Dim d = int_of(*n, n->args().at(i));
+    if (d.batch) unsupported(*n, "a slice bound that depends on the dynamic batch");
+    return d.value;
+  };
+  int64_t dim = arg(1, 0);
+  if (dim < 0) {
+    if (r < 0) unsupported(*n, "a negative dim on an input of unknown rank");
+    dim += r;
+  }
+  int64_t start, end, step = 1;
+  if (select) {
+    start = arg(2, 0);
+    end = start == -1 ? std::numeric_limits<int64_t>::max() : start + 1;
+  } else {
+    start = arg(2, 0);
+    end = arg(3, std::numeric_limits<int64_t>::max());
+    step = arg(4, 1);
+    if (start == 0 && end == std::numeric_limits<int64_t>::max() && step == 1) return alias(n);  // x[:]
+  }
+  const std::string x = value(*n, n->args().at(0));
+  const std::string y = fresh(n->name() + (select ? "_slice" : ""));
+  node("Slice", {x, init("starts", at::tensor(std::vector<int64_t>{start}, at::kLong)),
+                 init("ends", at::tensor(std::vector<int64_t>{end}, at::kLong)),
+                 init("axes", at::tensor(std::vector<int64_t>{dim}, at::kLong)),
+                 init("steps", at::tensor(std::vector<int64_t>{step}, at::kLong))},
+       y, y);
+  names_[n] = y;
+  rank_[n] = r;
+  if (!select) return;
+  const std::string s = fresh(n->name());
+  node("Squeeze", {y, init("axes", at::tensor(std::vector<int64_t>{dim}, at::kLong))}, s, n->name());
+  names_[n] = s;
+  rank_[n] = r < 0 ? -1 : r - 1;
 }
 
 void Exporter::transpose(fx::Node* n) {

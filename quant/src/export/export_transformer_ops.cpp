@@ -12,15 +12,9 @@ namespace qfx::quant::detail {
 
 bool Exporter::transformer_function(fx::Node* n, const std::string& op) {
   if (op == "linear") {
-    // y = x W^T + b: MatMul with W^T (an initializer when W is a parameter).
-    const fx::Argument& w = n->args().at(1);
-    std::string wt;
-    if (w.is_node() && w.node->op() == fx::Opcode::kGetAttr) {
-      wt = init(n->name() + "_weight_t", gm_.get_attr(w.node->target()).detach().to(at::kFloat).t().contiguous());
-    } else {
-      wt = fresh(n->name() + "_weight_t");
-      node("Transpose", {value(*n, w)}, wt, wt);
-    }
+    // y = x W^T + b: MatMul with Transpose(W) (folded at load when W is a parameter).
+    const std::string wt = fresh(n->name() + "_weight_t");
+    node("Transpose", {value(*n, n->args().at(1))}, wt, wt);
     std::string y = fresh(n->name());
     node("MatMul", {value(*n, n->args().at(0)), wt}, y, n->name());
     if (n->args().size() > 2 && !(n->args().at(2).is_const() && n->args().at(2).value.isNone())) {

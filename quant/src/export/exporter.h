@@ -151,6 +151,7 @@ class Exporter {
   }
 
   void input(fx::Node* n, size_t i) {
+    if (i == 0) first_input_ = n;
     const std::string name = i < opt_.input_names.size() ? opt_.input_names[i] : n->name();
     auto* vi = g_->add_input();
     vi->set_name(name);
@@ -267,7 +268,11 @@ class Exporter {
   void weighted(fx::Node* n, const QuantizedConvLinear& f) {
     const fx::Argument& xa = n->args().at(0);
     const std::string& x = value(*n, xa);
-    const at::Tensor& codes = f.weight_codes();
+    const int r = rank_of(xa);
+    // A linear on an input of rank other than 2 is x @ W^T + b (MatMul, then Add):
+    // W^T is stored, so the MatMul's B is a (per-channel: axis 1) dequantized constant.
+    const bool matmul = f.op() == FusedConvLinear::Op::kLinear && r != 2;
+    const at::Tensor codes = matmul ? f.weight_codes().t().contiguous() : f.weight_codes();
     std::string wname, bname;
     if (f.weight_quantized() && !opt_.float_model) {
       const QParams& q = f.weight_qparams();
@@ -277,7 +282,7 @@ class Exporter {
       const std::string wz = init(n->name() + "_weight_zero_point", zero_points(q).reshape(vec));
       wname = fresh(n->name() + "_weight");
       auto* dn = node("DequantizeLinear", {wi, ws, wz}, wname, wname);
-      if (q.per_channel) attr_i(dn, "axis", f.weight_out_axis());
+      if (q.per_channel) attr_i(dn, "axis", matmul ? 1 : f.weight_out_axis());
       ++res_.quantized_weights;
       if (f.bias_codes().defined()) {  // int32 bias, scale = input scale x weight scale
         const std::string bi = init(n->name() + "_bias_q", f.bias_codes());
@@ -288,22 +293,18 @@ class Exporter {
         attr_i(bn, "axis", 0);
       }
     } else {
-      wname = init(n->name() + "_weight", f.weight());
+      wname = init(n->name() + "_weight", matmul ? f.weight().t().contiguous() : f.weight());
     }
     const at::Tensor w = f.weight_codes();
     if (bname.empty()) bname = init(n->name() + "_bias", f.bias_float());
     std::string y = fresh(n->name());
-    const int r = rank_of(xa);
     if (f.op() == FusedConvLinear::Op::kLinear) {
-      if (r == 2) {
+      if (!matmul) {
         auto* p = node("Gemm", {x, wname, bname}, y, n->name());
         attr_i(p, "transB", 1);
       } else {  // any rank: x @ W^T + b
-        const std::string wt = fresh(n->name() + "_weight_t");
-        auto* t = node("Transpose", {wname}, wt, wt);
-        attr_ints(t, "perm", {1, 0});
         const std::string mm = fresh(n->name() + "_matmul");
-        node("MatMul", {x, wt}, mm, mm);
+        node("MatMul", {x, wname}, mm, mm);
         node("Add", {mm, bname}, y, n->name());
       }
     } else {
@@ -542,6 +543,8 @@ class Exporter {
   void int_arith(fx::Node* n, const std::string& op);
   void reshape(fx::Node* n);
   void transpose(fx::Node* n);
+  void expand(fx::Node* n);
+  void slice(fx::Node* n);
   // chunk(x, chunks, dim) as Slices (torch: pieces of ceil(D / chunks), the last smaller).
   void chunk(fx::Node* n);
 
@@ -621,6 +624,8 @@ class Exporter {
       return;
     }
     if (op == "reshape") return reshape(n);
+    if (op == "expand") return expand(n);
+    if (op == "slice" || op == "select") return slice(n);
     if (transformer_function(n, op)) return;
     unsupported(*n, "op '" + op + "' has no ONNX export in qfx yet");
   }
@@ -635,6 +640,7 @@ class Exporter {
   std::map<const fx::Node*, int> rank_;
   int counter_ = 0;
   bool ms_imported_ = false;  // com.microsoft opset imported (int16 Q/DQ)
+  fx::Node* first_input_ = nullptr;  // the first graph input (its dim 0: the dynamic batch)
   std::map<const fx::Node*, std::vector<Dim>> dims_;  // batch_shapes, computed on first need
   bool have_dims_ = false;
   std::map<const fx::Node*, Dim> ints_;                     // int values (sizes and arithmetic)

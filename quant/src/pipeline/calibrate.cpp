@@ -79,14 +79,27 @@ CalibrationResult calibrate(fx::GraphModule& gm, const NextBatch& next, const Ca
     auto* fq = dynamic_cast<FakeQuantize*>(gm.get_submodule(o.module).get());
     if (fq && fq->observer_enabled()) observers[o.tensor].push_back(fq);
   }
-  std::vector<std::string> watch;
-  for (const auto& kv : observers) watch.push_back(kv.first);
-  res.observed_tensors = static_cast<int>(watch.size());
+  res.observed_tensors = static_cast<int>(observers.size());
   runtime::ModelOptions mo;
   mo.backend = options.backend;
   mo.fuse_qdq = false;
-  mo.keep_values = watch;
+  for (const auto& kv : observers) mo.keep_values.push_back(kv.first);
   auto model = runtime::Model::load_from_string(bytes, mo, "the float graph of the prepared model");
+  // A parameter observed as an activation (ViT's position embedding added to the
+  // tokens) is a constant of the float graph: observed once here, as every batch
+  // would show it the same values; the runs watch the computed values.
+  std::vector<std::string> watch;
+  for (auto it = observers.begin(); it != observers.end();) {
+    const runtime::Tensor* c = model.constant(it->first);
+    if (!c) {
+      watch.push_back(it->first);
+      ++it;
+      continue;
+    }
+    if (c->dtype() == runtime::DType::kFloat32)
+      for (FakeQuantize* fq : it->second) fq->forward(aten_view(*c).clone());
+    it = observers.erase(it);
+  }
   res.engine = "runtime:" + options.backend;
   const auto& inputs = model.inputs();
   auto feed = [&](const std::string& name, const runtime::Tensor& value) {

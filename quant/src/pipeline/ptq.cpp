@@ -371,7 +371,9 @@ PtqResult ptq(const JobConfig& cfg, const PipelineHooks& hooks, distributed::Con
       std::map<std::string, std::string> node_of_fp;  // fp32 tensor -> node
       for (const auto& e : conv.encodings) {
         auto it = fp32_tensor_of.find(e.node);
-        if (it == fp32_tensor_of.end() || e.axis >= 0) continue;
+        // Per-channel encodings, and constants quantized as activations (a position
+        // embedding), are not layers.
+        if (it == fp32_tensor_of.end() || e.axis >= 0 || fp32_watch.constant(it->second)) continue;
         enc_of_q[e.quantized] = &e;
         node_of_fp[it->second] = e.node;
         w_fp.push_back(it->second);

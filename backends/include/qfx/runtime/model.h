@@ -198,6 +198,9 @@ class Model {
   /// Names of the float tensors computed by the model's nodes, in execution order
   /// (what `set_taps` accepts besides the inputs).
   std::vector<std::string> value_names() const;
+  /// The model's constant (initializer) named `name`, or nullptr for a computed
+  /// value or an unknown name. Valid as long as the model.
+  const Tensor* constant(const std::string& name) const;
 
   /// Collects statistics of the named float tensors (graph inputs or any node
   /// output) on every following `run`, replacing earlier taps. Throws DataError
