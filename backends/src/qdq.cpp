@@ -241,6 +241,17 @@ std::vector<std::string> fuse_qdq(Graph& g) {
         }
       auto t = add_node ? c.tail(*add_node, true) : c.tail(i, op != "MatMul");
       if (t && add_node) t->absorbed.push_back(*add_node);
+      // MatMul between two quantized activations (attention scores and context):
+      // per-tensor 8-bit qparams on both sides.
+      if (op == "MatMul" && dw && !w && t && !dw->q.per_channel() && dw->q.dtype != DType::kInt32 &&
+          dw->q.dtype != DType::kInt16 && d0->q.dtype != DType::kInt16 && t->q.dtype != DType::kInt16) {
+        Node f = n;
+        f.op = "QLinearMatMul";
+        f.inputs = {d0->quantized, dw->quantized};
+        f.in_q = {d0->q, dw->q};
+        c.replace(i, f, *t);
+        continue;
+      }
       if (!dw || !w || !t) {
         if (t) report.push_back(n.label() + ": weights are not a dequantized constant; runs in float");
         continue;

@@ -97,6 +97,50 @@ TEST(Int8Kernels, OneDnnConvEqualsReference) {
   }
 }
 
+// QLinearMatMul of two quantized activations (attention's q k^T), batch dims
+// broadcast: the kernel equals the test's own int64 sums requantized as ONNX does
+// (round half to even of float(acc) * float(sa * sb / sy), plus zero point, saturated).
+TEST(Int8Kernels, MatMulOfTwoActivations) {
+  std::mt19937 rng(9);
+  const int64_t B = 3, M = 5, K = 7, N = 4;
+  Tensor a = test::random_codes({B, M, K}, DType::kUInt8, rng);
+  Tensor b = test::random_codes({1, K, N}, DType::kInt8, rng);  // broadcast over the batch
+  ir::Node n;
+  n.op = "QLinearMatMul";
+  n.name = "scores";
+  n.inputs = {"a", "b"};
+  ir::QInfo aq, bq, yq;
+  aq.dtype = DType::kUInt8;
+  aq.scale = {0.021f};
+  aq.zero_point = {131};
+  bq.dtype = DType::kInt8;
+  bq.scale = {0.017f};
+  bq.zero_point = {-3};
+  yq.dtype = DType::kInt8;
+  yq.scale = {0.09f};
+  yq.zero_point = {4};
+  n.in_q = {aq, bq};
+  n.out_q = yq;
+  Kernel k = make_kernel(n, {{a.shape(), DType::kUInt8}, {b.shape(), DType::kInt8}}, {nullptr, nullptr}, "onednn");
+  EXPECT_EQ(k.impl, "reference") << "oneDNN's int8 matmul takes constant weights only";
+  ASSERT_EQ(k.outputs[0].shape, (Shape{B, M, N}));
+  Tensor y(k.outputs[0].shape, DType::kInt8);
+  k.run({&a, &b}, {&y});
+  const float m = aq.scale[0] * bq.scale[0] / yq.scale[0];
+  int64_t saturated = 0;
+  for (int64_t p = 0; p < B; ++p)
+    for (int64_t i = 0; i < M; ++i)
+      for (int64_t j = 0; j < N; ++j) {
+        int64_t acc = 0;
+        for (int64_t kk = 0; kk < K; ++kk)
+          acc += int64_t{a.data<uint8_t>()[(p * M + i) * K + kk] - 131} * (b.data<int8_t>()[kk * N + j] + 3);
+        const int64_t want = std::clamp<int64_t>(static_cast<int64_t>(std::nearbyint(static_cast<float>(acc) * m)) + 4, -128, 127);
+        saturated += want == -128 || want == 127;
+        ASSERT_EQ(y.data<int8_t>()[(p * M + i) * N + j], want) << p << "," << i << "," << j;
+      }
+  EXPECT_LT(saturated, B * M * N / 2) << "the case must mostly stay in range";
+}
+
 TEST(Int8Kernels, OneDnnMatMulEqualsReference) {
   std::mt19937 rng(6);
   for (bool tb : {true, false}) {

@@ -321,8 +321,47 @@ Kernel matmul(const Node& n, const std::vector<Meta>& in) {
   return k;
 }
 
+// QLinearMatMul of two quantized activations ([..., M, K] x [..., K, N], batch dims
+// broadcast as MatMul): int32 sums of (a - za)(b - zb), requantized per tensor.
+Kernel qmatmul_activations(const Node& n, const std::vector<Meta>& in) {
+  const Shape &a = in[0].shape, &b = in[1].shape;
+  if (a.size() < 2 || b.size() < 2) unsupported(n, "int8 MatMul of activations needs rank 2 or more on both sides");
+  const int64_t M = a[a.size() - 2], K = a.back(), N = b.back();
+  if (b[b.size() - 2] != K) bad_shape(n, "inner dimensions differ: " + shape_str(a) + " x " + shape_str(b));
+  const Shape ba(a.begin(), a.end() - 2), bb(b.begin(), b.end() - 2);
+  const Shape batch = broadcast(n, ba, bb);
+  const ir::QInfo &aq = n.in_q.at(0), &bq = n.in_q.at(1), &yq = n.out_q;
+  check_channels(n, aq, 1, "input A qparams");
+  check_channels(n, bq, 1, "input B qparams");
+  check_channels(n, yq, 1, "output qparams");
+  const std::vector<float> mult = accumulator_multipliers(n, 1, nullptr);
+  Shape out = batch;
+  out.push_back(M);
+  out.push_back(N);
+  Kernel k;
+  k.outputs = {{out, yq.dtype}};
+  const QRange r = act_range(n);
+  const int32_t za = aq.zero_point[0], zb = bq.zero_point[0], zy = yq.zero_point[0];
+  const DType yd = yq.dtype;
+  const Requantizer rq = Requantizer::accumulator(n.arithmetic, mult, n.label());
+  k.run = [=](const In& i, const Out& o) {
+    const Tensor &x = *i[0], &w = *i[1];
+    for_each_broadcast(batch, ba, bb, [&](int64_t p, int64_t q, int64_t s) {
+      for (int64_t row = 0; row < M; ++row)
+        for (int64_t col = 0; col < N; ++col) {
+          int64_t acc = 0;
+          for (int64_t kk = 0; kk < K; ++kk)
+            acc += int64_t{qload(x, (q * M + row) * K + kk) - za} * (qload(w, (s * K + kk) * N + col) - zb);
+          store_code(yd, o[0]->raw(), (p * M + row) * N + col, rq.code(acc, 0, zy, r.lo, r.hi));
+        }
+    });
+  };
+  return k;
+}
+
 // QGemm / QLinearMatMul with a constant int8 B: int32 accumulation, per-column requantization.
 Kernel qgemm(const Node& n, const std::vector<Meta>& in, const std::vector<const Tensor*>& consts) {
+  if (n.op == "QLinearMatMul" && (consts.size() < 2 || !consts[1])) return qmatmul_activations(n, in);
   const bool is_gemm = n.op == "QGemm";
   const bool tb = is_gemm && n.attr_i("transB", 0) != 0;
   if (is_gemm && (n.attr_i("transA", 0) != 0 || n.attr_f("alpha", 1.0f) != 1.0f || n.attr_f("beta", 1.0f) != 1.0f))
