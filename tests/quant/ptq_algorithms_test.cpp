@@ -357,23 +357,38 @@ TEST(LayerSensitivity, OneLayerAndAllButOne) {
   EXPECT_TRUE(at::equal(y1, gm->forward(x)));
 }
 
-TEST(AutoFallback, MovesLayersUntilTheTargetAndMeasuresItRight) {
-  Net net = make_net(true);
-  auto gm = prepared(net);
-  const at::Tensor data = calibration_data();
-  calibrate_in_libtorch(*gm, data);
-  torch::manual_seed(5);
+// A calibrated fake-quantized net and 64 held-out samples drawn with `seed`.
+struct FallbackCase {
+  explicit FallbackCase(uint64_t seed) : net(make_net(true)), gm(prepared(net)), data(calibration_data()) {
+    calibrate_in_libtorch(*gm, data);
+    torch::manual_seed(seed);
+    for (int i = 0; i < 2; ++i) held.batches.push_back({at::randn({32, 3, 12, 12})});
+  }
+  Net net;
+  std::shared_ptr<fx::GraphModule> gm;
+  at::Tensor data;
   HeldOutData held;
-  for (int i = 0; i < 2; ++i) held.batches.push_back({at::randn({32, 3, 12, 12})});
-  auto held_sqnr = [&] {  // independent: libtorch's float network against the fake-quantized graph
-    at::NoGradGuard ng;
-    std::vector<at::Tensor> r, q;
-    for (const auto& b : held.batches) {
-      r.push_back(net->forward(b[0]));
-      q.push_back(gm->forward(b[0]));
-    }
-    return sqnr(at::cat(r), at::cat(q));
-  };
+};
+
+// Output SQNR (dB) of the (fake-quantized) `gm` against the float `net` on `held`'s batches.
+double held_out_sqnr(Net& net, fx::GraphModule& gm, const HeldOutData& held) {
+  at::NoGradGuard ng;
+  std::vector<at::Tensor> r, q;
+  for (const auto& b : held.batches) {
+    r.push_back(net->forward(b[0]));
+    q.push_back(gm.forward(b[0]));
+  }
+  return sqnr(at::cat(r), at::cat(q));
+}
+
+TEST(AutoFallback, MovesLayersUntilTheTargetAndMeasuresItRight) {
+  FallbackCase fc(5);
+  Net& net = fc.net;
+  auto& gm = fc.gm;
+  const at::Tensor& data = fc.data;
+  HeldOutData& held = fc.held;
+  // Independent: libtorch's float network against the fake-quantized graph.
+  auto held_sqnr = [&] { return held_out_sqnr(net, *gm, held); };
   const double all = held_sqnr();
   AutoFallbackOptions o;
   o.metric = "sqnr";
@@ -422,22 +437,12 @@ TEST(AutoFallback, MovesLayersUntilTheTargetAndMeasuresItRight) {
 // the output SQNR (measured independently against libtorch's float network) rises,
 // weights stay quantized, and the moved outputs' FakeQuantizes span int16.
 TEST(AutoFallback, Int16MovesRequantizeOutputsTo16Bits) {
-  Net net = make_net(true);
-  auto gm = prepared(net);
-  const at::Tensor data = calibration_data();
-  calibrate_in_libtorch(*gm, data);
-  torch::manual_seed(6);
-  HeldOutData held;
-  for (int i = 0; i < 2; ++i) held.batches.push_back({at::randn({32, 3, 12, 12})});
-  auto held_sqnr = [&] {
-    at::NoGradGuard ng;
-    std::vector<at::Tensor> r, q;
-    for (const auto& b : held.batches) {
-      r.push_back(net->forward(b[0]));
-      q.push_back(gm->forward(b[0]));
-    }
-    return sqnr(at::cat(r), at::cat(q));
-  };
+  FallbackCase fc(6);
+  Net& net = fc.net;
+  auto& gm = fc.gm;
+  const at::Tensor& data = fc.data;
+  HeldOutData& held = fc.held;
+  auto held_sqnr = [&] { return held_out_sqnr(net, *gm, held); };
   const double all = held_sqnr();
   AutoFallbackOptions o;
   o.metric = "sqnr";

@@ -84,16 +84,21 @@ void Exporter::int_arith(fx::Node* n, const std::string& op) {
   ints_[n] = {v, false};
 }
 
-void Exporter::reshape(fx::Node* n) {
-  const fx::Argument& sa = n->args().at(1);
+std::vector<Dim> Exporter::size_list(const fx::Node& n, size_t i) {
+  const fx::Argument& sa = n.args().at(i);
   std::vector<Dim> entries;
   if (sa.is_const()) {
-    for (auto v : ints_arg(*n, 1)) entries.push_back({v, false});
+    for (auto v : ints_arg(n, i)) entries.push_back({v, false});
   } else if (sa.is_node() && int_lists_.count(sa.node)) {
     entries = int_lists_[sa.node];
   } else {
-    for (const auto& it : sa.items) entries.push_back(int_of(*n, it));
+    for (const auto& it : sa.items) entries.push_back(int_of(n, it));
   }
+  return entries;
+}
+
+void Exporter::reshape(fx::Node* n) {
+  const std::vector<Dim> entries = size_list(*n, 1);
   std::vector<int64_t> shape;
   bool minus_one = false;
   for (const auto& e : entries) minus_one |= !e.batch && e.value == -1;
@@ -123,15 +128,7 @@ void Exporter::reshape(fx::Node* n) {
 }
 
 void Exporter::expand(fx::Node* n) {
-  const fx::Argument& sa = n->args().at(1);
-  std::vector<Dim> entries;
-  if (sa.is_const()) {
-    for (auto v : ints_arg(*n, 1)) entries.push_back({v, false});
-  } else if (sa.is_node() && int_lists_.count(sa.node)) {
-    entries = int_lists_[sa.node];
-  } else {
-    for (const auto& it : sa.items) entries.push_back(int_of(*n, it));
-  }
+  const std::vector<Dim> entries = size_list(*n, 1);
   // ONNX Expand broadcasts: -1 (keep the input's dim) is 1 there. The dynamic batch
   // is read from the first graph input (its dim 0) at run time.
   std::vector<std::string> parts;

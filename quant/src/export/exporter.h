@@ -544,6 +544,8 @@ class Exporter {
   void reshape(fx::Node* n);
   void transpose(fx::Node* n);
   void expand(fx::Node* n);
+  // The int list argument `i` of `n` (constants, a size() list, or computed ints).
+  std::vector<Dim> size_list(const fx::Node& n, size_t i);
   void slice(fx::Node* n);
   // chunk(x, chunks, dim) as Slices (torch: pieces of ceil(D / chunks), the last smaller).
   void chunk(fx::Node* n);
