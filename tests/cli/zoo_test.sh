@@ -30,8 +30,9 @@ done
 # Transformers: nn.TransformerEncoder (batch first, post-norm and norm_first) on
 # [N, 16, 32] tokens and a small torchvision ViT. Tracing specialises the shape checks
 # of MultiheadAttention and TransformerEncoder (dim() == 3 on a [-1, 16, 32] input);
-# the feed-forward linears (QLinearMatMul on 3-D tokens, oneDNN) and the attention
-# matmuls between activations (QLinearMatMul, reference kernels) run int8.
+# MultiheadAttention's projections (F.linear on its parameters) and the feed-forward
+# linears (QLinearMatMul on 3-D tokens, oneDNN) and the attention matmuls between
+# activations (QLinearMatMul, reference kernels) all run int8.
 /usr/bin/python3 -c "import numpy; numpy.save('$tmp/tok.npy', numpy.random.default_rng(2).normal(0, 1, (32, 16, 32)).astype(numpy.float32))"
 /usr/bin/python3 -c "import numpy; numpy.save('$tmp/x32.npy', numpy.random.default_rng(3).normal(0, 1, (32, 3, 32, 32)).astype(numpy.float32))"
 for spec in "transformer_encoder_post_norm:tok:[-1, 16, 32]" "transformer_encoder_norm_first:tok:[-1, 16, 32]" "vit_tiny:x32:[-1, 3, 32, 32]"; do
@@ -41,10 +42,10 @@ for spec in "transformer_encoder_post_norm:tok:[-1, 16, 32]" "transformer_encode
     --set "calibration.data={format: npy, images: $tmp/$data.npy}" --set calibration.num_samples=32 --set calibration.batch_size=16 \
     --set "evaluation.data={format: npy, images: $tmp/$data.npy}" --set evaluation.metric=cosine --set evaluation.reference_check=-1 \
     --set evaluation.sqnr_samples=0 --set output.dir="$tmp/$arch"
-  check "$arch: int8 cosine against fp32 >= 0.98, int8 feed-forward linears and attention matmuls" 0 "^ok" -- /usr/bin/python3 -c "
+  check "$arch: int8 cosine against fp32 >= 0.98; every matmul int8 (projections, attention, feed-forward)" 0 "^ok" -- /usr/bin/python3 -c "
 import json; r = json.load(open('$tmp/$arch/report.json')); c = r['evaluation']['cosine_int8_vs_fp32']
-mm = sum(1 for k in r['kernels'] if k['op'] == 'QLinearMatMul')
-print('ok' if c >= 0.98 and mm >= 8 else 'low', c, mm)"
+mm = sum(1 for k in r['kernels'] if k['op'] == 'QLinearMatMul'); fm = sum(1 for k in r['kernels'] if k['op'] == 'MatMul')
+print('ok' if c >= 0.98 and mm >= 12 and fm == 0 else 'low', c, mm, fm)"
   check "$arch: ONNX Runtime runs the int8 model and agrees" 0 "^ok" -- bash -c \
     "'$QFX' run '$tmp/$arch/model_int8.onnx' -i '$tmp/$data.npy' -o '$tmp/$arch.qfx.npy' >/dev/null &&
      ORT_OPT=disabled node '$ort/run.js' '$tmp/$arch/model_int8.onnx' '$tmp/$arch.ort.npy' '$tmp/$data.npy' 2>/dev/null &&

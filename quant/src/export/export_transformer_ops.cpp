@@ -12,9 +12,32 @@ namespace qfx::quant::detail {
 
 bool Exporter::transformer_function(fx::Node* n, const std::string& op) {
   if (op == "linear") {
-    // y = x W^T + b: MatMul with Transpose(W) (folded at load when W is a parameter).
-    const std::string wt = fresh(n->name() + "_weight_t");
-    node("Transpose", {value(*n, n->args().at(1))}, wt, wt);
+    // y = x W^T + b: MatMul with Transpose(W) (folded at load when W is a parameter);
+    // a quantized parameter (prepare_fx's weight FakeQuantize, converted) as the
+    // DequantizeLinear of its codes, stored transposed (per channel: axis 1).
+    std::string wt;
+    const fx::Argument& wa = n->args().at(1);
+    if (!opt_.float_model && wa.is_node() && weight_of_functional_linear(wa.node)) {
+      const auto* qd = dynamic_cast<const QuantDequant*>(gm_.get_submodule(wa.node->target()).get());
+      if (!qd) unsupported(*n, "internal: the weight of a quantized functional linear is not a QuantDequant");
+      const QParams& q = qd->qparams();
+      const at::Tensor w = gm_.get_attr(wa.node->args()[0].node->target()).detach().to(at::kFloat);
+      const at::Tensor s = q.per_channel ? q.scale.reshape({-1, 1}) : q.scale;
+      const at::Tensor z = (q.per_channel ? q.zero_point.reshape({-1, 1}) : q.zero_point).to(at::kFloat);
+      at::Tensor codes = at::clamp(at::round(w / s) + z, static_cast<double>(q.quant_min), static_cast<double>(q.quant_max));
+      codes = (q.dtype == QDType::kUInt8 ? codes.to(at::kByte) : codes.to(at::kChar)).t().contiguous();
+      const std::vector<int64_t> vec = q.per_channel ? std::vector<int64_t>{-1} : std::vector<int64_t>{};
+      const std::string ci = init(n->name() + "_weight_q", codes);
+      const std::string cs = init(n->name() + "_weight_scale", q.scale.to(at::kFloat).reshape(vec));
+      const std::string cz = init(n->name() + "_weight_zero_point", zero_points(q).reshape(vec));
+      wt = fresh(n->name() + "_weight");
+      auto* dn = node("DequantizeLinear", {ci, cs, cz}, wt, wt);
+      if (q.per_channel) attr_i(dn, "axis", 1);
+      ++res_.quantized_weights;
+    } else {
+      wt = fresh(n->name() + "_weight_t");
+      node("Transpose", {value(*n, wa)}, wt, wt);
+    }
     std::string y = fresh(n->name());
     node("MatMul", {value(*n, n->args().at(0)), wt}, y, n->name());
     if (n->args().size() > 2 && !(n->args().at(2).is_const() && n->args().at(2).value.isNone())) {

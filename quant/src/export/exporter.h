@@ -216,7 +216,7 @@ class Exporter {
   void quant_dequant(fx::Node* n, const QuantDequant& qd) {
     const std::string& x = value(*n, n->args().at(0));
     const QParams& q = qd.qparams();
-    if (opt_.float_model) {
+    if (opt_.float_model || weight_of_functional_linear(n)) {  // the linear writes the weight's codes itself
       names_[n] = x;
       rank_[n] = rank_of(n->args().at(0));
       return;
@@ -263,6 +263,18 @@ class Exporter {
     e.observed_min = qd.observed_min();
     e.observed_max = qd.observed_max();
     res_.encodings.push_back(std::move(e));
+  }
+
+  // A QuantDequant of a parameter (get_attr) that only functional linears read as
+  // their weight (prepare_fx's weight FakeQuantize of F.linear).
+  static bool weight_of_functional_linear(const fx::Node* n) {
+    if (n->args().empty() || !n->args()[0].is_node() || n->args()[0].node->op() != fx::Opcode::kGetAttr || n->users().empty())
+      return false;
+    for (const fx::Node* u : n->users())
+      if (u->op() != fx::Opcode::kCallFunction || u->target().rfind("aten::linear", 0) != 0 || u->args().size() < 2 ||
+          !u->args()[1].is_node() || u->args()[1].node != n)
+        return false;
+    return true;
   }
 
   void weighted(fx::Node* n, const QuantizedConvLinear& f) {

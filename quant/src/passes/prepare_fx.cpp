@@ -71,17 +71,48 @@ class Preparer {
     } else if (i.op_config.kind == OpKind::kFloat) {
       i.float_reason = backend_.ops.count(i.op) ? "backend '" + backend_.name + "' runs " + i.op + " in float"
                                                  : "'" + i.op + "' is not an int8 op of backend '" + backend_.name + "'";
-    } else if (i.op_config.kind == OpKind::kWeighted && n->op() != fx::Opcode::kCallModule) {
+    } else if (i.op_config.kind == OpKind::kWeighted && n->op() != fx::Opcode::kCallModule && !functional_linear(n)) {
       i.float_reason = "functional " + i.op + " (weights are not a module parameter)";
     } else {
       i.quantized = true;
     }
-    if (i.quantized && i.op_config.kind == OpKind::kWeighted) {
+    if (i.quantized && i.op_config.kind == OpKind::kWeighted && n->op() != fx::Opcode::kCallModule) {
+      observe_functional_weight(n, i);
+    } else if (i.quantized && i.op_config.kind == OpKind::kWeighted) {
       if (!swap_weighted(n, i)) {
         i.quantized = false;
       }
     }
     info_[n] = i;
+  }
+
+  // F.linear(x, W, b) with W (and b) parameters read by get_attr
+  // (MultiheadAttention's in_proj_weight): quantized as torch.ao quantizes a
+  // functional linear, with a weight FakeQuantize on the get_attr.
+  static bool functional_linear(const fx::Node* n) {
+    if (n->op() != fx::Opcode::kCallFunction || n->target().rfind("aten::linear", 0) != 0 || n->args().size() < 2) return false;
+    const fx::Argument& w = n->args()[1];
+    return w.is_node() && w.node->op() == fx::Opcode::kGetAttr;
+  }
+
+  void observe_functional_weight(fx::Node* n, const NodeInfo& i) {
+    fx::Node* w = n->args()[1].node;
+    ObserverSpec ws = resolve_tensor_qconfig(i.qconfig->weight, backend_, /*is_weight=*/true, qat_, n->name());
+    ws.spec.ch_axis = 0;  // [out, in]
+    auto obs = make_observer(ws);
+    obs->set_tensor_name(n->name() + ".weight");
+    auto fq = std::make_shared<FakeQuantize>(obs, qat_ && i.qconfig->weight.learnable);
+    const std::string path = n->name() + "_weight_fake_quant";
+    gm_.add_submodule(path, fq, fq_call_fn(fq));
+    fx::Node* call;
+    {
+      fx::Graph::InsertPoint ip(g_, n);
+      call = g_.call_module(path, {fx::Argument(w)}, {}, path);
+    }
+    call->meta()["is_tensor"] = true;
+    n->replace_input_with(w, call);
+    report_.changes.push_back(n->name() + ": functional linear with weight " + ws.spec.str() + " (" +
+                              observer_kind_name(ws.kind) + ")");
   }
 
   // Weighted ops run as FusedConvLinear with a weight fake quantize.
