@@ -111,8 +111,11 @@ void Exporter::reshape(fx::Node* n) {
     }
     // The batch: 0 copies the input's dim 0 (when that is the same multiple of the
     // batch), else the one -1 (ONNX infers it from the element count).
-    const Dim in0 = dims_of(*n, n->args().at(0)).at(0);
-    if (i == 0 && in0.batch && in0.value == e.value) {
+    auto same_as_input_dim0 = [&] {
+      const Dim d0 = dims_of(*n, n->args().at(0)).at(0);
+      return d0.batch && d0.value == e.value;
+    };
+    if (i == 0 && same_as_input_dim0()) {
       shape.push_back(0);
     } else if (!minus_one) {
       shape.push_back(-1);

@@ -59,7 +59,7 @@ struct TracerOptions {
   /// constants when they come out the same for both, so branches and asserts on
   /// them fold; a value that depends on a dynamic dimension stays symbolic and a
   /// branch on it is a TraceError naming the line. Traced tensors get
-  /// `meta["shape"]` (-1 where dynamic). Empty: no specialisation.
+  /// `meta["traced_shape"]` (-1 where dynamic). Empty: no specialisation.
   std::vector<std::vector<int64_t>> input_shapes;
 };
 
