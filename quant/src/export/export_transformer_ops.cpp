@@ -22,10 +22,7 @@ bool Exporter::transformer_function(fx::Node* n, const std::string& op) {
       if (!qd) unsupported(*n, "internal: the weight of a quantized functional linear is not a QuantDequant");
       const QParams& q = qd->qparams();
       const at::Tensor w = gm_.get_attr(wa.node->args()[0].node->target()).detach().to(at::kFloat);
-      const at::Tensor s = q.per_channel ? q.scale.reshape({-1, 1}) : q.scale;
-      const at::Tensor z = (q.per_channel ? q.zero_point.reshape({-1, 1}) : q.zero_point).to(at::kFloat);
-      at::Tensor codes = at::clamp(at::round(w / s) + z, static_cast<double>(q.quant_min), static_cast<double>(q.quant_max));
-      codes = (q.dtype == QDType::kUInt8 ? codes.to(at::kByte) : codes.to(at::kChar)).t().contiguous();
+      const at::Tensor codes = quantize_weight_codes(w, q, /*axis=*/0).t().contiguous();
       const std::vector<int64_t> vec = q.per_channel ? std::vector<int64_t>{-1} : std::vector<int64_t>{};
       const std::string ci = init(n->name() + "_weight_q", codes);
       const std::string cs = init(n->name() + "_weight_scale", q.scale.to(at::kFloat).reshape(vec));
@@ -103,6 +100,12 @@ bool Exporter::transformer_module(fx::Node* n, const std::shared_ptr<torch::nn::
   return false;
 }
 
+std::string Exporter::two_input(const char* op, const std::string& a, const std::string& b, const std::string& name) {
+  const std::string y = fresh(name);
+  node(op, {a, b}, y, y);
+  return y;
+}
+
 void Exporter::layer_norm(fx::Node* n, int64_t dims, const std::string& weight, const std::string& bias, double eps) {
   // (x - mean) / sqrt(var + eps) * weight + bias over the last `dims` axes.
   std::vector<int64_t> axes;
@@ -115,43 +118,33 @@ void Exporter::layer_norm(fx::Node* n, int64_t dims, const std::string& weight, 
     attr_i(p, "keepdims", 1);
     return y;
   };
-  auto two = [&](const char* op, const std::string& a, const std::string& c, const std::string& name) {
-    const std::string y = fresh(name);
-    node(op, {a, c}, y, y);
-    return y;
-  };
   const std::string mean = reduce(x, b + "_mean");
-  const std::string d = two("Sub", x, mean, b + "_centered");
-  const std::string var = reduce(two("Mul", d, d, b + "_square"), b + "_var");
+  const std::string d = two_input("Sub", x, mean, b + "_centered");
+  const std::string var = reduce(two_input("Mul", d, d, b + "_square"), b + "_var");
   const std::string den = fresh(b + "_std");
-  node("Sqrt", {two("Add", var, init(b + "_eps", at::full({}, static_cast<float>(eps))), b + "_var_eps")}, den, den);
-  std::string y = two("Div", d, den, b + "_normalized");
-  if (!weight.empty()) y = two("Mul", y, weight, b + "_scaled");
-  if (!bias.empty()) y = two("Add", y, bias, b + "_shifted");
+  node("Sqrt", {two_input("Add", var, init(b + "_eps", at::full({}, static_cast<float>(eps))), b + "_var_eps")}, den, den);
+  std::string y = two_input("Div", d, den, b + "_normalized");
+  if (!weight.empty()) y = two_input("Mul", y, weight, b + "_scaled");
+  if (!bias.empty()) y = two_input("Add", y, bias, b + "_shifted");
   names_[n] = y;
   rank_[n] = rank_of(n->args().at(0));
 }
 
 void Exporter::gelu(fx::Node* n, bool tanh) {
   const std::string x = value(*n, n->args().at(0)), b = n->name();
-  auto two = [&](const char* op, const std::string& a, const std::string& c, const std::string& name) {
-    const std::string y = fresh(name);
-    node(op, {a, c}, y, y);
-    return y;
-  };
   auto constant = [&](const std::string& name, double v) { return init(name, at::full({}, static_cast<float>(v))); };
   std::string inner;
   if (tanh) {  // 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))
-    const std::string x3 = two("Mul", two("Mul", x, x, b + "_x2"), x, b + "_x3");
-    const std::string s = two("Add", x, two("Mul", x3, constant(b + "_c", 0.044715), b + "_cx3"), b + "_sum");
+    const std::string x3 = two_input("Mul", two_input("Mul", x, x, b + "_x2"), x, b + "_x3");
+    const std::string s = two_input("Add", x, two_input("Mul", x3, constant(b + "_c", 0.044715), b + "_cx3"), b + "_sum");
     inner = fresh(b + "_tanh");
-    node("Tanh", {two("Mul", s, constant(b + "_k", std::sqrt(2.0 / M_PI)), b + "_arg")}, inner, inner);
+    node("Tanh", {two_input("Mul", s, constant(b + "_k", std::sqrt(2.0 / M_PI)), b + "_arg")}, inner, inner);
   } else {  // 0.5 x (1 + erf(x / sqrt(2)))
     inner = fresh(b + "_erf");
-    node("Erf", {two("Div", x, constant(b + "_sqrt2", std::sqrt(2.0)), b + "_scaled")}, inner, inner);
+    node("Erf", {two_input("Div", x, constant(b + "_sqrt2", std::sqrt(2.0)), b + "_scaled")}, inner, inner);
   }
-  const std::string one = two("Add", inner, constant(b + "_one", 1.0), b + "_one_plus");
-  names_[n] = two("Mul", two("Mul", x, one, b + "_x_times"), constant(b + "_half", 0.5), b);
+  const std::string one = two_input("Add", inner, constant(b + "_one", 1.0), b + "_one_plus");
+  names_[n] = two_input("Mul", two_input("Mul", x, one, b + "_x_times"), constant(b + "_half", 0.5), b);
   rank_[n] = rank_of(n->args().at(0));
 }
 

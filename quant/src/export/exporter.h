@@ -542,6 +542,8 @@ class Exporter {
   // LayerNorm over the last `dims` axes; weight / bias: ONNX value names or empty.
   void layer_norm(fx::Node* n, int64_t dims, const std::string& weight, const std::string& bias, double eps);
   void gelu(fx::Node* n, bool tanh);
+  // A node `op`(a, b) writing a fresh value named after `name`; returns that value.
+  std::string two_input(const char* op, const std::string& a, const std::string& b, const std::string& name);
 
   // --- shape arithmetic: size(), the ints computed from it, view with computed
   // shapes, chunk. Static at export (batch_shapes); the dynamic batch stays

@@ -33,6 +33,11 @@ at::Tensor dequantize_codes(const at::Tensor& codes, const QParams& q, int64_t a
 
 }  // namespace
 
+at::Tensor quantize_weight_codes(const at::Tensor& w, const QParams& q, int64_t axis) {
+  const at::Tensor codes = quantize_codes(w, q, axis);
+  return q.dtype == QDType::kUInt8 ? codes.to(at::kByte) : codes.to(at::kChar);
+}
+
 QuantDequant::QuantDequant(const QParams& q, std::string algorithm, float observed_min, float observed_max)
     : torch::nn::Module("QuantDequant"),
       q_(q),
@@ -74,8 +79,7 @@ QuantizedConvLinear::QuantizedConvLinear(const FusedConvLinear& f, bool quantize
   wq_.scale = register_buffer("weight_scale", wq_.scale.detach().to(at::kFloat).clone());
   wq_.zero_point = register_buffer("weight_zero_point", wq_.zero_point.detach().to(at::kInt).clone());
   wq_.axis = weight_out_axis();
-  const at::Tensor codes = quantize_codes(w, wq_, wq_.axis);
-  weight_q_ = register_buffer("weight_q", wq_.dtype == QDType::kUInt8 ? codes.to(at::kByte) : codes.to(at::kChar));
+  weight_q_ = register_buffer("weight_q", quantize_weight_codes(w, wq_, wq_.axis));
   if (input_scale > 0) {
     const at::Tensor bs = (wq_.scale * input_scale).reshape({-1}).expand({b.numel()}).contiguous();
     // Saturate to int32: a float beyond its range has no defined conversion.

@@ -18,6 +18,11 @@
 
 namespace qfx::quant {
 
+/// The integer codes of a weight `w` (float) under qparams `q` (per-channel along
+/// `axis` when `q.per_channel`): ONNX QuantizeLinear's clamp(round_half_even(w /
+/// scale) + zero_point, quant_min, quant_max), as uint8 for u8 and int8 otherwise.
+at::Tensor quantize_weight_codes(const at::Tensor& w, const QParams& q, int64_t axis);
+
 /// QuantizeLinear -> DequantizeLinear with frozen qparams (torch.ao reference
 /// models' quantize_per_tensor / dequantize pair; ONNX QuantizeLinear-13 and
 /// DequantizeLinear-13 semantics): q = clamp(round_half_even(x / scale) + zp,
