@@ -190,11 +190,6 @@ inline QRange act_range(const Node& n) {
   return r;
 }
 
-template <typename T>
-void store_q(void* dst, int64_t i, int32_t v) {
-  static_cast<T*>(dst)[i] = static_cast<T>(v);
-}
-
 // Reads element i of an int8/uint8/int16 tensor as int32.
 inline int32_t qload(const Tensor& t, int64_t i) {
   return t.dtype() == DType::kUInt8 ? t.data<uint8_t>()[i] : t.dtype() == DType::kInt16 ? t.data<int16_t>()[i] : t.data<int8_t>()[i];

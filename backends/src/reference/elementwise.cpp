@@ -148,8 +148,7 @@ Kernel qbinary(const Node& n, const std::vector<Meta>& in) {
                                         rb.scaled_as<M, R>(db * (int64_t{1} << shift), 0)
                                   : da * db;
           const int32_t v = ro.code_as<M, R>(acc, 0, y.zero_point[0], r.lo, r.hi);
-          if (y.dtype == DType::kUInt8) store_q<uint8_t>(out[0]->raw(), p, v);
-          else store_q<int8_t>(out[0]->raw(), p, v);
+          store_code(y.dtype, out[0]->raw(), p, v);
         });
       });
     };
@@ -160,8 +159,7 @@ Kernel qbinary(const Node& n, const std::vector<Meta>& in) {
       const float ra = a.scale[0] * static_cast<float>(qload(*i[0], q) - a.zero_point[0]);
       const float rb = b.scale[0] * static_cast<float>(qload(*i[1], s) - b.zero_point[0]);
       const int32_t v = quantize_value(add ? ra + rb : ra * rb, y.scale[0], y.zero_point[0], r.lo, r.hi);
-      if (y.dtype == DType::kUInt8) store_q<uint8_t>(out[0]->raw(), p, v);
-      else store_q<int8_t>(out[0]->raw(), p, v);
+      store_code(y.dtype, out[0]->raw(), p, v);
     });
   };
   return k;
@@ -180,8 +178,7 @@ Kernel qunary(const Node& n, const std::vector<Meta>& in) {
     k.run = [=](const In& i, const Out& out) {
       for (int64_t p = 0; p < i[0]->numel(); ++p) {
         const int32_t v = table[static_cast<size_t>(qload(*i[0], p) - lo)];
-        if (y.dtype == DType::kUInt8) store_q<uint8_t>(out[0]->raw(), p, v);
-        else store_q<int8_t>(out[0]->raw(), p, v);
+        store_code(y.dtype, out[0]->raw(), p, v);
       }
     };
     return k;
@@ -190,8 +187,7 @@ Kernel qunary(const Node& n, const std::vector<Meta>& in) {
     for (int64_t p = 0; p < i[0]->numel(); ++p) {
       const float ra = a.scale[0] * static_cast<float>(qload(*i[0], p) - a.zero_point[0]);
       const int32_t v = quantize_value(ra, y.scale[0], y.zero_point[0], r.lo, r.hi);
-      if (y.dtype == DType::kUInt8) store_q<uint8_t>(out[0]->raw(), p, v);
-      else store_q<int8_t>(out[0]->raw(), p, v);
+      store_code(y.dtype, out[0]->raw(), p, v);
     }
   };
   return k;

@@ -73,7 +73,7 @@ Kernel pool(const Node& n, const std::vector<Meta>& in) {
     const float sx = n.in_q.at(0).scale[0], sy = n.out_q.scale[0];
     const int32_t zx = n.in_q.at(0).zero_point[0], zy = n.out_q.zero_point[0];
     const QRange r = qrange(n.out_q.dtype);
-    const bool yu8 = n.out_q.dtype == DType::kUInt8;
+    const DType yd = n.out_q.dtype;
     k.outputs = {{spatial_out(in[0].shape, g.C, g), n.out_q.dtype}};
     // A target arithmetic rescales with one multiplier per window size (count).
     const bool onnx = n.arithmetic.elementwise == RequantMode::kFloat && n.arithmetic.accumulator_bits == 32;
@@ -86,8 +86,7 @@ Kernel pool(const Node& n, const std::vector<Meta>& in) {
                                 [&](int64_t j, int32_t sum, int64_t count) {
                                   const int32_t v = onnx ? requantize(sum, sx / (sy * static_cast<float>(count)), zy, r.lo, r.hi)
                                                          : rq.code(sum, static_cast<size_t>(count), zy, r.lo, r.hi);
-                                  if (yu8) store_q<uint8_t>(o[0]->raw(), j, v);
-                                  else store_q<int8_t>(o[0]->raw(), j, v);
+                                  store_code(yd, o[0]->raw(), j, v);
                                 });
     };
     return k;
@@ -127,7 +126,7 @@ Kernel global_avg_pool(const Node& n, const std::vector<Meta>& in) {
   const float sx = n.in_q.at(0).scale[0], sy = n.out_q.scale[0];
   const int32_t zx = n.in_q.at(0).zero_point[0], zy = n.out_q.zero_point[0];
   const QRange r = qrange(n.out_q.dtype);
-  const bool yu8 = n.out_q.dtype == DType::kUInt8;
+  const DType yd = n.out_q.dtype;
   const Requantizer rq = Requantizer::pooling(n.arithmetic, {sx / (sy * static_cast<float>(hw))}, n.label());
   k.run = [=](const In& i, const Out& o) {
     for (int64_t p = 0; p < planes; ++p) {
@@ -135,8 +134,7 @@ Kernel global_avg_pool(const Node& n, const std::vector<Meta>& in) {
       for (int64_t j = 0; j < hw; ++j) s += qload(*i[0], p * hw + j);
       const int32_t acc = static_cast<int32_t>(s - hw * zx);
       const int32_t v = rq.code(acc, 0, zy, r.lo, r.hi);
-      if (yu8) store_q<uint8_t>(o[0]->raw(), p, v);
-      else store_q<int8_t>(o[0]->raw(), p, v);
+      store_code(yd, o[0]->raw(), p, v);
     }
   };
   return k;

@@ -175,8 +175,7 @@ Kernel concat(const Node& n, const std::vector<Meta>& in) {
             const int32_t d = qload(*i[t], r * w + j) - iq[t].zero_point[0];
             const int32_t v = onnx ? quantize_value(iq[t].scale[0] * static_cast<float>(d), oq.scale[0], oq.zero_point[0], rr.lo, rr.hi)
                                    : rq[t].code(d, 0, oq.zero_point[0], rr.lo, rr.hi);
-            if (oq.dtype == DType::kUInt8) store_q<uint8_t>(dst, r * total_w + col + j, v);
-            else store_q<int8_t>(dst, r * total_w + col + j, v);
+            store_code(oq.dtype, dst, r * total_w + col + j, v);
           }
         }
       }
