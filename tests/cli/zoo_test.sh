@@ -57,6 +57,10 @@ done
 # Without an input shape the tracer cannot know the rank: the check is data-dependent.
 check "TransformerEncoder needs model.input_shape's rank: a dynamic rank check names the line" 4 "transformer.py:[0-9]+.*give the input shape" -- \
   "$QFX" inspect "$FIXTURES/transformer_encoder_post_norm.pt"
+check "qfx inspect --input-shape specialises the same checks" 0 "aten::softmax" -- \
+  "$QFX" inspect "$FIXTURES/transformer_encoder_post_norm.pt" --input-shape=-1,16,32 --no-code
+check "qfx inspect --input-shape with a non-integer: CLI11's conversion error" 104 "Could not convert: --input-shape" -- \
+  "$QFX" inspect "$FIXTURES/transformer_encoder_post_norm.pt" --input-shape=-1,x,32
 
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]

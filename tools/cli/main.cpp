@@ -22,39 +22,16 @@ namespace {
 struct PrepareArgs {
   std::string backend;  // empty: print the traced graph only
   bool qat = false;
-  std::string input_shape;  // "-1,16,32": shape specialisation (TracerOptions::input_shapes)
+  std::vector<int64_t> input_shape;  // --input-shape=-1,16,32: shape specialisation (TracerOptions::input_shapes)
 };
 
-// "-1,16,32" or "[-1, 16, 32]" -> {-1, 16, 32}; ConfigError naming the option otherwise.
-std::vector<int64_t> parse_shape(const std::string& s) {
-  std::vector<int64_t> out;
-  std::string cur;
-  auto flush = [&] {
-    if (cur.empty()) return;
-    try {
-      size_t used = 0;
-      out.push_back(std::stoll(cur, &used));
-      if (used != cur.size()) throw std::invalid_argument(cur);
-    } catch (const std::exception&) {
-      throw qfx::ConfigError("--input-shape '" + s + "': '" + cur + "' is not an integer (e.g. --input-shape=-1,16,32)");
-    }
-    cur.clear();
-  };
-  for (char c : s) {
-    if (c == ',' || c == ' ' || c == '[' || c == ']') flush();
-    else cur += c;
-  }
-  flush();
-  if (out.empty()) throw qfx::ConfigError("--input-shape '" + s + "': no dimensions (e.g. --input-shape=-1,16,32)");
-  return out;
-}
 
 int run_inspect(const std::string& model, const std::vector<std::string>& wraps, const std::string& config,
                 bool train_mode, bool show_code, const PrepareArgs& prep) {
   qfx::fx::TracerOptions opts;
   if (!config.empty()) opts = qfx::quant::load_tracer_config(config).options;
   for (const auto& w : wraps) opts.wrap.push_back(qfx::fx::WrapSpec::parse(w));
-  if (!prep.input_shape.empty()) opts.input_shapes = {parse_shape(prep.input_shape)};
+  if (!prep.input_shape.empty()) opts.input_shapes = {prep.input_shape};
   auto module = qfx::fx::load_torchscript(model);
   module.train(train_mode);
   qfx::fx::QuantizationTracer tracer(opts);
@@ -185,7 +162,8 @@ int main(int argc, char** argv) {
   inspect->add_flag("--qat", prep.qat, "With --backend: prepare_qat_fx instead of prepare_fx");
   inspect->add_option("--input-shape", prep.input_shape,
                       "Input shape, -1 for a dynamic dimension (--input-shape=-1,16,32): shape queries that do not "
-                      "depend on it fold at trace time");
+                      "depend on it fold at trace time")
+      ->delimiter(',');
 
   auto* run = app.add_subcommand("run", "Run an ONNX model (float or int8 QDQ) on the qfx runtime");
   std::string onnx_path, run_output, run_backend = "onednn";
