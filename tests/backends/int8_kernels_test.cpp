@@ -7,6 +7,7 @@
 
 #include "../../backends/src/kernels.h"
 #include "int8_test_util.h"
+#include "qfx/error.h"
 
 using namespace qfx::runtime;
 
@@ -172,5 +173,36 @@ TEST(Int8Kernels, OneDnnMatMulEqualsReference) {
     EXPECT_TRUE(used) << "u8 x 7-bit weights run on oneDNN";
     EXPECT_EQ(r.first, 0);
     EXPECT_EQ(r.second, 1.0);
+  }
+}
+
+// Expand (the class token broadcast over the batch): any dtype is copied along the
+// broadcast dims; a negative or incompatible shape is a DataError naming the node.
+TEST(ReferenceKernels, ExpandBroadcastsAndRejectsBadShapes) {
+  ir::Node n;
+  n.op = "Expand";
+  n.name = "expand_token";
+  n.inputs = {"x", "shape"};
+  Tensor x({1, 1, 3}, DType::kInt8);
+  for (int i = 0; i < 3; ++i) x.data<int8_t>()[i] = static_cast<int8_t>(i - 1);
+  auto shape_of = [](std::vector<int64_t> v) {
+    Tensor s({static_cast<int64_t>(v.size())}, DType::kInt64);
+    std::copy(v.begin(), v.end(), s.data<int64_t>());
+    return s;
+  };
+  Tensor s = shape_of({2, 1, 1});
+  Kernel k = make_kernel(n, {{x.shape(), DType::kInt8}, {s.shape(), DType::kInt64}}, {nullptr, &s}, "onednn");
+  ASSERT_EQ(k.outputs[0].shape, (Shape{2, 1, 3}));
+  Tensor y(k.outputs[0].shape, DType::kInt8);
+  k.run({&x, &s}, {&y});
+  for (int64_t i = 0; i < 6; ++i) EXPECT_EQ(y.data<int8_t>()[i], static_cast<int8_t>(i % 3 - 1)) << i;
+  for (const auto& bad : {std::vector<int64_t>{-2, 1, 1}, std::vector<int64_t>{1, 1, 4}}) {
+    Tensor b = shape_of(bad);
+    try {
+      make_kernel(n, {{x.shape(), DType::kInt8}, {b.shape(), DType::kInt64}}, {nullptr, &b}, "onednn");
+      ADD_FAILURE() << "a bad Expand shape must be refused";
+    } catch (const qfx::DataError& e) {
+      EXPECT_NE(std::string(e.what()).find("expand_token"), std::string::npos) << e.what();
+    }
   }
 }
