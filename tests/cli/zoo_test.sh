@@ -54,6 +54,37 @@ import numpy as np; a, b = np.load('$tmp/$arch.qfx.npy'), np.load('$tmp/$arch.or
 agree = float((a.argmax(1) == b.argmax(1)).mean()); d = float(np.abs(a - b).max() / np.abs(b).max())
 print('ok' if a.shape == b.shape and agree == 1.0 and d < 0.05 else 'differ', agree, d)\""
 done
+# A detector: backbone and two heads (int8, deployed), post-processing with
+# torchvision's nms and data-dependent branches kept whole by a wrap entry and left to
+# the host. No environment variable: torchvision's operator library loads by itself.
+d=$tmp/detector
+check "qfx ptq on a detector: the wrapped nms post-processing stays on the host" 0 \
+  "host post-processing \(float, on the host; not in model_int8.onnx, whose outputs cls_head_3, box_head it reads\)" -- \
+  env -u QFX_TORCHVISION_LIBRARY "$QFX" ptq --set model.path="$FIXTURES/detector_two_head.pt" --set "model.input_shape=[-1, 3, 32, 32]" \
+    --set 'tracer.wrap=["module_type:DetectionPostProcess"]' \
+    --set "calibration.data={format: npy, images: $tmp/x32.npy}" --set calibration.num_samples=32 --set calibration.batch_size=16 \
+    --set "evaluation.data={format: npy, images: $tmp/x32.npy}" --set evaluation.metric=cosine --set evaluation.sqnr_samples=0 \
+    --set output.dir="$d"
+check "detector: the report lists the host nodes; the int8 model holds backbone and heads (6 int8 convs, 2 outputs)" 0 "^ok" -- \
+  /usr/bin/python3 -c "
+import json; r = json.load(open('$d/report.json')); h = r['host_postprocess']
+convs = sum(1 for k in r['kernels'] if k['op'] == 'QLinearConv')
+ok = h['model_outputs'] == ['cls_head_3', 'box_head'] and len(h['nodes']) == 1 and 'DetectionPostProcess' in h['nodes'][0]
+print('ok' if ok and convs == 6 and r['evaluation']['cosine_int8_vs_fp32'] >= 0.98 else 'bad', h, convs)"
+check "detector: ONNX Runtime agrees on both outputs; the host post-processing on the int8 outputs finds PyTorch's fp32 detections" 0 "^ok" -- bash -c \
+  "'$QFX' run '$d/model_int8.onnx' -i '$tmp/x32.npy' -o '$tmp/det.npy' >/dev/null &&
+   node '$ort/run.js' '$d/model_int8.onnx' '$tmp/det.ort.npy' '$tmp/x32.npy' 2>/dev/null &&
+   /usr/bin/python3 -c \"
+import numpy as np, torch, torchvision
+cls, box = np.load('$tmp/det.output_0.npy'), np.load('$tmp/det.output_1.npy')
+ort = np.load('$tmp/det.ort.npy')
+m = torch.jit.load('$FIXTURES/detector_two_head.pt')
+ref = m(torch.from_numpy(np.load('$tmp/x32.npy')))
+dets = m.post(torch.from_numpy(cls), torch.from_numpy(box))
+found = [float((torchvision.ops.box_iou(r[:, :4], q[:, :4]).max(1).values > 0.5).float().mean()) for r, q in zip(ref, dets)]
+same = cls.shape == (32, 1, 8, 8) and box.shape == (32, 4, 8, 8) and np.abs(ort - cls).max() <= 1e-6 * np.abs(cls).max()
+print('ok' if same and np.mean(found) >= 0.9 else 'bad', same, np.mean(found))\""
+
 # Without an input shape the tracer cannot know the rank: the check is data-dependent.
 check "TransformerEncoder needs model.input_shape's rank: a dynamic rank check names the line" 4 "transformer.py:[0-9]+.*give the input shape" -- \
   "$QFX" inspect "$FIXTURES/transformer_encoder_post_norm.pt"

@@ -371,3 +371,33 @@ TEST(FuseFx, EveryPatternFamilyFoldsExactly) {
   EXPECT_EQ(std::dynamic_pointer_cast<FusedConvLinear>(gm->get_submodule("fc"))->type_name(), "LinearBn1d");
   EXPECT_EQ(std::dynamic_pointer_cast<FusedConvLinear>(gm->get_submodule("c6"))->type_name(), "ConvReLU6_2d");
 }
+
+// A detector's wrapped post-processing (torchvision's nms, a loop over the batch) goes
+// to the host: the graph then returns the two heads' outputs, equal to the TorchScript
+// model's own heads, and prepare_fx quantizes everything left.
+TEST(SplitHostPostprocess, DetectorKeepsBackboneAndHeads) {
+  fx::TracerOptions opts;
+  opts.wrap.push_back(fx::WrapSpec::parse("module_type:DetectionPostProcess"));
+  auto gm = fx::trace_file(test::fixture("detector_two_head.pt"), opts);
+  gm->eval();
+  const HostSplit split = split_host_postprocess(*gm);
+  ASSERT_EQ(split.host_nodes.size(), 1u);
+  EXPECT_NE(split.host_nodes[0].find("post: post (wrapped module DetectionPostProcess"), std::string::npos) << split.host_nodes[0];
+  EXPECT_EQ(split.outputs, (std::vector<std::string>{"cls_head_3", "box_head"}));
+  gm->recompile();
+  at::Tensor x = at::randn({2, 3, 32, 32});
+  auto out = gm->forward({c10::IValue(x)}).toTuple()->elements();
+  ASSERT_EQ(out.size(), 2u);
+  auto script = fx::load_torchscript(test::fixture("detector_two_head.pt"));
+  script.eval();
+  at::Tensor f = script.attr("backbone").toModule().forward({x}).toTensor();
+  EXPECT_LT(test::rel_error(out[0].toTensor(), script.attr("cls_head").toModule().forward({f}).toTensor()), 1e-5);
+  EXPECT_LT(test::rel_error(out[1].toTensor(), script.attr("box_head").toModule().forward({f}).toTensor()), 1e-5);
+  prepare_fx(*gm, QConfigMapping::default_mapping(), BackendConfig::resolve("onednn"));
+  EXPECT_TRUE(float_fallbacks(*gm).empty());
+  // A model with nothing to split is left unchanged.
+  auto plain = fx::trace_file(test::fixture("resnet18_scripted.pt"));
+  const size_t n = plain->graph().size();
+  EXPECT_TRUE(split_host_postprocess(*plain).empty());
+  EXPECT_EQ(plain->graph().size(), n);
+}

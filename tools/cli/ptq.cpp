@@ -67,6 +67,12 @@ int run_ptq(const std::string& config_path, const std::vector<std::string>& over
   std::printf("float fallbacks: %s\n", r.float_fallbacks.empty() && r.runtime_float_groups.empty() ? "none" : "");
   for (const auto& f : r.float_fallbacks) std::printf("  %s\n", f.c_str());
   for (const auto& f : r.runtime_float_groups) std::printf("  runtime: %s\n", f.c_str());
+  if (!r.host_postprocess.empty()) {
+    std::string outs;
+    for (const auto& o : r.host_postprocess.outputs) outs += (outs.empty() ? "" : ", ") + o;
+    std::printf("host post-processing (float, on the host; not in model_int8.onnx, whose outputs %s it reads):\n", outs.c_str());
+    for (const auto& h : r.host_postprocess.host_nodes) std::printf("  %s\n", h.c_str());
+  }
   std::printf("wrote model_int8.onnx, encodings.json, report.json in %s (%.1f s)\n", r.output_dir.c_str(), r.seconds);
   // The int8 model must equal the reference arithmetic: a mismatch is a failure.
   if (r.evaluated && r.evaluation.reference_identical != r.evaluation.reference_images && !r.evaluation.reference_exact_expected)

@@ -497,8 +497,7 @@ class Exporter {
     }
     if (auto* aa = dynamic_cast<torch::nn::AdaptiveAvgPool2dImpl*>(m.get())) {
       const auto& os = *aa->options.output_size();
-      if (!(os[0] && os[1] && *os[0] == 1 && *os[1] == 1)) unsupported(*n, "AdaptiveAvgPool2d to a size other than 1x1");
-      return unary(n, "GlobalAveragePool");
+      return adaptive_avg_pool(n, {os[0] ? *os[0] : -1, os[1] ? *os[1] : -1});
     }
     unsupported(*n, "module '" + op + "' has no ONNX export in qfx yet");
   }
@@ -558,6 +557,9 @@ class Exporter {
   void reshape(fx::Node* n);
   void transpose(fx::Node* n);
   void expand(fx::Node* n);
+  // AdaptiveAvgPool2d to `out` ([h, w] or [s]; -1: the input's size), from the
+  // input's static dims. Defined in export_pool_ops.cpp.
+  void adaptive_avg_pool(fx::Node* n, std::vector<int64_t> out);
   // The int list argument `i` of `n` (constants, a size() list, or computed ints).
   std::vector<Dim> size_list(const fx::Node& n, size_t i);
   void slice(fx::Node* n);
@@ -621,9 +623,7 @@ class Exporter {
       return pool(n, false, k, s, p, {}, num_arg(*n, 4, 0) != 0, num_arg(*n, 5, 1) != 0);
     }
     if (op == "adaptive_avg_pool2d") {
-      auto s = ints_arg(*n, 1);
-      if (!(s == std::vector<int64_t>{1, 1} || s == std::vector<int64_t>{1})) unsupported(*n, "adaptive pooling to a size other than 1x1");
-      return unary(n, "GlobalAveragePool");
+      return adaptive_avg_pool(n, ints_arg(*n, 1));
     }
     if (op == "mean") {
       auto dims = ints_arg(*n, 1);

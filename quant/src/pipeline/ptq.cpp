@@ -96,8 +96,12 @@ PtqResult ptq(const JobConfig& cfg, const PipelineHooks& hooks, distributed::Con
   at::NoGradGuard ng;
 
   // Trace, prepare for `qc`, and the algorithms that run before calibration.
+  size_t traced_nodes = 0;
+  HostSplit host;
   auto prepare_model = [&](const QConfigMapping& qc) {
     auto g = fx::trace_file(cfg.model.path, cfg.tracer.options);
+    traced_nodes = g->graph().nodes().size();
+    host = split_host_postprocess(*g);  // wrapped post-processing stays on the host, in float
     g->eval();
     prepare_fx(*g, qc, backend);
     if (alg.cross_layer_equalization) {
@@ -274,6 +278,9 @@ PtqResult ptq(const JobConfig& cfg, const PipelineHooks& hooks, distributed::Con
   report["backend"] = backend.name;
   report["runtime_backend"] = rt_backend;
   report["algorithms"] = algorithms;
+  report["traced_nodes"] = traced_nodes;
+  res.host_postprocess = host;
+  if (!host.empty()) report["host_postprocess"] = {{"nodes", host.host_nodes}, {"model_outputs", host.outputs}};
   if (!report_sensitivity.is_null()) report["sensitivity"] = report_sensitivity;
   if (!report_fallback.is_null()) {
     // The deployed model's metric on the held-out samples (the search measured fake quantization in libtorch).

@@ -71,6 +71,30 @@ PassReport prepare_qat_fx(fx::GraphModule& gm, const QConfigMapping& mapping, co
 /// (module_name:fc)"), from the meta prepare_fx recorded.
 std::vector<std::string> float_fallbacks(const fx::GraphModule& gm);
 
+/// The part of a traced model split_host_postprocess leaves to the host.
+struct HostSplit {
+  /// The nodes that run on the host, in graph order: "name: target (why)" for the
+  /// nodes that cannot be exported ("post: module NmsPostProcess (wrapped: kept
+  /// whole, runs its TorchScript code)"), "name: target" for those downstream of them.
+  std::vector<std::string> host_nodes;
+  /// The device values the host part reads, in graph order: the names of the new
+  /// graph outputs (the deployed ONNX model's outputs, in that order).
+  std::vector<std::string> outputs;
+  /// True if nothing moved (the graph is unchanged).
+  bool empty() const { return host_nodes.empty(); }
+};
+
+/// Splits a traced model where ONNX export cannot follow, as deployment toolchains
+/// split a detector into the network (int8, on the target) and its post-processing
+/// (float, on the host): the host part is every wrapped call (wrapped modules,
+/// methods and functions run TorchScript code), every operator from a library
+/// outside aten/prim ("torchvision::nms"), and everything that reads their results;
+/// it is removed and the graph returns, in order, the tensors it read. Graph
+/// outputs that do not depend on the host part stay outputs. Run on a freshly traced
+/// model, before prepare_fx. Throws ConfigError if the host part reads a value that
+/// is not a tensor (naming the node) or if nothing would be left on the device.
+HostSplit split_host_postprocess(fx::GraphModule& gm);
+
 /// A stable 64-bit FNV-1a hash (hex) of the prepared graph's code and of its
 /// observers' paths and quantization specs.
 std::string graph_hash(const fx::GraphModule& gm);

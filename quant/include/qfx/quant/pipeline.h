@@ -12,6 +12,7 @@
 #include "qfx/fx/graph_module.h"
 #include "qfx/quant/calibrate.h"
 #include "qfx/quant/job_config.h"
+#include "qfx/quant/passes.h"
 #include "qfx/runtime/registry.h"
 
 namespace qfx::quant {
@@ -86,6 +87,9 @@ struct PtqResult {
   std::vector<std::string> runtime_float_groups;  ///< runtime: QDQ groups left float, with reasons
   std::vector<std::string> export_float_ops;      ///< convert: ops exported in float
   std::vector<runtime::KernelChoice> kernel_report;  ///< int8 model: implementation per node, declines
+  /// split_host_postprocess: the post-processing left to the host (float, not in
+  /// the deployed model) and the deployed model's outputs it reads; empty if none.
+  HostSplit host_postprocess;
   bool evaluated = false;                         ///< an evaluation section was given
   PtqEvaluation evaluation;
   std::vector<std::string> outputs;               ///< files written (model_int8.onnx, encodings.json, report.json)

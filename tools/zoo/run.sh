@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# Every torchvision classification architecture of the zoo (tools/zoo/zoo.py list)
+# through `qfx ptq` with the cosine metric, compared with PyTorch 1.13's FX PTQ on the
+# same random weights and inputs, and the int8 model run by ONNX Runtime. Prints the
+# README's table; exit status 1 if any row fails its rule (zoo.py row).
+#
+#   tools/zoo/run.sh [-o DIR] [ARCH ...]      (default: all, DIR build/zoo)
+#
+# Needs a build (build/tools/qfx or $QFX), /usr/bin/python3 with torch and torchvision,
+# and tools/ort_check's node_modules (tools/install_deps.sh installs all three).
+# About 25 minutes on a 2-core machine; exports are kept and reused.
+set -u
+here=$(cd "$(dirname "$0")" && pwd)
+root=$(cd "$here/../.." && pwd)
+out=$root/build/zoo
+if [ "${1:-}" = "-o" ]; then out=$2; shift 2; fi
+QFX=${QFX:-$root/build/tools/qfx}
+[ -x "$QFX" ] || { echo "run.sh: $QFX not found: build qfx first (README)" >&2; exit 2; }
+mkdir -p "$out"
+archs=("$@")
+[ ${#archs[@]} -gt 0 ] || mapfile -t archs < <(/usr/bin/python3 "$here/zoo.py" list | cut -d' ' -f1)
+fail=0
+rows=()
+for arch in "${archs[@]}"; do
+  log=$out/$arch.log
+  : >"$log"
+  echo "== $arch" >&2
+  if [ ! -f "$out/$arch.torch_ao.json" ] || [ ! -f "$out/$arch.pt" ]; then
+    /usr/bin/python3 "$here/zoo.py" export "$arch" "$out" >>"$log" 2>&1 || {
+      echo "   export failed (see $log)" >&2; rows+=("| $arch | export failed | | | | | | | **no** |"); fail=1; continue; }
+  fi
+  size=$(/usr/bin/python3 -c "import json; print(json.load(open('$out/$arch.torch_ao.json'))['size'])")
+  rm -rf "${out:?}/$arch"
+  if ! "$QFX" ptq --set model.path="$out/$arch.pt" --set "model.input_shape=[-1, 3, $size, $size]" \
+      --set "calibration.data={format: npy, images: $out/$arch.cal.npy}" --set calibration.num_samples=32 \
+      --set calibration.batch_size=8 --set "evaluation.data={format: npy, images: $out/$arch.eval.npy}" \
+      --set evaluation.metric=cosine --set evaluation.batch_size=8 --set evaluation.sqnr_samples=0 \
+      --set output.dir="$out/$arch" >>"$log" 2>&1; then
+    echo "   qfx ptq failed: $(grep 'qfx: error' "$log" | head -1)" >&2
+    rows+=("| $arch | $size | qfx ptq failed: $(grep 'qfx: error' "$log" | head -1 | cut -c1-200 | tr '|' '/') | | | | | | **no** |")
+    fail=1; continue
+  fi
+  if ! { "$QFX" run "$out/$arch/model_int8.onnx" -i "$out/$arch.eval.npy" -o "$out/$arch.qfx.npy" &&
+         node "$root/tools/ort_check/run.js" "$out/$arch/model_int8.onnx" "$out/$arch.ort.npy" \
+           "$out/$arch.eval.npy"; } >>"$log" 2>&1; then
+    echo "   qfx run / ONNX Runtime failed (see $log)" >&2
+    rows+=("| $arch | $size | ONNX Runtime failed | | | | | | **no** |"); fail=1; continue
+  fi
+  r=$(/usr/bin/python3 "$here/zoo.py" row "$arch" "$out") || fail=1
+  echo "   $r" >&2
+  rows+=("$r")
+done
+/usr/bin/python3 "$here/zoo.py" header
+printf '%s\n' "${rows[@]}"
+exit $fail
