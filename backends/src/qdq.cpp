@@ -6,6 +6,7 @@
 #include <set>
 
 #include "kernels.h"
+#include "qfx/error.h"
 
 namespace qfx::runtime::ir {
 namespace {
@@ -147,6 +148,105 @@ Attr lut_table(const Node& n, const QInfo& xq, const QInfo& yq) {
   return a;
 }
 
+// Elementwise float ops a table can absorb: each output element depends only on the
+// same element of its inputs.
+bool elementwise_float_op(const std::string& op) {
+  static const std::set<std::string> ops = {"Sigmoid", "Tanh", "HardSigmoid", "HardSwish", "Relu", "Clip", "LeakyRelu",
+                                            "Exp", "Erf", "Neg", "Abs", "Mul", "Add", "Sub", "Div"};
+  return ops.count(op) > 0;
+}
+
+// A float region that computes a function of one 8-bit value element by element
+// (SiLU exported as x * Sigmoid(x), HardSwish as x * HardSigmoid(x), GELU's chain):
+// the nodes from `first` on whose inputs are the dequantized value `v`, outputs of
+// the region, or scalar constants, ending in one QuantizeLinear that alone reads the
+// region's result. Returns the region's nodes (the QuantizeLinear last), or nothing.
+std::optional<std::vector<size_t>> unary_region(const Graph& g, const std::vector<bool>& removed,
+                                                const std::map<std::string, int>& uses, const std::set<std::string>& outs,
+                                                const std::string& v, size_t first) {
+  std::set<std::string> inside = {v};
+  std::vector<size_t> region;
+  std::map<std::string, int> reads;  // uses of each value from inside the region
+  auto scalar_const = [&](const std::string& name) {
+    auto it = g.initializers.find(name);
+    return it != g.initializers.end() && it->second.numel() == 1 && it->second.dtype() == DType::kFloat32;
+  };
+  for (size_t j = first; j < g.nodes.size() && j < first + 16; ++j) {
+    const Node& n = g.nodes[j];
+    if (removed[j] || !elementwise_float_op(n.op) || n.outputs.size() != 1) continue;
+    bool reads_inside = false, ok = true;
+    for (const auto& in : n.inputs) {
+      if (in.empty()) continue;
+      if (inside.count(in)) reads_inside = true;
+      else if (!scalar_const(in)) ok = false;
+    }
+    if (!ok || !reads_inside) continue;
+    region.push_back(j);
+    inside.insert(n.outputs[0]);
+    for (const auto& in : n.inputs)
+      if (inside.count(in)) ++reads[in];
+  }
+  if (region.size() < 2 || region.front() != first) return std::nullopt;
+  // Closed: v and every region value but the last are read only inside; the last is
+  // read once, by a QuantizeLinear.
+  const std::string& last = g.nodes[region.back()].outputs[0];
+  for (const auto& val : inside) {
+    if (val == last || outs.count(val)) continue;
+    auto u = uses.find(val);
+    if (val != v && (u == uses.end() || u->second != reads[val])) return std::nullopt;
+  }
+  if (outs.count(last) || uses.count(last) == 0 || uses.at(last) != 1) return std::nullopt;
+  for (size_t j = region.back() + 1; j < g.nodes.size(); ++j) {
+    if (removed[j]) continue;
+    const Node& n = g.nodes[j];
+    if (std::find(n.inputs.begin(), n.inputs.end(), last) == n.inputs.end()) continue;
+    if (n.op != "QuantizeLinear" || n.inputs[0] != last) return std::nullopt;
+    region.push_back(j);
+    return region;
+  }
+  return std::nullopt;
+}
+
+// table[q - lowest code] = Q(f(DQ(q))) for the region's function f, run node by node
+// with the reference float kernels on the 256 dequantized codes.
+Attr region_table(const Graph& g, const std::vector<size_t>& region, const std::string& v, const QInfo& xq, const QInfo& yq) {
+  const int lo = xq.dtype == DType::kInt8 ? -128 : 0;
+  std::map<std::string, Tensor> env;
+  Tensor x({256}, DType::kFloat32);
+  for (int i = 0; i < 256; ++i)
+    x.data<float>()[i] = static_cast<float>(static_cast<int64_t>(lo + i) - static_cast<int64_t>(xq.zero_point[0])) * xq.scale[0];
+  env.emplace(v, std::move(x));
+  for (size_t r = 0; r + 1 < region.size(); ++r) {
+    const Node& n = g.nodes[region[r]];
+    std::vector<Meta> metas;
+    std::vector<const Tensor*> consts, ins;
+    for (const auto& in : n.inputs) {
+      if (in.empty()) {
+        metas.push_back({{}, DType::kFloat32});
+        consts.push_back(nullptr);
+        ins.push_back(nullptr);
+        continue;
+      }
+      auto e = env.find(in);
+      const Tensor* t = e != env.end() ? &e->second : &g.initializers.at(in);
+      metas.push_back({t->shape(), DType::kFloat32});
+      consts.push_back(e != env.end() ? nullptr : t);
+      ins.push_back(t);
+    }
+    Kernel k = make_kernel(n, metas, consts, "reference");
+    Tensor y(k.outputs.at(0).shape, DType::kFloat32);
+    k.run(ins, {&y});
+    env.emplace(n.outputs[0], std::move(y));
+  }
+  const Tensor& f = env.at(g.nodes[region[region.size() - 2]].outputs[0]);
+  if (f.numel() != 256) throw DataError("a table region's result has " + std::to_string(f.numel()) + " values");
+  const int32_t qlo = yq.dtype == DType::kInt8 ? -128 : 0, qhi = yq.dtype == DType::kInt8 ? 127 : 255;
+  Attr a;
+  a.kind = Attr::Kind::kInts;
+  for (int i = 0; i < 256; ++i) a.ints.push_back(quantize_value(f.data<float>()[i], yq.scale[0], yq.zero_point[0], qlo, qhi));
+  return a;
+}
+
 bool same_q(const QInfo& a, const QInfo& b) {
   return a.scale == b.scale && a.zero_point == b.zero_point && a.dtype == b.dtype;
 }
@@ -199,7 +299,41 @@ std::vector<std::string> fuse_qdq(Graph& g) {
                            op == "Clip" || op == "Flatten" || op == "Reshape" || op == "Squeeze" ||
                            op == "Unsqueeze" || op == "Transpose";
     std::string why;
-    const auto& lut_ops = g.arithmetic.lut;
+    // A target's tables are the ops its `arithmetic.lut` names. Under ONNX's arithmetic
+    // every table op runs as one: the table equals the float group it replaces.
+    const auto& lut_ops = g.arithmetic.is_float() ? lut_op_types() : g.arithmetic.lut;
+    // A chain of elementwise float ops on one 8-bit value (SiLU as x * Sigmoid(x)):
+    // one table, where the target has tables at all.
+    if (!lut_ops.empty() && !d0->q.per_channel() && (d0->q.dtype == DType::kUInt8 || d0->q.dtype == DType::kInt8))
+      if (auto reg = unary_region(g, c.removed, c.uses, c.graph_outputs, n.inputs[0], i)) {
+        const Node& qn = g.nodes[reg->back()];
+        auto yq = c.qparams(qn, DType::kUInt8);
+        std::optional<Attr> table;
+        if (yq && !yq->per_channel() && (yq->dtype == DType::kUInt8 || yq->dtype == DType::kInt8)) {
+          try {
+            table = region_table(g, *reg, n.inputs[0], d0->q, *yq);
+          } catch (const Error&) {  // an op the reference cannot run on these shapes: stays float
+          }
+        }
+        if (table) {
+          Node f = n;
+          f.op = "QLut";
+          f.name = n.name + "_table";
+          f.inputs = {d0->quantized};
+          f.in_q = {d0->q};
+          f.attrs.clear();
+          f.attrs["table"] = *table;
+          Ctx::Tail t;
+          t.absorbed.assign(reg->begin() + 1, reg->end());
+          t.output = qn.outputs.at(0);
+          t.q = *yq;
+          for (size_t r = 1; r + 1 < reg->size(); ++r)  // the region's other nodes read values that go too
+            for (const auto& in : g.nodes[(*reg)[r]].inputs)
+              if (!in.empty()) --c.uses[in];
+          c.replace(i, f, t);
+          continue;
+        }
+      }
     if (std::find(lut_ops.begin(), lut_ops.end(), op) != lut_ops.end() && !d0->q.per_channel() &&
         d0->q.dtype != DType::kInt32 && d0->q.dtype != DType::kInt16) {
       if (auto t = c.tail(i, false); t && t->q.dtype != DType::kInt16) {

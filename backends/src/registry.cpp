@@ -46,9 +46,11 @@ void register_builtins() {
   register_reference_lut();
   add_backend({"onednn", "reference", "oneDNN primitives, then vectorised kernels, then the reference",
                {"Conv", "QLinearConv", "MaxPool", "AveragePool", "Add", "QLinearAdd", "QLinearMul", "Relu", "Clip",
-                "QRelu", "QClip", "QLut"}});
+                "QRelu", "QClip", "QLut", "QLinearGlobalAveragePool"}});
   register_onednn_kernels();
   register_simd_kernels();
+  register_simd_matmul();
+  register_simd_pool_lut();
 }
 
 // Built-ins registered before anything else looks at the registry.

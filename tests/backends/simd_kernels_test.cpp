@@ -160,6 +160,124 @@ TEST(SimdKernels, QLinearAddAndMulEqualReference) {
     }
 }
 
+// Squeeze-excitation: a 4-D tensor times (or plus) a per-channel gate [N, C, 1, 1], the
+// gate first or second, in plain and channels-last layouts.
+TEST(SimdKernels, QLinearMulWithChannelGateEqualsReference) {
+  std::mt19937 rng(12);
+  for (const char* op : {"QLinearMul", "QLinearAdd"})
+    for (int rep = 0; rep < 8; ++rep) {
+      std::uniform_int_distribution<int64_t> d(1, 7);
+      const Shape xs = {d(rng), d(rng) * 3, d(rng) + 1, d(rng) * 5}, gs = {xs[0], xs[1], 1, 1};
+      Tensor x = random_codes(xs, DType::kUInt8, rng), g = random_codes(gs, DType::kUInt8, rng);
+      const bool gate_first = rep % 2 == 1;
+      ir::Node n;
+      n.op = op;
+      n.name = "se";
+      n.inputs = {"a", "b"};
+      n.outputs = {"y"};
+      ir::QInfo qx = q(0.03f + 0.01f * static_cast<float>(rep), 7 * rep, DType::kUInt8), qg = q(1.0f / 255.0f, 0, DType::kUInt8);
+      n.in_q = gate_first ? std::vector<ir::QInfo>{qg, qx} : std::vector<ir::QInfo>{qx, qg};
+      n.out_q = q(0.05f, 3 * rep, DType::kUInt8);
+      n.fused_act = rep % 4 == 2 ? "Relu" : "";
+      const std::vector<Meta> metas = gate_first ? std::vector<Meta>{{gs, DType::kUInt8}, {xs, DType::kUInt8}}
+                                                 : std::vector<Meta>{{xs, DType::kUInt8}, {gs, DType::kUInt8}};
+      const std::vector<const Tensor*> ins = gate_first ? std::vector<const Tensor*>{&g, &x} : std::vector<const Tensor*>{&x, &g};
+      const std::string what = std::string(op) + (gate_first ? " gate first" : " gate second") + " rep " + std::to_string(rep);
+      expect_same(n, metas, {}, ins, "simd", what);
+      // Channels last: the full input NHWC, the output NHWC, equal to the reference's once made plain.
+      Tensor x_nhwc(xs, DType::kUInt8);
+      const int64_t N = xs[0], C = xs[1], HW = xs[2] * xs[3];
+      for (int64_t b = 0; b < N; ++b)
+        for (int64_t c = 0; c < C; ++c)
+          for (int64_t p = 0; p < HW; ++p)
+            x_nhwc.data<uint8_t>()[(b * HW + p) * C + c] = x.data<uint8_t>()[(b * C + c) * HW + p];
+      std::vector<Meta> nm = metas;
+      nm[gate_first ? 1 : 0].nhwc = true;
+      Kernel fast = make_kernel(n, nm, {}, "onednn", /*nhwc_out=*/true);
+      ASSERT_EQ(fast.impl, "simd") << what;
+      ASSERT_TRUE(fast.outputs[0].nhwc) << what;
+      Kernel ref = make_kernel(n, metas, {}, "reference");
+      Tensor want(xs, DType::kUInt8), got(xs, DType::kUInt8), plain(xs, DType::kUInt8);
+      ref.run(ins, {&want});
+      fast.run(gate_first ? std::vector<const Tensor*>{&g, &x_nhwc} : std::vector<const Tensor*>{&x_nhwc, &g}, {&got});
+      nhwc_to_nchw(got.raw(), plain.raw(), xs, 1);
+      int64_t i = -1;
+      EXPECT_TRUE(bit_equal(want, plain, &i)) << what << " (channels last): first difference at element " << i;
+    }
+}
+
+// Attention's int8 matmuls: two 8-bit activations (u8 or s8, any zero points), batch
+// dims broadcast as MatMul, rows long enough for the vector bodies and their tails.
+TEST(SimdKernels, QLinearMatMulOfActivationsEqualsReference) {
+  std::mt19937 rng(13);
+  const std::vector<std::pair<Shape, Shape>> shapes = {
+      {{2, 4, 16, 8}, {2, 4, 8, 16}}, {{3, 17, 33}, {3, 33, 5}}, {{2, 1, 9, 70}, {1, 3, 70, 11}}, {{6, 300}, {300, 7}}};
+  int rep = 0;
+  for (const auto& [as, bs] : shapes)
+    for (DType bd : {DType::kUInt8, DType::kInt8}) {
+      Tensor a = random_codes(as, DType::kUInt8, rng), b = random_codes(bs, bd, rng);
+      ir::Node n;
+      n.op = "QLinearMatMul";
+      n.name = "attn";
+      n.inputs = {"a", "as", "az", "b", "bs", "bz", "ys", "yz"};
+      n.outputs = {"y"};
+      n.in_q = {q(0.02f, 100 + rep, DType::kUInt8), q(0.01f, bd == DType::kInt8 ? -3 : 128, bd)};
+      n.out_q = q(0.05f * static_cast<float>(rep + 1), rep % 2 ? -7 : 120, rep % 2 ? DType::kInt8 : DType::kUInt8);
+      expect_same(n, {{as, DType::kUInt8}, {bs, bd}}, {nullptr, nullptr}, {&a, &b}, "simd",
+                  "QLinearMatMul " + std::to_string(rep));
+      ++rep;
+    }
+}
+
+// Tables (Sigmoid, SiLU, HardSwish under ONNX's arithmetic) and int8 global average
+// pooling, u8 and s8, plain and channels last.
+TEST(SimdKernels, QLutAndGlobalAveragePoolEqualReference) {
+  std::mt19937 rng(14);
+  for (int rep = 0; rep < 8; ++rep) {
+    const DType xd = rep % 2 ? DType::kInt8 : DType::kUInt8, yd = rep % 4 < 2 ? DType::kUInt8 : DType::kInt8;
+    std::uniform_int_distribution<int64_t> d(1, 9);
+    const Shape xs = {d(rng), d(rng) * 4, d(rng) + 2, d(rng) * 3};
+    Tensor x = random_codes(xs, xd, rng);
+    ir::Node lut;
+    lut.op = "QLut";
+    lut.name = "table";
+    lut.inputs = {"x"};
+    lut.outputs = {"y"};
+    lut.in_q = {q(0.1f, 0, xd)};
+    lut.out_q = q(0.1f, 0, yd);
+    ir::Attr t;
+    t.kind = ir::Attr::Kind::kInts;
+    std::uniform_int_distribution<int> code(yd == DType::kInt8 ? -128 : 0, yd == DType::kInt8 ? 127 : 255);
+    for (int i = 0; i < 256; ++i) t.ints.push_back(code(rng));
+    lut.attrs["table"] = t;
+    expect_same(lut, {{xs, xd}}, {nullptr}, {&x}, "simd", "QLut rep " + std::to_string(rep));
+    ir::Node gap;
+    gap.op = "QLinearGlobalAveragePool";
+    gap.name = "gap";
+    gap.inputs = {"x", "xs", "xz", "ys", "yz"};
+    gap.outputs = {"y"};
+    gap.in_q = {q(0.05f + 0.01f * static_cast<float>(rep), xd == DType::kInt8 ? -3 * rep : 10 * rep, xd)};
+    gap.out_q = q(0.02f, yd == DType::kInt8 ? rep : 128 - rep, yd);
+    expect_same(gap, {{xs, xd}}, {nullptr}, {&x}, "simd", "QLinearGlobalAveragePool rep " + std::to_string(rep));
+    // Channels last in.
+    Tensor x_nhwc(xs, xd);
+    const int64_t N = xs[0], C = xs[1], HW = xs[2] * xs[3];
+    for (int64_t b = 0; b < N; ++b)
+      for (int64_t c = 0; c < C; ++c)
+        for (int64_t p = 0; p < HW; ++p)
+          static_cast<uint8_t*>(x_nhwc.raw())[(b * HW + p) * C + c] = static_cast<const uint8_t*>(x.raw())[(b * C + c) * HW + p];
+    Meta m{xs, xd};
+    m.nhwc = true;
+    Kernel fast = make_kernel(gap, {m}, {nullptr}, "onednn", true), ref = make_kernel(gap, {{xs, xd}}, {nullptr}, "reference");
+    ASSERT_EQ(fast.impl, "simd");
+    Tensor want(ref.outputs[0].shape, yd), got(fast.outputs[0].shape, yd);
+    ref.run({&x}, {&want});
+    fast.run({&x_nhwc}, {&got});
+    int64_t i = -1;
+    EXPECT_TRUE(bit_equal(want, got, &i)) << "QLinearGlobalAveragePool channels last rep " << rep << ": element " << i;
+  }
+}
+
 TEST(SimdKernels, QReluAndQClipEqualReference) {
   std::mt19937 rng(3);
   const float inf = std::numeric_limits<float>::infinity();

@@ -265,3 +265,68 @@ TEST(Int8Kernels, TargetArithmeticLutEqualsTheUnfusedGroup) {
     EXPECT_GT(distinct, 20) << op << ": the table must not be degenerate";
   }
 }
+
+// Under ONNX's arithmetic a chain of elementwise float ops on one 8-bit value
+// (SiLU as x * Sigmoid(x), scaled by a constant) becomes one QLut whose 256 outputs
+// equal the unfused group on the reference kernels; a chain that reads a second
+// tensor stays float.
+TEST(Int8Kernels, ElementwiseChainOnOneValueBecomesOneTable) {
+  for (bool second_tensor : {false, true}) {
+    ir::Graph g;
+    auto scalar = [&](const std::string& name, float v) {
+      Tensor t({}, DType::kFloat32);
+      t.data<float>()[0] = v;
+      g.initializers[name] = t;
+    };
+    scalar("sx", 0.04f);
+    scalar("sy", 0.03f);
+    scalar("half", 0.5f);
+    Tensor zx({}, DType::kUInt8), zy({}, DType::kUInt8);
+    zx.data<uint8_t>()[0] = 140;
+    zy.data<uint8_t>()[0] = 20;
+    g.initializers["zx"] = zx;
+    g.initializers["zy"] = zy;
+    g.inputs.push_back({"xq", DType::kUInt8, {256}});
+    if (second_tensor) g.inputs.push_back({"other", DType::kFloat32, {256}});
+    g.outputs.push_back({"yq", DType::kUInt8, {256}});
+    ir::Node dq, sig, mul, scale, q;
+    dq.op = "DequantizeLinear"; dq.name = "dq"; dq.inputs = {"xq", "sx", "zx"}; dq.outputs = {"x"};
+    sig.op = "Sigmoid"; sig.name = "sig"; sig.inputs = {"x"}; sig.outputs = {"s"};
+    mul.op = "Mul"; mul.name = "silu"; mul.inputs = {"x", "s"}; mul.outputs = {"m"};
+    scale.op = "Mul"; scale.name = "scale"; scale.inputs = {"m", second_tensor ? "other" : "half"}; scale.outputs = {"y"};
+    q.op = "QuantizeLinear"; q.name = "q"; q.inputs = {"y", "sy", "zy"}; q.outputs = {"yq"};
+    g.nodes = {dq, sig, mul, scale, q};
+    ir::fuse_qdq(g);
+    if (second_tensor) {
+      EXPECT_GT(g.nodes.size(), 1u) << "a chain reading a second tensor is not a function of one value";
+      for (const auto& n : g.nodes) EXPECT_NE(n.op, "QLut");
+      continue;
+    }
+    ASSERT_EQ(g.nodes.size(), 1u);
+    ASSERT_EQ(g.nodes[0].op, "QLut");
+    Tensor codes({256}, DType::kUInt8), lut_out({256}, DType::kUInt8);
+    for (int i = 0; i < 256; ++i) codes.data<uint8_t>()[i] = static_cast<uint8_t>(i);
+    Kernel k = make_kernel(g.nodes[0], {{{256}, DType::kUInt8}}, {nullptr}, "reference");
+    k.run({&codes}, {&lut_out});
+    const Tensor &sx = g.initializers["sx"], &sy = g.initializers["sy"], &half = g.initializers["half"];
+    const Meta f256{{256}, DType::kFloat32}, fs{{}, DType::kFloat32};
+    Kernel kd = make_kernel(dq, {{{256}, DType::kUInt8}, fs, {{}, DType::kUInt8}}, {nullptr, &sx, &zx}, "reference");
+    Kernel ks = make_kernel(sig, {f256}, {nullptr}, "reference");
+    Kernel km = make_kernel(mul, {f256, f256}, {nullptr, nullptr}, "reference");
+    Kernel kh = make_kernel(scale, {f256, fs}, {nullptr, &half}, "reference");
+    Kernel kq = make_kernel(q, {f256, fs, {{}, DType::kUInt8}}, {nullptr, &sy, &zy}, "reference");
+    Tensor x({256}, DType::kFloat32), s({256}, DType::kFloat32), m({256}, DType::kFloat32), y({256}, DType::kFloat32),
+        yq({256}, DType::kUInt8);
+    kd.run({&codes, &sx, &zx}, {&x});
+    ks.run({&x}, {&s});
+    km.run({&x, &s}, {&m});
+    kh.run({&m, &half}, {&y});
+    kq.run({&y, &sy, &zy}, {&yq});
+    int distinct = 0;
+    for (int i = 0; i < 256; ++i) {
+      ASSERT_EQ(lut_out.data<uint8_t>()[i], yq.data<uint8_t>()[i]) << "code " << i;
+      distinct += i > 0 && yq.data<uint8_t>()[i] != yq.data<uint8_t>()[i - 1];
+    }
+    EXPECT_GT(distinct, 20) << "the table must not be degenerate";
+  }
+}

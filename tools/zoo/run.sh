@@ -35,13 +35,15 @@ for arch in "${archs[@]}"; do
       --set "calibration.data={format: npy, images: $out/$arch.cal.npy}" --set calibration.num_samples=32 \
       --set calibration.batch_size=8 --set "evaluation.data={format: npy, images: $out/$arch.eval.npy}" \
       --set evaluation.metric=cosine --set evaluation.batch_size=8 --set evaluation.sqnr_samples=0 \
+      --set evaluation.reference_check=4 \
       --set output.dir="$out/$arch" >>"$log" 2>&1; then
     echo "   qfx ptq failed: $(grep 'qfx: error' "$log" | head -1)" >&2
     rows+=("| $arch | $size | qfx ptq failed: $(grep 'qfx: error' "$log" | head -1 | cut -c1-200 | tr '|' '/') | | | | | | **no** |")
     fail=1; continue
   fi
   if ! { "$QFX" run "$out/$arch/model_int8.onnx" -i "$out/$arch.eval.npy" -o "$out/$arch.qfx.npy" &&
-         node "$root/tools/ort_check/run.js" "$out/$arch/model_int8.onnx" "$out/$arch.ort.npy" \
+         node "$root/tools/ort_check/run.js" "$out/$arch/model_int8.onnx" "$out/$arch.ort.npy" "$out/$arch.eval.npy" &&
+         ORT_OPT=disabled node "$root/tools/ort_check/run.js" "$out/$arch/model_int8.onnx" "$out/$arch.ort_plain.npy" \
            "$out/$arch.eval.npy"; } >>"$log" 2>&1; then
     echo "   qfx run / ONNX Runtime failed (see $log)" >&2
     rows+=("| $arch | $size | ONNX Runtime failed | | | | | | **no** |"); fail=1; continue

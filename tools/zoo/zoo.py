@@ -13,8 +13,10 @@ python3-torchvision 0.14, used only as users export their models).
     zoo.py header                     the table's header (markdown)
     zoo.py row ARCH DIR               one table row from DIR/ARCH/report.json (qfx ptq),
                                       DIR/ARCH.torch_ao.json, DIR/ARCH.qfx.npy and
-                                      DIR/ARCH.ort.npy (qfx run and ONNX Runtime on the
-                                      int8 model); exit status 1 where the row fails
+                                      DIR/ARCH.ort.npy, DIR/ARCH.ort_plain.npy (qfx run,
+                                      ONNX Runtime, ONNX Runtime without graph
+                                      optimisations, on the int8 model); exit status 1
+                                      where the row fails
 
 The cosine is the one qfx's report computes: sum(a*b) / (|a| |b|) over the whole
 output batch. torch.ao runs with the 'onednn' engine and its default qconfig mapping
@@ -128,28 +130,38 @@ HEADER = ("| architecture | input | traced nodes | int8 ops | float ops | int8 c
 
 def row(arch, d):
     """The rule: cosine >= torch.ao's - 0.01 where torch.ao quantizes the model, >= 0.98
-    elsewhere; ONNX Runtime predicts the same class on every sample and its outputs are
-    within 5% of the largest |output| of qfx's."""
+    elsewhere; ONNX Runtime agrees with qfx's runtime: the cosine between their
+    outputs is >= 0.999, or, for deep models whose float groups (softmax, LayerNorm,
+    GELU) round differently in every implementation, at least the cosine between
+    ONNX Runtime's own two runs (fused int8 kernels, and the plain QDQ graph in float
+    with optimisations disabled) minus 0.0005. The predicted class and the largest
+    difference are reported, not required: random-weight logits are often within an
+    int8 step of each other."""
     ao = json.load(open(os.path.join(d, arch + ".torch_ao.json")))
     rep = json.load(open(os.path.join(d, arch, "report.json")))
     c = rep["evaluation"]["cosine_int8_vs_fp32"]
-    # Ops in float: the runtime's float groups ("Op 'node': why"); every other op
-    # but Q/DQ runs on int8 codes (QLinear*, and MaxPool / Flatten / Identity on codes).
-    fl = {}
-    for g in rep["runtime_float_groups"]:
-        op = g.split(" ", 1)[0]
-        fl[op] = fl.get(op, 0) + 1
-    qdq = ("QuantizeLinear", "DequantizeLinear")
-    int8 = sum(1 for k in rep["kernels"] if k["op"] not in qdq) - sum(fl.values())
+    # int8 ops compute on integer codes (QLinear*, QLut, MaxPool / Flatten on codes);
+    # float ops compute in float32 between a DequantizeLinear and a QuantizeLinear.
+    fl, int8 = {}, 0
+    for k in rep["kernels"]:
+        if k["op"] in ("QuantizeLinear", "DequantizeLinear", "Identity"):  # Identity: naming an output
+            continue
+        if k.get("dtype") in ("uint8", "int8", "int16"):
+            int8 += 1
+        elif k.get("dtype") == "float32":
+            fl[k["op"]] = fl.get(k["op"], 0) + 1
     a, b = np.load(os.path.join(d, arch + ".qfx.npy")), np.load(os.path.join(d, arch + ".ort.npy"))
+    plain = np.load(os.path.join(d, arch + ".ort_plain.npy"))
+    ort_self = cosine(torch.from_numpy(b), torch.from_numpy(plain)) if b.shape == plain.shape else 0.0
     agree = float((a.argmax(1) == b.argmax(1)).mean()) if a.shape == b.shape else 0.0
     diff = float(np.abs(a - b).max() / max(np.abs(b).max(), 1e-30)) if a.shape == b.shape else float("inf")
     bar = ao["cosine"] - 0.01 if ao["cosine"] is not None else 0.98
-    ok = c >= bar and agree == 1.0 and diff < 0.05
+    ort_cos = cosine(torch.from_numpy(a), torch.from_numpy(b)) if a.shape == b.shape else 0.0
+    ok = c >= bar and ort_cos >= min(0.999, ort_self - 0.0005)
     pt = "%.5f" % ao["cosine"] if ao["cosine"] is not None else "n/a (%s)" % ao["reason"].replace("|", "/")
     fls = ", ".join("%s %d" % kv for kv in sorted(fl.items())) or "none"
-    print("| %s | %d | %d | %d | %s | %.5f | %s | same class %d/%d, max diff %.4f | %s |"
-          % (arch, ao["size"], rep.get("traced_nodes", 0), int8, fls, c, pt, round(agree * len(a)), len(a), diff,
+    print("| %s | %d | %d | %d | %s | %.5f | %s | cosine %.5f (its own two runs: %.5f), max diff %.4f, same class %d/%d | %s |"
+          % (arch, ao["size"], rep.get("traced_nodes", 0), int8, fls, c, pt, ort_cos, ort_self, diff, round(agree * len(a)), len(a),
              "yes" if ok else "**no**"))
     return ok
 

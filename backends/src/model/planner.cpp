@@ -105,6 +105,7 @@ std::unique_ptr<Plan> Model::Impl::build(const std::vector<std::vector<int64_t>>
     KernelChoice choice;
     Kernel k = make_kernel(node, in, consts, all_const ? "reference" : backend_name, out_nhwc, &choice);
     choice.folded = all_const;
+    if (!k.outputs.empty()) choice.dtype = dtype_name(k.outputs[0].dtype);
     p->choices.push_back(std::move(choice));
     if (!k.accepts_nhwc) plain_inputs(&k, in);
     if (k.outputs.size() < node_out[n].size())

@@ -10,6 +10,7 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <vector>
 
 #include "../kernels.h"
 
@@ -162,20 +163,29 @@ void qbinary_u8(QBinaryChunk chunk, const uint8_t* a, const uint8_t* b, uint8_t*
   }
 }
 
-// QLinearAdd / QLinearMul of two tensors of the same shape, per-tensor qparams.
+// QLinearAdd / QLinearMul of two tensors of the same shape, or of a 4-D tensor and a
+// per-channel gate [N, C, 1, 1] (squeeze-excitation), per-tensor qparams. Both ops
+// commute exactly in float, so the gate may be either input.
 bool qbinary(const KernelRequest& r, Kernel* k) {
   const ir::Node& n = r.node;
   const auto& in = r.in;
   const bool nhwc_out = r.nhwc_out;
   if (n.arithmetic.elementwise != RequantMode::kFloat) return r.decline("a target's elementwise arithmetic (the reference simulates it)");
-  if (in.size() != 2 || in[0].shape != in[1].shape || n.in_q.size() < 2) return r.decline("inputs of different shapes (broadcasting)");
+  if (in.size() != 2 || n.in_q.size() < 2) return r.decline("needs two inputs with qparams");
+  auto is_gate = [](const Meta& g, const Meta& x) {
+    return x.shape.size() == 4 && g.shape.size() == 4 && g.shape[0] == x.shape[0] && g.shape[1] == x.shape[1] &&
+           g.shape[2] == 1 && g.shape[3] == 1 && (x.shape[2] != 1 || x.shape[3] != 1);
+  };
+  const bool same = in[0].shape == in[1].shape;
+  const size_t xi = !same && is_gate(in[0], in[1]) ? 1 : 0, gi = 1 - xi;  // the full tensor and the gate
+  if (!same && !is_gate(in[gi], in[xi])) return r.decline("broadcasting other than a per-channel [N, C, 1, 1] gate");
   for (const auto& m : in)
     if (m.dtype != DType::kUInt8) return r.decline("s8 inputs (u8 only)");
   if (n.out_q.dtype != DType::kUInt8 || n.in_q[0].scale.size() != 1 || n.in_q[1].scale.size() != 1) return r.decline("s8 output or per-channel qparams");
   // The reference computes (qa - za) as int32 then converts: identical to converting
   // each (exact for 8-bit values) and subtracting in float.
-  const float sa = n.in_q[0].scale[0], sb = n.in_q[1].scale[0], sy = n.out_q.scale[0];
-  const float za = static_cast<float>(n.in_q[0].zero_point[0]), zb = static_cast<float>(n.in_q[1].zero_point[0]);
+  const float sa = n.in_q[xi].scale[0], sb = n.in_q[gi].scale[0], sy = n.out_q.scale[0];
+  const float za = static_cast<float>(n.in_q[xi].zero_point[0]), zb = static_cast<float>(n.in_q[gi].zero_point[0]);
   const float zy = static_cast<float>(n.out_q.zero_point[0]);
   // Output clamp, fused activation included (as the reference's act_range).
   const bool mul = n.op == "QLinearMul";
@@ -185,15 +195,41 @@ bool qbinary(const KernelRequest& r, Kernel* k) {
     lo = std::max(lo, quantize_value(n.clip_lo, sy, n.out_q.zero_point[0], 0, 255));
     hi = std::min(hi, quantize_value(n.clip_hi, sy, n.out_q.zero_point[0], 0, 255));
   }
-  // Both inputs in one layout: the output keeps it (when the consumers take it).
-  k->accepts_nhwc = nhwc_out && in[0].nhwc == in[1].nhwc;
-  k->outputs = {{in[0].shape, DType::kUInt8, k->accepts_nhwc && in[0].nhwc}};
+  // The output keeps the full input's layout (when the consumers take it); a gate is
+  // the same bytes in either layout.
+  k->accepts_nhwc = nhwc_out && (same ? in[0].nhwc == in[1].nhwc : true);
+  const bool nhwc = k->accepts_nhwc && in[xi].nhwc;
+  k->outputs = {{in[xi].shape, DType::kUInt8, nhwc}};
   const float flo = static_cast<float>(lo), fhi = static_cast<float>(hi);
   const std::string isa = simd_isa();
   const QBinaryChunk chunk = mul ? qbinary_chunk<true>(isa) : qbinary_chunk<false>(isa);
+  if (same) {
+    k->run = [=](const In& i, const Out& o) {
+      qbinary_u8(chunk, i[0]->data<uint8_t>(), i[1]->data<uint8_t>(), o[0]->data<uint8_t>(), i[0]->numel(), sa, za, sb,
+                 zb, sy, zy, flo, fhi);
+    };
+    return true;
+  }
+  const int64_t N = in[xi].shape[0], C = in[xi].shape[1], HW = in[xi].shape[2] * in[xi].shape[3];
   k->run = [=](const In& i, const Out& o) {
-    qbinary_u8(chunk, i[0]->data<uint8_t>(), i[1]->data<uint8_t>(), o[0]->data<uint8_t>(), i[0]->numel(), sa, za, sb, zb,
-               sy, zy, flo, fhi);
+    const uint8_t* x = i[xi]->data<uint8_t>();
+    const uint8_t* g = i[gi]->data<uint8_t>();
+    uint8_t* y = o[0]->data<uint8_t>();
+    if (nhwc) {  // rows of C channels: the gate's row for the image is the second operand
+#pragma omp parallel for if (N * HW * C > kParallelMin)
+      for (int64_t row = 0; row < N * HW; ++row)
+        chunk(x + row * C, g + (row / HW) * C, y + row * C, C, sa, za, sb, zb, sy, zy, flo, fhi);
+    } else {  // planes of HW pixels: the gate's value repeated
+#pragma omp parallel if (N * HW * C > kParallelMin)
+      {
+        std::vector<uint8_t> rep(static_cast<size_t>(HW));
+#pragma omp for
+        for (int64_t plane = 0; plane < N * C; ++plane) {
+          std::memset(rep.data(), g[plane], rep.size());
+          chunk(x + plane * HW, rep.data(), y + plane * HW, HW, sa, za, sb, zb, sy, zy, flo, fhi);
+        }
+      }
+    }
   };
   return true;
 }

@@ -632,7 +632,16 @@ class Exporter {
       std::vector<int64_t> nd;
       for (auto d : dims) nd.push_back(d < 0 && r > 0 ? d + r : d);
       std::sort(nd.begin(), nd.end());
-      if (keep && r == 4 && nd == std::vector<int64_t>{2, 3}) return unary(n, "GlobalAveragePool");
+      if (r == 4 && nd == std::vector<int64_t>{2, 3}) {  // int8 as QLinearGlobalAveragePool (+ Flatten)
+        unary(n, "GlobalAveragePool");
+        if (keep) return;
+        const std::string y = fresh(n->name());
+        last_ = node("Flatten", {names_[n]}, y, n->name() + "_flatten");
+        attr_i(last_, "axis", 1);
+        names_[n] = y;
+        rank_[n] = 2;
+        return;
+      }
       unary(n, "ReduceMean");
       attr_ints(last_, "axes", dims);
       attr_i(last_, "keepdims", keep ? 1 : 0);

@@ -65,7 +65,8 @@ struct Arithmetic {
   /// ONNX op types ("Sigmoid", "Tanh", "HardSwish", "HardSigmoid", "Exp", "Erf")
   /// that run as 256-entry int8 -> int8 tables between a DequantizeLinear and a
   /// QuantizeLinear: table[q] = Q(f(DQ(q))) computed once at load with the float
-  /// kernel of the op.
+  /// kernel of the op. Under ONNX's arithmetic (is_float()) every op of
+  /// lut_op_types() runs so: the table equals the float group it replaces.
   std::vector<std::string> lut;
 
   /// True for ONNX's arithmetic (nothing to simulate).

@@ -48,6 +48,9 @@ struct KernelChoice {
   std::string impl;     ///< the implementation that runs it
   std::vector<KernelDecline> declined;  ///< in the order they were asked
   bool folded = false;  ///< evaluated once when the plan was built (constant inputs)
+  /// dtype_name of the first output ("uint8", "float32", ...): whether the node
+  /// computes on integer codes or in float.
+  std::string dtype;
 };
 
 /// How many nodes of each op run on each implementation, nodes folded at plan time
