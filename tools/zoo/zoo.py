@@ -59,7 +59,7 @@ ARCHS = {
     "regnet_y_400mf": (224, {}),
     "convnext_tiny": (96, {}),
     "vit_b_16": (96, {"image_size": 96}),
-    "swin_t": (96, {}),
+    "swin_t": (224, {}),
 }
 CAL, EVAL = 32, 16
 

@@ -12,7 +12,9 @@ namespace qfx::runtime {
 
 const Tensor* Model::constant(const std::string& name) const {
   auto it = impl_->value_id.find(name);
-  return it == impl_->value_id.end() ? nullptr : impl_->const_of[static_cast<size_t>(it->second)];
+  if (it != impl_->value_id.end()) return impl_->const_of[static_cast<size_t>(it->second)];
+  auto c = impl_->g.initializers.find(name);  // an initializer no node reads
+  return c == impl_->g.initializers.end() ? nullptr : &c->second;
 }
 
 std::map<std::string, Tensor> Model::run(const std::map<std::string, Tensor>& inputs) const {

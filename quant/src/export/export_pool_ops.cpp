@@ -1,4 +1,4 @@
-// export_onnx's adaptive average pooling (see exporter.h). ONNX has no adaptive
+// export_onnx's pooling and padding (see exporter.h). Adaptive average pooling: ONNX has no adaptive
 // pooling: 1x1 is GlobalAveragePool; an output size that divides the input's
 // (static) spatial size is AveragePool with kernel = stride = input / output
 // (PyTorch's windows are exactly those then); any other size is the exact
@@ -42,6 +42,81 @@ void Exporter::adaptive_avg_pool(fx::Node* n, std::vector<int64_t> out) {
   last_ = node("Reshape", {prod, init("shape", at::tensor(std::vector<int64_t>{0, C, oh, ow}, at::kLong))}, y, n->name());
   names_[n] = y;
   rank_[n] = 4;
+}
+
+}  // namespace qfx::quant::detail
+
+namespace qfx::quant::detail {
+
+// F.pad / constant_pad_nd: torch lists (begin, end) per dim from the last one back;
+// ONNX Pad takes all begins, then all ends, from the first dim. All zero: the input.
+void Exporter::pad(fx::Node* n) {
+  const std::vector<Dim> p = size_list(*n, 1);
+  const int r = rank_of(n->args().at(0)) >= 0 ? rank_of(n->args().at(0)) : static_cast<int>(dims_of(*n, n->args().at(0)).size());
+  if (p.size() % 2 || static_cast<int>(p.size()) > 2 * r) unsupported(*n, "a pad list of " + std::to_string(p.size()) + " entries for rank " + std::to_string(r));
+  std::string mode = "constant";
+  double fill = 0.0;
+  if (n->target().rfind("aten::pad", 0) == 0) {
+    if (n->args().size() > 2 && n->args()[2].is_const() && n->args()[2].value.isString()) mode = n->args()[2].value.toStringRef();
+    if (n->args().size() > 3) fill = num_arg(*n, 3, 0.0);
+  } else {
+    fill = num_arg(*n, 2, 0.0);
+  }
+  if (mode != "constant" && mode != "reflect" && mode != "replicate") unsupported(*n, "pad mode '" + mode + "'");
+  std::vector<int64_t> pads(static_cast<size_t>(2 * r), 0);
+  bool any = false;
+  for (size_t k = 0; k < p.size(); ++k) {
+    if (p[k].batch || p[k].value < 0) unsupported(*n, "a negative or batch-dependent pad");
+    const size_t dim = static_cast<size_t>(r) - 1 - k / 2;
+    pads[dim + (k % 2 ? static_cast<size_t>(r) : 0)] = p[k].value;
+    any |= p[k].value != 0;
+  }
+  if (!any) {
+    names_[n] = value(*n, n->args().at(0));
+    rank_[n] = r;
+    return;
+  }
+  std::vector<std::string> in = {value(*n, n->args().at(0)), init("pads", at::tensor(pads, at::kLong))};
+  if (mode == "constant") in.push_back(init("pad_value", at::tensor({static_cast<float>(fill)}, at::kFloat).reshape({})));
+  const std::string y = fresh(n->name());
+  last_ = node("Pad", in, y, n->name());
+  if (mode != "constant") {
+    auto* a = last_->add_attribute();
+    a->set_name("mode");
+    a->set_type(onnx::AttributeProto::STRING);
+    a->set_s(mode == "reflect" ? "reflect" : "edge");
+  }
+  names_[n] = y;
+  rank_[n] = r;
+}
+
+// torch.roll(x, shifts, dims): per dim, the last `shift` entries move to the front,
+// as Slice + Concat (ONNX has no roll). Static dims only.
+void Exporter::roll(fx::Node* n) {
+  const std::vector<int64_t> shifts = ints_arg(*n, 1), dims = n->args().size() > 2 ? ints_arg(*n, 2) : std::vector<int64_t>{};
+  if (dims.empty() || dims.size() != shifts.size()) unsupported(*n, "roll without one dim per shift (a flattened roll)");
+  const auto& d = dims_of(*n, n->args().at(0));
+  std::string cur = value(*n, n->args().at(0));
+  for (size_t k = 0; k < dims.size(); ++k) {
+    const int64_t dim = norm_dim(*n, dims[k], d.size());
+    if (d[static_cast<size_t>(dim)].batch || d[static_cast<size_t>(dim)].value < 0) unsupported(*n, "roll along a dynamic dim");
+    const int64_t size = d[static_cast<size_t>(dim)].value;
+    const int64_t s = ((shifts[k] % size) + size) % size;
+    if (s == 0) continue;
+    auto piece = [&](int64_t b, int64_t e, const std::string& tag) {
+      const std::string y = fresh(n->name() + tag);
+      node("Slice", {cur, init("starts", at::tensor(std::vector<int64_t>{b}, at::kLong)), init("ends", at::tensor(std::vector<int64_t>{e}, at::kLong)),
+                     init("axes", at::tensor(std::vector<int64_t>{dim}, at::kLong))}, y, y);
+      return y;
+    };
+    const std::string tail = piece(size - s, size, "_tail"), head = piece(0, size - s, "_head");
+    const std::string y = fresh(n->name());
+    last_ = node("Concat", {tail, head}, y, k + 1 == dims.size() ? n->name() : y);
+    attr_i(last_, "axis", dim);
+    cur = y;
+  }
+  names_[n] = cur;
+  rank_[n] = static_cast<int>(d.size());
 }
 
 }  // namespace qfx::quant::detail

@@ -58,7 +58,14 @@ class Exporter {
         case fx::Opcode::kGetAttr: attribute(n); break;
         case fx::Opcode::kCallMethod: unsupported(*n, "a wrapped call cannot be expressed in ONNX; keep it out of the exported part");
         case fx::Opcode::kCallModule: module(n); break;
-        case fx::Opcode::kCallFunction: function(n); break;
+        case fx::Opcode::kCallFunction:
+          try {
+            function(n);
+          } catch (const UnsupportedOpError&) {
+            if (!constant_node(n)) throw;
+            fold_constant(n);  // reads only parameters and buffers: its value is the export
+          }
+          break;
       }
     }
   }
@@ -560,6 +567,13 @@ class Exporter {
   // AdaptiveAvgPool2d to `out` ([h, w] or [s]; -1: the input's size), from the
   // input's static dims. Defined in export_pool_ops.cpp.
   void adaptive_avg_pool(fx::Node* n, std::vector<int64_t> out);
+  void pad(fx::Node* n);   // F.pad / constant_pad_nd: ONNX Pad (constant, reflect, edge)
+  void roll(fx::Node* n);  // torch.roll: Slice + Concat per dim
+  // True for get_attr and aten ops reading only such nodes; fold_constant evaluates
+  // one and stores it as an initializer. Defined in export_constants.cpp.
+  bool constant_node(const fx::Node* n);
+  void fold_constant(fx::Node* n);
+  void evaluate_constants();  // every constant node's value, in one run (folded_)
   // The int list argument `i` of `n` (constants, a size() list, or computed ints).
   std::vector<Dim> size_list(const fx::Node& n, size_t i);
   void slice(fx::Node* n);
@@ -574,6 +588,8 @@ class Exporter {
         is_int(n->args().at(0)) && is_int(n->args().at(1)))
       return int_arith(n, op == "floor_divide" ? "floordiv" : op);
     if (op == "transpose") return transpose(n);
+    if (op == "pad" || op == "constant_pad_nd") return pad(n);
+    if (op == "roll") return roll(n);
     if (op == "chunk") return chunk(n);
     if (op == "add") return binary(n, "Add");
     if (op == "sub") return binary(n, "Sub");
@@ -663,6 +679,9 @@ class Exporter {
   onnx::NodeProto* last_ = nullptr;
   std::map<const fx::Node*, std::string> names_;
   std::map<const fx::Node*, int> rank_;
+  std::map<const fx::Node*, bool> constant_;  // constant_node's answers
+  std::map<std::string, at::Tensor> folded_;   // evaluate_constants: node name -> value
+  bool folded_ready_ = false;
   int counter_ = 0;
   bool ms_imported_ = false;  // com.microsoft opset imported (int16 Q/DQ)
   fx::Node* first_input_ = nullptr;  // the first graph input (its dim 0: the dynamic batch)
