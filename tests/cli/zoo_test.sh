@@ -28,14 +28,16 @@ agree = float((a.argmax(1) == b.argmax(1)).mean()); d = float(np.abs(a - b).max(
 print('ok' if a.shape == b.shape and agree == 1.0 and d < 0.05 else 'differ', agree, d)\""
 done
 # Transformers: nn.TransformerEncoder (batch first, post-norm and norm_first) on
-# [N, 16, 32] tokens and a small torchvision ViT. Tracing specialises the shape checks
-# of MultiheadAttention and TransformerEncoder (dim() == 3 on a [-1, 16, 32] input);
-# MultiheadAttention's projections (F.linear on its parameters) and the feed-forward
-# linears (QLinearMatMul on 3-D tokens, oneDNN) and the attention matmuls between
-# activations (QLinearMatMul, reference kernels) all run int8.
+# [N, 16, 32] tokens, a small torchvision ViT and a small Swin (shifted windows: roll,
+# an attention mask built in place, the relative position bias folded at export).
+# Tracing specialises the shape checks of MultiheadAttention and TransformerEncoder
+# (dim() == 3 on a [-1, 16, 32] input); MultiheadAttention's projections (F.linear on
+# its parameters) and the feed-forward linears (QLinearMatMul on 3-D tokens, oneDNN) and
+# the attention matmuls between activations (QLinearMatMul, vectorised) all run int8.
 /usr/bin/python3 -c "import numpy; numpy.save('$tmp/tok.npy', numpy.random.default_rng(2).normal(0, 1, (32, 16, 32)).astype(numpy.float32))"
 /usr/bin/python3 -c "import numpy; numpy.save('$tmp/x32.npy', numpy.random.default_rng(3).normal(0, 1, (32, 3, 32, 32)).astype(numpy.float32))"
-for spec in "transformer_encoder_post_norm:tok:[-1, 16, 32]" "transformer_encoder_norm_first:tok:[-1, 16, 32]" "vit_tiny:x32:[-1, 3, 32, 32]"; do
+for spec in "transformer_encoder_post_norm:tok:[-1, 16, 32]" "transformer_encoder_norm_first:tok:[-1, 16, 32]" "vit_tiny:x32:[-1, 3, 32, 32]" \
+            "swin_tiny:x32:[-1, 3, 32, 32]"; do
   arch=${spec%%:*}; rest=${spec#*:}; data=${rest%%:*}; shape=${rest#*:}
   check "qfx ptq $arch" 0 "reference backend: 32 of 32 int8 outputs identical" -- \
     "$QFX" ptq --set model.path="$FIXTURES/$arch.pt" --set "model.input_shape=$shape" \
