@@ -93,6 +93,18 @@ void expect_same(const ir::Node& n, const std::vector<Meta>& in, const std::vect
   EXPECT_TRUE(bit_equal(a, b, &i)) << what << ": first difference at element " << i;
 }
 
+// The same 4-D tensor stored channels last (8-bit codes).
+Tensor to_nhwc(const Tensor& x) {
+  const Shape& xs = x.shape();
+  Tensor y(xs, x.dtype());
+  const int64_t N = xs[0], C = xs[1], HW = xs[2] * xs[3];
+  for (int64_t b = 0; b < N; ++b)
+    for (int64_t c = 0; c < C; ++c)
+      for (int64_t p = 0; p < HW; ++p)
+        static_cast<uint8_t*>(y.raw())[(b * HW + p) * C + c] = static_cast<const uint8_t*>(x.raw())[(b * C + c) * HW + p];
+  return y;
+}
+
 ir::Attr ints_attr(std::vector<int64_t> v) {
   ir::Attr a;
   a.kind = ir::Attr::Kind::kInts;
@@ -185,12 +197,7 @@ TEST(SimdKernels, QLinearMulWithChannelGateEqualsReference) {
       const std::string what = std::string(op) + (gate_first ? " gate first" : " gate second") + " rep " + std::to_string(rep);
       expect_same(n, metas, {}, ins, "simd", what);
       // Channels last: the full input NHWC, the output NHWC, equal to the reference's once made plain.
-      Tensor x_nhwc(xs, DType::kUInt8);
-      const int64_t N = xs[0], C = xs[1], HW = xs[2] * xs[3];
-      for (int64_t b = 0; b < N; ++b)
-        for (int64_t c = 0; c < C; ++c)
-          for (int64_t p = 0; p < HW; ++p)
-            x_nhwc.data<uint8_t>()[(b * HW + p) * C + c] = x.data<uint8_t>()[(b * C + c) * HW + p];
+      Tensor x_nhwc = to_nhwc(x);
       std::vector<Meta> nm = metas;
       nm[gate_first ? 1 : 0].nhwc = true;
       Kernel fast = make_kernel(n, nm, {}, "onednn", /*nhwc_out=*/true);
@@ -260,12 +267,7 @@ TEST(SimdKernels, QLutAndGlobalAveragePoolEqualReference) {
     gap.out_q = q(0.02f, yd == DType::kInt8 ? rep : 128 - rep, yd);
     expect_same(gap, {{xs, xd}}, {nullptr}, {&x}, "simd", "QLinearGlobalAveragePool rep " + std::to_string(rep));
     // Channels last in.
-    Tensor x_nhwc(xs, xd);
-    const int64_t N = xs[0], C = xs[1], HW = xs[2] * xs[3];
-    for (int64_t b = 0; b < N; ++b)
-      for (int64_t c = 0; c < C; ++c)
-        for (int64_t p = 0; p < HW; ++p)
-          static_cast<uint8_t*>(x_nhwc.raw())[(b * HW + p) * C + c] = static_cast<const uint8_t*>(x.raw())[(b * C + c) * HW + p];
+    Tensor x_nhwc = to_nhwc(x);
     Meta m{xs, xd};
     m.nhwc = true;
     Kernel fast = make_kernel(gap, {m}, {nullptr}, "onednn", true), ref = make_kernel(gap, {{xs, xd}}, {nullptr}, "reference");
