@@ -1,6 +1,7 @@
 // QDQ matching: DequantizeLinear -> op -> QuantizeLinear groups become int8 ops.
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <map>
 #include <optional>
 #include <set>
@@ -285,7 +286,137 @@ std::optional<QInfo> read_qparams(const Tensor& scale, const Tensor* zero_point,
   return q;
 }
 
+namespace {
+
+// Moves each DequantizeLinear with per-tensor qparams below the data-movement ops that
+// read it (Reshape, Transpose, Slice, Flatten, Squeeze, Unsqueeze), one copy per
+// reader, so those ops move 8-bit codes and what follows them is fed by a
+// DequantizeLinear again (ShuffleNet's channel shuffle and chunk, then a conv; a
+// transformer's q/k/v slices). Moving values and dequantizing commute exactly.
+void sink_dequantize(Graph& g) {
+  static const std::set<std::string> moves = {"Reshape", "Transpose", "Slice", "Flatten", "Squeeze", "Unsqueeze"};
+  std::set<std::string> outs;
+  for (const auto& o : g.outputs) outs.insert(o.name);
+  auto per_tensor = [&](const Node& dq) {
+    for (size_t k = 1; k < dq.inputs.size() && k < 3; ++k) {
+      auto it = g.initializers.find(dq.inputs[k]);
+      if (dq.inputs[k].empty()) continue;
+      if (it == g.initializers.end() || it->second.numel() != 1) return false;
+    }
+    return dq.inputs.size() >= 2;
+  };
+  for (bool changed = true; changed;) {
+    changed = false;
+    for (size_t i = 0; i < g.nodes.size() && !changed; ++i) {
+      const Node dq = g.nodes[i];
+      if (dq.op != "DequantizeLinear" || dq.outputs.size() != 1 || outs.count(dq.outputs[0]) || !per_tensor(dq)) continue;
+      const std::string& v = dq.outputs[0];
+      std::vector<size_t> readers;
+      bool ok = true;
+      for (size_t j = i + 1; j < g.nodes.size() && ok; ++j) {
+        const Node& n = g.nodes[j];
+        for (size_t k = 0; k < n.inputs.size(); ++k) {
+          if (n.inputs[k] != v) continue;
+          ok = ok && k == 0 && moves.count(n.op) && n.outputs.size() == 1 && !outs.count(n.outputs[0]);
+          if (ok && (readers.empty() || readers.back() != j)) readers.push_back(j);
+        }
+      }
+      if (!ok || readers.empty()) continue;
+      // Readers read the codes and write codes; a DequantizeLinear after each gives
+      // back the float value under its old name.
+      for (size_t r = readers.size(); r-- > 0;) {
+        Node& n = g.nodes[readers[r]];
+        const std::string y = n.outputs[0];
+        n.inputs[0] = dq.inputs[0];
+        n.outputs[0] = y + "_codes";
+        Node d = dq;
+        d.name = dq.name + "_after_" + n.name;
+        d.inputs[0] = n.outputs[0];
+        d.outputs = {y};
+        g.nodes.insert(g.nodes.begin() + static_cast<std::ptrdiff_t>(readers[r]) + 1, d);
+      }
+      g.nodes.erase(g.nodes.begin() + static_cast<std::ptrdiff_t>(i));
+      changed = true;
+    }
+  }
+  // Likewise a QuantizeLinear with per-tensor qparams moves above the data-movement op
+  // that alone feeds it (x.mean([2, 3]) exported as GlobalAveragePool + Flatten: the
+  // pool meets its QuantizeLinear and runs int8).
+  for (bool changed = true; changed;) {
+    changed = false;
+    std::map<std::string, size_t> prod;
+    std::map<std::string, int> reads;
+    for (size_t i = 0; i < g.nodes.size(); ++i) {
+      for (const auto& in : g.nodes[i].inputs) ++reads[in];
+      for (const auto& o : g.nodes[i].outputs) prod[o] = i;
+    }
+    for (size_t i = 0; i < g.nodes.size() && !changed; ++i) {
+      const Node q = g.nodes[i];
+      if (q.op != "QuantizeLinear" || q.outputs.size() != 1 || !per_tensor(q)) continue;
+      auto pit = prod.find(q.inputs[0]);
+      if (pit == prod.end() || reads[q.inputs[0]] != 1 || outs.count(q.inputs[0])) continue;
+      Node& mv = g.nodes[pit->second];
+      if (!moves.count(mv.op) || mv.outputs.size() != 1 || mv.inputs.empty()) continue;
+      auto src = prod.find(mv.inputs[0]);
+      if (src != prod.end() && g.nodes[src->second].op == "DequantizeLinear") continue;  // sunk already
+      Node nq = q;
+      nq.name = q.name + "_before_" + mv.name;
+      nq.inputs[0] = mv.inputs[0];
+      nq.outputs = {mv.inputs[0] + "_codes_" + q.name};
+      mv.inputs[0] = nq.outputs[0];
+      mv.outputs[0] = q.outputs[0];
+      const size_t at = pit->second;
+      g.nodes.erase(g.nodes.begin() + static_cast<std::ptrdiff_t>(i));
+      g.nodes.insert(g.nodes.begin() + static_cast<std::ptrdiff_t>(at), nq);
+      changed = true;
+    }
+  }
+  // A DequantizeLinear read only by a QuantizeLinear with the same qparams (what a
+  // moved value meets next) is the identity on codes: both go.
+  auto same_const = [&](const std::string& a, const std::string& b) {
+    if (a == b) return true;
+    auto x = g.initializers.find(a), y = g.initializers.find(b);
+    return x != g.initializers.end() && y != g.initializers.end() && x->second.dtype() == y->second.dtype() &&
+           x->second.nbytes() == y->second.nbytes() && std::memcmp(x->second.raw(), y->second.raw(), x->second.nbytes()) == 0;
+  };
+  std::map<std::string, int> uses;
+  std::map<std::string, size_t> producer;
+  for (size_t i = 0; i < g.nodes.size(); ++i) {
+    for (const auto& in : g.nodes[i].inputs) ++uses[in];
+    for (const auto& o : g.nodes[i].outputs) producer[o] = i;
+  }
+  std::map<std::string, std::string> rename;
+  std::vector<bool> drop(g.nodes.size(), false);
+  for (size_t i = 0; i < g.nodes.size(); ++i) {
+    const Node& q = g.nodes[i];
+    if (q.op != "QuantizeLinear" || q.inputs.size() < 3 || outs.count(q.outputs[0])) continue;
+    auto p = producer.find(q.inputs[0]);
+    if (p == producer.end() || uses[q.inputs[0]] != 1) continue;
+    const Node& d = g.nodes[p->second];
+    if (d.op != "DequantizeLinear" || d.inputs.size() < 3 || !same_const(d.inputs[1], q.inputs[1]) || !same_const(d.inputs[2], q.inputs[2]))
+      continue;
+    rename[q.outputs[0]] = d.inputs[0];
+    drop[i] = drop[p->second] = true;
+  }
+  std::vector<Node> kept;
+  for (size_t i = 0; i < g.nodes.size(); ++i) {
+    if (drop[i]) continue;
+    for (auto& in : g.nodes[i].inputs) {
+      auto r = rename.find(in);
+      while (r != rename.end()) {
+        in = r->second;
+        r = rename.find(in);
+      }
+    }
+    kept.push_back(std::move(g.nodes[i]));
+  }
+  g.nodes = std::move(kept);
+}
+
+}  // namespace
+
 std::vector<std::string> fuse_qdq(Graph& g) {
+  sink_dequantize(g);
   Ctx c(g);
   std::vector<std::string> report;
   for (size_t i = 0; i < g.nodes.size(); ++i) {

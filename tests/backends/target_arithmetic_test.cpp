@@ -330,3 +330,33 @@ TEST(Int8Kernels, ElementwiseChainOnOneValueBecomesOneTable) {
     EXPECT_GT(distinct, 20) << "the table must not be degenerate";
   }
 }
+
+// Data movement commutes with (de)quantization: a DequantizeLinear sinks below the
+// Transpose that reads it, and a QuantizeLinear rises above the Flatten that feeds it,
+// so the pool between them becomes QLinearGlobalAveragePool and the moves move codes.
+TEST(Int8Kernels, QdqMovesPastDataMovement) {
+  ir::Graph g;
+  Tensor s({}, DType::kFloat32), z({}, DType::kUInt8);
+  s.data<float>()[0] = 0.05f;
+  z.data<uint8_t>()[0] = 128;
+  g.initializers["s"] = s;
+  g.initializers["z"] = z;
+  g.inputs.push_back({"xq", DType::kUInt8, {1, 4, 3, 3}});
+  g.outputs.push_back({"yq", DType::kUInt8, {1, 4}});
+  ir::Node dq, tr, gap, fl, q;
+  dq.op = "DequantizeLinear"; dq.name = "dq"; dq.inputs = {"xq", "s", "z"}; dq.outputs = {"x"};
+  tr.op = "Transpose"; tr.name = "tr"; tr.inputs = {"x"}; tr.outputs = {"t"};
+  tr.attrs["perm"].kind = ir::Attr::Kind::kInts;
+  tr.attrs["perm"].ints = {0, 1, 3, 2};
+  gap.op = "GlobalAveragePool"; gap.name = "gap"; gap.inputs = {"t"}; gap.outputs = {"p"};
+  fl.op = "Flatten"; fl.name = "fl"; fl.inputs = {"p"}; fl.outputs = {"f"};
+  q.op = "QuantizeLinear"; q.name = "q"; q.inputs = {"f", "s", "z"}; q.outputs = {"yq"};
+  g.nodes = {dq, tr, gap, fl, q};
+  ir::fuse_qdq(g);
+  std::vector<std::string> ops;
+  for (const auto& n : g.nodes) ops.push_back(n.op);
+  EXPECT_EQ(ops, (std::vector<std::string>{"Transpose", "QLinearGlobalAveragePool", "Flatten"}));
+  ASSERT_EQ(g.nodes.size(), 3u);
+  EXPECT_EQ(g.nodes[0].inputs[0], "xq");
+  EXPECT_EQ(g.nodes[2].outputs[0], "yq");
+}
