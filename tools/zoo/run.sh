@@ -8,7 +8,8 @@
 #
 # Needs a build (build/tools/qfx or $QFX), /usr/bin/python3 with torch and torchvision,
 # and tools/ort_check's node_modules (tools/install_deps.sh installs all three).
-# About 25 minutes on a 2-core machine; exports are kept and reused.
+# About 15 minutes on a 2-core machine, plus about 13 for the exports the first time
+# (they are kept and reused).
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)

@@ -158,7 +158,7 @@ def row(arch, d):
     bar = ao["cosine"] - 0.01 if ao["cosine"] is not None else 0.98
     ort_cos = cosine(torch.from_numpy(a), torch.from_numpy(b)) if a.shape == b.shape else 0.0
     ok = c >= bar and ort_cos >= min(0.999, ort_self - 0.0005)
-    pt = "%.5f" % ao["cosine"] if ao["cosine"] is not None else "n/a (%s)" % ao["reason"].replace("|", "/")
+    pt = "%.5f" % ao["cosine"] if ao["cosine"] is not None else "n/a (%s)" % ao["reason"].split(". ")[0].replace("|", "/")
     fls = ", ".join("%s %d" % kv for kv in sorted(fl.items())) or "none"
     print("| %s | %d | %d | %d | %s | %.5f | %s | cosine %.5f (its own two runs: %.5f), max diff %.4f, same class %d/%d | %s |"
           % (arch, ao["size"], rep.get("traced_nodes", 0), int8, fls, c, pt, ort_cos, ort_self, diff, round(agree * len(a)), len(a),
