@@ -131,22 +131,35 @@ struct Ctx {
   }
 };
 
+// The 256 codes of `xq` dequantized, lowest code first.
+Tensor dequantized_codes(const QInfo& xq) {
+  const int lo = xq.dtype == DType::kInt8 ? -128 : 0;
+  Tensor x({256}, DType::kFloat32);
+  for (int i = 0; i < 256; ++i)
+    x.data<float>()[i] = static_cast<float>(static_cast<int64_t>(lo + i) - static_cast<int64_t>(xq.zero_point[0])) * xq.scale[0];
+  return x;
+}
+
+// A QLut's "table" attribute: the 256 values `f` quantized with `yq`.
+Attr quantized_table(const Tensor& f, const QInfo& yq) {
+  if (f.numel() != 256) throw DataError("a table's function gives " + std::to_string(f.numel()) + " values, not 256");
+  const int32_t qlo = yq.dtype == DType::kInt8 ? -128 : 0, qhi = yq.dtype == DType::kInt8 ? 127 : 255;
+  Attr a;
+  a.kind = Attr::Kind::kInts;
+  for (int i = 0; i < 256; ++i) a.ints.push_back(quantize_value(f.data<float>()[i], yq.scale[0], yq.zero_point[0], qlo, qhi));
+  return a;
+}
+
 // table[q - lowest code] = Q(f(DQ(q))) for the 256 codes of `xq`, f the float
 // reference kernel of `n`: exactly what the unfused DQ -> op -> Q group computes.
 Attr lut_table(const Node& n, const QInfo& xq, const QInfo& yq) {
   Node f = n;
   f.inputs.resize(1);
   Kernel k = make_kernel(f, {{{256}, DType::kFloat32}}, {nullptr}, "reference");
-  const int lo = xq.dtype == DType::kInt8 ? -128 : 0;
-  Tensor x({256}, DType::kFloat32), y({256}, DType::kFloat32);
-  for (int i = 0; i < 256; ++i)
-    x.data<float>()[i] = static_cast<float>(static_cast<int64_t>(lo + i) - static_cast<int64_t>(xq.zero_point[0])) * xq.scale[0];
+  const Tensor x = dequantized_codes(xq);
+  Tensor y({256}, DType::kFloat32);
   k.run({&x}, {&y});
-  const int32_t qlo = yq.dtype == DType::kInt8 ? -128 : 0, qhi = yq.dtype == DType::kInt8 ? 127 : 255;
-  Attr a;
-  a.kind = Attr::Kind::kInts;
-  for (int i = 0; i < 256; ++i) a.ints.push_back(quantize_value(y.data<float>()[i], yq.scale[0], yq.zero_point[0], qlo, qhi));
-  return a;
+  return quantized_table(y, yq);
 }
 
 // Elementwise float ops a table can absorb: each output element depends only on the
@@ -211,12 +224,8 @@ std::optional<std::vector<size_t>> unary_region(const Graph& g, const std::vecto
 // table[q - lowest code] = Q(f(DQ(q))) for the region's function f, run node by node
 // with the reference float kernels on the 256 dequantized codes.
 Attr region_table(const Graph& g, const std::vector<size_t>& region, const std::string& v, const QInfo& xq, const QInfo& yq) {
-  const int lo = xq.dtype == DType::kInt8 ? -128 : 0;
   std::map<std::string, Tensor> env;
-  Tensor x({256}, DType::kFloat32);
-  for (int i = 0; i < 256; ++i)
-    x.data<float>()[i] = static_cast<float>(static_cast<int64_t>(lo + i) - static_cast<int64_t>(xq.zero_point[0])) * xq.scale[0];
-  env.emplace(v, std::move(x));
+  env.emplace(v, dequantized_codes(xq));
   for (size_t r = 0; r + 1 < region.size(); ++r) {
     const Node& n = g.nodes[region[r]];
     std::vector<Meta> metas;
@@ -239,13 +248,7 @@ Attr region_table(const Graph& g, const std::vector<size_t>& region, const std::
     k.run(ins, {&y});
     env.emplace(n.outputs[0], std::move(y));
   }
-  const Tensor& f = env.at(g.nodes[region[region.size() - 2]].outputs[0]);
-  if (f.numel() != 256) throw DataError("a table region's result has " + std::to_string(f.numel()) + " values");
-  const int32_t qlo = yq.dtype == DType::kInt8 ? -128 : 0, qhi = yq.dtype == DType::kInt8 ? 127 : 255;
-  Attr a;
-  a.kind = Attr::Kind::kInts;
-  for (int i = 0; i < 256; ++i) a.ints.push_back(quantize_value(f.data<float>()[i], yq.scale[0], yq.zero_point[0], qlo, qhi));
-  return a;
+  return quantized_table(env.at(g.nodes[region[region.size() - 2]].outputs[0]), yq);
 }
 
 bool same_q(const QInfo& a, const QInfo& b) {
@@ -297,47 +300,47 @@ void sink_dequantize(Graph& g) {
   static const std::set<std::string> moves = {"Reshape", "Transpose", "Slice", "Flatten", "Squeeze", "Unsqueeze"};
   std::set<std::string> outs;
   for (const auto& o : g.outputs) outs.insert(o.name);
+  // Scale and zero point (when given) are one-element initializers.
   auto per_tensor = [&](const Node& dq) {
+    if (dq.inputs.size() < 2) return false;
     for (size_t k = 1; k < dq.inputs.size() && k < 3; ++k) {
-      auto it = g.initializers.find(dq.inputs[k]);
       if (dq.inputs[k].empty()) continue;
+      auto it = g.initializers.find(dq.inputs[k]);
       if (it == g.initializers.end() || it->second.numel() != 1) return false;
     }
-    return dq.inputs.size() >= 2;
+    return true;
   };
-  for (bool changed = true; changed;) {
-    changed = false;
-    for (size_t i = 0; i < g.nodes.size() && !changed; ++i) {
-      const Node dq = g.nodes[i];
-      if (dq.op != "DequantizeLinear" || dq.outputs.size() != 1 || outs.count(dq.outputs[0]) || !per_tensor(dq)) continue;
-      const std::string& v = dq.outputs[0];
-      std::vector<size_t> readers;
-      bool ok = true;
-      for (size_t j = i + 1; j < g.nodes.size() && ok; ++j) {
-        const Node& n = g.nodes[j];
-        for (size_t k = 0; k < n.inputs.size(); ++k) {
-          if (n.inputs[k] != v) continue;
-          ok = ok && k == 0 && moves.count(n.op) && n.outputs.size() == 1 && !outs.count(n.outputs[0]);
-          if (ok && (readers.empty() || readers.back() != j)) readers.push_back(j);
-        }
+  // One pass: the copies a move leaves go after its readers, where the scan meets them.
+  for (size_t i = 0; i < g.nodes.size();) {
+    const Node dq = g.nodes[i];
+    std::vector<size_t> readers;
+    bool ok = dq.op == "DequantizeLinear" && dq.outputs.size() == 1 && !outs.count(dq.outputs[0]) && per_tensor(dq);
+    for (size_t j = i + 1; j < g.nodes.size() && ok; ++j) {
+      const Node& n = g.nodes[j];
+      for (size_t k = 0; k < n.inputs.size(); ++k) {
+        if (n.inputs[k] != dq.outputs[0]) continue;
+        ok = ok && k == 0 && moves.count(n.op) && n.outputs.size() == 1 && !outs.count(n.outputs[0]);
+        if (ok && (readers.empty() || readers.back() != j)) readers.push_back(j);
       }
-      if (!ok || readers.empty()) continue;
-      // Readers read the codes and write codes; a DequantizeLinear after each gives
-      // back the float value under its old name.
-      for (size_t r = readers.size(); r-- > 0;) {
-        Node& n = g.nodes[readers[r]];
-        const std::string y = n.outputs[0];
-        n.inputs[0] = dq.inputs[0];
-        n.outputs[0] = y + "_codes";
-        Node d = dq;
-        d.name = dq.name + "_after_" + n.name;
-        d.inputs[0] = n.outputs[0];
-        d.outputs = {y};
-        g.nodes.insert(g.nodes.begin() + static_cast<std::ptrdiff_t>(readers[r]) + 1, d);
-      }
-      g.nodes.erase(g.nodes.begin() + static_cast<std::ptrdiff_t>(i));
-      changed = true;
     }
+    if (!ok || readers.empty()) {
+      ++i;
+      continue;
+    }
+    // Readers read the codes and write codes; a DequantizeLinear after each gives
+    // back the float value under its old name.
+    for (size_t r = readers.size(); r-- > 0;) {
+      Node& n = g.nodes[readers[r]];
+      const std::string y = n.outputs[0];
+      n.inputs[0] = dq.inputs[0];
+      n.outputs[0] = y + "_codes";
+      Node d = dq;
+      d.name = dq.name + "_after_" + n.name;
+      d.inputs[0] = n.outputs[0];
+      d.outputs = {y};
+      g.nodes.insert(g.nodes.begin() + static_cast<std::ptrdiff_t>(readers[r]) + 1, d);
+    }
+    g.nodes.erase(g.nodes.begin() + static_cast<std::ptrdiff_t>(i));  // node i is now the next one
   }
   // Likewise a QuantizeLinear with per-tensor qparams moves above the data-movement op
   // that alone feeds it (x.mean([2, 3]) exported as GlobalAveragePool + Flatten: the
