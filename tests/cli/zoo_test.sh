@@ -9,23 +9,33 @@ pass=0; fail=0
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 source "$(dirname "$0")/check.sh"
 ort=$1
+# qfx ptq ARCH on DATA.npy (32 random inputs, INPUT_SHAPE), cosine metric; every
+# int8 output equal to the reference backend's.
+ptq_arch() {  # ARCH DATA INPUT_SHAPE
+  check "qfx ptq $1" 0 "reference backend: 32 of 32 int8 outputs identical" -- \
+    "$QFX" ptq --set model.path="$FIXTURES/$1.pt" --set "model.input_shape=$3" \
+    --set "calibration.data={format: npy, images: $tmp/$2.npy}" --set calibration.num_samples=32 --set calibration.batch_size=16 \
+    --set "evaluation.data={format: npy, images: $tmp/$2.npy}" --set evaluation.metric=cosine --set evaluation.reference_check=-1 \
+    --set evaluation.sqnr_samples=0 --set output.dir="$tmp/$1"
+}
+# ONNX Runtime runs ARCH's int8 model on DATA.npy: the same class on every sample as
+# qfx run, every output within 5% of the largest.
+ort_agrees() {  # ARCH DATA
+  check "$1: ONNX Runtime runs the int8 model and agrees" 0 "^ok" -- bash -c \
+    "'$QFX' run '$tmp/$1/model_int8.onnx' -i '$tmp/$2.npy' -o '$tmp/$1.qfx.npy' >/dev/null &&
+     ORT_OPT=disabled node '$ort/run.js' '$tmp/$1/model_int8.onnx' '$tmp/$1.ort.npy' '$tmp/$2.npy' 2>/dev/null &&
+     /usr/bin/python3 -c \"
+import numpy as np; a, b = np.load('$tmp/$1.qfx.npy'), np.load('$tmp/$1.ort.npy')
+agree = float((a.argmax(1) == b.argmax(1)).mean()); d = float(np.abs(a - b).max() / np.abs(b).max())
+print('ok' if a.shape == b.shape and agree == 1.0 and d < 0.05 else 'differ', agree, d)\""
+}
 /usr/bin/python3 -c "import numpy; numpy.save('$tmp/x.npy', numpy.random.default_rng(0).normal(0, 1, (32, 3, 64, 64)).astype(numpy.float32))"
 for arch in efficientnet_b0 googlenet shufflenet_v2_x0_5 mobilenet_v3_small regnet_x_400mf densenet121 squeezenet1_0 mnasnet0_5; do
-  check "qfx ptq $arch" 0 "reference backend: 32 of 32 int8 outputs identical" -- \
-    "$QFX" ptq --set model.path="$FIXTURES/$arch.pt" --set 'model.input_shape=[-1, 3, 64, 64]' \
-    --set "calibration.data={format: npy, images: $tmp/x.npy}" --set calibration.num_samples=32 --set calibration.batch_size=16 \
-    --set "evaluation.data={format: npy, images: $tmp/x.npy}" --set evaluation.metric=cosine --set evaluation.reference_check=-1 \
-    --set evaluation.sqnr_samples=0 --set output.dir="$tmp/$arch"
+  ptq_arch "$arch" x "[-1, 3, 64, 64]"
   check "$arch: int8 cosine against fp32 >= 0.98" 0 "^ok" -- /usr/bin/python3 -c "
 import json; c = json.load(open('$tmp/$arch/report.json'))['evaluation']['cosine_int8_vs_fp32']
 print('ok' if c >= 0.98 else 'low', c)"
-  check "$arch: ONNX Runtime runs the int8 model and agrees" 0 "^ok" -- bash -c \
-    "'$QFX' run '$tmp/$arch/model_int8.onnx' -i '$tmp/x.npy' -o '$tmp/$arch.qfx.npy' >/dev/null &&
-     ORT_OPT=disabled node '$ort/run.js' '$tmp/$arch/model_int8.onnx' '$tmp/$arch.ort.npy' '$tmp/x.npy' &&
-     /usr/bin/python3 -c \"
-import numpy as np; a, b = np.load('$tmp/$arch.qfx.npy'), np.load('$tmp/$arch.ort.npy')
-agree = float((a.argmax(1) == b.argmax(1)).mean()); d = float(np.abs(a - b).max() / np.abs(b).max())
-print('ok' if a.shape == b.shape and agree == 1.0 and d < 0.05 else 'differ', agree, d)\""
+  ort_agrees "$arch" x
 done
 # Transformers: nn.TransformerEncoder (batch first, post-norm and norm_first) on
 # [N, 16, 32] tokens, a small torchvision ViT and a small Swin (shifted windows: roll,
@@ -39,22 +49,12 @@ done
 for spec in "transformer_encoder_post_norm:tok:[-1, 16, 32]" "transformer_encoder_norm_first:tok:[-1, 16, 32]" "vit_tiny:x32:[-1, 3, 32, 32]" \
             "swin_tiny:x32:[-1, 3, 32, 32]"; do
   arch=${spec%%:*}; rest=${spec#*:}; data=${rest%%:*}; shape=${rest#*:}
-  check "qfx ptq $arch" 0 "reference backend: 32 of 32 int8 outputs identical" -- \
-    "$QFX" ptq --set model.path="$FIXTURES/$arch.pt" --set "model.input_shape=$shape" \
-    --set "calibration.data={format: npy, images: $tmp/$data.npy}" --set calibration.num_samples=32 --set calibration.batch_size=16 \
-    --set "evaluation.data={format: npy, images: $tmp/$data.npy}" --set evaluation.metric=cosine --set evaluation.reference_check=-1 \
-    --set evaluation.sqnr_samples=0 --set output.dir="$tmp/$arch"
+  ptq_arch "$arch" "$data" "$shape"
   check "$arch: int8 cosine against fp32 >= 0.98; every matmul int8 (projections, attention, feed-forward)" 0 "^ok" -- /usr/bin/python3 -c "
 import json; r = json.load(open('$tmp/$arch/report.json')); c = r['evaluation']['cosine_int8_vs_fp32']
 mm = sum(1 for k in r['kernels'] if k['op'] == 'QLinearMatMul'); fm = sum(1 for k in r['kernels'] if k['op'] == 'MatMul')
 print('ok' if c >= 0.98 and mm >= 12 and fm == 0 else 'low', c, mm, fm)"
-  check "$arch: ONNX Runtime runs the int8 model and agrees" 0 "^ok" -- bash -c \
-    "'$QFX' run '$tmp/$arch/model_int8.onnx' -i '$tmp/$data.npy' -o '$tmp/$arch.qfx.npy' >/dev/null &&
-     ORT_OPT=disabled node '$ort/run.js' '$tmp/$arch/model_int8.onnx' '$tmp/$arch.ort.npy' '$tmp/$data.npy' 2>/dev/null &&
-     /usr/bin/python3 -c \"
-import numpy as np; a, b = np.load('$tmp/$arch.qfx.npy'), np.load('$tmp/$arch.ort.npy')
-agree = float((a.argmax(1) == b.argmax(1)).mean()); d = float(np.abs(a - b).max() / np.abs(b).max())
-print('ok' if a.shape == b.shape and agree == 1.0 and d < 0.05 else 'differ', agree, d)\""
+  ort_agrees "$arch" "$data"
 done
 # A detector: backbone and two heads (int8, deployed), post-processing with
 # torchvision's nms and data-dependent branches kept whole by a wrap entry and left to

@@ -1,5 +1,5 @@
-// export_onnx's pooling and padding (see exporter.h). Adaptive average pooling: ONNX has no adaptive
-// pooling: 1x1 is GlobalAveragePool; an output size that divides the input's
+// export_onnx's pooling, padding and roll (see exporter.h). ONNX has no adaptive
+// pooling: to 1x1 it is GlobalAveragePool; an output size that divides the input's
 // (static) spatial size is AveragePool with kernel = stride = input / output
 // (PyTorch's windows are exactly those then); any other size is the exact
 // pooling as a matrix product, input [N, C, H*W] x P [H*W, oh*ow], where P's column
@@ -36,17 +36,13 @@ void Exporter::adaptive_avg_pool(fx::Node* n, std::vector<int64_t> out) {
     }
   }
   const std::string flat = fresh(n->name() + "_flat"), prod = fresh(n->name() + "_pooled"), y = fresh(n->name());
-  node("Reshape", {value(*n, n->args().at(0)), init("shape", at::tensor(std::vector<int64_t>{0, C, H * W}, at::kLong))}, flat,
+  node("Reshape", {value(*n, n->args().at(0)), ints_init("shape", {0, C, H * W})}, flat,
        n->name() + "_flatten");
   node("MatMul", {flat, init(n->name() + "_pooling", P)}, prod, n->name() + "_matmul");
-  last_ = node("Reshape", {prod, init("shape", at::tensor(std::vector<int64_t>{0, C, oh, ow}, at::kLong))}, y, n->name());
+  last_ = node("Reshape", {prod, ints_init("shape", {0, C, oh, ow})}, y, n->name());
   names_[n] = y;
   rank_[n] = 4;
 }
-
-}  // namespace qfx::quant::detail
-
-namespace qfx::quant::detail {
 
 // F.pad / constant_pad_nd: torch lists (begin, end) per dim from the last one back;
 // ONNX Pad takes all begins, then all ends, from the first dim. All zero: the input.
@@ -76,7 +72,7 @@ void Exporter::pad(fx::Node* n) {
     rank_[n] = r;
     return;
   }
-  std::vector<std::string> in = {value(*n, n->args().at(0)), init("pads", at::tensor(pads, at::kLong))};
+  std::vector<std::string> in = {value(*n, n->args().at(0)), ints_init("pads", pads)};
   if (mode == "constant") in.push_back(init("pad_value", at::tensor({static_cast<float>(fill)}, at::kFloat).reshape({})));
   const std::string y = fresh(n->name());
   last_ = node("Pad", in, y, n->name());
@@ -103,13 +99,9 @@ void Exporter::roll(fx::Node* n) {
     const int64_t size = d[static_cast<size_t>(dim)].value;
     const int64_t s = ((shifts[k] % size) + size) % size;
     if (s == 0) continue;
-    auto piece = [&](int64_t b, int64_t e, const std::string& tag) {
-      const std::string y = fresh(n->name() + tag);
-      node("Slice", {cur, init("starts", at::tensor(std::vector<int64_t>{b}, at::kLong)), init("ends", at::tensor(std::vector<int64_t>{e}, at::kLong)),
-                     init("axes", at::tensor(std::vector<int64_t>{dim}, at::kLong))}, y, y);
-      return y;
-    };
-    const std::string tail = piece(size - s, size, "_tail"), head = piece(0, size - s, "_head");
+    const std::string tail = fresh(n->name() + "_tail"), head = fresh(n->name() + "_head");
+    slice_axis(cur, size - s, size, dim, 1, tail, tail);
+    slice_axis(cur, 0, size - s, dim, 1, head, head);
     const std::string y = fresh(n->name());
     last_ = node("Concat", {tail, head}, y, k + 1 == dims.size() ? n->name() : y);
     attr_i(last_, "axis", dim);

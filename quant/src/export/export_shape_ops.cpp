@@ -125,7 +125,7 @@ void Exporter::reshape(fx::Node* n) {
     }
   }
   const std::string y = fresh(n->name());
-  node("Reshape", {value(*n, n->args().at(0)), init("shape", at::tensor(shape, at::kLong))}, y, n->name());
+  node("Reshape", {value(*n, n->args().at(0)), ints_init("shape", shape)}, y, n->name());
   names_[n] = y;
   rank_[n] = static_cast<int>(shape.size());
 }
@@ -138,7 +138,7 @@ void Exporter::expand(fx::Node* n) {
   std::vector<int64_t> run;
   auto flush = [&] {
     if (run.empty()) return;
-    parts.push_back(init("expand_dims", at::tensor(run, at::kLong)));
+    parts.push_back(ints_init("expand_dims", run));
     run.clear();
   };
   for (const auto& e : entries) {
@@ -154,9 +154,7 @@ void Exporter::expand(fx::Node* n) {
     const std::string shape = fresh(n->name() + "_input_shape");
     node("Shape", {names_.at(first_input_)}, shape, shape);
     const std::string batch = fresh(n->name() + "_batch");
-    node("Slice", {shape, init("starts", at::tensor(std::vector<int64_t>{0}, at::kLong)),
-                   init("ends", at::tensor(std::vector<int64_t>{1}, at::kLong))},
-         batch, batch);
+    slice_axis(shape, 0, 1, 0, 1, batch, batch);
     parts.push_back(batch);
   }
   flush();
@@ -197,18 +195,13 @@ void Exporter::slice(fx::Node* n) {
     step = arg(4, 1);
     if (start == 0 && end == std::numeric_limits<int64_t>::max() && step == 1) return alias(n);  // x[:]
   }
-  const std::string x = value(*n, n->args().at(0));
   const std::string y = fresh(n->name() + (select ? "_slice" : ""));
-  node("Slice", {x, init("starts", at::tensor(std::vector<int64_t>{start}, at::kLong)),
-                 init("ends", at::tensor(std::vector<int64_t>{end}, at::kLong)),
-                 init("axes", at::tensor(std::vector<int64_t>{dim}, at::kLong)),
-                 init("steps", at::tensor(std::vector<int64_t>{step}, at::kLong))},
-       y, y);
+  slice_axis(value(*n, n->args().at(0)), start, end, dim, step, y, y);
   names_[n] = y;
   rank_[n] = r;
   if (!select) return;
   const std::string s = fresh(n->name());
-  node("Squeeze", {y, init("axes", at::tensor(std::vector<int64_t>{dim}, at::kLong))}, s, n->name());
+  node("Squeeze", {y, ints_init("axes", {dim})}, s, n->name());
   names_[n] = s;
   rank_[n] = r < 0 ? -1 : r - 1;
 }
@@ -226,6 +219,13 @@ void Exporter::transpose(fx::Node* n) {
   attr_ints(last_, "perm", perm);
 }
 
+void Exporter::slice_axis(const std::string& x, int64_t start, int64_t end, int64_t axis, int64_t step, const std::string& y,
+                          const std::string& name) {
+  std::vector<std::string> in = {x, ints_init("starts", {start}), ints_init("ends", {end}), ints_init("axes", {axis})};
+  if (step != 1) in.push_back(ints_init("steps", {step}));
+  node("Slice", in, y, name);
+}
+
 void Exporter::chunk(fx::Node* n) {
   const auto& d = dims_of(*n, n->args().at(0));
   const int64_t chunks = ints_arg(*n, 1).at(0);
@@ -238,10 +238,7 @@ void Exporter::chunk(fx::Node* n) {
   std::vector<std::string> items;
   for (int64_t b = 0; b < D.value || (D.value == 0 && items.empty()); b += std::max<int64_t>(size, 1)) {
     const std::string y = fresh(n->name() + "_" + std::to_string(items.size()));
-    node("Slice", {x, init("starts", at::tensor(std::vector<int64_t>{b}, at::kLong)),
-                   init("ends", at::tensor(std::vector<int64_t>{std::min(b + size, D.value)}, at::kLong)),
-                   init("axes", at::tensor(std::vector<int64_t>{dim}, at::kLong))},
-         y, n->name() + "_" + std::to_string(items.size()));
+    slice_axis(x, b, std::min(b + size, D.value), dim, 1, y, n->name() + "_" + std::to_string(items.size()));
     items.push_back(y);
     if (D.value == 0) break;
   }

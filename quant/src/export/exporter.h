@@ -127,6 +127,9 @@ class Exporter {
     return name;
   }
 
+  // An int64 initializer (shapes, axes, Slice bounds).
+  std::string ints_init(const std::string& hint, const std::vector<int64_t>& v) { return init(hint, at::tensor(v, at::kLong)); }
+
   at::Tensor zero_points(const QParams& q) {
     at::Tensor z = q.zero_point.to(at::kInt);
     return q.dtype == QDType::kUInt8 ? z.to(at::kByte) : q.dtype == QDType::kInt16 ? z.to(at::kShort) : z.to(at::kChar);
@@ -577,6 +580,8 @@ class Exporter {
   // The int list argument `i` of `n` (constants, a size() list, or computed ints).
   std::vector<Dim> size_list(const fx::Node& n, size_t i);
   void slice(fx::Node* n);
+  // x[start:end:step] along `axis`: one ONNX Slice writing value `y`, node `name`.
+  void slice_axis(const std::string& x, int64_t start, int64_t end, int64_t axis, int64_t step, const std::string& y, const std::string& name);
   // chunk(x, chunks, dim) as Slices (torch: pieces of ceil(D / chunks), the last smaller).
   void chunk(fx::Node* n);
 

@@ -101,7 +101,7 @@ PtqResult ptq(const JobConfig& cfg, const PipelineHooks& hooks, distributed::Con
   HostSplit host;
   auto prepare_model = [&](const QConfigMapping& qc) {
     auto g = fx::trace_file(cfg.model.path, cfg.tracer.options);
-    traced_nodes = g->graph().nodes().size();
+    traced_nodes = g->graph().size();
     host = split_host_postprocess(*g);  // wrapped post-processing stays on the host, in float
     g->eval();
     prepare_fx(*g, qc, backend);
