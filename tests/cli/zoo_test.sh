@@ -87,6 +87,17 @@ found = [float((torchvision.ops.box_iou(r[:, :4], q[:, :4]).max(1).values > 0.5)
 same = cls.shape == (32, 1, 8, 8) and box.shape == (32, 4, 8, 8) and np.abs(ort - cls).max() <= 1e-6 * np.abs(cls).max()
 print('ok' if same and np.mean(found) >= 0.9 else 'bad', same, np.mean(found))\""
 
+# A wrapped part that reads the model's input leaves nothing to deploy: one error naming
+# it (UnsupportedOpError, exit 5), and no output folder.
+check "detector with its backbone wrapped too: nothing is left to deploy, named" 5 \
+  "nothing is left to deploy: 'backbone: backbone \(wrapped module Sequential" -- \
+  "$QFX" ptq --set model.path="$FIXTURES/detector_two_head.pt" --set "model.input_shape=[-1, 3, 32, 32]" \
+    --set 'tracer.wrap=["module:backbone", "module_type:DetectionPostProcess"]' \
+    --set "calibration.data={format: npy, images: $tmp/x32.npy}" --set calibration.num_samples=8 --set evaluation=null \
+    --set output.dir="$tmp/detector_all_host"
+check "detector with its backbone wrapped too: no output folder left behind" 0 "^ok" -- \
+  bash -c "[ ! -e '$tmp/detector_all_host' ] && echo ok"
+
 # Without an input shape the tracer cannot know the rank: the check is data-dependent.
 check "TransformerEncoder needs model.input_shape's rank: a dynamic rank check names the line" 4 "transformer.py:[0-9]+.*give the input shape" -- \
   "$QFX" inspect "$FIXTURES/transformer_encoder_post_norm.pt"
