@@ -217,6 +217,83 @@ TEST(HistogramObserver, MergeEqualsObservingEverything) {
   (void)h2;
 }
 
+// Data-parallel calibration's replay, simulated in one process: `world` ranks, each
+// with its own observer; step s holds batches s * world + r. Each step a rank defers
+// its batch against the grid it has (the gathered steps before the previous one:
+// two steps in flight, as calibrate_lockstep runs), then applies the previous step
+// in rank order (its own commit, the others' replay_range). The per-rank counts
+// summed must equal one observer fed every batch in order, bit for bit.
+static void expect_deferred_replay_exact(const std::vector<at::Tensor>& batches, int world) {
+  HistogramObserver single(spec(QDType::kUInt8, QScheme::kAffine), Algorithm::kEntropy, {}, 128);
+  for (const auto& b : batches) single.forward(b);
+  std::vector<std::unique_ptr<HistogramObserver>> ranks;
+  for (int r = 0; r < world; ++r)
+    ranks.push_back(std::make_unique<HistogramObserver>(spec(QDType::kUInt8, QScheme::kAffine), Algorithm::kEntropy, AlgorithmOptions{}, 128));
+  const int64_t steps = (static_cast<int64_t>(batches.size()) + world - 1) / world;
+  std::vector<std::vector<DeferredObservation>> held(static_cast<size_t>(steps), std::vector<DeferredObservation>(static_cast<size_t>(world)));
+  std::vector<std::vector<bool>> deferred(static_cast<size_t>(steps), std::vector<bool>(static_cast<size_t>(world)));
+  int64_t n_deferred = 0, n_copied = 0;
+  auto batch_of = [&](int64_t s, int r) -> const at::Tensor* {
+    const size_t i = static_cast<size_t>(s * world + r);
+    return i < batches.size() ? &batches[i] : nullptr;
+  };
+  auto apply = [&](int64_t s) {
+    for (int r = 0; r < world; ++r)      // this rank
+      for (int j = 0; j < world; ++j) {  // the step's batches in order
+        const at::Tensor* b = batch_of(s, j);
+        if (!b) continue;
+        HistogramObserver& o = *ranks[static_cast<size_t>(r)];
+        if (j != r) {
+          if (b->numel() == 0) continue;  // calibrate_lockstep skips empty ranges too
+          o.replay_range(b->min().item<float>(), b->max().item<float>());
+        } else if (deferred[static_cast<size_t>(s)][static_cast<size_t>(r)]) {
+          o.commit(held[static_cast<size_t>(s)][static_cast<size_t>(r)]);
+        } else {
+          o.forward(*b);  // the copy
+        }
+      }
+  };
+  for (int64_t s = 0; s < steps; ++s) {
+    for (int r = 0; r < world; ++r) {
+      const at::Tensor* b = batch_of(s, r);
+      if (!b) continue;
+      const bool ok = ranks[static_cast<size_t>(r)]->defer(*b, &held[static_cast<size_t>(s)][static_cast<size_t>(r)]);
+      deferred[static_cast<size_t>(s)][static_cast<size_t>(r)] = ok;
+      (ok ? n_deferred : n_copied)++;
+    }
+    if (s > 0) apply(s - 1);
+  }
+  apply(steps - 1);
+  EXPECT_GT(n_deferred, n_copied) << "the test should exercise deferred observations";
+  const Histogram want = single.histogram();
+  std::vector<double> sum(want.counts.size(), 0.0);
+  for (const auto& o : ranks) {
+    const Histogram h = o->histogram();
+    EXPECT_EQ(h.lo, want.lo);
+    EXPECT_EQ(h.width, want.width);
+    EXPECT_EQ(h.min, want.min);
+    EXPECT_EQ(h.max, want.max);
+    for (size_t i = 0; i < sum.size(); ++i) sum[i] += h.counts[i];
+  }
+  EXPECT_EQ(sum, want.counts) << world << " ranks";
+}
+
+TEST(HistogramObserver, DeferredObservationsReplayExactlyAsOneProcess) {
+  at::manual_seed(7);
+  // Ranges that grow up and down, shrink, jump past the 64-grid defer limit (those
+  // batches are copied), and values on bin edges (integers on a power-of-two grid).
+  std::vector<at::Tensor> batches;
+  const double scales[] = {1, 1.5, 0.5, 3, 2, 8, 1, 700, 1, 2, 900, 1, 4, 1, 1, 3, 1200, 5};
+  for (size_t i = 0; i < sizeof scales / sizeof scales[0]; ++i) {
+    at::Tensor b = at::randn({3000}) * scales[i] + (i % 3 == 0 ? 0.5 * scales[i] : 0.0);
+    if (i % 4 == 1) b = at::round(b);
+    batches.push_back(b);
+  }
+  batches.push_back(at::zeros({0}));  // an empty tensor: nothing to count
+  batches.push_back(at::full({64}, 2.0f));
+  for (int world : {1, 2, 3, 4}) expect_deferred_replay_exact(batches, world);
+}
+
 TEST(HistogramObserver, SaveAndLoadKeepsStatistics) {
   at::manual_seed(2);
   auto h = std::make_shared<HistogramObserver>(spec(QDType::kUInt8, QScheme::kAffine), Algorithm::kEntropy);

@@ -126,21 +126,36 @@ void Context::broadcast(std::vector<at::Tensor>& tensors, int root, const std::s
   }
 }
 
-at::Tensor Context::all_gather(const at::Tensor& t, const std::string& what) {
-  if (!active()) return t.unsqueeze(0).clone();
+at::Tensor Context::all_gather(const at::Tensor& t, const std::string& what) { return all_gather_start(t)(what); }
+
+std::function<at::Tensor(const std::string&)> Context::all_gather_start(const at::Tensor& t) {
+  if (!active()) {
+    at::Tensor one = t.unsqueeze(0).clone();
+    return [one](const std::string&) { return one; };
+  }
   at::Tensor in = t.contiguous();
   std::vector<at::Tensor> parts;
   for (int r = 0; r < world_; ++r) parts.push_back(at::empty_like(in));
-  std::vector<std::vector<at::Tensor>> outs{parts};
+  auto outs = std::make_shared<std::vector<std::vector<at::Tensor>>>(1, parts);
   std::vector<at::Tensor> ins{in};
   c10d::AllgatherOptions o;
   o.timeout = timeout_;
+  c10::intrusive_ptr<c10d::Work> work;
+  std::string launch_error;
   try {
-    impl_->pg->allgather(outs, ins, o)->wait();
+    work = impl_->pg->allgather(*outs, ins, o);
   } catch (const std::exception& e) {
-    fail(what, e);
+    launch_error = e.what();
   }
-  return at::stack(outs[0]);
+  return [this, work, outs, launch_error](const std::string& what) {
+    try {
+      if (!work) throw std::runtime_error(launch_error);
+      work->wait();
+    } catch (const std::exception& e) {
+      fail(what, e);
+    }
+    return at::stack((*outs)[0]);
+  };
 }
 
 void Context::barrier(const std::string& what) {

@@ -12,6 +12,23 @@
 #include "qfx/quant/runtime_tensor.h"
 
 namespace qfx::quant::detail {
+namespace {
+
+// One step's observations on this rank: deferred (ObserverBase::defer) or, where
+// an observer cannot defer, a copy of the value. Buffers are reused across steps.
+struct Step {
+  struct Held {
+    FakeQuantize* fq;
+    at::Tensor copy;
+    bool deferred;
+  };
+  std::vector<Held> held;
+  std::vector<DeferredObservation> pending;  // by observation
+  std::vector<at::Tensor> pool;              // the copies' storage, by observation
+  std::function<at::Tensor(const std::string&)> gather;  // this step's all-gather, in flight
+};
+
+}  // namespace
 
 void calibrate_lockstep(fx::GraphModule& gm, const NextBatch& next, distributed::Context& ctx,
                         const std::map<std::string, std::vector<FakeQuantize*>>& observers, const RunBatch& run_batch,
@@ -29,70 +46,51 @@ void calibrate_lockstep(fx::GraphModule& gm, const NextBatch& next, distributed:
     }
   }
   std::vector<FakeQuantize*> slots;  // learned from the first run
-  std::vector<std::pair<FakeQuantize*, at::Tensor>> held;
-  // Buffers the held copies live in, by observation: reused from step to step (a
-  // fresh allocation per step costs page faults and zeroing on every step).
-  std::vector<at::Tensor> pool;
+  // Two steps are in flight: step s runs (its observations deferred against the
+  // grids as they stand) while step s - 1's all-gather completes; step s - 1 is
+  // then applied. A deferred observation commits exactly onto any later grid, so
+  // no rank waits for the gather before running its next batch.
+  Step steps[2];
   std::vector<float> ranges;
-  // Rank 0's batch comes first in every step, so rank 0 feeds its observers while
-  // the value is in cache; the other ranks keep copies until the ranks before them replayed.
-  const bool feed_now = ctx.rank() == 0;
+  Step* st = nullptr;
   auto record = [&](const std::string& name, const runtime::Tensor& value) {
     if (value.dtype() != runtime::DType::kFloat32) return;
     at::Tensor t = aten_view(value);
     for (FakeQuantize* fq : observers.at(name)) {
-      if (feed_now) fq->forward(t);
-      at::Tensor copy;
-      if (!feed_now) {
-        const size_t k = held.size();
-        if (pool.size() <= k) pool.resize(k + 1);
-        if (!pool[k].defined() || pool[k].sizes() != t.sizes()) pool[k] = at::empty_like(t, at::MemoryFormat::Contiguous);
-        copy = pool[k].copy_(t);
-      }
-      held.emplace_back(fq, copy);
-      // Rank 0's observers computed the range while feeding (an observer that is off
-      // is never replayed, so its range does not matter).
+      const size_t k = st->held.size();
       float lo = kInf, hi = -kInf;
-      const bool known = feed_now && (!fq->observer_enabled() || fq->observer().last_batch_range(&lo, &hi));
-      if (t.numel() > 0 && !known) {
-        auto [l, h] = at::aminmax(t);
-        lo = l.item<float>(), hi = h.item<float>();
+      bool deferred = false;
+      if (fq->observer_enabled()) {
+        if (st->pending.size() <= k) st->pending.resize(k + 1);
+        deferred = fq->observer().defer(t, &st->pending[k]);
+        if (deferred && !st->pending[k].empty) lo = st->pending[k].lo, hi = st->pending[k].hi;
       }
+      at::Tensor copy;
+      if (!deferred) {
+        if (st->pool.size() <= k) st->pool.resize(k + 1);
+        at::Tensor& buf = st->pool[k];
+        if (!buf.defined() || buf.sizes() != t.sizes()) buf = at::empty_like(t, at::MemoryFormat::Contiguous);
+        copy = buf.copy_(t);
+        if (t.numel() > 0) {
+          auto [l, h] = at::aminmax(t);
+          lo = l.item<float>(), hi = h.item<float>();
+        }
+      }
+      st->held.push_back({fq, copy, deferred});
       ranges.insert(ranges.end(), {lo, hi});
     }
   };
   const int world = ctx.world_size(), rank = ctx.rank();
-  // Test hook: QFX_TEST_KILL_RANK=r makes rank r die (SIGKILL) at its second step,
-  // as a crashed or OOM-killed process would.
-  const char* kill_env = std::getenv("QFX_TEST_KILL_RANK");
-  const int kill_rank = kill_env && *kill_env ? std::atoi(kill_env) : -1;
-  for (int64_t step = 0;; ++step) {
-    if (step == 1 && rank == kill_rank) ::raise(SIGKILL);
-    std::vector<at::Tensor> batch = next();
-    held.clear();
-    ranges.clear();
-    const bool have = !batch.empty();
-    if (have) {
-      run_batch(batch, record);
-      if (slots.empty())
-        for (const auto& h : held) slots.push_back(h.first);
-      if (held.size() != slots.size() || held.size() > per_run)
-        throw std::logic_error("distributed calibration: a run made " + std::to_string(held.size()) + " observations, the first " +
-                               std::to_string(slots.size()));
-    }
-    // Row: [has a batch, images, then lo, hi per observation] (doubles hold the floats exactly).
-    at::Tensor row = at::zeros({static_cast<int64_t>(2 + 2 * per_run)}, at::kDouble);
-    if (have) {
-      row[0] = 1.0;
-      row[1] = static_cast<double>(batch[0].size(0));
-      for (size_t i = 0; i < ranges.size(); ++i) row[static_cast<int64_t>(2 + i)] = static_cast<double>(ranges[i]);
-    }
-    const at::Tensor all = ctx.all_gather(row, "calibration step " + std::to_string(step));
+  // Applies step `index` (held in `s`) given every rank's row: in rank order, this
+  // rank's own observations are committed (or its copies fed), the others' ranges
+  // replayed. Returns false once no rank had a batch.
+  auto apply = [&](Step& s, int64_t index) {
+    const at::Tensor all = s.gather("calibration step " + std::to_string(index));
     const auto a = all.accessor<double, 2>();
     int active = 0;
     for (int r = 0; r < world; ++r) active += a[r][0] != 0;
-    if (active == 0) break;
-    if (step == 0 && active < world)
+    if (active == 0) return false;
+    if (index == 0 && active < world)
       throw ConfigError("distributed calibration: " + std::to_string(active) + " of " + std::to_string(world) +
                         " ranks have a calibration batch; give every rank at least one (more calibration.num_samples, a smaller "
                         "calibration.batch_size, or fewer processes)");
@@ -101,8 +99,15 @@ void calibrate_lockstep(fx::GraphModule& gm, const NextBatch& next, distributed:
       res->images += static_cast<int64_t>(a[r][1]);
       ++res->batches;
       if (r == rank) {
-        if (!feed_now)
-          for (auto& [fq, t] : held) fq->forward(t);
+        for (size_t k = 0; k < s.held.size(); ++k) {
+          Step::Held& h = s.held[k];
+          if (!h.deferred) {
+            h.fq->forward(h.copy);
+            continue;
+          }
+          h.fq->observer().commit(s.pending[k]);
+          h.fq->set_qparams_stale(true);
+        }
         continue;
       }
       for (size_t k = 0; k < slots.size(); ++k) {
@@ -113,8 +118,43 @@ void calibrate_lockstep(fx::GraphModule& gm, const NextBatch& next, distributed:
       }
     }
     if (progress) progress(res->images);
+    return true;
+  };
+  // Test hook: QFX_TEST_KILL_RANK=r makes rank r die (SIGKILL) at its second step,
+  // as a crashed or OOM-killed process would.
+  const char* kill_env = std::getenv("QFX_TEST_KILL_RANK");
+  const int kill_rank = kill_env && *kill_env ? std::atoi(kill_env) : -1;
+  for (int64_t step = 0;; ++step) {
+    if (step == 1 && rank == kill_rank) ::raise(SIGKILL);
+    st = &steps[step % 2];
+    st->held.clear();
+    ranges.clear();
+    std::vector<at::Tensor> batch = next();
+    const bool have = !batch.empty();
+    if (have) {
+      run_batch(batch, record);
+      if (slots.empty())
+        for (const auto& h : st->held) slots.push_back(h.fq);
+      if (st->held.size() != slots.size() || st->held.size() > per_run)
+        throw std::logic_error("distributed calibration: a run made " + std::to_string(st->held.size()) + " observations, the first " +
+                               std::to_string(slots.size()));
+    }
+    // Row: [has a batch, images, then lo, hi per observation] (doubles hold the floats exactly).
+    at::Tensor row = at::zeros({static_cast<int64_t>(2 + 2 * per_run)}, at::kDouble);
+    if (have) {
+      row[0] = 1.0;
+      row[1] = static_cast<double>(batch[0].size(0));
+      double* r = row.data_ptr<double>();
+      for (size_t i = 0; i < ranges.size(); ++i) r[2 + i] = static_cast<double>(ranges[i]);
+    }
+    st->gather = ctx.all_gather_start(row);
+    if (step == 0) continue;
+    if (!apply(steps[(step - 1) % 2], step - 1)) {
+      // Every rank is past its data and started this step's (empty) gather too.
+      st->gather("calibration end");
+      break;
+    }
   }
-  held.clear();
   distributed::all_reduce_observers(gm, ctx);
 }
 

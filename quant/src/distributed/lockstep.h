@@ -16,12 +16,15 @@ namespace qfx::quant::detail {
 /// Runs one batch on the runtime, calling `cb` for each watched value.
 using RunBatch = std::function<void(const std::vector<at::Tensor>&, const std::function<void(const std::string&, const runtime::Tensor&)>&)>;
 
-/// The lockstep loop: each step, every rank runs its next batch, keeping copies
-/// of the observed values and each observation's min/max; the ranks all-gather
-/// those ranges; then every rank, in rank order, feeds its own values
-/// (FakeQuantize forward) or replays another rank's ranges
-/// (ObserverBase::replay_range). Ends when no rank has a batch, then merges the
-/// statistics (all_reduce_observers). `res` gets the images and batches of all ranks.
+/// The lockstep loop: each step, every rank runs its next batch and defers each
+/// observation (ObserverBase::defer; a copy of the value where an observer
+/// cannot), then starts an all-gather of every observation's min/max. While it
+/// completes, the next step runs; then every rank applies the gathered step in
+/// rank order: it commits its own observations (or feeds the copies) and replays
+/// the other ranks' ranges (ObserverBase::replay_range), so every observer ends as
+/// in one process reading the batches in order. Ends when no rank has a batch,
+/// then merges the statistics (all_reduce_observers). `res` gets the images and
+/// batches of all ranks.
 void calibrate_lockstep(fx::GraphModule& gm, const NextBatch& next, distributed::Context& ctx,
                         const std::map<std::string, std::vector<FakeQuantize*>>& observers, const RunBatch& run_batch,
                         const std::function<void(int64_t)>& progress, CalibrationResult* res);

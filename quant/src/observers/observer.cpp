@@ -1,12 +1,9 @@
 #include "qfx/quant/observer.h"
 
-#include <omp.h>
-
 #include <ATen/ATen.h>
 #include <torch/csrc/autograd/grad_mode.h>
 
 #include <cmath>
-#include <cstring>
 #include <limits>
 #include <stdexcept>
 #include <vector>
@@ -49,6 +46,10 @@ void ObserverBase::check_finite(const at::Tensor& lo, const at::Tensor& hi) cons
                     "' contains NaN or Inf (min " + std::to_string(lo.min().item<float>()) + ", max " +
                     std::to_string(hi.max().item<float>()) + ")");
   }
+}
+
+void ObserverBase::commit(const DeferredObservation&) {
+  throw std::logic_error("observer of '" + tensor_name_ + "' (" + name() + ") cannot commit a deferred observation");
 }
 
 void ObserverBase::set_spec(const QuantSpec& spec) {
@@ -110,11 +111,24 @@ bool MinMaxObserver::last_batch_range(float* lo, float* hi) const {
   return true;
 }
 
-bool HistogramObserver::last_batch_range(float* lo, float* hi) const {
-  if (!has_last_) return false;
-  *lo = last_lo_;
-  *hi = last_hi_;
+bool MinMaxObserver::defer(const at::Tensor& x_in, DeferredObservation* out) const {
+  *out = DeferredObservation{};
+  if (x_in.numel() == 0) return true;
+  at::NoGradGuard ng;
+  auto [lo, hi] = at::aminmax(x_in.detach().to(at::kFloat));
+  check_finite(lo, hi);
+  out->empty = false;
+  out->lo = lo.item<float>();
+  out->hi = hi.item<float>();
   return true;
+}
+
+void MinMaxObserver::commit(const DeferredObservation& d) {
+  if (d.empty) return;
+  replay_range(d.lo, d.hi);
+  last_lo_ = d.lo;
+  last_hi_ = d.hi;
+  has_last_ = true;
 }
 
 bool MinMaxObserver::replay_range(float lo, float hi) {
@@ -208,191 +222,6 @@ MovingAveragePerChannelMinMaxObserver::MovingAveragePerChannelMinMaxObserver(Qua
     : PerChannelMinMaxObserver("MovingAveragePerChannelMinMaxObserver", std::move(spec)) {
   c_ = c;
   if (!(c > 0 && c <= 1)) throw ConfigError("averaging_constant must be in (0, 1]");
-}
-
-// --- HistogramObserver -----------------------------------------------------------
-
-HistogramObserver::HistogramObserver(QuantSpec spec, Algorithm algorithm, AlgorithmOptions options, int64_t bins)
-    : ObserverBase("HistogramObserver", std::move(spec)), algo_(algorithm), opts_(options), bins_(bins),
-      chosen_(algorithm) {
-  if (bins < 16) throw ConfigError("HistogramObserver: bins must be at least 16");
-  if (spec_.per_channel) throw ConfigError("HistogramObserver is per-tensor only");
-  min_val_ = register_buffer("min_val", scalar(kInf));
-  max_val_ = register_buffer("max_val", scalar(-kInf));
-  hist_ = register_buffer("histogram", at::zeros({bins}, at::TensorOptions().dtype(at::kDouble)));
-  range_ = register_buffer("range", at::zeros({2}, at::TensorOptions().dtype(at::kDouble)));
-}
-
-void HistogramObserver::grow_to(double new_lo, double new_hi) {
-  double* r = range_.data_ptr<double>();
-  const double lo = r[0], w = r[1];
-  const double hi = lo + static_cast<double>(bins_) * w;
-  if (new_lo >= lo && new_hi <= hi) return;
-  const double nl = std::min(new_lo, lo), nh = std::max(new_hi, hi);
-  // Prepend `o` old bins, then merge k old bins into each new one: every new bin
-  // is an exact sum of old bins.
-  const int64_t o = static_cast<int64_t>(std::ceil((lo - nl) / w));
-  const double start = lo - static_cast<double>(o) * w;
-  int64_t k = std::max<int64_t>(1, static_cast<int64_t>(std::ceil((nh - start) / (static_cast<double>(bins_) * w))));
-  while (start + static_cast<double>(bins_ * k) * w < nh) ++k;
-  while ((bins_ - 1 + o) / k >= bins_) ++k;
-  std::vector<double> old(hist_.data_ptr<double>(), hist_.data_ptr<double>() + bins_);
-  double* h = hist_.data_ptr<double>();
-  std::fill(h, h + bins_, 0.0);
-  for (int64_t i = 0; i < bins_; ++i) h[(i + o) / k] += old[static_cast<size_t>(i)];
-  r[0] = start;
-  r[1] = w * static_cast<double>(k);
-}
-
-bool HistogramObserver::replay_range(float lo, float hi) {
-  float* mn = min_val_.data_ptr<float>();
-  float* mx = max_val_.data_ptr<float>();
-  *mn = std::min(*mn, lo);
-  *mx = std::max(*mx, hi);
-  double* r = range_.data_ptr<double>();
-  if (r[1] <= 0) {
-    double span = static_cast<double>(hi) - static_cast<double>(lo);
-    if (span <= 0) span = std::max(std::abs(static_cast<double>(lo)), 1.0) * 1e-6;
-    r[0] = lo;
-    r[1] = span / static_cast<double>(bins_);
-  } else {
-    grow_to(lo, hi);
-  }
-  return true;
-}
-
-void HistogramObserver::observe(const float* data, int64_t n) {
-  if (n <= 0) return;
-  // Pass 1 (vectorised, both threads): min, max and a non-finite flag (exponent all ones).
-  float lo = std::numeric_limits<float>::infinity(), hi = -std::numeric_limits<float>::infinity();
-  uint32_t nonfinite = 0;
-#pragma omp parallel for simd reduction(min : lo) reduction(max : hi) reduction(| : nonfinite) if (n > 65536)
-  for (int64_t i = 0; i < n; ++i) {
-    const float x = data[i];
-    uint32_t bits;
-    std::memcpy(&bits, &x, sizeof bits);
-    nonfinite |= static_cast<uint32_t>((bits & 0x7f800000u) == 0x7f800000u);
-    lo = x < lo ? x : lo;
-    hi = x > hi ? x : hi;
-  }
-  if (nonfinite) throw DataError("observed tensor '" + (tensor_name_.empty() ? std::string("?") : tensor_name_) + "' contains NaN or Inf");
-  replay_range(lo, hi);
-  last_lo_ = lo;
-  last_hi_ = hi;
-  has_last_ = true;
-  const double* r = range_.data_ptr<double>();
-  // Pass 2: counts into per-thread integer histograms (four interleaved copies per
-  // thread, so consecutive equal bins do not serialise on one counter), then summed.
-  const double start = r[0], inv = 1.0 / r[1];
-  const int64_t last = bins_ - 1;
-  const int threads = n > 65536 ? omp_get_max_threads() : 1;
-  std::vector<uint32_t> part(static_cast<size_t>(threads) * 4 * static_cast<size_t>(bins_), 0u);
-#pragma omp parallel num_threads(threads)
-  {
-    const int t = omp_get_thread_num(), nt = omp_get_num_threads();
-    uint32_t* h = part.data() + static_cast<size_t>(t) * 4 * static_cast<size_t>(bins_);
-    const int64_t b0 = n * t / nt, b1 = n * (t + 1) / nt;
-    int64_t i = b0;
-    for (; i + 4 <= b1; i += 4)
-      for (int64_t u = 0; u < 4; ++u) {
-        int64_t b = static_cast<int64_t>((static_cast<double>(data[i + u]) - start) * inv);
-        b = b < 0 ? 0 : (b > last ? last : b);
-        ++h[u * bins_ + b];
-      }
-    for (; i < b1; ++i) {
-      int64_t b = static_cast<int64_t>((static_cast<double>(data[i]) - start) * inv);
-      b = b < 0 ? 0 : (b > last ? last : b);
-      ++h[b];
-    }
-  }
-  double* hist = hist_.data_ptr<double>();
-  for (size_t c = 0; c < part.size() / static_cast<size_t>(bins_); ++c)
-    for (int64_t b = 0; b < bins_; ++b) hist[b] += part[c * static_cast<size_t>(bins_) + static_cast<size_t>(b)];
-}
-
-at::Tensor HistogramObserver::forward(const at::Tensor& x_in) {
-  if (x_in.numel() == 0) return x_in;
-  at::NoGradGuard ng;
-  at::Tensor x = x_in.detach().to(at::kFloat).contiguous();
-  observe(x.data_ptr<float>(), x.numel());
-  return x_in;
-}
-
-Histogram HistogramObserver::histogram() const {
-  Histogram h;
-  const double* r = range_.data_ptr<double>();
-  h.lo = r[0];
-  h.width = r[1];
-  const double* c = hist_.data_ptr<double>();
-  h.counts.assign(c, c + bins_);
-  h.min = min_val_.item<float>();
-  h.max = max_val_.item<float>();
-  return h;
-}
-
-std::pair<at::Tensor, at::Tensor> HistogramObserver::clip_range() const {
-  if (!has_data()) return min_max();
-  auto r = quant::clip_range(histogram(), algo_, spec_, opts_, &chosen_);
-  return {scalar(r.first), scalar(r.second)};
-}
-
-std::string HistogramObserver::algorithm() const {
-  if (algo_ == Algorithm::kAuto) return std::string("auto:") + algorithm_name(chosen_);
-  return algorithm_name(algo_);
-}
-
-void HistogramObserver::merge(const ObserverBase& other) {
-  const auto* o = dynamic_cast<const HistogramObserver*>(&other);
-  if (!o) throw std::invalid_argument("merge: observer types differ");
-  if (!o->has_data()) return;
-  Histogram oh = o->histogram();
-  float* mn = min_val_.data_ptr<float>();
-  float* mx = max_val_.data_ptr<float>();
-  double* r = range_.data_ptr<double>();
-  if (r[1] <= 0) {  // empty: take the other's grid as is
-    hist_.copy_(o->hist_.size(0) == bins_ ? o->hist_ : at::zeros_like(hist_));
-    if (o->hist_.size(0) == bins_) {
-      range_.copy_(o->range_);
-      *mn = oh.min;
-      *mx = oh.max;
-      return;
-    }
-    r[0] = oh.lo;
-    r[1] = oh.width * static_cast<double>(oh.counts.size()) / static_cast<double>(bins_);
-  }
-  *mn = std::min(*mn, oh.min);
-  *mx = std::max(*mx, oh.max);
-  grow_to(oh.lo, oh.lo + oh.width * static_cast<double>(oh.counts.size()));
-  const double lo = r[0], w = r[1];
-  double* h = hist_.data_ptr<double>();
-  auto snap = [](double v) {
-    const double rv = std::round(v);
-    return std::abs(v - rv) < 1e-7 ? rv : v;
-  };
-  for (size_t j = 0; j < oh.counts.size(); ++j) {
-    const double c = oh.counts[j];
-    if (c == 0) continue;
-    const double fa = snap((oh.lo + static_cast<double>(j) * oh.width - lo) / w);
-    const double fb = snap((oh.lo + static_cast<double>(j + 1) * oh.width - lo) / w);
-    const int64_t b0 = std::max<int64_t>(0, static_cast<int64_t>(std::floor(fa)));
-    const int64_t b1 = std::min<int64_t>(bins_ - 1, static_cast<int64_t>(std::ceil(fb)) - 1);
-    if (b1 <= b0) {
-      h[std::min<int64_t>(std::max<int64_t>(b0, 0), bins_ - 1)] += c;
-      continue;
-    }
-    const double span = fb - fa;
-    for (int64_t b = b0; b <= b1; ++b) {
-      const double ov = std::min(fb, static_cast<double>(b + 1)) - std::max(fa, static_cast<double>(b));
-      if (ov > 0) h[b] += c * ov / span;
-    }
-  }
-}
-
-void HistogramObserver::reset() {
-  min_val_.fill_(kInf);
-  max_val_.fill_(-kInf);
-  hist_.zero_();
-  range_.zero_();
 }
 
 // --- FixedQParamsObserver -----------------------------------------------------------

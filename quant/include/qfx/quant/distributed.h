@@ -6,6 +6,7 @@
 #include <ATen/core/Tensor.h>
 
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -59,6 +60,11 @@ class Context {
   void broadcast(std::vector<at::Tensor>& tensors, int root, const std::string& what);
   /// Every rank's `t` (same shape and dtype on all ranks), stacked: [world, ...t.shape].
   at::Tensor all_gather(const at::Tensor& t, const std::string& what);
+  /// Starts `all_gather(t, ...)` without waiting for it (Gloo works on it in its own
+  /// threads); the returned function waits and returns the stacked result, or
+  /// throws as all_gather, naming `what` it is given. Collectives still complete in
+  /// the order they were started on every rank.
+  std::function<at::Tensor(const std::string& what)> all_gather_start(const at::Tensor& t);
   /// Waits for every rank. Errors as all_reduce.
   void barrier(const std::string& what);
   /// Starts an in-place all-reduce of `t` without waiting for it (Gloo works on it

@@ -4,14 +4,32 @@
 
 #include <torch/nn/module.h>
 
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "qfx/quant/algorithms.h"
 #include "qfx/quant/qparams.h"
 
 namespace qfx::quant {
+
+/// One tensor's statistics, taken by `ObserverBase::defer` against the observer's
+/// state at that time and applied later by `commit`. Distributed calibration uses
+/// it: a rank observes its batch while the values are still in cache, before the
+/// batches that come earlier in the single-process order are replayed, and the
+/// result is still exactly what `forward` at commit time would have recorded.
+struct DeferredObservation {
+  bool empty = true;  ///< the tensor had no elements (commit does nothing)
+  float lo = 0, hi = 0;  ///< the tensor's min and max
+  /// Histogram observers: counts[i] is the number of values in cells
+  /// [off + i * k, off + (i + 1) * k) of the lattice (base_lo, base_width) (see
+  /// HistogramObserver); empty for min/max observers.
+  std::vector<double> counts;
+  double base_lo = 0, base_width = 0;
+  int64_t off = 0, k = 1;
+};
 
 /// Base of every observer. `forward(x)` records statistics of `x` (no gradient)
 /// and returns `x` unchanged; `calculate_qparams()` turns them into qparams for
@@ -49,6 +67,19 @@ class ObserverBase : public torch::nn::Module {
     (void)lo, (void)hi;
     return false;
   }
+  /// Distributed calibration: computes `x`'s statistics into `out` without changing
+  /// the observer; `commit(*out)` later records them as `forward(x)` would then,
+  /// even if other batches were recorded or replayed in between. Returns false
+  /// where that is not possible (the caller keeps a copy of `x` and calls
+  /// `forward` later): per-channel observers, and a histogram without a grid yet
+  /// or whose grid `x` would grow more than 64-fold. Throws DataError on NaN/Inf.
+  virtual bool defer(const at::Tensor& x, DeferredObservation* out) const {
+    (void)x, (void)out;
+    return false;
+  }
+  /// Records a `defer`red observation (see there). Throws std::logic_error if this
+  /// observer cannot (it never deferred one).
+  virtual void commit(const DeferredObservation& d);
   /// The min and max of the last tensor `forward` observed, where the observer
   /// computed them anyway (per-tensor min/max and histogram observers); false
   /// otherwise or before any data. Distributed calibration sends these instead
@@ -87,6 +118,8 @@ class MinMaxObserver : public ObserverBase {
   void merge(const ObserverBase& other) override;
   bool replay_range(float lo, float hi) override;
   bool last_batch_range(float* lo, float* hi) const override;
+  bool defer(const at::Tensor& x, DeferredObservation* out) const override;
+  void commit(const DeferredObservation& d) override;
   void reset() override;
   /// Moving-average constant c (0: running min/max).
   double averaging_constant() const { return c_; }
@@ -138,6 +171,14 @@ class MovingAveragePerChannelMinMaxObserver : public PerChannelMinMaxObserver {
 /// new bin is the exact sum of k old bins (no interpolation, unlike torch.ao's
 /// HistogramObserver). The clipping range comes from `algorithm` (minmax,
 /// percentile, entropy/KL, mse, auto) over the histogram. Per-tensor only.
+///
+/// Binning is integer arithmetic on a lattice fixed by the first grid (start
+/// `base_lo`, cell width `base_width`): a value x lies in cell
+/// c = floor((x - base_lo) / base_width), and the current grid's bin b covers
+/// cells [off + b * K, off + (b + 1) * K); growing multiplies K and moves off. So
+/// a value's bin is the same whether it is counted now or counted on an older
+/// grid and moved through the merges since (what `defer`/`commit` rely on). A
+/// range that grows 2^40-fold starts a new lattice on the current grid.
 class HistogramObserver : public ObserverBase {
  public:
   HistogramObserver(QuantSpec spec, Algorithm algorithm = Algorithm::kEntropy, AlgorithmOptions options = {},
@@ -150,6 +191,8 @@ class HistogramObserver : public ObserverBase {
   /// spread over the bins it overlaps in proportion to the overlap.
   bool last_batch_range(float* lo, float* hi) const override;
   bool replay_range(float lo, float hi) override;
+  bool defer(const at::Tensor& x, DeferredObservation* out) const override;
+  void commit(const DeferredObservation& d) override;
   void merge(const ObserverBase& other) override;
   void reset() override;
   std::string algorithm() const override;
@@ -166,6 +209,11 @@ class HistogramObserver : public ObserverBase {
 
  private:
   void grow_to(double lo, double hi);
+  /// Re-anchors the lattice on the current grid when `range_` was set from outside
+  /// (a merge, a loaded statistics file) since the lattice last wrote it.
+  void sync_lattice();
+  /// Writes `range_` from the lattice.
+  void write_range();
   Algorithm algo_;
   AlgorithmOptions opts_;
   int64_t bins_;
@@ -174,6 +222,9 @@ class HistogramObserver : public ObserverBase {
   bool has_last_ = false;
   at::Tensor hist_;               // [bins] float64 counts
   at::Tensor range_;              // [2] float64: lo, width
+  double base_lo_ = 0, base_w_ = 0;  // the lattice (base_w_ 0: none yet)
+  int64_t off_ = 0, k_ = 1;          // the grid in lattice cells
+  double wrote_lo_ = 0, wrote_w_ = 0;  // range_ as the lattice last wrote it
   mutable Algorithm chosen_;
 };
 
