@@ -26,12 +26,16 @@ void quantize_loop(const float* x, T* y, int64_t n, float scale, int32_t zp, int
   const float fz = static_cast<float>(zp), flo = static_cast<float>(lo), fhi = static_cast<float>(hi);
   const float magic = 12582912.0f;
 #pragma omp parallel for simd if (n > kParallelMin)
-  for (int64_t p = 0; p < n; ++p) {
+  for (int64_t p = 0; p < n; ++p) {  // one select per statement: what GCC vectorises
     float t = x[p] / scale;
     t = t == t ? t : 0.0f;
-    t = std::min(std::max(t, -4194304.0f), 4194304.0f);
+    t = t < -4194304.0f ? -4194304.0f : t;
+    t = t > 4194304.0f ? 4194304.0f : t;
     t = (t + magic) - magic;  // half to even
-    y[p] = static_cast<T>(std::min(std::max(t + fz, flo), fhi));
+    t += fz;
+    t = t < flo ? flo : t;
+    t = t > fhi ? fhi : t;
+    y[p] = static_cast<T>(static_cast<int32_t>(t));
   }
 }
 
