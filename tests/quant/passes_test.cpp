@@ -193,8 +193,15 @@ TEST(PrepareFx, OneDnnObserversShareAndFixWhereTheBackendSays) {
   auto sfq = std::dynamic_pointer_cast<FakeQuantize>(gm->get_submodule(observer_path(sig[0])));
   ASSERT_TRUE(sfq);
   EXPECT_TRUE(dynamic_cast<FixedQParamsObserver*>(&sfq->observer())) << "sigmoid has fixed qparams";
-  // input, conv1, conv2, add, relu(+pools, cat, flatten), fc, sigmoid
-  EXPECT_EQ(fake_quant_paths(*gm).size(), 7u);
+  // The add and its relu are onednn's [add, relu] fusion (torch.ao's add-relu
+  // pattern): the add's output has no observer, the relu's observes the pair.
+  auto add = nodes_with_op(*gm, "add");
+  ASSERT_EQ(add.size(), 1u);
+  EXPECT_EQ(observer_path(add[0]), "") << "no observer between an add and its fused relu";
+  ASSERT_EQ(add[0]->users().size(), 1u);
+  EXPECT_EQ(add[0]->users()[0], relu[0]);
+  // input, conv1, conv2, relu (the add's too; + pools, cat, flatten), fc, sigmoid
+  EXPECT_EQ(fake_quant_paths(*gm).size(), 6u);
   EXPECT_TRUE(float_fallbacks(*gm).empty());
   // Calibration state: outputs equal the float model's.
   at::NoGradGuard ng;

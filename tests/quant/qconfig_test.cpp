@@ -93,6 +93,7 @@ TEST(BackendConfig, BadFilesNameFileLineAndColumn) {
       {"bad_kind", head + "ops:\n  add: fast\n", ":5:8", "fast"},
       {"weighted_add", head + "ops:\n  add: weighted\n", ":5:8", "no weights"},
       {"bad_fusion", head + "fusions:\n  - [relu, conv2d]\n", ":5:5", "must start with a conv"},
+      {"bad_elementwise_fusion", head + "fusions:\n  - [add, sigmoid]\n", ":5:5", "[add|mul, relu|relu6]"},
       {"bad_scale", head + "scale: {power_of_two: maybe}\n", ":4:23", "true or false"},
       {"bad_fixed", head + "ops:\n  sigmoid: {fixed: [1.0, 0.0]}\n", ":5:20", "hi must be greater"},
       {"syntax", head + "ops: [\n", ":5:1", "YAML syntax error"},

@@ -180,9 +180,12 @@ BackendConfig BackendConfig::load(const std::string& path) {
       for (const auto& n : names)
         if (!known_op(n)) bad(path, pat, "unknown op '" + n + "' in fusion pattern (known: " + list_str(known_op_names()) + ")");
       static const std::vector<std::string> heads = {"conv1d", "conv2d", "conv3d", "conv_transpose2d", "linear"};
-      if (std::find(heads.begin(), heads.end(), names[0]) == heads.end())
-        bad(path, pat, "a fusion pattern must start with a conv or linear op, not '" + names[0] + "'");
-      for (size_t i = 1; i < names.size(); ++i) {
+      const bool elementwise = names[0] == "add" || names[0] == "mul";
+      if (elementwise && (names.size() != 2 || (names[1] != "relu" && names[1] != "relu6")))
+        bad(path, pat, "an elementwise fusion pattern is [add|mul, relu|relu6]");
+      if (!elementwise && std::find(heads.begin(), heads.end(), names[0]) == heads.end())
+        bad(path, pat, "a fusion pattern must start with a conv, linear, add or mul op, not '" + names[0] + "'");
+      for (size_t i = 1; i < names.size() && !elementwise; ++i) {
         const auto& n = names[i];
         const bool bn = n.rfind("batchnorm", 0) == 0, act = n == "relu" || n == "relu6";
         if (!(bn && i == 1) && !(act && i == names.size() - 1))

@@ -6,6 +6,7 @@
 
 #include "pass_log.h"
 #include "qfx/error.h"
+#include "qfx/fx/module_matcher.h"
 #include "qfx/quant/fake_quantize.h"
 #include "qfx/quant/modules.h"
 #include "qfx/quant/op_names.h"
@@ -37,6 +38,7 @@ class Preparer {
     report_.changes = fuse.changes;
     report_.declined = fuse.declined;
     for (fx::Node* n : g_.nodes()) classify(n);
+    find_elementwise_fusions();
     for (fx::Node* n : g_.nodes()) {
       if (!info_.count(n) || !info_[n].quantized) continue;
       observe_node(n);
@@ -84,6 +86,23 @@ class Preparer {
       }
     }
     info_[n] = i;
+  }
+
+  // Backend fusions [add|mul, relu|relu6] (torch.ao's add-relu patterns): where an
+  // int8 add's only user is an int8 relu reading nothing else, the pair is quantized
+  // as one op: no observer between them, one after the relu. The runtime then runs
+  // them as one QLinearAdd with the ReLU in its output clamp.
+  void find_elementwise_fusions() {
+    for (auto& [n, i] : info_) {
+      if (!i.quantized || (i.op != "add" && i.op != "mul") || n->users().size() != 1) continue;
+      fx::Node* u = n->users()[0];
+      auto it = info_.find(u);
+      if (it == info_.end() || !it->second.quantized || !backend_.has_fusion({i.op, it->second.op}) || !fx::consumes_only(u, n))
+        continue;
+      unobserved_.insert(n);
+      report_.changes.push_back(n->name() + " + " + u->name() + ": " + i.op + "-" + it->second.op + " fusion, observed once after " +
+                                u->name());
+    }
   }
 
   // F.linear(x, W, b) with W (and b) parameters read by get_attr
@@ -209,10 +228,11 @@ class Preparer {
     // 1. inputs: every tensor input of an int8 op must carry qparams.
     for (fx::Node* a : inputs) {
       fx::Node* p = producer(a);
-      if (observed_by_.count(a) || is_observed(p)) continue;
+      if (observed_by_.count(a) || is_observed(p) || unobserved_.count(p)) continue;
       observe_value(p, n);
     }
-    // 2. output.
+    // 2. output (an elementwise fusion's head has none: its activation observes).
+    if (unobserved_.count(n)) return;
     switch (kind) {
       case OpKind::kWeighted:
       case OpKind::kQuantized:
@@ -268,6 +288,7 @@ class Preparer {
   std::unordered_map<fx::Node*, fx::Node*> observed_by_;       // observer call -> value
   std::map<std::string, std::vector<fx::Node*>> calls_;        // path -> observer calls
   std::unordered_map<std::string, std::string> parent_;        // union-find over paths
+  std::set<fx::Node*> unobserved_;                             // heads of elementwise fusions
   int counter_ = 0;
 };
 

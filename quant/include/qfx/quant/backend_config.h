@@ -57,8 +57,9 @@ struct OpConfig {
 /// weight: {dtypes: [s8], qschemes: [symmetric], granularity: [per_channel, per_tensor], ch_axis: 0}
 /// bias: s32
 /// scale: {power_of_two: false, min: 1.0e-8, max: 1.0e4}
-/// fusions:                       # op sequences fused into one module (conv first)
-///   - [conv2d, batchnorm2d, relu]
+/// fusions:                       # op sequences fused into one module (conv first),
+///   - [conv2d, batchnorm2d, relu]  # or observed once at their end ([add|mul, relu|relu6],
+///   - [add, relu]                  # torch.ao's add-relu patterns: no observer between them)
 /// ops:                           # everything not listed runs in float
 ///   conv2d: weighted
 ///   add: quantized
