@@ -17,6 +17,7 @@
 #include "qfx/error.h"
 #include "qfx/runtime/model.h"
 #include "qfx/runtime/npy.h"
+#include "qfx/runtime/peak.h"
 
 using namespace qfx::runtime;
 
@@ -392,4 +393,34 @@ TEST(Runtime, ChannelsLastValuesLookPlainToTapsAndWatchers) {
       EXPECT_NEAR(got.channel_max[static_cast<size_t>(c)], hi, 1e-4 * (1.0 + std::abs(hi))) << kv.first << " channel " << c;
     }
   }
+}
+
+TEST(Runtime, MultiplyAccumulatesMatchPyTorchHooksAndHandCounts) {
+  // Independent counts: torchvision models with forward hooks on every Conv2d and
+  // Linear (numel(output) x weights per output channel, numel(output) x in_features),
+  // batch 2 at 224x224, PyTorch 1.13 / torchvision 0.14.
+  const std::string bench = std::string(QFX_FIXTURE_DIR) + "/bench/";
+  EXPECT_EQ(Model::load(bench + "resnet18.onnx").multiply_accumulates({{2, 3, 224, 224}}), 3628146688LL);
+  EXPECT_EQ(Model::load(bench + "mobilenet_v2.onnx").multiply_accumulates({{2, 3, 224, 224}}), 601548544LL);
+  // The int8 QDQ fixture by hand, per image: conv 3->8 3x3 on 16x16 (8*16*16*27),
+  // conv 8->8 3x3 on 8x8 (8*8*8*72), gemm 8->5 (5*8): the same matched into
+  // QLinearConv / QGemm or run as float Conv / Gemm.
+  for (bool fuse : {true, false}) {
+    ModelOptions o("onednn", fuse);
+    Model m = Model::load(onnx_dir() + "qdq_convnet.onnx", o);
+    EXPECT_EQ(m.multiply_accumulates({{3, 3, 16, 16}}), 3 * (8 * 16 * 16 * 27 + 8 * 8 * 8 * 72 + 5 * 8)) << fuse;
+  }
+  EXPECT_THROW(Model::load(onnx_dir() + "qdq_convnet.onnx").multiply_accumulates({}), qfx::DataError);
+}
+
+TEST(Runtime, MeasurePeakTimesOneDnnMatmuls) {
+  const qfx::runtime::Peak p = qfx::runtime::measure_peak(256, 1);
+  EXPECT_GT(p.fp32_gflops, 0.0);
+  EXPECT_GT(p.int8_gops, 0.0);
+  EXPECT_GE(p.threads, 1);
+  EXPECT_EQ(p.size, 256);
+  EXPECT_FALSE(p.fp32_impl.empty());
+  EXPECT_FALSE(p.int8_impl.empty());
+  EXPECT_THROW(qfx::runtime::measure_peak(8, 1), std::invalid_argument);
+  EXPECT_THROW(qfx::runtime::measure_peak(256, 0), std::invalid_argument);
 }

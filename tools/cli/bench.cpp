@@ -22,6 +22,7 @@
 
 #include "qfx/error.h"
 #include "qfx/runtime/model.h"
+#include "qfx/runtime/peak.h"
 
 namespace qfx::cli {
 namespace {
@@ -86,11 +87,30 @@ double pytorch_int8_ms(const BenchArgs& args, int64_t b) {
   }
 }
 
+// "123.4 (56 %)": a rate and, when the peak is known, its fraction of it.
+std::string rate_str(double rate, double peak) {
+  char buf[64];
+  if (peak > 0) std::snprintf(buf, sizeof buf, "%.0f (%.0f %%)", rate, 100.0 * rate / peak);
+  else std::snprintf(buf, sizeof buf, "%.0f", rate);
+  return buf;
+}
+
 }  // namespace
 
 int run_bench(const BenchArgs& args) {
   at::set_num_threads(args.threads);
   torch::NoGradGuard ng;
+  runtime::Peak peak;
+  if (args.peak) {
+    peak = runtime::measure_peak();
+    std::printf("# peak of this machine, %d threads, oneDNN matmul %lld^3: fp32 %.0f GFLOP/s (%s), int8 u8 x s8 %.0f GOP/s (%s)\n",
+                peak.threads, static_cast<long long>(peak.size), peak.fp32_gflops, peak.fp32_impl.c_str(), peak.int8_gops,
+                peak.int8_impl.c_str());
+  }
+  if (args.torchscript.empty() || args.onnx.empty()) {
+    if (args.peak) return 0;
+    throw ConfigError("qfx bench needs a TorchScript model and the same model as ONNX (or --peak alone)");
+  }
   auto ts = torch::jit::load(args.torchscript);
   ts.eval();
   auto frozen = torch::jit::optimize_for_inference(ts);
@@ -102,8 +122,8 @@ int run_bench(const BenchArgs& args) {
   for (const auto& n : tapped.value_names()) names.push_back(n);
   std::printf("# %s vs %s, %d threads, median of %d runs (ms)\n", args.onnx.c_str(), args.torchscript.c_str(),
               args.threads, args.iters);
-  std::printf("%-6s %14s %14s %10s %16s %12s\n", "batch", "libtorch fp32", "qfx fp32", "qfx/torch", "qfx fp32 + taps",
-              "taps/plain");
+  std::printf("%-6s %14s %14s %10s %16s %12s %18s\n", "batch", "libtorch fp32", "qfx fp32", "qfx/torch", "qfx fp32 + taps",
+              "taps/plain", "qfx GFLOP/s");
   std::unique_ptr<runtime::Model> int8;
   if (!args.int8_onnx.empty()) int8 = std::make_unique<runtime::Model>(runtime::Model::load(args.int8_onnx, {"onednn"}));
   std::vector<std::string> int8_rows;
@@ -117,28 +137,35 @@ int run_bench(const BenchArgs& args) {
     const double t_qfx = median_ms([&] { model.run({{model.inputs()[0].name, x}}); }, args.iters);
     tapped.set_taps(names, runtime::TapKind::kHistogram, {2048, -10.0f, 10.0f});
     const double t_taps = median_ms([&] { tapped.run({{tapped.inputs()[0].name, x}}); }, args.iters);
-    std::printf("%-6lld %14.2f %14.2f %10.2f %16.2f %12.2f\n", static_cast<long long>(b), t_torch, t_qfx,
-                t_qfx / t_torch, t_taps, t_taps / t_qfx);
+    // GFLOP/s: 2 operations per multiply-accumulate, t in ms.
+    const double ops = 2.0 * static_cast<double>(model.multiply_accumulates({x.shape()}));
+    std::printf("%-6lld %14.2f %14.2f %10.2f %16.2f %12.2f %18s\n", static_cast<long long>(b), t_torch, t_qfx,
+                t_qfx / t_torch, t_taps, t_taps / t_qfx, rate_str(ops / t_qfx / 1e6, peak.fp32_gflops).c_str());
     if (int8) {
       const double t_int8 = median_ms([&] { int8->run({{int8->inputs()[0].name, x}}); }, args.iters);
       const double t_pt = args.pytorch_script.empty() ? -1 : pytorch_int8_ms(args, b);
+      const double ops8 = 2.0 * static_cast<double>(int8->multiply_accumulates({x.shape()}));
+      const std::string r8 = rate_str(ops8 / t_int8 / 1e6, peak.int8_gops);
       char row[256];
       if (t_pt > 0)
-        std::snprintf(row, sizeof row, "%-6lld %14.2f %14.2f %16.2f %16.2f", static_cast<long long>(b), t_int8,
-                      t_int8 / t_qfx, t_pt, t_int8 / t_pt);
+        std::snprintf(row, sizeof row, "%-6lld %14.2f %14.2f %16.2f %16.2f %18s", static_cast<long long>(b), t_int8,
+                      t_int8 / t_qfx, t_pt, t_int8 / t_pt, r8.c_str());
       else
-        std::snprintf(row, sizeof row, "%-6lld %14.2f %14.2f %16s %16s", static_cast<long long>(b), t_int8, t_int8 / t_qfx,
-                      "-", "-");
+        std::snprintf(row, sizeof row, "%-6lld %14.2f %14.2f %16s %16s %18s", static_cast<long long>(b), t_int8,
+                      t_int8 / t_qfx, "-", "-", r8.c_str());
       int8_rows.push_back(row);
     }
   }
   if (int8) {
     std::printf("# int8: %s (runtime onednn); PyTorch FX int8: prepare_fx + convert_fx, onednn engine\n",
                 args.int8_onnx.c_str());
-    std::printf("%-6s %14s %14s %16s %16s\n", "batch", "qfx int8", "int8/fp32", "PyTorch FX int8", "qfx/PyTorch");
+    std::printf("%-6s %14s %14s %16s %16s %18s\n", "batch", "qfx int8", "int8/fp32", "PyTorch FX int8", "qfx/PyTorch",
+                "qfx GOP/s");
     for (const auto& r : int8_rows) std::printf("%s\n", r.c_str());
   }
-  std::printf("# qfx/torch < 1: the runtime is faster than frozen, optimize_for_inference libtorch\n");
+  std::printf("# qfx/torch < 1: the runtime is faster than frozen, optimize_for_inference libtorch; GFLOP/s and GOP/s count\n"
+              "# 2 operations per multiply-accumulate of the model's convolutions and matrix products%s\n",
+              args.peak ? " (in brackets: the fraction of the peak above)" : "");
   return 0;
 }
 

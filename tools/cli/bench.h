@@ -18,10 +18,14 @@ struct BenchArgs {
   std::string int8_onnx;            ///< the int8 QDQ model (from qfx ptq): adds qfx int8 columns
   std::string pytorch_script;       ///< tools/bench/pytorch_calibration.py: adds PyTorch FX int8 (onednn engine) columns
   std::string arch = "resnet18";    ///< torchvision architecture of the model, for the PyTorch script
+  bool peak = false;                ///< measure the machine's peak (runtime::measure_peak) and report fractions of it
 };
 
 /// Prints median latencies (ms) and ratios, measured side by side in one run:
-/// libtorch fp32, qfx fp32, qfx fp32 with histogram taps on every tensor.
+/// libtorch fp32, qfx fp32, qfx fp32 with histogram taps on every tensor; qfx's
+/// achieved GFLOP/s (GOP/s for int8) from the model's multiply-accumulates, and
+/// with `peak` the fraction of this machine's measured peak. Throws ConfigError
+/// without models unless `peak` is set (then it prints the peak alone).
 int run_bench(const BenchArgs& args);
 
 }  // namespace qfx::cli

@@ -180,8 +180,10 @@ int main(int argc, char** argv) {
 
   auto* bench = app.add_subcommand("bench", "Latency of the runtime against libtorch, side by side in one run");
   qfx::cli::BenchArgs bargs;
-  bench->add_option("torchscript", bargs.torchscript, "TorchScript model (libtorch baseline)")->required();
-  bench->add_option("onnx", bargs.onnx, "The same model as ONNX (qfx runtime)")->required();
+  bench->add_option("torchscript", bargs.torchscript, "TorchScript model (libtorch baseline; optional with --peak)");
+  bench->add_option("onnx", bargs.onnx, "The same model as ONNX (qfx runtime; optional with --peak)");
+  bench->add_flag("--peak", bargs.peak,
+                  "Measure this machine's fp32 and int8 peak (large oneDNN matmuls) and report each line's fraction of it");
   bench->add_option("--batch", bargs.batches, "Batch sizes (default 1 32)");
   bench->add_option("--size", bargs.size, "Input height and width (default 224)");
   bench->add_option("--iters", bargs.iters, "Timed runs per measurement (default 10)");

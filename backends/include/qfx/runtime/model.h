@@ -198,6 +198,13 @@ class Model {
   /// Names of the float tensors computed by the model's nodes, in execution order
   /// (what `set_taps` accepts besides the inputs).
   std::vector<std::string> value_names() const;
+  /// Multiply-accumulates of one run on inputs of these shapes (in `inputs()`
+  /// order), float and int8 layers alike: convolutions count numel(output) x the
+  /// weights per output channel (ConvTranspose: numel(input) x the weights per
+  /// input channel), Gemm and MatMul numel(output) x the reduced dimension. Plans
+  /// the shapes as `run` would. Throws DataError if the shape count differs from
+  /// the model's inputs.
+  int64_t multiply_accumulates(const std::vector<std::vector<int64_t>>& input_shapes) const;
   /// The model's constant (initializer) named `name`, or nullptr for a computed
   /// value or an unknown name. Valid as long as the model.
   const Tensor* constant(const std::string& name) const;

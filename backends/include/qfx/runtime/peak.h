@@ -1,0 +1,29 @@
+// This machine's measured matrix-multiply throughput: the limit qfx bench reports
+// each model's speed against (issue: "know the limit").
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+namespace qfx::runtime {
+
+/// Measured peak throughput of oneDNN matrix multiplication on this machine, at
+/// the OpenMP thread count in use (OMP_NUM_THREADS).
+struct Peak {
+  double fp32_gflops = 0;  ///< f32 x f32 -> f32: 2 * M * N * K / seconds / 1e9
+  double int8_gops = 0;    ///< u8 x s8 -> s32, as the onednn backend runs int8 layers: 2 * M * N * K / seconds / 1e9
+  int threads = 0;         ///< OpenMP threads the measurement ran on
+  int64_t size = 0;        ///< M = N = K
+  std::string fp32_impl;   ///< oneDNN's implementation names ("brg:avx512_core", ...)
+  std::string int8_impl;
+};
+
+/// Times `size`^3 matrix multiplications (oneDNN matmul primitives, weights in the
+/// layout oneDNN prefers, as the runtime packs its layers' weights), best of
+/// `iters` after one warm-up each. The int8 operands hold 7-bit values, which CPUs
+/// without VNNI multiply without int16 saturation (the backend's default weights
+/// there); the speed does not depend on the values. Takes about a second at size
+/// 2048 on two cores. Throws std::invalid_argument if size < 64 or iters < 1.
+Peak measure_peak(int64_t size = 2048, int iters = 5);
+
+}  // namespace qfx::runtime

@@ -1,0 +1,72 @@
+// measure_peak (see qfx/runtime/peak.h): large oneDNN matmuls, timed.
+#include "qfx/runtime/peak.h"
+
+#include <omp.h>
+#include <oneapi/dnnl/dnnl.hpp>
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+#include <stdexcept>
+#include <vector>
+
+#include "../kernels.h"
+
+namespace qfx::runtime {
+namespace {
+
+using dt = dnnl::memory::data_type;
+using tag = dnnl::memory::format_tag;
+
+// GOP/s (or GFLOP/s) of the best of `iters` runs of an M = N = K = n matmul.
+double best_rate(dt a_t, dt b_t, dt c_t, int64_t n, int iters, std::string* impl) {
+  dnnl::engine eng(dnnl::engine::kind::cpu, 0);
+  dnnl::stream s(eng);
+  const dnnl::memory::dims d = {n, n};
+  dnnl::memory::desc a_md(d, a_t, tag::ab), c_md(d, c_t, tag::ab);
+  dnnl::memory::desc b_any(d, b_t, tag::any);  // the weights in the layout the kernel prefers, as the runtime packs them
+  dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(a_md, b_any, c_md), eng);
+  *impl = pd.impl_info_str();
+  dnnl::memory a(a_md, eng), b(pd.weights_desc(), eng), c(c_md, eng);
+  const size_t a_bytes = a_md.get_size(), b_bytes = pd.weights_desc().get_size();
+  // Small integers in every element type (7-bit weights: no int16 saturation on CPUs without VNNI).
+  std::vector<uint8_t> fill(std::max(a_bytes, b_bytes));
+  for (size_t i = 0; i < fill.size(); ++i) fill[i] = static_cast<uint8_t>((i * 37) % 64);
+  if (a_t == dt::f32) {
+    std::vector<float> f(fill.size() / 4 + 1);
+    for (size_t i = 0; i < f.size(); ++i) f[i] = static_cast<float>(fill[i] % 7) * 0.25f;
+    std::memcpy(a.get_data_handle(), f.data(), a_bytes);
+    std::memcpy(b.get_data_handle(), f.data(), b_bytes);
+  } else {
+    std::memcpy(a.get_data_handle(), fill.data(), a_bytes);
+    std::memcpy(b.get_data_handle(), fill.data(), b_bytes);
+  }
+  dnnl::matmul mm(pd);
+  auto run = [&] {
+    mm.execute(s, {{DNNL_ARG_SRC, a}, {DNNL_ARG_WEIGHTS, b}, {DNNL_ARG_DST, c}});
+    s.wait();
+  };
+  run();  // warm-up: JIT and first touch
+  double best = 1e30;
+  for (int i = 0; i < iters; ++i) {
+    const auto t0 = std::chrono::steady_clock::now();
+    run();
+    best = std::min(best, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+  }
+  return 2.0 * static_cast<double>(n) * static_cast<double>(n) * static_cast<double>(n) / best / 1e9;
+}
+
+}  // namespace
+
+Peak measure_peak(int64_t size, int iters) {
+  if (size < 64) throw std::invalid_argument("measure_peak: size must be at least 64");
+  if (iters < 1) throw std::invalid_argument("measure_peak: iters must be at least 1");
+  Peak p;
+  p.size = size;
+  p.threads = omp_get_max_threads();
+  p.fp32_gflops = best_rate(dt::f32, dt::f32, dt::f32, size, iters, &p.fp32_impl);
+  p.int8_gops = best_rate(dt::u8, dt::s8, dt::s32, size, iters, &p.int8_impl);
+  return p;
+}
+
+}  // namespace qfx::runtime
