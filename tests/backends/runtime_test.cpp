@@ -5,6 +5,7 @@
 #include "../common/scratch_dir.h"
 #include "../fuzz/onnx_harness.h"
 
+#include <algorithm>
 #include <atomic>
 #include <cmath>
 #include <filesystem>
@@ -393,6 +394,45 @@ TEST(Runtime, ChannelsLastValuesLookPlainToTapsAndWatchers) {
       EXPECT_NEAR(got.channel_max[static_cast<size_t>(c)], hi, 1e-4 * (1.0 + std::abs(hi))) << kv.first << " channel " << c;
     }
   }
+}
+
+TEST(Runtime, KeptValuesWatchedInTheirStoredLayout) {
+  // Calibration watches every observed value; with keep_values_any_layout they stay
+  // channels last and arrive as stored: the same values (as multisets, up to the
+  // float rounding of oneDNN's kernels for the other layout) as the plain layout, in
+  // another order for the values the convolutions pass channels last.
+  Tensor x = load_npy(onnx_dir() + "resnet18.in.npy");
+  Model probe = Model::load(onnx_dir() + "resnet18.onnx", {"onednn"});
+  std::vector<std::string> names;
+  for (const auto& n : probe.value_names()) names.push_back(n);
+  auto watch_all = [&](bool any_layout) {
+    ModelOptions o("onednn");
+    o.keep_values = names;
+    o.keep_values_any_layout = any_layout;
+    Model m = Model::load(onnx_dir() + "resnet18.onnx", o);
+    std::map<std::string, std::vector<float>> got;
+    m.run({{m.inputs()[0].name, x}}, names, [&](const std::string& n, const Tensor& t) {
+      if (t.dtype() == DType::kFloat32) got[n].assign(t.data<float>(), t.data<float>() + t.numel());
+    });
+    return got;
+  };
+  auto plain = watch_all(false), stored = watch_all(true);
+  ASSERT_EQ(plain.size(), stored.size());
+  int reordered = 0;
+  for (auto& [n, p] : plain) {
+    std::vector<float>& s = stored.at(n);
+    ASSERT_EQ(p.size(), s.size()) << n;
+    if (p != s) ++reordered;
+    std::sort(p.begin(), p.end());
+    std::sort(s.begin(), s.end());
+    float worst = 0, scale = 1;
+    for (size_t i = 0; i < p.size(); ++i) {
+      worst = std::max(worst, std::abs(p[i] - s[i]));
+      scale = std::max(scale, std::abs(p[i]));
+    }
+    EXPECT_LE(worst, 1e-5f * scale) << n << ": the values differ, not only their order";
+  }
+  EXPECT_GT(reordered, 10) << "the convolutions' values should stay channels last";
 }
 
 TEST(Runtime, MultiplyAccumulatesMatchPyTorchHooksAndHandCounts) {

@@ -76,7 +76,7 @@ std::map<std::string, Tensor> Model::run_impl(const std::map<std::string, Tensor
     const size_t vi = static_cast<size_t>(v);
     if (taps->tapped[vi]) im.tap(*taps, v, t, nhwc);
     if (!watched || !(*watched)[vi]) return;
-    if (nhwc) {
+    if (nhwc && !im.watch_as_stored[vi]) {
       Tensor plain(t.shape(), t.dtype());
       nhwc_to_nchw(t.raw(), plain.raw(), t.shape(), dtype_size(t.dtype()));
       (*on_value)(im.value_name[vi], plain);

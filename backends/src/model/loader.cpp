@@ -70,6 +70,7 @@ Model Model::from_graph(ir::Graph graph, const ModelOptions& options, const std:
   if (options.fuse_qdq) im->fallbacks = ir::fuse_qdq(im->g);
   for (auto& n : im->g.nodes) n.arithmetic = im->g.arithmetic;
   im->keep.insert(options.keep_values.begin(), options.keep_values.end());
+  im->keep_any_layout = options.keep_values_any_layout;
   ir::fuse_float_activations(im->g, im->keep);
   for (const auto& in : im->g.inputs) {
     im->input_ids.push_back(im->id(in.name));
@@ -102,6 +103,10 @@ Model Model::from_graph(ir::Graph graph, const ModelOptions& options, const std:
     im->output_ids.push_back(it->second);
     im->outputs.push_back({o.name, o.dtype, o.shape});
   }
+  im->watch_as_stored.assign(im->value_name.size(), 0);
+  if (im->keep_any_layout)
+    for (const auto& k : im->keep)
+      if (auto it = im->value_id.find(k); it != im->value_id.end()) im->watch_as_stored[static_cast<size_t>(it->second)] = 1;
   {
     auto taps = std::make_shared<Model::Impl::TapConfig>();
     taps->tapped.assign(im->value_name.size(), false);

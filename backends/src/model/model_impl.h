@@ -42,6 +42,8 @@ struct Model::Impl {
   std::vector<TensorInfo> inputs, outputs;
   std::vector<std::string> fallbacks;
   std::set<std::string> keep;       // ModelOptions::keep_values: stay plain, so watching them costs no conversion
+  bool keep_any_layout = false;     // ModelOptions::keep_values_any_layout: they may stay channels last
+  std::vector<char> watch_as_stored;  // by value id: watched in the layout it is stored in (keep_any_layout)
   std::set<std::string> nhwc_ops;   // ops whose kernels on this backend take channels last
   int int8_ops = 0;
 

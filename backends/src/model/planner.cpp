@@ -66,6 +66,7 @@ std::unique_ptr<Plan> Model::Impl::build(const std::vector<std::vector<int64_t>>
         }
     for (int v : output_ids) bad[static_cast<size_t>(v)] = 1;
     for (const auto& k : keep) {
+      if (keep_any_layout) break;  // watched as stored
       auto it = value_id.find(k);
       if (it != value_id.end()) bad[static_cast<size_t>(it->second)] = 1;
     }

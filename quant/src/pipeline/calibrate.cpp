@@ -84,6 +84,12 @@ CalibrationResult calibrate(fx::GraphModule& gm, const NextBatch& next, const Ca
   mo.backend = options.backend;
   mo.fuse_qdq = false;
   for (const auto& kv : observers) mo.keep_values.push_back(kv.first);
+  // Per-tensor statistics ignore element order: the watched values may stay in the
+  // channels-last layout the convolutions run in (no reorders around each one).
+  mo.keep_values_any_layout = true;
+  for (const auto& kv : observers)
+    for (FakeQuantize* fq : kv.second)
+      if (fq->observer().spec().per_channel) mo.keep_values_any_layout = false;
   auto model = runtime::Model::load_from_string(bytes, mo, "the float graph of the prepared model");
   // A parameter observed as an activation (ViT's position embedding added to the
   // tokens) is a constant of the float graph: observed once here, as every batch

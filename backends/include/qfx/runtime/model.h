@@ -50,6 +50,13 @@ struct ModelOptions {
   /// hide the pre-activation value), and they are stored in the plain layout, so
   /// watching them costs no conversion from channels last.
   std::vector<std::string> keep_values;
+  /// `keep_values` may be stored channels last where their consumers take that
+  /// layout (they still stay unfused): the watch callback of `run` then gets such
+  /// a value as stored, the channels-last bytes under its logical NCHW shape. For
+  /// callers whose statistics ignore element order (per-tensor min/max,
+  /// histograms: calibration), this saves the reorders to and from the plain
+  /// layout around every convolution.
+  bool keep_values_any_layout = false;
   /// How many input-shape signatures keep their plans (kernels, packed weights,
   /// arena) cached; beyond it the least recently used signature's plans are freed
   /// and rebuilt when that shape comes again. At least 1 (ConfigError otherwise).
