@@ -294,6 +294,29 @@ TEST(HistogramObserver, DeferredObservationsReplayExactlyAsOneProcess) {
   for (int world : {1, 2, 3, 4}) expect_deferred_replay_exact(batches, world);
 }
 
+TEST(HistogramObserver, RangeGrowingPastTheLatticeRestartsItAndKeepsEveryCount) {
+  // An all-zero first batch gives a grid 1e-6 wide; values up to 1e7 then need more
+  // than 2^50 cells of that lattice: the lattice restarts on the current grid.
+  HistogramObserver h(spec(QDType::kUInt8, QScheme::kAffine), Algorithm::kMinMax);
+  h.forward(at::zeros({100}));
+  at::manual_seed(11);
+  at::Tensor big = at::randn({5000}) * 3e6;
+  h.forward(big);
+  at::Tensor small = at::randn({300});
+  h.forward(small);
+  const Histogram g = h.histogram();
+  EXPECT_EQ(g.total(), 5400.0);
+  EXPECT_LE(g.lo, big.min().item<double>());
+  EXPECT_GE(g.lo + g.width * static_cast<double>(g.counts.size()), big.max().item<double>());
+  // Deferred observations work on the restarted lattice; one spanning more than 64
+  // grids is declined (the caller keeps a copy and feeds it at its turn).
+  DeferredObservation d;
+  ASSERT_TRUE(h.defer(small, &d)) << "within the grid";
+  h.commit(d);
+  EXPECT_EQ(h.histogram().total(), 5700.0);
+  EXPECT_FALSE(h.defer(at::full({10}, 1e10f), &d));
+}
+
 TEST(HistogramObserver, SaveAndLoadKeepsStatistics) {
   at::manual_seed(2);
   auto h = std::make_shared<HistogramObserver>(spec(QDType::kUInt8, QScheme::kAffine), Algorithm::kEntropy);

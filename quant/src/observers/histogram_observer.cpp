@@ -20,9 +20,9 @@ namespace {
 
 at::Tensor scalar(float v) { return at::full({}, v, at::TensorOptions().dtype(at::kFloat)); }
 constexpr float kInf = std::numeric_limits<float>::infinity();
-// The grid's cell count per bin (K) stays below this, so every cell edge
-// off + b * K is an exact integer in a double (beyond it, a new lattice starts).
-constexpr int64_t kMaxCellsPerBin = int64_t{1} << 40;
+// The grid's cells (bins x K) stay below this, so every cell edge off + b * K of
+// the grid is an exact integer in a double (beyond it, a new lattice starts).
+constexpr int64_t kMaxGridCells = int64_t{1} << 50;
 // A deferred observation counts on the current grid's cells; it gives up (the
 // caller keeps a copy) where the tensor spans more than this many grids.
 constexpr int64_t kDeferSpan = 64;
@@ -183,10 +183,10 @@ void HistogramObserver::grow_to(double new_lo, double new_hi) {
   double* h = hist_.data_ptr<double>();
   std::fill(h, h + bins_, 0.0);
   for (int64_t i = 0; i < bins_; ++i) h[(i + o) / k] += old[static_cast<size_t>(i)];
-  if (k_ <= kMaxCellsPerBin / k) {
+  if (k_ <= kMaxGridCells / bins_ / k) {
     off_ -= o * k_;
     k_ *= k;
-  } else {  // the range grew 2^40-fold since the lattice was set: a new lattice on this grid
+  } else {  // the range grew about 2^50 / bins-fold since the lattice was set: a new lattice on this grid
     base_w_ *= static_cast<double>(k_) * static_cast<double>(k);
     base_lo_ = start;
     off_ = 0;
@@ -249,8 +249,10 @@ bool HistogramObserver::defer(const at::Tensor& x_in, DeferredObservation* out) 
   // set from outside since (as sync_lattice re-anchors it).
   const bool synced = base_w_ > 0 && r[0] == wrote_lo_ && r[1] == wrote_w_;
   Grid g = synced ? Grid{base_lo_, 1.0 / base_w_, off_, k_} : Grid{r[0], 1.0 / r[1], 0, 1};
-  // The tensor's bins on the current grid, unclamped (up to kDeferSpan grids away).
+  // The tensor's bins on the current grid, unclamped (up to kDeferSpan grids away);
+  // their edge cells must stay exact integers in a double.
   const double lim = static_cast<double>((kDeferSpan + 2) * bins_);
+  if (2.0 * lim * static_cast<double>(g.k) >= 0x1p52) return false;
   const double qlo = g.bin(lo, lim), qhi = g.bin(hi, lim);
   if (qlo < -static_cast<double>(kDeferSpan * bins_) || qhi > static_cast<double>(kDeferSpan * bins_) ||
       qhi - qlo >= static_cast<double>(kDeferSpan * bins_))
@@ -275,8 +277,9 @@ void HistogramObserver::commit(const DeferredObservation& d) {
   replay_range(d.lo, d.hi);
   // The grid only coarsened since defer: each of its bins is a union of d's cells.
   if (d.base_lo != base_lo_ || d.base_width != base_w_)
-    throw DataError("histogram of '" + tensor_name_ + "': its range grew more than 2^40-fold within one step of distributed "
-                    "calibration; calibrate in one process, or use a minmax observer for this tensor");
+    throw DataError("histogram of '" + tensor_name_ + "': its range grew so far within one step of distributed calibration "
+                    "(to 2^50 / bins times its first batch's) that its bin lattice restarted; calibrate in one process, or use "
+                    "a minmax observer for this tensor");
   if (k_ % d.k != 0 || floor_div(d.off - off_, d.k) * d.k != d.off - off_)
     throw std::logic_error("histogram of '" + tensor_name_ + "': a deferred observation does not lie on the current grid");
   double* h = hist_.data_ptr<double>();

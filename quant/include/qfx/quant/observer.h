@@ -178,7 +178,8 @@ class MovingAveragePerChannelMinMaxObserver : public PerChannelMinMaxObserver {
 /// cells [off + b * K, off + (b + 1) * K); growing multiplies K and moves off. So
 /// a value's bin is the same whether it is counted now or counted on an older
 /// grid and moved through the merges since (what `defer`/`commit` rely on). A
-/// range that grows 2^40-fold starts a new lattice on the current grid.
+/// grid of more than 2^50 cells (a range grown 2^39-fold with 2048 bins) starts a
+/// new lattice on the current grid.
 class HistogramObserver : public ObserverBase {
  public:
   HistogramObserver(QuantSpec spec, Algorithm algorithm = Algorithm::kEntropy, AlgorithmOptions options = {},
