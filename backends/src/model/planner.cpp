@@ -65,11 +65,11 @@ std::unique_ptr<Plan> Model::Impl::build(const std::vector<std::vector<int64_t>>
           if (!nhwc_ops.count(g.nodes[n].op)) bad[static_cast<size_t>(v)] = 1;
         }
     for (int v : output_ids) bad[static_cast<size_t>(v)] = 1;
-    for (const auto& k : keep) {
-      if (keep_any_layout) break;  // watched as stored
-      auto it = value_id.find(k);
-      if (it != value_id.end()) bad[static_cast<size_t>(it->second)] = 1;
-    }
+    if (!keep_any_layout)  // otherwise watched as stored
+      for (const auto& k : keep) {
+        auto it = value_id.find(k);
+        if (it != value_id.end()) bad[static_cast<size_t>(it->second)] = 1;
+      }
     for (size_t v = 0; v < nv; ++v) nhwc_ok[v] = used[v] && !bad[v];
   }
   for (size_t n = 0; n < g.nodes.size(); ++n) {

@@ -10,8 +10,6 @@
 #include <stdexcept>
 #include <vector>
 
-#include "../kernels.h"
-
 namespace qfx::runtime {
 namespace {
 

@@ -139,13 +139,6 @@ HistogramObserver::HistogramObserver(QuantSpec spec, Algorithm algorithm, Algori
   range_ = register_buffer("range", at::zeros({2}, at::TensorOptions().dtype(at::kDouble)));
 }
 
-bool HistogramObserver::last_batch_range(float* lo, float* hi) const {
-  if (!has_last_) return false;
-  *lo = last_lo_;
-  *hi = last_hi_;
-  return true;
-}
-
 void HistogramObserver::write_range() {
   double* r = range_.data_ptr<double>();
   r[0] = wrote_lo_ = base_lo_ + static_cast<double>(off_) * base_w_;
@@ -220,9 +213,6 @@ void HistogramObserver::observe(const float* data, int64_t n) {
   float lo, hi;
   scan(data, n, tensor_name_, &lo, &hi);
   replay_range(lo, hi);
-  last_lo_ = lo;
-  last_hi_ = hi;
-  has_last_ = true;
   count(data, n, Grid{base_lo_, 1.0 / base_w_, off_, k_}, bins_, hist_.data_ptr<double>());
 }
 
@@ -288,9 +278,6 @@ void HistogramObserver::commit(const DeferredObservation& d) {
     const int64_t b = floor_div(d.off + static_cast<int64_t>(i) * d.k - off_, k_);
     h[std::min(std::max<int64_t>(b, 0), bins_ - 1)] += d.counts[i];
   }
-  last_lo_ = d.lo;
-  last_hi_ = d.hi;
-  has_last_ = true;
 }
 
 Histogram HistogramObserver::histogram() const {
@@ -369,7 +356,6 @@ void HistogramObserver::reset() {
   hist_.zero_();
   range_.zero_();
   base_w_ = 0;
-  has_last_ = false;
 }
 
 }  // namespace qfx::quant

@@ -91,24 +91,10 @@ MinMaxObserver::MinMaxObserver(const std::string& type_name, QuantSpec spec)
 }
 
 at::Tensor MinMaxObserver::forward(const at::Tensor& x_in) {
-  if (x_in.numel() == 0) return x_in;
-  at::NoGradGuard ng;
-  at::Tensor x = x_in.detach().to(at::kFloat);
-  auto [lo, hi] = at::aminmax(x);
-  check_finite(lo, hi);
-  const bool first = min_val_.item<float>() == kInf && max_val_.item<float>() == -kInf;
-  accumulate(min_val_, max_val_, lo, hi, first, c_);
-  last_lo_ = lo.item<float>();
-  last_hi_ = hi.item<float>();
-  has_last_ = true;
+  DeferredObservation d;
+  defer(x_in, &d);
+  commit(d);
   return x_in;
-}
-
-bool MinMaxObserver::last_batch_range(float* lo, float* hi) const {
-  if (!has_last_) return false;
-  *lo = last_lo_;
-  *hi = last_hi_;
-  return true;
 }
 
 bool MinMaxObserver::defer(const at::Tensor& x_in, DeferredObservation* out) const {
@@ -126,9 +112,6 @@ bool MinMaxObserver::defer(const at::Tensor& x_in, DeferredObservation* out) con
 void MinMaxObserver::commit(const DeferredObservation& d) {
   if (d.empty) return;
   replay_range(d.lo, d.hi);
-  last_lo_ = d.lo;
-  last_hi_ = d.hi;
-  has_last_ = true;
 }
 
 bool MinMaxObserver::replay_range(float lo, float hi) {

@@ -80,14 +80,6 @@ class ObserverBase : public torch::nn::Module {
   /// Records a `defer`red observation (see there). Throws std::logic_error if this
   /// observer cannot (it never deferred one).
   virtual void commit(const DeferredObservation& d);
-  /// The min and max of the last tensor `forward` observed, where the observer
-  /// computed them anyway (per-tensor min/max and histogram observers); false
-  /// otherwise or before any data. Distributed calibration sends these instead
-  /// of reading the tensor again.
-  virtual bool last_batch_range(float* lo, float* hi) const {
-    (void)lo, (void)hi;
-    return false;
-  }
   /// True once some data was observed.
   bool has_data() const;
   /// The quantization target.
@@ -117,7 +109,6 @@ class MinMaxObserver : public ObserverBase {
   std::pair<at::Tensor, at::Tensor> min_max() const override { return {min_val_, max_val_}; }
   void merge(const ObserverBase& other) override;
   bool replay_range(float lo, float hi) override;
-  bool last_batch_range(float* lo, float* hi) const override;
   bool defer(const at::Tensor& x, DeferredObservation* out) const override;
   void commit(const DeferredObservation& d) override;
   void reset() override;
@@ -128,8 +119,6 @@ class MinMaxObserver : public ObserverBase {
   MinMaxObserver(const std::string& type_name, QuantSpec spec);
   at::Tensor min_val_, max_val_;
   double c_ = 0.0;  ///< moving-average constant; 0: running min/max
-  float last_lo_ = 0, last_hi_ = 0;  ///< the last observed tensor's min and max
-  bool has_last_ = false;
 };
 
 /// Exponential moving average of per-batch min/max (torch.ao
@@ -190,7 +179,6 @@ class HistogramObserver : public ObserverBase {
   /// Merges another histogram: exact when its bin edges fall on this one's grid
   /// (e.g. both grew from the same first batch); otherwise each of its bins is
   /// spread over the bins it overlaps in proportion to the overlap.
-  bool last_batch_range(float* lo, float* hi) const override;
   bool replay_range(float lo, float hi) override;
   bool defer(const at::Tensor& x, DeferredObservation* out) const override;
   void commit(const DeferredObservation& d) override;
@@ -219,8 +207,6 @@ class HistogramObserver : public ObserverBase {
   AlgorithmOptions opts_;
   int64_t bins_;
   at::Tensor min_val_, max_val_;  // exact extremes (0-dim float)
-  float last_lo_ = 0, last_hi_ = 0;  // the last observed tensor's min and max
-  bool has_last_ = false;
   at::Tensor hist_;               // [bins] float64 counts
   at::Tensor range_;              // [2] float64: lo, width
   double base_lo_ = 0, base_w_ = 0;  // the lattice (base_w_ 0: none yet)
