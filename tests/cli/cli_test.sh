@@ -315,6 +315,8 @@ check "qfx bench: --arch reaches the PyTorch script as one argument, never a she
    [ -e '$tmp/pwned' ] && echo shell; /usr/bin/python3 -c \"
 import json; a = json.load(open('$tmp/args.py.args')); i = a.index('--arch')
 print('one argument, no shell' if a[i + 1] == 'x; touch $tmp/pwned' else a)\""
+check "qfx bench: no models and no --peak" 3 "qfx bench needs a TorchScript model and the same model as ONNX \\(or --peak alone\\)" -- \
+  "$QFX" bench
 # Determinism: two identical runs write byte-identical models and encodings.
 check "qfx ptq: two identical runs give byte-identical model_int8.onnx and encodings.json" 0 "^identical$" -- bash -c \
   "for r in 1 2; do '$QFX' ptq --set calibration.num_samples=64 --set evaluation=null --set output.dir='$tmp/det'\$r \

@@ -14,8 +14,8 @@ struct Peak {
   double int8_gops = 0;    ///< u8 x s8 -> s32, as the onednn backend runs int8 layers: 2 * M * N * K / seconds / 1e9
   int threads = 0;         ///< OpenMP threads the measurement ran on
   int64_t size = 0;        ///< M = N = K
-  std::string fp32_impl;   ///< oneDNN's implementation names ("brg:avx512_core", ...)
-  std::string int8_impl;
+  std::string fp32_impl;   ///< oneDNN's implementation of the f32 matmul ("brg:avx512_core", ...)
+  std::string int8_impl;   ///< oneDNN's implementation of the int8 matmul ("brg:avx512_core_vnni", ...)
 };
 
 /// Times `size`^3 matrix multiplications (oneDNN matmul primitives, weights in the

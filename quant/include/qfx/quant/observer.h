@@ -27,8 +27,8 @@ struct DeferredObservation {
   /// [off + i * k, off + (i + 1) * k) of the lattice (base_lo, base_width) (see
   /// HistogramObserver); empty for min/max observers.
   std::vector<double> counts;
-  double base_lo = 0, base_width = 0;
-  int64_t off = 0, k = 1;
+  double base_lo = 0, base_width = 0;  ///< the lattice: start and cell width (histograms)
+  int64_t off = 0, k = 1;              ///< first cell of counts[0], cells per count (histograms)
 };
 
 /// Base of every observer. `forward(x)` records statistics of `x` (no gradient)
