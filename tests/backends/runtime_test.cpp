@@ -361,6 +361,40 @@ TEST(Runtime, TapsCollectMinMaxAndHistograms) {
   EXPECT_THROW(m.set_taps({"no_such_tensor"}, TapKind::kMinMax), qfx::DataError);
 }
 
+// Histogram taps count every value into its bin in one pass over the tensor (split
+// over threads above 32,768 values): checked bin by bin against a plain count in
+// double, on values that are multiples of 1/1024 (every bin edge and product exact),
+// edges, out-of-range values and NaN included.
+TEST(Runtime, HistogramTapsCountEveryValueInItsBin) {
+  Model m = Model::load(onnx_dir() + "resnet18.onnx", {"onednn"});
+  Tensor x({4, 3, 64, 64}, DType::kFloat32);
+  std::mt19937 rng(3);
+  std::normal_distribution<float> nd(0.0f, 1.5f);
+  float* v = x.data<float>();
+  for (int64_t i = 0; i < x.numel(); ++i) v[i] = std::round(nd(rng) * 1024.0f) / 1024.0f;
+  for (int64_t i = 0; i < 64; ++i) v[i * 700] = -4.0f + 0.125f * static_cast<float>(i);  // every lower bin edge
+  v[5] = 4.0f;
+  v[6] = -100.0f;
+  v[7] = 100.0f;
+  v[8] = std::nanf("");
+  v[9] = 0.0f;
+  const int64_t bins = 64;
+  std::vector<double> want(bins, 0.0);
+  for (int64_t i = 0; i < x.numel(); ++i) {
+    int64_t b = std::isnan(v[i]) ? 0 : static_cast<int64_t>(std::floor((static_cast<double>(v[i]) + 4.0) * 8.0));
+    want[static_cast<size_t>(std::min(std::max(b, int64_t{0}), bins - 1))] += 1.0;
+  }
+  m.set_taps({"input"}, TapKind::kHistogram, TapOptions{bins, -4.0f, 4.0f});
+  run1(m, x);
+  run1(m, x);
+  const TapStats s = m.taps()["input"];
+  ASSERT_EQ(s.histogram.size(), static_cast<size_t>(bins));
+  for (int64_t b = 0; b < bins; ++b) EXPECT_EQ(s.histogram[static_cast<size_t>(b)], 2.0 * want[static_cast<size_t>(b)]) << "bin " << b;
+  EXPECT_EQ(s.min, -100.0f);
+  EXPECT_EQ(s.max, 100.0f);
+  EXPECT_EQ(s.count, 2 * x.numel());
+}
+
 // On the onednn backend, float values between convolutions are stored channels last.
 // What users see must not change: per-channel taps and watched values are per the
 // logical NCHW layout, identical to the reference backend's plain tensors.

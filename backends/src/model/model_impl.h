@@ -77,7 +77,7 @@ struct Model::Impl {
   mutable std::mutex tap_mu;  // guards taps_cfg, stats, tap_scratch
   std::shared_ptr<const TapConfig> taps_cfg;
   mutable std::map<int, TapStats> stats;
-  mutable std::vector<uint32_t> tap_scratch;  // [threads * bins] partial histograms
+  mutable std::vector<uint32_t> tap_scratch;  // [threads * copies * bins] partial histograms
   /// The current tap configuration (under tap_mu).
   std::shared_ptr<const TapConfig> current_taps() const;
 

@@ -6,33 +6,42 @@
 
 #include <omp.h>
 
+#include "../simd/tap_histogram.h"
 #include "model_impl.h"
 #include "qfx/error.h"
 
 namespace qfx::runtime {
 
-// Folds one tensor into its statistics: min/max and histogram counts are
-// computed in parallel (OpenMP) into per-thread scratch sized by set_taps, so
-// taps allocate nothing per run.
 std::shared_ptr<const Model::Impl::TapConfig> Model::Impl::current_taps() const {
   std::lock_guard<std::mutex> lk(tap_mu);
   return taps_cfg;
 }
 
+// Folds one tensor into its statistics, in parallel (OpenMP); histograms count into
+// per-thread scratch sized by set_taps, so taps allocate nothing per run.
 void Model::Impl::tap(const TapConfig& cfg, int v, const Tensor& t, bool nhwc) const {
   if (t.dtype() != DType::kFloat32) return;
   const float* x = t.data<float>();
   const int64_t n = t.numel();
   if (n == 0) return;
-  float lo = x[0], hi = x[0];
-#pragma omp parallel for simd reduction(min : lo) reduction(max : hi) if (n > 65536)
-  for (int64_t i = 0; i < n; ++i) {
-    lo = x[i] < lo ? x[i] : lo;
-    hi = x[i] > hi ? x[i] : hi;
-  }
-  std::lock_guard<std::mutex> lk(tap_mu);
+  std::lock_guard<std::mutex> lk(tap_mu);  // tap_scratch and stats
   if (taps_cfg->generation != cfg.generation) return;  // set_taps / reset_taps since this run began
   TapStats& s = stats[v];
+  float lo = x[0], hi = x[0];
+  if (cfg.kind == TapKind::kHistogram) {  // min, max and counts in one pass
+    if (s.histogram.empty()) s.histogram.assign(static_cast<size_t>(cfg.opts.bins), 0.0);
+    // Threads as many as set_taps sized the scratch for (the count may have changed since).
+    const int64_t per_thread = cfg.opts.bins * tap_histogram_copies(cfg.opts.bins);
+    const int threads = std::max(1, std::min({omp_get_max_threads(), 256, static_cast<int>(tap_scratch.size() / per_thread)}));
+    tap_histogram(x, n, cfg.opts.lo, cfg.opts.hi, cfg.opts.bins, tap_scratch.data(), threads, s.histogram.data(), &lo,
+                  &hi);
+  } else {
+#pragma omp parallel for simd reduction(min : lo) reduction(max : hi) if (n > 65536)
+    for (int64_t i = 0; i < n; ++i) {
+      lo = x[i] < lo ? x[i] : lo;
+      hi = x[i] > hi ? x[i] : hi;
+    }
+  }
   if (s.count == 0) {
     s.min = lo;
     s.max = hi;
@@ -73,28 +82,6 @@ void Model::Impl::tap(const TapConfig& cfg, int v, const Tensor& t, bool nhwc) c
       }
     }
   }
-  if (cfg.kind == TapKind::kHistogram) {
-    const int64_t bins = cfg.opts.bins;
-    if (s.histogram.empty()) s.histogram.assign(static_cast<size_t>(bins), 0.0);
-    const float scale = static_cast<float>(bins) / (cfg.opts.hi - cfg.opts.lo), off = cfg.opts.lo;
-    const int nthreads = static_cast<int>(tap_scratch.size() / static_cast<size_t>(bins));
-    uint32_t* part = tap_scratch.data();
-    std::fill(tap_scratch.begin(), tap_scratch.end(), 0u);
-#pragma omp parallel num_threads(nthreads) if (n > 65536)
-    {
-      const int tid = omp_get_thread_num(), nt = omp_get_num_threads();
-      uint32_t* h = part + static_cast<int64_t>(tid) * bins;
-      const int64_t b0 = n * tid / nt, b1 = n * (tid + 1) / nt;
-      for (int64_t i = b0; i < b1; ++i) {
-        int64_t b = static_cast<int64_t>((x[i] - off) * scale);
-        b = b < 0 ? 0 : (b >= bins ? bins - 1 : b);
-        ++h[b];
-      }
-    }
-    double* h = s.histogram.data();
-    for (int th = 0; th < nthreads; ++th)
-      for (int64_t b = 0; b < bins; ++b) h[b] += part[static_cast<int64_t>(th) * bins + b];
-  }
 }
 
 void Model::set_taps(const std::vector<std::string>& names, TapKind kind, TapOptions options) {
@@ -117,7 +104,10 @@ void Model::set_taps(const std::vector<std::string>& names, TapKind kind, TapOpt
   cfg->generation = im.taps_cfg->generation + 1;
   im.taps_cfg = std::move(cfg);
   im.stats.clear();
-  im.tap_scratch.assign(kind == TapKind::kHistogram ? static_cast<size_t>(options.bins) * static_cast<size_t>(omp_get_max_threads()) : 0, 0u);
+  im.tap_scratch.assign(kind == TapKind::kHistogram ? static_cast<size_t>(options.bins * tap_histogram_copies(options.bins)) *
+                                                       static_cast<size_t>(omp_get_max_threads())
+                                                 : 0,
+                       0u);
 }
 
 std::map<std::string, TapStats> Model::taps() const {
