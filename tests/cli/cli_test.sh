@@ -89,9 +89,15 @@ check "qfx run: wrong input shape" 6 "input 'input' has shape \\[2, 3, 64, 64\\]
 check "qfx run: unknown input name" 6 "unknown input 'image'" -- \
   "$QFX" run "$FIXTURES/onnx/zoo.onnx" -i "image=$FIXTURES/onnx/zoo.in.npy"
 check "qfx ptq: default config on a subset, int8 top-1 reported" 0 "top-1: fp32 .*int8" -- \
-  "$QFX" ptq --set calibration.num_samples=512 --set evaluation.num_samples=2000 \
+  env -u OMP_NUM_THREADS "$QFX" ptq --set calibration.num_samples=512 --set evaluation.num_samples=2000 \
   --set evaluation.reference_check=-1 --set output.dir="$tmp/ptq"
 check "qfx ptq: artifacts written" 0 "graph_hash" -- cat "$tmp/ptq/encodings.json"
+# Threads: every CPU this process may use unless OMP_NUM_THREADS says otherwise
+# (libtorch alone would start with its guess of the physical cores, 1 on some VMs).
+check "qfx ptq without OMP_NUM_THREADS computes on all $(nproc) CPUs" 0 "^$(nproc)$" -- /usr/bin/python3 -c \
+  "import json; print(json.load(open('$tmp/ptq/report.json'))['calibration']['threads'])"
+check "qfx ptq: OMP_NUM_THREADS=1 stands" 0 "on runtime:onednn \\(1 thread\\)" -- \
+  env OMP_NUM_THREADS=1 "$QFX" ptq --set calibration.num_samples=64 --set evaluation=null --set output.dir="$tmp/ptq_t1"
 # Acceptance on the subset: calibrated on the runtime, int8 top-1 within 0.5 points
 # of fp32, the reference backend's int8 outputs identical to oneDNN's on every image.
 check "qfx ptq: acceptance on 2,000 test images" 0 "^accepted" -- /usr/bin/python3 -c "

@@ -12,7 +12,7 @@ export QFX_DIST_TIMEOUT=30
 ptq_args=(--set calibration.num_samples=512 --set evaluation.num_samples=200 --set evaluation.reference_check=0
           --set evaluation.sqnr_samples=0)
 for n in 1 2 4; do
-  check "qfx ptq --nproc $n runs" 0 "wrote model_int8.onnx" -- "$QFX" ptq --nproc $n "${ptq_args[@]}" --set output.dir="$tmp/ptq$n"
+  check "qfx ptq --nproc $n runs" 0 "wrote model_int8.onnx" -- env -u OMP_NUM_THREADS "$QFX" ptq --nproc $n "${ptq_args[@]}" --set output.dir="$tmp/ptq$n"
 done
 for n in 2 4; do
   check "qfx ptq --nproc $n: model_int8.onnx and encodings.json byte-identical to one process" 0 "^identical$" -- bash -c \
@@ -20,6 +20,8 @@ for n in 2 4; do
 done
 check "qfx ptq --nproc 4: report.json says 4 processes" 0 "^4$" -- /usr/bin/python3 -c \
   "import json; print(json.load(open('$tmp/ptq4/report.json'))['calibration']['processes'])"
+check "qfx ptq --nproc 4: the ranks share the CPUs ($(nproc) / 4 threads each, at least 1)" 0 "^$(( $(nproc) / 4 > 1 ? $(nproc) / 4 : 1 ))$" -- \
+  /usr/bin/python3 -c "import json; print(json.load(open('$tmp/ptq4/report.json'))['calibration']['threads'])"
 check "a malformed MASTER_PORT names the variable" 3 "environment variable MASTER_PORT='http': expected an integer" -- \
   env WORLD_SIZE=2 RANK=0 MASTER_PORT=http "$QFX" ptq "${ptq_args[@]}" --set output.dir="$tmp/bad_port"
 check "torchrun's environment without RANK" 3 "WORLD_SIZE is 2 but RANK is not set" -- \

@@ -7,6 +7,7 @@
 
 #include "bench.h"
 #include "launch.h"
+#include "threads.h"
 #include "ptq.h"
 #include "qat.h"
 #include "qfx/error.h"
@@ -220,10 +221,11 @@ int main(int argc, char** argv) {
   }
 
   try {
+    qfx::cli::set_default_threads();
     for (const auto& lib : libraries) qfx::fx::load_operator_library(lib);
     if (*inspect) return run_inspect(model, wraps, config, train_mode, !no_code, prep);
     if (*run) return run_model(onnx_path, run_inputs, run_output, run_backend, run_plugins, run_explain, run_onnx_arithmetic);
-    if (*bench) return qfx::cli::run_bench(bargs);
+    if (*bench) return qfx::cli::run_bench(bargs);  // --threads
     const char* world = std::getenv("WORLD_SIZE");
     if ((*ptq || *qat) && nproc > 1 && !(world && *world)) return qfx::cli::launch_local(nproc, argc, argv);
     if (*ptq) return qfx::cli::run_ptq(ptq_config, ptq_set);

@@ -16,8 +16,9 @@ int run_ptq(const std::string& config_path, const std::vector<std::string>& over
   auto dist = quant::distributed::init_from_env();
   const quant::PtqResult r = quant::ptq(cfg, dist->rank() == 0 ? ph.hooks() : quant::PipelineHooks{}, dist.get());
   if (r.rank != 0) return 0;  // rank 0 reports and writes the outputs
-  std::printf("calibration: %lld images on %s, %.1f images/s\n", static_cast<long long>(r.calibration.images),
-              r.calibration.engine.c_str(), r.calibration_images_per_s);
+  std::printf("calibration: %lld images on %s (%d thread%s), %.1f images/s\n", static_cast<long long>(r.calibration.images),
+              r.calibration.engine.c_str(), r.calibration.threads, r.calibration.threads == 1 ? "" : "s",
+              r.calibration_images_per_s);
   if (!r.calibration.fallback_reason.empty()) std::printf("  (libtorch fallback: %s)\n", r.calibration.fallback_reason.c_str());
   if (r.evaluated) {
     const quant::PtqEvaluation& e = r.evaluation;

@@ -72,14 +72,25 @@ void scan(const float* data, int64_t n, const std::string& name, float* lo_out, 
 // idx[j] = the bin of x[j] on `g`, clamped to [0, bins): Grid::bin's arithmetic
 // with a truncating conversion, which vectorises (below bin 0 it may start one
 // too high; the exact edge comparisons then give a bin <= 0, clamped to 0 all
-// the same). Compiled for AVX-512, AVX2 and the baseline, chosen at run time.
+// the same). Also folds the values into *lo / *hi and flags NaN or Inf in
+// *nonfinite (scan's test), so one pass can both count and scan. Compiled for
+// AVX-512, AVX2 and the baseline, chosen at run time.
 __attribute__((target_clones("avx512f", "avx2", "default"))) void bin_indices(const float* x, int64_t m, const Grid& g,
-                                                                               int64_t bins, int32_t* idx) {
-  const double lo = g.lo, inv = g.inv, offd = static_cast<double>(g.off), kd = static_cast<double>(g.k);
+                                                                               int64_t bins, int32_t* idx, float* lo,
+                                                                               float* hi, uint32_t* nonfinite) {
+  const double glo = g.lo, inv = g.inv, offd = static_cast<double>(g.off), kd = static_cast<double>(g.k);
   const double invk = 1.0 / kd, cap = static_cast<double>(bins), last = static_cast<double>(bins - 1);
-#pragma omp simd
+  float l = *lo, h = *hi;
+  uint32_t nf = *nonfinite;
+#pragma omp simd reduction(min : l) reduction(max : h) reduction(| : nf)
   for (int64_t j = 0; j < m; ++j) {
-    const double t = (static_cast<double>(x[j]) - lo) * inv;
+    const float v = x[j];
+    uint32_t bits;
+    std::memcpy(&bits, &v, sizeof bits);
+    nf |= static_cast<uint32_t>((bits & 0x7f800000u) == 0x7f800000u);
+    l = v < l ? v : l;
+    h = v > h ? v : h;
+    const double t = (static_cast<double>(v) - glo) * inv;
     double e = (t - offd) * invk;
     e = e > cap ? cap : e;  // one select per statement: what if-conversion vectorises
     e = e < -1.0 ? -1.0 : e;
@@ -92,25 +103,38 @@ __attribute__((target_clones("avx512f", "avx2", "default"))) void bin_indices(co
     b = b > last ? last : b;
     idx[j] = static_cast<int32_t>(b);
   }
+  *lo = l;
+  *hi = h;
+  *nonfinite = nf;
 }
 
-// Adds to counts[0, bins) how many values of `data` fall in each bin of `g`, the
-// bins clamped to that range. Per-thread integer counts (four interleaved copies
-// where they are small, so consecutive equal bins do not serialise on one
-// counter), summed at the end.
-void count(const float* data, int64_t n, const Grid& g, int64_t bins, double* counts) {
-  const int threads = n > 65536 ? omp_get_max_threads() : 1;
+// One counting pass: per-thread integer counts (four interleaved copies where
+// they are small, so consecutive equal bins do not serialise on one counter),
+// and the values' min, max and NaN/Inf flag from the same pass.
+struct Partials {
+  std::vector<uint32_t> part;  // [threads * copies * bins]
+  float lo = kInf, hi = -kInf;
+  uint32_t nonfinite = 0;
+};
+
+void count_pass(const float* data, int64_t n, const Grid& g, int64_t bins, Partials* p) {
+  const int threads = n > 65536 ? std::min(omp_get_max_threads(), 256) : 1;
   const int64_t copies = bins <= 4096 ? 4 : 1;
-  std::vector<uint32_t> part(static_cast<size_t>(threads * copies * bins), 0u);
+  p->part.assign(static_cast<size_t>(threads * copies * bins), 0u);
+  float tlo[256], thi[256];
+  uint32_t tnf[256];
 #pragma omp parallel num_threads(threads)
   {
     const int t = omp_get_thread_num(), nt = omp_get_num_threads();
-    uint32_t* h = part.data() + static_cast<size_t>(t * copies * bins);
+    uint32_t* h = p->part.data() + static_cast<size_t>(t * copies * bins);
     const int64_t b0 = n * t / nt, b1 = n * (t + 1) / nt;
+    tlo[t] = kInf;
+    thi[t] = -kInf;
+    tnf[t] = 0;
     int32_t idx[512];
     for (int64_t i = b0; i < b1; i += 512) {
       const int64_t m = std::min<int64_t>(512, b1 - i);
-      bin_indices(data + i, m, g, bins, idx);
+      bin_indices(data + i, m, g, bins, idx, &tlo[t], &thi[t], &tnf[t]);
       int64_t j = 0;
       if (copies == 4)
         for (; j + 4 <= m; j += 4) {
@@ -122,8 +146,25 @@ void count(const float* data, int64_t n, const Grid& g, int64_t bins, double* co
       for (; j < m; ++j) ++h[idx[j]];
     }
   }
-  for (size_t c = 0; c < part.size() / static_cast<size_t>(bins); ++c)
-    for (int64_t b = 0; b < bins; ++b) counts[b] += part[c * static_cast<size_t>(bins) + static_cast<size_t>(b)];
+  for (int t = 0; t < threads; ++t) {
+    p->lo = std::min(p->lo, tlo[t]);
+    p->hi = std::max(p->hi, thi[t]);
+    p->nonfinite |= tnf[t];
+  }
+}
+
+// Adds the partial counts into counts[0, bins).
+void add_partials(const Partials& p, int64_t bins, double* counts) {
+  for (size_t c = 0; c < p.part.size() / static_cast<size_t>(bins); ++c)
+    for (int64_t b = 0; b < bins; ++b) counts[b] += p.part[c * static_cast<size_t>(bins) + static_cast<size_t>(b)];
+}
+
+// Adds to counts[0, bins) how many values of `data` fall in each bin of `g`, the
+// bins clamped to that range.
+void count(const float* data, int64_t n, const Grid& g, int64_t bins, double* counts) {
+  Partials p;
+  count_pass(data, n, g, bins, &p);
+  add_partials(p, bins, counts);
 }
 
 }  // namespace
@@ -211,8 +252,25 @@ bool HistogramObserver::replay_range(float lo, float hi) {
 void HistogramObserver::observe(const float* data, int64_t n) {
   if (n <= 0) return;
   float lo, hi;
-  scan(data, n, tensor_name_, &lo, &hi);
-  replay_range(lo, hi);
+  sync_lattice();
+  if (base_w_ > 0) {
+    // One pass: count on the current grid while scanning. Where the values need no
+    // wider grid (most batches after the first), those counts are the result;
+    // otherwise the grid grows and a second pass counts on it.
+    const Grid before{base_lo_, 1.0 / base_w_, off_, k_};
+    const double width = base_w_;
+    Partials p;
+    count_pass(data, n, before, bins_, &p);
+    if (p.nonfinite) throw DataError("observed tensor '" + (tensor_name_.empty() ? std::string("?") : tensor_name_) + "' contains NaN or Inf");
+    replay_range(p.lo, p.hi);
+    if (base_lo_ == before.lo && base_w_ == width && off_ == before.off && k_ == before.k) {
+      add_partials(p, bins_, hist_.data_ptr<double>());
+      return;
+    }
+  } else {
+    scan(data, n, tensor_name_, &lo, &hi);
+    replay_range(lo, hi);
+  }
   count(data, n, Grid{base_lo_, 1.0 / base_w_, off_, k_}, bins_, hist_.data_ptr<double>());
 }
 

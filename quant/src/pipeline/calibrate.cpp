@@ -2,6 +2,7 @@
 #include "qfx/quant/calibrate.h"
 
 #include <ATen/ATen.h>
+#include <ATen/Parallel.h>
 
 #include <chrono>
 #include <map>
@@ -32,6 +33,7 @@ CalibrationResult calibrate(fx::GraphModule& gm, const NextBatch& next, const Ca
   using Clock = std::chrono::steady_clock;
   at::NoGradGuard ng;
   CalibrationResult res;
+  res.threads = at::get_num_threads();
   // 1. Weight observers: the deployed weights, once (they do not change with data).
   for (const auto& item : gm.named_modules("", /*include_self=*/false)) {
     auto* f = dynamic_cast<FusedConvLinear*>(item.value().get());

@@ -298,7 +298,7 @@ PtqResult ptq(const JobConfig& cfg, const PipelineHooks& hooks, distributed::Con
         : nlohmann::json{{"sqnr_db", sqnr(fo, qo)}};
     report["auto_fallback"] = report_fallback;
   }
-  report["calibration"] = {{"images", cr.images}, {"images_per_s", cal_rate}, {"engine", cr.engine}, {"processes", world},
+  report["calibration"] = {{"images", cr.images}, {"images_per_s", cal_rate}, {"engine", cr.engine}, {"threads", cr.threads}, {"processes", world},
                            {"seconds", cr.seconds}, {"observed_tensors", cr.observed_tensors}};
   if (!cr.fallback_reason.empty()) report["calibration"]["fallback_reason"] = cr.fallback_reason;
   report["float_fallbacks"] = res.float_fallbacks = float_fallbacks(*gm);

@@ -59,6 +59,7 @@ struct CalibrationResult {
   int64_t batches = 0;
   int observed_tensors = 0;     ///< activation values fed to observers per batch
   double seconds = 0;           ///< wall time of the data loop
+  int threads = 0;              ///< threads it computed with (libtorch's and OpenMP's count)
 };
 
 /// Calibrates a `prepare_fx` (or `prepare_qat_fx`) model:
