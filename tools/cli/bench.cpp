@@ -97,8 +97,10 @@ std::string rate_str(double rate, double peak) {
 
 }  // namespace
 
-int run_bench(const BenchArgs& args) {
-  at::set_num_threads(args.threads);
+int run_bench(const BenchArgs& a) {
+  BenchArgs args = a;
+  if (args.threads > 0) at::set_num_threads(args.threads);
+  args.threads = at::get_num_threads();
   torch::NoGradGuard ng;
   runtime::Peak peak;
   if (args.peak) {

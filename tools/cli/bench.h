@@ -14,7 +14,7 @@ struct BenchArgs {
   std::vector<int64_t> batches{1, 32};
   int64_t size = 224;               ///< input height = width; 3 channels
   int iters = 10;
-  int threads = 2;
+  int threads = 0;                  ///< both sides' threads; 0: as the other commands (set_default_threads)
   std::string int8_onnx;            ///< the int8 QDQ model (from qfx ptq): adds qfx int8 columns
   std::string pytorch_script;       ///< tools/bench/pytorch_calibration.py: adds PyTorch FX int8 (onednn engine) columns
   std::string arch = "resnet18";    ///< torchvision architecture of the model, for the PyTorch script

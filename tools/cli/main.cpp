@@ -188,7 +188,8 @@ int main(int argc, char** argv) {
   bench->add_option("--batch", bargs.batches, "Batch sizes (default 1 32)");
   bench->add_option("--size", bargs.size, "Input height and width (default 224)");
   bench->add_option("--iters", bargs.iters, "Timed runs per measurement (default 10)");
-  bench->add_option("--threads", bargs.threads, "Threads for libtorch (default 2)");
+  bench->add_option("--threads", bargs.threads,
+                    "Threads of both sides (default: every CPU this process may use, or OMP_NUM_THREADS)");
   bench->add_option("--int8", bargs.int8_onnx, "The int8 QDQ model (from qfx ptq): adds int8 rows");
   bench->add_option("--pytorch-int8", bargs.pytorch_script,
                     "tools/bench/pytorch_calibration.py: also time PyTorch's FX int8 model in the same run");
@@ -225,7 +226,7 @@ int main(int argc, char** argv) {
     for (const auto& lib : libraries) qfx::fx::load_operator_library(lib);
     if (*inspect) return run_inspect(model, wraps, config, train_mode, !no_code, prep);
     if (*run) return run_model(onnx_path, run_inputs, run_output, run_backend, run_plugins, run_explain, run_onnx_arithmetic);
-    if (*bench) return qfx::cli::run_bench(bargs);  // --threads
+    if (*bench) return qfx::cli::run_bench(bargs);
     const char* world = std::getenv("WORLD_SIZE");
     if ((*ptq || *qat) && nproc > 1 && !(world && *world)) return qfx::cli::launch_local(nproc, argc, argv);
     if (*ptq) return qfx::cli::run_ptq(ptq_config, ptq_set);
