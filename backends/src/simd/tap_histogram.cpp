@@ -62,17 +62,19 @@ void tap_histogram(const float* x, int64_t n, float lo_edge, float hi_edge, int6
                    int max_threads, double* counts, float* lo, float* hi) {
   const float scale = static_cast<float>(bins) / (hi_edge - lo_edge), off = lo_edge;
   const int64_t copies = tap_histogram_copies(bins);
-  const int threads = n > (int64_t{1} << 15) ? max_threads : 1;
-  std::fill(scratch, scratch + static_cast<size_t>(threads * copies * bins), 0u);
+  const int threads = n > (int64_t{1} << 16) ? max_threads : 1;
   float tlo[256], thi[256];
 #pragma omp parallel num_threads(threads)
   {
     const int t = omp_get_thread_num(), nt = omp_get_num_threads();
     const int64_t b0 = n * t / nt, b1 = n * (t + 1) / nt;
+    uint32_t* h = scratch + static_cast<size_t>(t * copies * bins);
+    std::fill(h, h + copies * bins, 0u);  // each thread its own, while in its cache
     tlo[t] = x[0];
     thi[t] = x[0];
-    count_range(x + b0, b1 - b0, off, scale, bins, copies, scratch + static_cast<size_t>(t * copies * bins), &tlo[t],
-                &thi[t]);
+    count_range(x + b0, b1 - b0, off, scale, bins, copies, h, &tlo[t], &thi[t]);
+    for (int64_t c = 1; c < copies; ++c)
+      for (int64_t b = 0; b < bins; ++b) h[b] += h[c * bins + b];
   }
   float l = tlo[0], h = thi[0];
   for (int t = 1; t < threads; ++t) {
@@ -81,8 +83,10 @@ void tap_histogram(const float* x, int64_t n, float lo_edge, float hi_edge, int6
   }
   *lo = l;
   *hi = h;
-  for (int64_t k = 0; k < threads * copies; ++k)
-    for (int64_t b = 0; b < bins; ++b) counts[b] += scratch[k * bins + b];
+  for (int t = 0; t < threads; ++t) {
+    const uint32_t* part = scratch + static_cast<size_t>(t * copies * bins);
+    for (int64_t b = 0; b < bins; ++b) counts[b] += part[b];
+  }
 }
 
 }  // namespace qfx::runtime
