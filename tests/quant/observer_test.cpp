@@ -317,6 +317,46 @@ TEST(HistogramObserver, RangeGrowingPastTheLatticeRestartsItAndKeepsEveryCount) 
   EXPECT_FALSE(h.defer(at::full({10}, 1e10f), &d));
 }
 
+// Counting uses a float shortcut away from bin edges and the lattice's double
+// arithmetic near them: every value lands where exact arithmetic puts it. The
+// values sit on both sides of every edge (the nearest floats), at the edges of
+// the range, outside it, and at random; the expectation is floor((x - lo) / width)
+// in long double. Grids near zero (the shortcut) and far from it (doubles only).
+TEST(HistogramObserver, ValuesBesideEveryBinEdgeLandInTheirBin) {
+  for (const auto& range : {std::pair<float, float>{-3.1f, 7.3f}, {0.0f, 6.0f}, {1e-3f, 2.7e-3f}, {1000.0f, 1001.5f}}) {
+    HistogramObserver obs(QuantSpec{}, Algorithm::kMinMax, {}, 2048);
+    obs.forward(at::tensor({range.first, range.second}));  // the grid: no later batch widens it
+    const Histogram g = obs.histogram();
+    std::vector<float> v;
+    for (int64_t b = 0; b <= 2048; ++b) {
+      const float e = static_cast<float>(g.lo + static_cast<double>(b) * g.width);
+      v.push_back(e);
+      v.push_back(std::nextafter(e, -INFINITY));
+      v.push_back(std::nextafter(e, INFINITY));
+    }
+    std::mt19937 rng(5);
+    std::uniform_real_distribution<float> u(range.first, range.second);
+    for (int i = 0; i < 200000; ++i) v.push_back(u(rng));
+    std::vector<float> in;  // only values inside the range: the grid stays
+    for (float x : v)
+      if (x >= range.first && x <= range.second) in.push_back(x);
+    obs.forward(at::tensor(in));
+    std::vector<double> want(2048, 0.0);
+    want[static_cast<size_t>(std::floor((static_cast<long double>(range.first) - g.lo) / g.width))] += 1;
+    want[std::min<size_t>(2047, static_cast<size_t>(std::floor((static_cast<long double>(range.second) - g.lo) / g.width)))] += 1;
+    for (float x : in) {
+      const long double b = std::floor((static_cast<long double>(x) - static_cast<long double>(g.lo)) / static_cast<long double>(g.width));
+      want[static_cast<size_t>(std::min<long double>(std::max<long double>(b, 0), 2047))] += 1;
+    }
+    const Histogram h = obs.histogram();
+    ASSERT_EQ(h.lo, g.lo);
+    ASSERT_EQ(h.width, g.width);
+    int64_t wrong = 0;
+    for (size_t b = 0; b < 2048; ++b) wrong += h.counts[b] != want[b];
+    EXPECT_EQ(wrong, 0) << "range [" << range.first << ", " << range.second << "]: bins differ from exact arithmetic";
+  }
+}
+
 TEST(HistogramObserver, SaveAndLoadKeepsStatistics) {
   at::manual_seed(2);
   auto h = std::make_shared<HistogramObserver>(spec(QDType::kUInt8, QScheme::kAffine), Algorithm::kEntropy);

@@ -93,7 +93,7 @@ __attribute__((target_clones("avx512f", "avx2", "default"))) void bin_indices(co
     const double t = (static_cast<double>(v) - glo) * inv;
     double e = (t - offd) * invk;
     e = e > cap ? cap : e;  // one select per statement: what if-conversion vectorises
-    e = e < -1.0 ? -1.0 : e;
+    e = e >= -1.0 ? e : -1.0;  // NaN too (the caller throws for it; no index may go astray first)
     double b = static_cast<double>(static_cast<int32_t>(e));
     const double edge = offd + b * kd;
     const double down = t < edge ? 1.0 : 0.0;
@@ -108,11 +108,64 @@ __attribute__((target_clones("avx512f", "avx2", "default"))) void bin_indices(co
   *nonfinite = nf;
 }
 
+// The float shortcut of bin_indices: bins estimated in float, exact wherever the
+// estimate is farther than `eps` (in bins) from an interior bin edge, because its
+// error is below eps / 4 there (see FloatGrid). Values nearer an edge get
+// idx = -1, for the caller to bin exactly with Grid::bin (under 1 % of them).
+struct FloatGrid {
+  bool ok = false;  // false: the float error bound is too coarse; count in doubles
+  float lo = 0, inv = 0, eps = 0;  // bin 0's start, bins per unit, the margin
+  FloatGrid(const Grid& g, int64_t bins) {
+    const double lo0 = g.lo + static_cast<double>(g.off) / g.inv, invb = g.inv / static_cast<double>(g.k);
+    // e = (x - lo) * inv in float against the real value, for 0 <= e <= bins: lo
+    // rounded to float shifts it by <= 2^-24 |lo| inv; the rounding of inv, of the
+    // difference and of the product scale it by <= (1 + 2^-24)^3. So |error| <=
+    // 2^-24 (|lo| inv + 3 bins) (+ O(2^-48)); the lattice's doubles are within
+    // 2^-52 of the real value. eps is twice the bound.
+    eps = static_cast<float>(0x1p-23 * (std::abs(lo0) * invb + 3.0 * static_cast<double>(bins)) + 0x1p-40);
+    ok = eps <= 0x1p-6 && std::isfinite(lo0) && invb > 0 && std::isfinite(invb) && bins < (int64_t{1} << 22);
+    lo = static_cast<float>(lo0);
+    inv = static_cast<float>(invb);
+  }
+};
+
+__attribute__((target_clones("avx512f", "avx2", "default"))) void float_bin_indices(const float* x, int64_t m,
+                                                                                     const FloatGrid& g, int64_t bins,
+                                                                                     int32_t* idx, float* lo, float* hi,
+                                                                                     uint32_t* nonfinite) {
+  const float glo = g.lo, inv = g.inv, eps = g.eps, cap = static_cast<float>(bins);
+  const int32_t last = static_cast<int32_t>(bins - 1);
+  float l = *lo, h = *hi;
+  uint32_t nf = *nonfinite;
+#pragma omp simd reduction(min : l) reduction(max : h) reduction(| : nf)
+  for (int64_t j = 0; j < m; ++j) {
+    const float v = x[j];
+    uint32_t bits;
+    std::memcpy(&bits, &v, sizeof bits);
+    nf |= static_cast<uint32_t>((bits & 0x7f800000u) == 0x7f800000u);
+    l = v < l ? v : l;
+    h = v > h ? v : h;
+    float e = (v - glo) * inv;
+    e = e >= 0.0f ? e : 0.0f;  // below bin 0 (and NaN): bin 0
+    e = e < cap ? e : cap;     // at or past the end: the last bin
+    int32_t b = static_cast<int32_t>(e);
+    const float frac = e - static_cast<float>(b);
+    // Near edge b (from above) or b + 1 (from below), an interior one (1..bins-1).
+    const int32_t near = ((frac < eps) & (b >= 1) & (b <= last)) | ((frac > 1.0f - eps) & (b < last));
+    b = b > last ? last : b;
+    idx[j] = near ? -1 : b;
+  }
+  *lo = l;
+  *hi = h;
+  *nonfinite = nf;
+}
+
 // One counting pass: per-thread integer counts (four interleaved copies where
 // they are small, so consecutive equal bins do not serialise on one counter),
 // and the values' min, max and NaN/Inf flag from the same pass.
 struct Partials {
-  std::vector<uint32_t> part;  // [threads * copies * bins]
+  std::vector<uint32_t> part;  // [threads * copies * bins]; each thread's total in its first copy
+  int threads = 1;
   float lo = kInf, hi = -kInf;
   uint32_t nonfinite = 0;
 };
@@ -120,13 +173,17 @@ struct Partials {
 void count_pass(const float* data, int64_t n, const Grid& g, int64_t bins, Partials* p) {
   const int threads = n > 65536 ? std::min(omp_get_max_threads(), 256) : 1;
   const int64_t copies = bins <= 4096 ? 4 : 1;
-  p->part.assign(static_cast<size_t>(threads * copies * bins), 0u);
+  p->part.resize(static_cast<size_t>(threads * copies * bins));
+  p->threads = threads;
+  const FloatGrid fg(g, bins);
+  const double lim = static_cast<double>(bins + 1), last = static_cast<double>(bins - 1);
   float tlo[256], thi[256];
   uint32_t tnf[256];
 #pragma omp parallel num_threads(threads)
   {
     const int t = omp_get_thread_num(), nt = omp_get_num_threads();
     uint32_t* h = p->part.data() + static_cast<size_t>(t * copies * bins);
+    std::fill(h, h + copies * bins, 0u);  // each thread its own, while in its cache
     const int64_t b0 = n * t / nt, b1 = n * (t + 1) / nt;
     tlo[t] = kInf;
     thi[t] = -kInf;
@@ -134,17 +191,31 @@ void count_pass(const float* data, int64_t n, const Grid& g, int64_t bins, Parti
     int32_t idx[512];
     for (int64_t i = b0; i < b1; i += 512) {
       const int64_t m = std::min<int64_t>(512, b1 - i);
-      bin_indices(data + i, m, g, bins, idx, &tlo[t], &thi[t], &tnf[t]);
+      if (fg.ok)
+        float_bin_indices(data + i, m, fg, bins, idx, &tlo[t], &thi[t], &tnf[t]);
+      else
+        bin_indices(data + i, m, g, bins, idx, &tlo[t], &thi[t], &tnf[t]);
+      // Values the float shortcut left (idx -1, beside a bin edge): the lattice's bin.
+      auto exact = [&](int64_t j) {
+        if (idx[j] < 0) idx[j] = static_cast<int32_t>(std::min(std::max(g.bin(data[i + j], lim), 0.0), last));
+      };
       int64_t j = 0;
       if (copies == 4)
         for (; j + 4 <= m; j += 4) {
+          if ((idx[j] | idx[j + 1] | idx[j + 2] | idx[j + 3]) < 0)
+            for (int64_t q = j; q < j + 4; ++q) exact(q);
           ++h[idx[j]];
           ++h[bins + idx[j + 1]];
           ++h[2 * bins + idx[j + 2]];
           ++h[3 * bins + idx[j + 3]];
         }
-      for (; j < m; ++j) ++h[idx[j]];
+      for (; j < m; ++j) {
+        exact(j);
+        ++h[idx[j]];
+      }
     }
+    for (int64_t c = 1; c < copies; ++c)  // this thread's copies into its first
+      for (int64_t b = 0; b < bins; ++b) h[b] += h[c * bins + b];
   }
   for (int t = 0; t < threads; ++t) {
     p->lo = std::min(p->lo, tlo[t]);
@@ -153,10 +224,11 @@ void count_pass(const float* data, int64_t n, const Grid& g, int64_t bins, Parti
   }
 }
 
-// Adds the partial counts into counts[0, bins).
+// Adds the partial counts (each thread's first copy) into counts[0, bins).
 void add_partials(const Partials& p, int64_t bins, double* counts) {
-  for (size_t c = 0; c < p.part.size() / static_cast<size_t>(bins); ++c)
-    for (int64_t b = 0; b < bins; ++b) counts[b] += p.part[c * static_cast<size_t>(bins) + static_cast<size_t>(b)];
+  const size_t per_thread = p.part.size() / static_cast<size_t>(p.threads);
+  for (size_t t = 0; t < static_cast<size_t>(p.threads); ++t)
+    for (int64_t b = 0; b < bins; ++b) counts[b] += p.part[t * per_thread + static_cast<size_t>(b)];
 }
 
 // Adds to counts[0, bins) how many values of `data` fall in each bin of `g`, the
