@@ -127,6 +127,18 @@ TEST(Observer, NaNAndInfAreDataErrorsNamingTheTensor) {
   at::Tensor y = at::randn({10});
   y[7] = std::nan("");
   EXPECT_THROW(h.forward(y), qfx::DataError);
+  // Once a grid exists, counting and scanning share one pass: a tensor with NaN
+  // or Inf still raises, and adds nothing (100,000 values: the threaded pass).
+  h.forward(at::randn({1000}));
+  const Histogram before = h.histogram();
+  at::Tensor z = at::randn({100000}) * 0.5;
+  z[54321] = std::nan("");
+  z[99999] = -INFINITY;
+  EXPECT_THROW(h.forward(z), qfx::DataError);
+  const Histogram after = h.histogram();
+  EXPECT_EQ(after.counts, before.counts);
+  EXPECT_EQ(after.lo, before.lo);
+  EXPECT_EQ(after.min, before.min);
 }
 
 TEST(QParams, PowerOfTwoAndBounds) {
