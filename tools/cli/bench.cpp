@@ -27,17 +27,25 @@
 namespace qfx::cli {
 namespace {
 
-// Median wall time of `fn` in milliseconds over `iters` runs after `warmup` runs.
-double median_ms(const std::function<void()>& fn, int iters, int warmup = 2) {
-  for (int i = 0; i < warmup; ++i) fn();
-  std::vector<double> t;
-  for (int i = 0; i < iters; ++i) {
-    const auto a = std::chrono::steady_clock::now();
-    fn();
-    t.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - a).count());
+// Median wall time in milliseconds of each of `fns` over `iters` rounds, after
+// `warmup` rounds; each round runs every function once, in turn, so a drift of the
+// machine's speed moves all of them alike and their ratios stay comparable.
+std::vector<double> interleaved_median_ms(const std::vector<std::function<void()>>& fns, int iters, int warmup = 2) {
+  for (int i = 0; i < warmup; ++i)
+    for (const auto& fn : fns) fn();
+  std::vector<std::vector<double>> t(fns.size());
+  for (int i = 0; i < iters; ++i)
+    for (size_t f = 0; f < fns.size(); ++f) {
+      const auto a = std::chrono::steady_clock::now();
+      fns[f]();
+      t[f].push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - a).count());
+    }
+  std::vector<double> med;
+  for (auto& v : t) {
+    std::sort(v.begin(), v.end());
+    med.push_back(v[v.size() / 2]);
   }
-  std::sort(t.begin(), t.end());
-  return t[t.size() / 2];
+  return med;
 }
 
 // Runs `argv` (no shell: arguments are passed as they are) and returns its exit
@@ -122,7 +130,7 @@ int run_bench(const BenchArgs& a) {
   for (const auto& in : tapped.inputs()) names.push_back(in.name);
   // Tap every float tensor the model computes, as calibration does.
   for (const auto& n : tapped.value_names()) names.push_back(n);
-  std::printf("# %s vs %s, %d threads, median of %d runs (ms)\n", args.onnx.c_str(), args.torchscript.c_str(),
+  std::printf("# %s vs %s, %d threads, median of %d interleaved runs (ms)\n", args.onnx.c_str(), args.torchscript.c_str(),
               args.threads, args.iters);
   std::printf("%-6s %14s %14s %10s %16s %12s %18s\n", "batch", "libtorch fp32", "qfx fp32", "qfx/torch", "qfx fp32 + taps",
               "taps/plain", "qfx GFLOP/s");
@@ -135,16 +143,19 @@ int run_bench(const BenchArgs& a) {
     runtime::Tensor x({b, 3, args.size, args.size}, runtime::DType::kFloat32);
     for (int64_t i = 0; i < x.numel(); ++i) x.data<float>()[i] = nd(rng);
     at::Tensor xt = torch::from_blob(x.raw(), {b, 3, args.size, args.size}, torch::kFloat).clone();
-    const double t_torch = median_ms([&] { frozen.forward({xt}); }, args.iters);
-    const double t_qfx = median_ms([&] { model.run({{model.inputs()[0].name, x}}); }, args.iters);
     tapped.set_taps(names, runtime::TapKind::kHistogram, {2048, -10.0f, 10.0f});
-    const double t_taps = median_ms([&] { tapped.run({{tapped.inputs()[0].name, x}}); }, args.iters);
+    std::vector<std::function<void()>> fns = {[&] { frozen.forward({xt}); },
+                                              [&] { model.run({{model.inputs()[0].name, x}}); },
+                                              [&] { tapped.run({{tapped.inputs()[0].name, x}}); }};
+    if (int8) fns.push_back([&] { int8->run({{int8->inputs()[0].name, x}}); });
+    const std::vector<double> med = interleaved_median_ms(fns, args.iters);
+    const double t_torch = med[0], t_qfx = med[1], t_taps = med[2];
     // GFLOP/s: 2 operations per multiply-accumulate, t in ms.
     const double ops = 2.0 * static_cast<double>(model.multiply_accumulates({x.shape()}));
     std::printf("%-6lld %14.2f %14.2f %10.2f %16.2f %12.2f %18s\n", static_cast<long long>(b), t_torch, t_qfx,
                 t_qfx / t_torch, t_taps, t_taps / t_qfx, rate_str(ops / t_qfx / 1e6, peak.fp32_gflops).c_str());
     if (int8) {
-      const double t_int8 = median_ms([&] { int8->run({{int8->inputs()[0].name, x}}); }, args.iters);
+      const double t_int8 = med[3];
       const double t_pt = args.pytorch_script.empty() ? -1 : pytorch_int8_ms(args, b);
       const double ops8 = 2.0 * static_cast<double>(int8->multiply_accumulates({x.shape()}));
       const std::string r8 = rate_str(ops8 / t_int8 / 1e6, peak.int8_gops);
