@@ -51,19 +51,22 @@ struct Grid {
   }
 };
 
+// Folds `v` into a running min, max and NaN/Inf flag (exponent all ones), in a
+// form the `omp simd` loops below vectorise.
+__attribute__((always_inline)) inline void fold(float v, float& l, float& h, uint32_t& nf) {
+  uint32_t bits;
+  std::memcpy(&bits, &v, sizeof bits);
+  nf |= static_cast<uint32_t>((bits & 0x7f800000u) == 0x7f800000u);
+  l = v < l ? v : l;
+  h = v > h ? v : h;
+}
+
 // Min and max of `data`; DataError naming `name` on NaN or Inf (exponent all ones).
 void scan(const float* data, int64_t n, const std::string& name, float* lo_out, float* hi_out) {
   float lo = kInf, hi = -kInf;
   uint32_t nonfinite = 0;
 #pragma omp parallel for simd reduction(min : lo) reduction(max : hi) reduction(| : nonfinite) if (n > 65536)
-  for (int64_t i = 0; i < n; ++i) {
-    const float x = data[i];
-    uint32_t bits;
-    std::memcpy(&bits, &x, sizeof bits);
-    nonfinite |= static_cast<uint32_t>((bits & 0x7f800000u) == 0x7f800000u);
-    lo = x < lo ? x : lo;
-    hi = x > hi ? x : hi;
-  }
+  for (int64_t i = 0; i < n; ++i) fold(data[i], lo, hi, nonfinite);
   if (nonfinite) throw DataError("observed tensor '" + (name.empty() ? std::string("?") : name) + "' contains NaN or Inf");
   *lo_out = lo;
   *hi_out = hi;
@@ -85,11 +88,7 @@ __attribute__((target_clones("avx512f", "avx2", "default"))) void bin_indices(co
 #pragma omp simd reduction(min : l) reduction(max : h) reduction(| : nf)
   for (int64_t j = 0; j < m; ++j) {
     const float v = x[j];
-    uint32_t bits;
-    std::memcpy(&bits, &v, sizeof bits);
-    nf |= static_cast<uint32_t>((bits & 0x7f800000u) == 0x7f800000u);
-    l = v < l ? v : l;
-    h = v > h ? v : h;
+    fold(v, l, h, nf);
     const double t = (static_cast<double>(v) - glo) * inv;
     double e = (t - offd) * invk;
     e = e > cap ? cap : e;  // one select per statement: what if-conversion vectorises
@@ -140,11 +139,7 @@ __attribute__((target_clones("avx512f", "avx2", "default"))) void float_bin_indi
 #pragma omp simd reduction(min : l) reduction(max : h) reduction(| : nf)
   for (int64_t j = 0; j < m; ++j) {
     const float v = x[j];
-    uint32_t bits;
-    std::memcpy(&bits, &v, sizeof bits);
-    nf |= static_cast<uint32_t>((bits & 0x7f800000u) == 0x7f800000u);
-    l = v < l ? v : l;
-    h = v > h ? v : h;
+    fold(v, l, h, nf);
     float e = (v - glo) * inv;
     e = e >= 0.0f ? e : 0.0f;  // below bin 0 (and NaN): bin 0
     e = e < cap ? e : cap;     // at or past the end: the last bin
