@@ -5,13 +5,16 @@
 
 #include "../common/scratch_dir.h"
 #include <ATen/ATen.h>
+#include <ATen/Parallel.h>
 
 #include <unistd.h>
 
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <mutex>
 #include <set>
+#include <thread>
 
 #include "fx/fixtures.h"
 #include "qfx/error.h"
@@ -229,6 +232,70 @@ TEST(Dataset, RegisteredReaderIsAcceptedByConfigsAndOpened) {
                              "calibration:\n  data: {format: parquet, images: x}\n";
   EXPECT_NE(message([&] { load_job_config(cfg_path); }).find("index_test"), std::string::npos);
   fs::remove_all(dir);
+}
+
+namespace {
+
+// A reader that records which threads read, and fails on two samples.
+class ThreadRecordingReader : public Dataset {
+ public:
+  ThreadRecordingReader(bool concurrent, int64_t n) : concurrent_(concurrent) {
+    sample_shape_ = {4};
+    source_ = "recording";
+    select(n, 0, -1);
+  }
+  bool concurrent_reads() const override { return concurrent_; }
+  std::set<std::thread::id> threads;
+
+ protected:
+  void read(int64_t id, float* dst) override {
+    {
+      std::lock_guard<std::mutex> lk(mu_);
+      threads.insert(std::this_thread::get_id());
+    }
+    if (id == 3 || id == 5) throw DataError("sample " + std::to_string(id) + " is unreadable");
+    std::fill(dst, dst + 4, static_cast<float>(id));
+  }
+
+ private:
+  bool concurrent_;
+  std::mutex mu_;
+};
+
+}  // namespace
+
+// A batch's samples are read on libtorch's threads when the reader allows it: the
+// batch equals reading the samples one at a time, in any order of positions; the
+// error raised is the first failing sample's in batch order, every time; a reader
+// that does not say it is safe is read on the calling thread only.
+TEST(Dataset, ConcurrentReadsEqualOneByOneAndRaiseTheFirstError) {
+  const int threads_before = at::get_num_threads();
+  at::set_num_threads(2);  // whatever this machine's default, two readers
+  auto ds = open_dataset(small_images(), {-1, 3, 28, 28});
+  ASSERT_TRUE(ds->concurrent_reads());
+  const at::Tensor all = ds->batch(0, ds->size());
+  for (int64_t i = 0; i < ds->size(); ++i) EXPECT_TRUE(at::equal(all[i], ds->batch(i, i + 1)[0])) << "sample " << i;
+  std::vector<int64_t> order;
+  for (int64_t i = ds->size() - 1; i >= 0; --i) order.push_back(i);
+  EXPECT_TRUE(at::equal(ds->gather(order), all.flip({0})));
+
+  ThreadRecordingReader concurrent(true, 16);
+  std::vector<int64_t> good{0, 1, 2, 4, 6, 7, 8, 9};
+  const at::Tensor b = concurrent.gather(good);
+  for (size_t i = 0; i < good.size(); ++i) EXPECT_EQ(b[static_cast<int64_t>(i)][0].item<float>(), static_cast<float>(good[i]));
+  EXPECT_EQ(concurrent.threads.size(), 2u);
+  for (int k = 0; k < 20; ++k) {
+    try {
+      concurrent.batch(0, 16);
+      FAIL() << "expected DataError";
+    } catch (const DataError& e) {
+      EXPECT_EQ(std::string(e.what()), "sample 3 is unreadable");
+    }
+  }
+  ThreadRecordingReader serial(false, 16);
+  serial.batch(0, 3);
+  EXPECT_EQ(serial.threads, (std::set<std::thread::id>{std::this_thread::get_id()}));
+  at::set_num_threads(threads_before);
 }
 
 // Inputs the IDX fuzzer found (tests/fuzz/regressions/idx/): each is a clean

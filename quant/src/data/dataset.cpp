@@ -71,6 +71,8 @@ class IdxDataset : public Dataset {
     }
   }
 
+  bool concurrent_reads() const override { return true; }
+
  protected:
   void read(int64_t id, float* dst) override {
     const uint8_t* p = raw_.data_ptr<uint8_t>() + id * raw_.size(1) * raw_.size(2);
@@ -106,6 +108,8 @@ class NpyDataset : public Dataset {
       labels_ = all.index_select(0, at::tensor(index_, at::kLong));
     }
   }
+
+  bool concurrent_reads() const override { return true; }
 
  protected:
   void read(int64_t id, float* dst) override {
@@ -162,6 +166,8 @@ class ImageDataset : public Dataset {
     }
   }
 
+  bool concurrent_reads() const override { return true; }
+
  protected:
   void read(int64_t id, float* dst) override {
     const std::string path = files_[static_cast<size_t>(id)].string();
@@ -190,6 +196,8 @@ class RawDataset : public Dataset {
     if (!s.labels.empty()) throw ConfigError(s.images + ": raw data has no labels");
     select(static_cast<int64_t>(files_.size()), limit, seed);
   }
+
+  bool concurrent_reads() const override { return true; }
 
  protected:
   void read(int64_t id, float* dst) override {
@@ -308,25 +316,6 @@ void Dataset::select(int64_t total, int64_t limit, int64_t seed) {
     }
   }
   index_.resize(static_cast<size_t>(n));
-}
-
-at::Tensor Dataset::batch(int64_t begin, int64_t end) {
-  std::vector<int64_t> positions;
-  for (int64_t i = begin; i < std::min(end, size()); ++i) positions.push_back(i);
-  return gather(positions);
-}
-
-at::Tensor Dataset::gather(const std::vector<int64_t>& positions) {
-  std::vector<int64_t> shape{static_cast<int64_t>(positions.size())};
-  shape.insert(shape.end(), sample_shape_.begin(), sample_shape_.end());
-  at::Tensor out = at::empty(shape, at::kFloat);
-  const int64_t n = numel(sample_shape_);
-  for (size_t i = 0; i < positions.size(); ++i) {
-    const int64_t p = positions[i];
-    if (p < 0 || p >= size()) throw DataError(source_ + ": sample " + std::to_string(p) + " out of range");
-    read(index_[static_cast<size_t>(p)], out.data_ptr<float>() + static_cast<int64_t>(i) * n);
-  }
-  return out;
 }
 
 at::Tensor decode_image(const std::string& path) {

@@ -53,6 +53,10 @@ class Dataset {
   const at::Tensor& labels() const { return labels_; }
   /// Where the data comes from (for messages).
   const std::string& source() const { return source_; }
+  /// True if `read` may run on several threads at once: `batch` and `gather` then
+  /// read a batch's samples on libtorch's threads (at::parallel_for). The built-in
+  /// readers say true; a registered reader says false unless it overrides this.
+  virtual bool concurrent_reads() const { return false; }
 
  protected:
   /// Writes sample `id` (an index into the whole dataset) into `dst` (sample_shape's numel floats).
