@@ -13,7 +13,7 @@ int64_t tap_histogram_copies(int64_t bins);
 /// `bins` equal bins over [lo_edge, hi_edge) (bin = trunc((v - lo_edge) * bins /
 /// (hi_edge - lo_edge)) in float, clamped to [0, bins); NaN counts in bin 0), and
 /// sets *lo / *hi to the values' min and max. One pass over `x`, split over up to
-/// `max_threads` (<= 256) OpenMP threads when n > 32,768; `scratch` holds
+/// `max_threads` (<= 256) OpenMP threads when n > 65,536; `scratch` holds
 /// max_threads * tap_histogram_copies(bins) * bins counters (overwritten).
 void tap_histogram(const float* x, int64_t n, float lo_edge, float hi_edge, int64_t bins, uint32_t* scratch,
                    int max_threads, double* counts, float* lo, float* hi);
