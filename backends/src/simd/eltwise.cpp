@@ -21,54 +21,21 @@ using In = std::vector<const Tensor*>;
 using Out = std::vector<Tensor*>;
 constexpr int64_t kParallelMin = 1 << 15;  // elements below which one thread is faster
 
-// One code of QuantizeLinear: the reference's arithmetic, one select per statement
-// (what GCC vectorises).
-template <typename T>
-__attribute__((always_inline)) inline T quantize_one(float x, float scale, float fz, float flo, float fhi) {
-  const float magic = 12582912.0f;
-  float t = x / scale;
-  t = t == t ? t : 0.0f;
-  t = t < -4194304.0f ? -4194304.0f : t;
-  t = t > 4194304.0f ? 4194304.0f : t;
-  t = (t + magic) - magic;  // half to even
-  t += fz;
-  t = t < flo ? flo : t;
-  t = t > fhi ? fhi : t;
-  return static_cast<T>(static_cast<int32_t>(t));
-}
-
 template <typename T>
 void quantize_loop(const float* x, T* y, int64_t n, float scale, int32_t zp, int32_t lo, int32_t hi) {
   const float fz = static_cast<float>(zp), flo = static_cast<float>(lo), fhi = static_cast<float>(hi);
+  const float magic = 12582912.0f;
 #pragma omp parallel for simd if (n > kParallelMin)
-  for (int64_t p = 0; p < n; ++p) y[p] = quantize_one<T>(x[p], scale, fz, flo, fhi);
-}
-
-// Quantizes a plain NCHW float tensor into channels-last (NHWC) codes, so the
-// convolution that reads it needs no reorder: blocks of pixels quantized plane by
-// plane (quantize_loop's arithmetic, bit for bit), then interleaved.
-template <typename T>
-void quantize_to_nhwc(const float* x, T* y, int64_t N, int64_t C, int64_t HW, float scale, int32_t zp, int32_t lo,
-                      int32_t hi) {
-  constexpr int64_t kBlock = 256;
-  const int64_t blocks = (HW + kBlock - 1) / kBlock;
-  const float fz = static_cast<float>(zp), flo = static_cast<float>(lo), fhi = static_cast<float>(hi);
-#pragma omp parallel if (N * C * HW > kParallelMin)
-  {
-    std::vector<T> planes(static_cast<size_t>(C * kBlock));
-#pragma omp for
-    for (int64_t nb = 0; nb < N * blocks; ++nb) {
-      const int64_t n = nb / blocks, p0 = (nb % blocks) * kBlock, m = std::min(kBlock, HW - p0);
-      for (int64_t c = 0; c < C; ++c) {
-        const float* xc = x + (n * C + c) * HW + p0;
-        T* pc = planes.data() + c * kBlock;
-#pragma omp simd
-        for (int64_t p = 0; p < m; ++p) pc[p] = quantize_one<T>(xc[p], scale, fz, flo, fhi);
-      }
-      T* out = y + (n * HW + p0) * C;
-      for (int64_t p = 0; p < m; ++p)
-        for (int64_t c = 0; c < C; ++c) out[p * C + c] = planes[static_cast<size_t>(c * kBlock + p)];
-    }
+  for (int64_t p = 0; p < n; ++p) {  // one select per statement: what GCC vectorises
+    float t = x[p] / scale;
+    t = t == t ? t : 0.0f;
+    t = t < -4194304.0f ? -4194304.0f : t;
+    t = t > 4194304.0f ? 4194304.0f : t;
+    t = (t + magic) - magic;  // half to even
+    t += fz;
+    t = t < flo ? flo : t;
+    t = t > fhi ? fhi : t;
+    y[p] = static_cast<T>(static_cast<int32_t>(t));
   }
 }
 
@@ -99,23 +66,11 @@ bool quantize(const KernelRequest& r, Kernel* k) {
   if (dt != DType::kUInt8 && dt != DType::kInt8) return r.decline("output is not 8-bit");
   const int32_t zp = has_z ? int_at(*consts[2]) : 0;
   const int32_t lo = dt == DType::kUInt8 ? 0 : -128, hi = dt == DType::kUInt8 ? 255 : 127;
-  // Elementwise: a channels-last input stays so; a plain 4-D input becomes channels
-  // last when the consumers take it (the model's input before its first convolution).
-  const bool transpose = r.nhwc_out && !in[0].nhwc && in[0].shape.size() == 4;
-  k->accepts_nhwc = r.nhwc_out;
-  k->outputs = {{in[0].shape, dt, r.nhwc_out && (in[0].nhwc || transpose)}};
-  const Shape shape = in[0].shape;
+  k->outputs = {{in[0].shape, dt}};
   k->run = [=](const In& i, const Out& o) {
-    const float* x = i[0]->data<float>();
-    if (transpose) {
-      const int64_t N = shape[0], C = shape[1], HW = shape[2] * shape[3];
-      if (dt == DType::kUInt8) quantize_to_nhwc(x, o[0]->data<uint8_t>(), N, C, HW, scale, zp, lo, hi);
-      else quantize_to_nhwc(x, o[0]->data<int8_t>(), N, C, HW, scale, zp, lo, hi);
-      return;
-    }
     const int64_t t = i[0]->numel();
-    if (dt == DType::kUInt8) quantize_loop(x, o[0]->data<uint8_t>(), t, scale, zp, lo, hi);
-    else quantize_loop(x, o[0]->data<int8_t>(), t, scale, zp, lo, hi);
+    if (dt == DType::kUInt8) quantize_loop(i[0]->data<float>(), o[0]->data<uint8_t>(), t, scale, zp, lo, hi);
+    else quantize_loop(i[0]->data<float>(), o[0]->data<int8_t>(), t, scale, zp, lo, hi);
   };
   return true;
 }
