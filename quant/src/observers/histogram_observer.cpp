@@ -132,23 +132,23 @@ __attribute__((target_clones("avx512f", "avx2", "default"))) void float_bin_indi
                                                                                      const FloatGrid& g, int64_t bins,
                                                                                      int32_t* idx, float* lo, float* hi,
                                                                                      uint32_t* nonfinite) {
-  const float glo = g.lo, inv = g.inv, eps = g.eps, cap = static_cast<float>(bins);
-  const int32_t last = static_cast<int32_t>(bins - 1);
+  const float glo = g.lo, inv = g.inv, eps = g.eps, flast = static_cast<float>(bins - 1);
   float l = *lo, h = *hi;
   uint32_t nf = *nonfinite;
 #pragma omp simd reduction(min : l) reduction(max : h) reduction(| : nf)
   for (int64_t j = 0; j < m; ++j) {
     const float v = x[j];
     fold(v, l, h, nf);
-    float e = (v - glo) * inv;
-    e = e >= 0.0f ? e : 0.0f;  // below bin 0 (and NaN): bin 0
-    e = e < cap ? e : cap;     // at or past the end: the last bin
-    int32_t b = static_cast<int32_t>(e);
-    const float frac = e - static_cast<float>(b);
-    // Near edge b (from above) or b + 1 (from below), an interior one (1..bins-1).
-    const int32_t near = ((frac < eps) & (b >= 1) & (b <= last)) | ((frac > 1.0f - eps) & (b < last));
-    b = b > last ? last : b;
-    idx[j] = near ? -1 : b;
+    // The bins of e - eps and e + eps, both clamped to [0, bins - 1]: they differ
+    // exactly when an interior edge lies within eps of e (NaN: bin 0 for both).
+    const float e = (v - glo) * inv;
+    float a = e - eps, c = e + eps;
+    a = a >= 0.0f ? a : 0.0f;
+    a = a < flast ? a : flast;
+    c = c >= 0.0f ? c : 0.0f;
+    c = c < flast ? c : flast;
+    const int32_t ba = static_cast<int32_t>(a), bc = static_cast<int32_t>(c);
+    idx[j] = ba == bc ? ba : -1;
   }
   *lo = l;
   *hi = h;
