@@ -109,7 +109,7 @@ __attribute__((target_clones("avx512f", "avx2", "default"))) void bin_indices(co
 
 // The float shortcut of bin_indices: bins estimated in float, exact wherever the
 // estimate is farther than `eps` (in bins) from an interior bin edge, because its
-// error is below eps / 4 there (see FloatGrid). Values nearer an edge get
+// error is below eps / 2 (see FloatGrid). Values nearer an edge get
 // idx = -1, for the caller to bin exactly with Grid::bin (under 1 % of them).
 struct FloatGrid {
   bool ok = false;  // false: the float error bound is too coarse; count in doubles
