@@ -39,9 +39,12 @@ check "a killed rank: no output files, no staging folder left" 0 "^none$" -- bas
 # (batch-norm statistics frozen from step 0: they are per rank).
 qat_args=(--set training.num_samples=1280 --set training.epochs=1 --set training.max_steps=20 --set training.freeze_bn_after=0
           --set calibration.num_samples=128 --set evaluation.num_samples=128)
-check "qfx qat --nproc 1, batch 64" 0 "trained 20 steps" -- "$QFX" qat "${qat_args[@]}" --set training.batch_size=64 --set output.dir="$tmp/qat1"
+# One thread per process on any machine: with two per rank the runs end 1 % apart (the
+# README's known issue), which this comparison is not about.
+check "qfx qat --nproc 1, batch 64" 0 "trained 20 steps" -- \
+  env OMP_NUM_THREADS=1 "$QFX" qat "${qat_args[@]}" --set training.batch_size=64 --set output.dir="$tmp/qat1"
 check "qfx qat --nproc 2, batch 32" 0 "trained 20 steps" -- \
-  "$QFX" qat --nproc 2 "${qat_args[@]}" --set training.batch_size=32 --set output.dir="$tmp/qat2"
+  env OMP_NUM_THREADS=1 "$QFX" qat --nproc 2 "${qat_args[@]}" --set training.batch_size=32 --set output.dir="$tmp/qat2"
 check "qfx qat: 2 x 32 and 1 x 64 give the same weights (1e-5 relative) and observer ranges" 0 "^same" -- /usr/bin/python3 -c "
 import json, torch
 a = torch.jit.load('$tmp/qat1/qat_checkpoint.pt'); b = torch.jit.load('$tmp/qat2/qat_checkpoint.pt')
