@@ -159,13 +159,13 @@ int run_bench(const BenchArgs& a) {
       const double t_pt = args.pytorch_script.empty() ? -1 : pytorch_int8_ms(args, b);
       const double ops8 = 2.0 * static_cast<double>(int8->multiply_accumulates({x.shape()}));
       const std::string r8 = rate_str(ops8 / t_int8 / 1e6, peak.int8_gops);
-      char row[256];
-      if (t_pt > 0)
-        std::snprintf(row, sizeof row, "%-6lld %14.2f %14.2f %16.2f %16.2f %18s", static_cast<long long>(b), t_int8,
-                      t_int8 / t_qfx, t_pt, t_int8 / t_pt, r8.c_str());
-      else
-        std::snprintf(row, sizeof row, "%-6lld %14.2f %14.2f %16s %16s %18s", static_cast<long long>(b), t_int8,
-                      t_int8 / t_qfx, "-", "-", r8.c_str());
+      char pt[32] = "-", vs_pt[32] = "-", row[256];  // "-": no PyTorch script given
+      if (t_pt > 0) {
+        std::snprintf(pt, sizeof pt, "%.2f", t_pt);
+        std::snprintf(vs_pt, sizeof vs_pt, "%.2f", t_int8 / t_pt);
+      }
+      std::snprintf(row, sizeof row, "%-6lld %14.2f %14.2f %16s %16s %18s", static_cast<long long>(b), t_int8,
+                    t_int8 / t_qfx, pt, vs_pt, r8.c_str());
       int8_rows.push_back(row);
     }
   }

@@ -3,6 +3,7 @@
 // which at::parallel_for needs to use more than one thread.
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>
+#include <c10/util/accumulate.h>
 
 #include <algorithm>
 #include <exception>
@@ -24,8 +25,7 @@ at::Tensor Dataset::gather(const std::vector<int64_t>& positions) {
   std::vector<int64_t> shape{static_cast<int64_t>(positions.size())};
   shape.insert(shape.end(), sample_shape_.begin(), sample_shape_.end());
   at::Tensor out = at::empty(shape, at::kFloat);
-  int64_t n = 1;
-  for (int64_t d : sample_shape_) n *= d;
+  const int64_t n = c10::multiply_integers(sample_shape_);
   for (int64_t p : positions)
     if (p < 0 || p >= size()) throw DataError(source_ + ": sample " + std::to_string(p) + " out of range");
   float* dst = out.data_ptr<float>();

@@ -61,13 +61,18 @@ __attribute__((always_inline)) inline void fold(float v, float& l, float& h, uin
   h = v > h ? v : h;
 }
 
+// DataError naming the tensor if fold() flagged NaN or Inf.
+void throw_if_nonfinite(uint32_t nonfinite, const std::string& name) {
+  if (nonfinite) throw DataError("observed tensor '" + (name.empty() ? std::string("?") : name) + "' contains NaN or Inf");
+}
+
 // Min and max of `data`; DataError naming `name` on NaN or Inf (exponent all ones).
 void scan(const float* data, int64_t n, const std::string& name, float* lo_out, float* hi_out) {
   float lo = kInf, hi = -kInf;
   uint32_t nonfinite = 0;
 #pragma omp parallel for simd reduction(min : lo) reduction(max : hi) reduction(| : nonfinite) if (n > 65536)
   for (int64_t i = 0; i < n; ++i) fold(data[i], lo, hi, nonfinite);
-  if (nonfinite) throw DataError("observed tensor '" + (name.empty() ? std::string("?") : name) + "' contains NaN or Inf");
+  throw_if_nonfinite(nonfinite, name);
   *lo_out = lo;
   *hi_out = hi;
 }
@@ -318,7 +323,6 @@ bool HistogramObserver::replay_range(float lo, float hi) {
 
 void HistogramObserver::observe(const float* data, int64_t n) {
   if (n <= 0) return;
-  float lo, hi;
   sync_lattice();
   if (base_w_ > 0) {
     // One pass: count on the current grid while scanning. Where the values need no
@@ -328,13 +332,14 @@ void HistogramObserver::observe(const float* data, int64_t n) {
     const double width = base_w_;
     Partials p;
     count_pass(data, n, before, bins_, &p);
-    if (p.nonfinite) throw DataError("observed tensor '" + (tensor_name_.empty() ? std::string("?") : tensor_name_) + "' contains NaN or Inf");
+    throw_if_nonfinite(p.nonfinite, tensor_name_);
     replay_range(p.lo, p.hi);
     if (base_lo_ == before.lo && base_w_ == width && off_ == before.off && k_ == before.k) {
       add_partials(p, bins_, hist_.data_ptr<double>());
       return;
     }
   } else {
+    float lo, hi;
     scan(data, n, tensor_name_, &lo, &hi);
     replay_range(lo, hi);
   }
