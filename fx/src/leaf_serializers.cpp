@@ -13,6 +13,7 @@
 
 #include "leaf_modules.h"
 #include "qfx/fx/serialize.h"
+#include "qfx/fx/torch_compat.h"
 
 namespace qfx::fx::detail {
 namespace {
@@ -57,9 +58,9 @@ void reg_plain(const std::string& type) {
 }
 
 const char* padding_mode_name(const torch::nn::detail::conv_padding_mode_t& m) {
-  if (c10::get_if<torch::enumtype::kZeros>(&m)) return "zeros";
-  if (c10::get_if<torch::enumtype::kReflect>(&m)) return "reflect";
-  if (c10::get_if<torch::enumtype::kReplicate>(&m)) return "replicate";
+  if (compat::get_if<torch::enumtype::kZeros>(&m)) return "zeros";
+  if (compat::get_if<torch::enumtype::kReflect>(&m)) return "reflect";
+  if (compat::get_if<torch::enumtype::kReplicate>(&m)) return "replicate";
   return "circular";
 }
 
@@ -79,8 +80,8 @@ void save_conv(const Impl& m, ModuleConfig& c) {
   c.insert("out_channels", o.out_channels());
   c.insert("kernel_size", vec<D>(o.kernel_size()));
   c.insert("stride", vec<D>(o.stride()));
-  if (auto* p = c10::get_if<torch::ExpandingArray<D>>(&o.padding())) c.insert("padding", vec<D>(*p));
-  else if (c10::get_if<torch::enumtype::kSame>(&o.padding())) c.insert("padding", std::string("same"));
+  if (auto* p = compat::get_if<torch::ExpandingArray<D>>(&o.padding())) c.insert("padding", vec<D>(*p));
+  else if (compat::get_if<torch::enumtype::kSame>(&o.padding())) c.insert("padding", std::string("same"));
   else c.insert("padding", std::string("valid"));
   c.insert("output_padding", vec<D>(o.output_padding()));
   c.insert("dilation", vec<D>(o.dilation()));

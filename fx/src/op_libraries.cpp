@@ -3,6 +3,7 @@
 
 #include <dlfcn.h>
 #include <glob.h>
+#include <link.h>
 
 #include <cstdlib>
 #include <filesystem>
@@ -17,6 +18,31 @@ std::mutex mu;
 std::vector<std::string>& loaded() {
   static std::vector<std::string> v;
   return v;
+}
+
+// The folder of the libtorch_cpu.so this process runs, or "" when it is not a
+// shared library (static builds).
+std::string loaded_libtorch_dir() {
+  std::string found;
+  dl_iterate_phdr(
+      [](dl_phdr_info* info, size_t, void* data) {
+        const std::filesystem::path p = info->dlpi_name ? info->dlpi_name : "";
+        if (p.filename() != "libtorch_cpu.so") return 0;
+        *static_cast<std::string*>(data) = p.parent_path().string();
+        return 1;
+      },
+      &found);
+  return found;
+}
+
+// Loads the first file that `pattern` matches; returns it, or "" if none does.
+std::string load_first_match(const std::string& pattern) {
+  glob_t g{};
+  std::string p;
+  if (glob(pattern.c_str(), 0, nullptr, &g) == 0 && g.gl_pathc > 0) p = g.gl_pathv[0];
+  globfree(&g);
+  if (!p.empty()) load_operator_library(p);
+  return p;
 }
 
 }  // namespace
@@ -40,17 +66,13 @@ std::string load_torchvision_operators() {
     load_operator_library(env);
     return env;
   }
+  // A pip-installed torch keeps libtorch in site-packages/torch/lib; torchvision
+  // sits beside torch there.
+  if (const std::string dir = loaded_libtorch_dir(); !dir.empty())
+    if (auto p = load_first_match(dir + "/../../torchvision/_C*.so"); !p.empty()) return p;
   for (const char* pattern : {"/usr/lib/python3/dist-packages/torchvision/_C*.so", "/usr/local/lib/python3*/dist-packages/torchvision/_C*.so",
-                              "/usr/local/lib/python3*/site-packages/torchvision/_C*.so"}) {
-    glob_t g{};
-    if (glob(pattern, 0, nullptr, &g) == 0 && g.gl_pathc > 0) {
-      const std::string p = g.gl_pathv[0];
-      globfree(&g);
-      load_operator_library(p);
-      return p;
-    }
-    globfree(&g);
-  }
+                              "/usr/local/lib/python3*/site-packages/torchvision/_C*.so"})
+    if (auto p = load_first_match(pattern); !p.empty()) return p;
   return "";
 }
 

@@ -12,11 +12,11 @@
 using namespace qfx::runtime;
 
 namespace {
-// Writes `text` (Python) to a script and runs it with Debian's python3 + NumPy.
+// Writes `text` (Python) to a script and runs it with QFX_PYTHON (NumPy).
 bool numpy(const std::string& code) {
   const std::string py = qfx::test::scratch_path() + "/np_script.py";
   std::ofstream(py) << "import numpy as np\n" << code;
-  return std::system(("/usr/bin/python3 " + py).c_str()) == 0;
+  return std::system((std::string("\"") + QFX_PYTHON + "\" " + py).c_str()) == 0;
 }
 }  // namespace
 

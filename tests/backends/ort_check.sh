@@ -1,17 +1,18 @@
 #!/usr/bin/env bash
-# qfx run against ONNX Runtime (npm onnxruntime-node, CPU) on the exported models:
+# qfx run against ONNX Runtime (Python onnxruntime, CPU) on the exported models:
 # float models within 1e-4 relative; QDQ models equal to ONNX Runtime's QDQ
 # semantics (graph optimizations off) and within 2 output units of its fused int8
 # kernels; the PTQ job's int8 model predicts as ONNX Runtime does. Needs $QFX, $FIXTURES; $1 = tools/ort_check.
 set -u
 ort=$1
-if [ ! -d "$ort/node_modules/onnxruntime-node" ]; then  # never a silent skip: install_deps.sh guarantees it
-  echo "FAIL: onnxruntime-node is not installed in $ort (run tools/install_deps.sh)"; exit 1
+PY=${QFX_PYTHON:-python3}
+if ! "$PY" -c "import onnxruntime" 2>/dev/null; then  # never a silent skip: install_deps.sh guarantees it
+  echo "FAIL: $PY cannot import onnxruntime (run tools/install_deps.sh)"; exit 1
 fi
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 fail=0
 compare() {  # name qfx.npy ort.npy mode(rel|units:SCALE) limit
-  /usr/bin/python3 - "$@" <<'PY'
+  $PY - "$@" <<'PY'
 import sys, numpy as np
 name, a, b, mode, limit = sys.argv[1:6]
 a, b = np.load(a), np.load(b)
@@ -31,12 +32,12 @@ for m in resnet18 mobilenet_v2 zoo; do
   for backend in onednn reference; do
     "$QFX" run "$FIXTURES/onnx/$m.onnx" -i "$FIXTURES/onnx/$m.in.npy" -o "$tmp/$m.$backend.npy" --backend $backend >/dev/null || fail=1
   done
-  node "$ort/run.js" "$FIXTURES/onnx/$m.onnx" "$tmp/$m.ort.npy" "$FIXTURES/onnx/$m.in.npy" || fail=1
+  "$PY" "$ort/run.py" "$FIXTURES/onnx/$m.onnx" "$tmp/$m.ort.npy" "$FIXTURES/onnx/$m.in.npy" || fail=1
   for backend in onednn reference; do compare "$m ($backend)" "$tmp/$m.$backend.npy" "$tmp/$m.ort.npy" rel 1e-4 || fail=1; done
 done
 for m in qdq_convnet qdq_s8; do
-  ORT_OPT=disabled node "$ort/run.js" "$FIXTURES/onnx/$m.onnx" "$tmp/$m.ort.npy" "$FIXTURES/onnx/$m.in.npy" || fail=1
-  node "$ort/run.js" "$FIXTURES/onnx/$m.onnx" "$tmp/$m.ortopt.npy" "$FIXTURES/onnx/$m.in.npy" || fail=1
+  ORT_OPT=disabled "$PY" "$ort/run.py" "$FIXTURES/onnx/$m.onnx" "$tmp/$m.ort.npy" "$FIXTURES/onnx/$m.in.npy" || fail=1
+  "$PY" "$ort/run.py" "$FIXTURES/onnx/$m.onnx" "$tmp/$m.ortopt.npy" "$FIXTURES/onnx/$m.in.npy" || fail=1
   for backend in reference onednn; do
     "$QFX" run "$FIXTURES/onnx/$m.onnx" -i "$FIXTURES/onnx/$m.in.npy" -o "$tmp/$m.$backend.npy" --backend $backend >/dev/null || fail=1
     # The README's claims: equal to ONNX Runtime's QDQ semantics exactly (0 units);
@@ -50,15 +51,15 @@ done
 # (measured: all of them; two near-tied logits may flip).
 "$QFX" ptq --set calibration.num_samples=256 --set 'evaluation=null' --set output.dir="$tmp/ptq" >"$tmp/ptq.log" 2>&1 ||
   { echo "FAIL qfx ptq"; tail -3 "$tmp/ptq.log"; fail=1; }
-/usr/bin/python3 - "$tmp/test.npy" <<'PY'
+$PY - "$tmp/test.npy" <<'PY'
 import gzip, sys, numpy as np
 with gzip.open("/usr/share/datasets/fashion-mnist/t10k-images-idx3-ubyte.gz") as f:
     x = np.frombuffer(f.read(), np.uint8, offset=16).reshape(-1, 1, 28, 28)[:1000]
 np.save(sys.argv[1], ((x.astype(np.float32) / 255 - 0.2860) / 0.3530).astype(np.float32))
 PY
 "$QFX" run "$tmp/ptq/model_int8.onnx" -i "$tmp/test.npy" -o "$tmp/ptq.qfx.npy" >/dev/null || fail=1
-ORT_OPT=disabled node "$ort/run.js" "$tmp/ptq/model_int8.onnx" "$tmp/ptq.ort.npy" "$tmp/test.npy" || fail=1
-/usr/bin/python3 - "$tmp/ptq.qfx.npy" "$tmp/ptq.ort.npy" <<'PY' || fail=1
+ORT_OPT=disabled "$PY" "$ort/run.py" "$tmp/ptq/model_int8.onnx" "$tmp/ptq.ort.npy" "$tmp/test.npy" || fail=1
+$PY - "$tmp/ptq.qfx.npy" "$tmp/ptq.ort.npy" <<'PY' || fail=1
 import sys, numpy as np
 a, b = np.load(sys.argv[1]), np.load(sys.argv[2])
 agree = float((a.argmax(1) == b.argmax(1)).mean())

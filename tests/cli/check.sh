@@ -1,6 +1,8 @@
 # check NAME EXPECTED_RC PATTERN -- COMMAND...: runs COMMAND, expects its exit code
 # and a line matching PATTERN (extended regex), and no crash or stack dump.
 # Counts into $pass / $fail. Sourced by the CLI test scripts.
+# $PY: the Python with numpy, torch and onnxruntime (CMake passes QFX_PYTHON).
+PY=${QFX_PYTHON:-python3}
 check() {  # name expected_rc pattern -- command...
   local name=$1 want=$2 pattern=$3; shift 4
   local out rc

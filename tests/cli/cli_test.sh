@@ -94,13 +94,13 @@ check "qfx ptq: default config on a subset, int8 top-1 reported" 0 "top-1: fp32 
 check "qfx ptq: artifacts written" 0 "graph_hash" -- cat "$tmp/ptq/encodings.json"
 # Threads: every CPU this process may use unless OMP_NUM_THREADS says otherwise
 # (libtorch alone would start with its guess of the physical cores, 1 on some VMs).
-check "qfx ptq without OMP_NUM_THREADS computes on all $(nproc) CPUs" 0 "^$(nproc)$" -- /usr/bin/python3 -c \
+check "qfx ptq without OMP_NUM_THREADS computes on all $(nproc) CPUs" 0 "^$(nproc)$" -- $PY -c \
   "import json; print(json.load(open('$tmp/ptq/report.json'))['calibration']['threads'])"
 check "qfx ptq: OMP_NUM_THREADS=1 stands" 0 "on runtime:onednn \\(1 thread\\)" -- \
   env OMP_NUM_THREADS=1 "$QFX" ptq --set calibration.num_samples=64 --set evaluation=null --set output.dir="$tmp/ptq_t1"
 # Acceptance on the subset: calibrated on the runtime, int8 top-1 within 0.5 points
 # of fp32, the reference backend's int8 outputs identical to oneDNN's on every image.
-check "qfx ptq: acceptance on 2,000 test images" 0 "^accepted" -- /usr/bin/python3 -c "
+check "qfx ptq: acceptance on 2,000 test images" 0 "^accepted" -- $PY -c "
 import json, sys
 r = json.load(open('$tmp/ptq/report.json'))
 e = r['evaluation']
@@ -109,19 +109,19 @@ ok = r['calibration']['engine'] == 'runtime:onednn' and abs(e['top1_int8'] - e['
      and e['fp32_runtime_vs_libtorch_max_rel_error'] < 1e-4 and len(r['per_layer_sqnr']['layers']) >= 10
 print('accepted' if ok else 'rejected', r['calibration'], {k: e[k] for k in ('top1_fp32', 'top1_int8', 'reference_check')})
 "
-check "qfx ptq: per-layer SQNR table, worst first" 0 "^sorted" -- /usr/bin/python3 -c "
+check "qfx ptq: per-layer SQNR table, worst first" 0 "^sorted" -- $PY -c "
 import json
 l = json.load(open('$tmp/ptq/report.json'))['per_layer_sqnr']['layers']
 v = [x.get('sqnr_db_int8', x['sqnr_db_fakequant']) for x in l]
 print('sorted' if v == sorted(v) and all(5 < x < 80 for x in v) else 'unsorted', v[:3])
 "
-/usr/bin/python3 -c "import numpy; numpy.save('$tmp/img.npy', numpy.zeros((1, 1, 28, 28), numpy.float32))"
+$PY -c "import numpy; numpy.save('$tmp/img.npy', numpy.zeros((1, 1, 28, 28), numpy.float32))"
 check "qfx ptq: model runs on the runtime" 0 "output: \\[1, 10\\]" -- \
   "$QFX" run "$tmp/ptq/model_int8.onnx" -i "$tmp/img.npy"
 # The kernel registry as a user sees it: every int8 convolution of the job's model on
 # oneDNN (no silent reference fallback), and the example plug-in running the same
 # model with outputs identical to the reference backend's.
-/usr/bin/python3 -c "import numpy; numpy.save('$tmp/rnd.npy', numpy.random.default_rng(3).normal(0, 1, (16, 1, 28, 28)).astype(numpy.float32))"
+$PY -c "import numpy; numpy.save('$tmp/rnd.npy', numpy.random.default_rng(3).normal(0, 1, (16, 1, 28, 28)).astype(numpy.float32))"
 check "qfx run --explain: every QLinearConv of the PTQ model runs on oneDNN" 0 "^all [0-9]+ QLinearConv on onednn$" -- bash -c \
   "out=\$('$QFX' run '$tmp/ptq/model_int8.onnx' -i '$tmp/rnd.npy' --explain) || exit 1
    n=\$(grep -cE '  QLinearConv  ' <<<\"\$out\"); d=\$(grep -E '  QLinearConv  ' <<<\"\$out\" | grep -vc '  onednn\$')
@@ -139,7 +139,7 @@ check "qfx ptq: the 4-bit preset runs AdaRound and bias correction (reduced iter
   "$QFX" ptq "$(dirname "$0")/../../configs/ptq/w4_per_tensor.yaml" --set ptq.adaround.iterations=20 \
   --set calibration.num_samples=128 --set evaluation.num_samples=500 --set evaluation.reference_check=500 \
   --set output.dir="$tmp/ptq_w4"
-check "qfx ptq: each algorithm's per-layer effect in report.json" 0 "^reported" -- /usr/bin/python3 -c "
+check "qfx ptq: each algorithm's per-layer effect in report.json" 0 "^reported" -- $PY -c "
 import json
 a = json.load(open('$tmp/ptq_w4/report.json'))['algorithms']
 assert len(a['adaround']) == 10 and len(a['bias_correction']) == 10, a.keys()
@@ -154,7 +154,7 @@ check "qfx ptq: auto_fallback moves two layers and writes the config that reprod
      --set calibration.num_samples=128 --set evaluation.num_samples=256 --set evaluation.reference_check=256 \
      --set evaluation.sqnr_samples=0 --set output.dir='$tmp/ptq_af' >'$tmp/af.log' 2>&1 || { cat '$tmp/af.log'; exit 1; }
    '$QFX' ptq '$tmp/ptq_af/config_final.yaml' --set output.dir='$tmp/ptq_af2' >/dev/null 2>&1 || exit 1
-   /usr/bin/python3 -c \"
+   $PY -c \"
 import json, filecmp
 r = json.load(open('$tmp/ptq_af/report.json'))
 a = r['auto_fallback']; steps = [s['layer'] for s in a['steps']]
@@ -177,7 +177,7 @@ check "qfx ptq: calibration from a PNG/JPEG folder" 0 "calibration: 12 images on
 check "qfx ptq: evaluation.metric cosine reports no top-1, evaluation.batch_size is its own" 0 "^cosine-only 32$" -- bash -c \
   "'$QFX' ptq --set calibration.num_samples=64 --set evaluation.num_samples=96 --set evaluation.metric=cosine \
      --set evaluation.batch_size=32 --set evaluation.reference_check=0 --set evaluation.sqnr_samples=0 \
-     --set output.dir='$tmp/ptq_cos' >/dev/null 2>&1 && /usr/bin/python3 -c \"
+     --set output.dir='$tmp/ptq_cos' >/dev/null 2>&1 && $PY -c \"
 import json; e = json.load(open('$tmp/ptq_cos/report.json'))['evaluation']
 print('cosine-only', e['batch_size']) if e['metric'] == 'cosine' and 'top1_int8' not in e and e['cosine_int8_vs_fp32'] > 0.99 else print(e)\""
 # Bad input: one message naming the file or key, a distinct exit code, no output files.
@@ -206,7 +206,7 @@ check "qfx ptq: unknown config key" 3 "unknown key 'calibraton'" -- \
 check "qfx ptq: --set reaches the qconfig section" 3 "qconfig.global.weight.bits must be between 2 and 8" -- \
   "$QFX" ptq --set qconfig.global.weight.bits=9
 # --- More bad input (the README's catalogue): models, .npy files, configs, CLI. ---
-/usr/bin/python3 - "$tmp" <<'PY'
+$PY - "$tmp" <<'PY'
 import sys, numpy as np, onnx
 from onnx import TensorProto, helper, numpy_helper
 d = sys.argv[1]
@@ -274,7 +274,7 @@ check "ONNX: Transpose with negative perm runs" 0 "y: \[2, 5, 3, 4\] float32" --
 check "ONNX: Clip without max on a QDQ model: int8, reference == onednn, saturates to qmax" 0 "^equal 255$" -- bash -c \
   "'$QFX' run '$tmp/clip_no_max.onnx' -i '$tmp/x4.npy' -o '$tmp/c_ref.npy' --backend reference >/dev/null &&
    '$QFX' run '$tmp/clip_no_max.onnx' -i '$tmp/x4.npy' -o '$tmp/c_dnn.npy' --backend onednn >/dev/null &&
-   /usr/bin/python3 -c \"
+   $PY -c \"
 import numpy as np; a, b = np.load('$tmp/c_ref.npy'), np.load('$tmp/c_dnn.npy')
 print('equal', int(round(a.flat[0] / 0.05 + 128))) if (a == b).all() and a.flat[2] == a.flat[0] else print('differ', a.flat[:4], b.flat[:4])\""
 check "npy: a header claiming 10^22 elements is a file error" 7 "huge.npy: truncated data: the header's shape needs more" -- \
@@ -301,7 +301,7 @@ class TwoHeads(nn.Module):
         return self.a(f), self.b(f)
 torch.jit.save(torch.jit.script(TwoHeads().eval()), sys.argv[1])
 PY
-/usr/bin/python3 "$tmp/two_out.py" "$tmp/two_out.pt"
+$PY "$tmp/two_out.py" "$tmp/two_out.pt"
 check "qfx ptq: a model with two outputs evaluates evaluation.output" 0 "cosine" -- \
   "$QFX" ptq --set model.path="$tmp/two_out.pt" --set calibration.num_samples=32 --set evaluation.num_samples=64 \
   --set evaluation.metric=cosine --set evaluation.output=1 --set evaluation.sqnr_samples=0 --set output.dir="$tmp/two_out"
@@ -318,7 +318,7 @@ printf 'import sys, json\nopen(sys.argv[0] + ".args", "w").write(json.dumps(sys.
 check "qfx bench: --arch reaches the PyTorch script as one argument, never a shell" 0 "^one argument, no shell$" -- bash -c \
   "'$QFX' bench '$FIXTURES/resnet18_scripted.pt' '$FIXTURES/onnx/resnet18.onnx' --int8 '$FIXTURES/onnx/resnet18.onnx' \
      --pytorch-int8 '$tmp/args.py' --arch 'x; touch $tmp/pwned' --batch 1 --iters 1 --size 64 >/dev/null 2>&1;
-   [ -e '$tmp/pwned' ] && echo shell; /usr/bin/python3 -c \"
+   [ -e '$tmp/pwned' ] && echo shell; $PY -c \"
 import json; a = json.load(open('$tmp/args.py.args')); i = a.index('--arch')
 print('one argument, no shell' if a[i + 1] == 'x; touch $tmp/pwned' else a)\""
 check "qfx bench: no models and no --peak" 3 "qfx bench needs a TorchScript model and the same model as ONNX \\(or --peak alone\\)" -- \

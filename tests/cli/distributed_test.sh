@@ -2,7 +2,7 @@
 # Data-parallel runs on localhost (c10d Gloo): qfx ptq with 2 and 4 processes writes
 # the single-process run's artifacts byte for byte; qfx qat with 2 x 32 matches
 # 1 x 64 after 20 steps; a killed rank stops the job with one clear error and no output.
-# Needs: $QFX (the binary), /usr/bin/python3 with torch (fixture export dependency).
+# Needs: $QFX (the binary), $PY with torch (fixture export dependency).
 set -u
 pass=0; fail=0
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
@@ -18,10 +18,10 @@ for n in 2 4; do
   check "qfx ptq --nproc $n: model_int8.onnx and encodings.json byte-identical to one process" 0 "^identical$" -- bash -c \
     "cmp -s '$tmp/ptq1/model_int8.onnx' '$tmp/ptq$n/model_int8.onnx' && cmp -s '$tmp/ptq1/encodings.json' '$tmp/ptq$n/encodings.json' && echo identical || echo different"
 done
-check "qfx ptq --nproc 4: report.json says 4 processes" 0 "^4$" -- /usr/bin/python3 -c \
+check "qfx ptq --nproc 4: report.json says 4 processes" 0 "^4$" -- $PY -c \
   "import json; print(json.load(open('$tmp/ptq4/report.json'))['calibration']['processes'])"
 check "qfx ptq --nproc 4: the ranks share the CPUs ($(nproc) / 4 threads each, at least 1)" 0 "^$(( $(nproc) / 4 > 1 ? $(nproc) / 4 : 1 ))$" -- \
-  /usr/bin/python3 -c "import json; print(json.load(open('$tmp/ptq4/report.json'))['calibration']['threads'])"
+  $PY -c "import json; print(json.load(open('$tmp/ptq4/report.json'))['calibration']['threads'])"
 check "a malformed MASTER_PORT names the variable" 3 "environment variable MASTER_PORT='http': expected an integer" -- \
   env WORLD_SIZE=2 RANK=0 MASTER_PORT=http "$QFX" ptq "${ptq_args[@]}" --set output.dir="$tmp/bad_port"
 check "torchrun's environment without RANK" 3 "WORLD_SIZE is 2 but RANK is not set" -- \
@@ -45,7 +45,7 @@ check "qfx qat --nproc 1, batch 64" 0 "trained 20 steps" -- \
   env OMP_NUM_THREADS=1 "$QFX" qat "${qat_args[@]}" --set training.batch_size=64 --set output.dir="$tmp/qat1"
 check "qfx qat --nproc 2, batch 32" 0 "trained 20 steps" -- \
   env OMP_NUM_THREADS=1 "$QFX" qat --nproc 2 "${qat_args[@]}" --set training.batch_size=32 --set output.dir="$tmp/qat2"
-check "qfx qat: 2 x 32 and 1 x 64 give the same weights (1e-5 relative) and observer ranges" 0 "^same" -- /usr/bin/python3 -c "
+check "qfx qat: 2 x 32 and 1 x 64 give the same weights (1e-5 relative) and observer ranges" 0 "^same" -- $PY -c "
 import json, torch
 a = torch.jit.load('$tmp/qat1/qat_checkpoint.pt'); b = torch.jit.load('$tmp/qat2/qat_checkpoint.pt')
 pa, pb = dict(a.named_parameters()), dict(b.named_parameters())

@@ -10,17 +10,17 @@ check "example: a libtorch loop with prepare_qat_fx, 4-bit weights" 0 "fake-quan
   "$QAT_EXAMPLE" "$FIXTURES/fashion_mobilenet.pt" "$tmp/example" 60 4000 500
 check "example: int8 model and encodings written" 0 "graph_hash" -- cat "$tmp/example/encodings.json"
 check "example: its int8 model runs on the runtime" 0 "output: \\[500, 10\\]" -- bash -c \
-  "/usr/bin/python3 -c \"import gzip, numpy as np; d = np.frombuffer(gzip.open('/usr/share/datasets/fashion-mnist/t10k-images-idx3-ubyte.gz').read()[16:], np.uint8).reshape(-1, 1, 28, 28)[:500]; np.save('$tmp/x.npy', ((d / 255.0 - 0.2860) / 0.3530).astype(np.float32))\" && '$QFX' run '$tmp/example/model_int8.onnx' -i '$tmp/x.npy'"
+  "$PY -c \"import gzip, numpy as np; d = np.frombuffer(gzip.open('/usr/share/datasets/fashion-mnist/t10k-images-idx3-ubyte.gz').read()[16:], np.uint8).reshape(-1, 1, 28, 28)[:500]; np.save('$tmp/x.npy', ((d / 255.0 - 0.2860) / 0.3530).astype(np.float32))\" && '$QFX' run '$tmp/example/model_int8.onnx' -i '$tmp/x.npy'"
 
 common=(--set training.num_samples=4000 --set evaluation.num_samples=1000 --set calibration.num_samples=256
         --set training.freeze_bn_after=40 --set training.disable_observer_after=50)
 check "qfx qat: trains, converts, evaluates" 0 "top-1 on 1000 images: fp32 .*QAT fake-quant .*int8" -- \
   "$QFX" qat "${common[@]}" --set training.max_steps=60 --set output.dir="$tmp/qat"
-check "qfx qat: int8 on the runtime agrees with the fake-quant model" 0 "^agree" -- /usr/bin/python3 -c "
+check "qfx qat: int8 on the runtime agrees with the fake-quant model" 0 "^agree" -- $PY -c "
 import json
 e = json.load(open('$tmp/qat/report.json'))['evaluation']
 print('agree' if e['int8_agrees_with_fakequant'] >= 0.99 else 'disagree', e)"
-check "qfx qat: the reference backend computes the same int8 outputs" 0 "^identical" -- /usr/bin/python3 -c "
+check "qfx qat: the reference backend computes the same int8 outputs" 0 "^identical" -- $PY -c "
 import json
 r = json.load(open('$tmp/qat/report.json'))['evaluation']['reference_check']
 print('identical' if r['images'] == 1000 and r['identical_outputs'] == 1000 else 'differ', r)"

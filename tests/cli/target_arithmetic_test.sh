@@ -18,7 +18,7 @@ check "example_accel: ptq runs its own arithmetic, reference == onednn on every 
   "$QFX" ptq --set backend=example_accel --set qconfig.global.weight.granularity=per_tensor "${quick[@]}" \
     --set output.dir="$tmp/acc"
 check "example_accel: metadata, shift multipliers in encodings.json, the comparison in report.json" 0 "^ok" -- \
-  /usr/bin/python3 -c "
+  $PY -c "
 import json
 e = json.load(open('$tmp/acc/encodings.json')); r = json.load(open('$tmp/acc/report.json'))
 a = e['arithmetic']; ops = e['integer_ops']
@@ -36,25 +36,25 @@ check "example_accel: the ONNX file carries qfx.arithmetic" 0 "^ok" -- \
 
 # ONNX Runtime computes ONNX's arithmetic on the same QDQ file: it agrees with
 # qfx run --onnx-arithmetic, and the target's own arithmetic moves the outputs a little.
-/usr/bin/python3 -c "import numpy; numpy.save('$tmp/x.npy', numpy.random.default_rng(0).normal(0, 1, (256, 1, 28, 28)).astype(numpy.float32))"
+$PY -c "import numpy; numpy.save('$tmp/x.npy', numpy.random.default_rng(0).normal(0, 1, (256, 1, 28, 28)).astype(numpy.float32))"
 check "ONNX Runtime agrees with qfx's ONNX arithmetic on the example_accel model; the target's differs" 0 "^ok" -- bash -c \
   "'$QFX' run '$tmp/acc/model_int8.onnx' -i '$tmp/x.npy' -o '$tmp/onnx.npy' --onnx-arithmetic >/dev/null &&
    '$QFX' run '$tmp/acc/model_int8.onnx' -i '$tmp/x.npy' -o '$tmp/target.npy' >/dev/null &&
-   ORT_OPT=disabled node '$ort/run.js' '$tmp/acc/model_int8.onnx' '$tmp/ort.npy' '$tmp/x.npy' &&
-   /usr/bin/python3 -c \"
+   ORT_OPT=disabled $PY '$ort/run.py' '$tmp/acc/model_int8.onnx' '$tmp/ort.npy' '$tmp/x.npy' &&
+   $PY -c \"
 import numpy as np; o, t, r = np.load('$tmp/onnx.npy'), np.load('$tmp/target.npy'), np.load('$tmp/ort.npy')
 agree = float((o.argmax(1) == r.argmax(1)).mean()); d = float(np.abs(o - r).max() / np.abs(r).max())
 moved = float(np.abs(t - o).max())
 print('ok' if agree >= 0.98 and d < 0.05 and moved > 0 else 'differ', agree, d, moved)\""
 
 # tflite_like on EfficientNet-B0 (64x64): its SE sigmoids become lookup tables.
-/usr/bin/python3 -c "import numpy; numpy.save('$tmp/x64.npy', numpy.random.default_rng(1).normal(0, 1, (16, 3, 64, 64)).astype(numpy.float32))"
+$PY -c "import numpy; numpy.save('$tmp/x64.npy', numpy.random.default_rng(1).normal(0, 1, (16, 3, 64, 64)).astype(numpy.float32))"
 check "tflite_like: EfficientNet-B0 with LUT sigmoids, reference == onednn" 0 "reference backend: 16 of 16 int8 outputs identical" -- \
   "$QFX" ptq --set model.path="$FIXTURES/efficientnet_b0.pt" --set 'model.input_shape=[-1, 3, 64, 64]' --set backend=tflite_like \
     --set "calibration.data={format: npy, images: $tmp/x64.npy}" --set calibration.num_samples=16 --set calibration.batch_size=8 \
     --set "evaluation.data={format: npy, images: $tmp/x64.npy}" --set evaluation.metric=cosine --set evaluation.reference_check=-1 \
     --set evaluation.sqnr_samples=4 --set output.dir="$tmp/eff"
-check "tflite_like: fixed-point multipliers and 256-entry QLut tables in encodings.json" 0 "^ok" -- /usr/bin/python3 -c "
+check "tflite_like: fixed-point multipliers and 256-entry QLut tables in encodings.json" 0 "^ok" -- $PY -c "
 import json
 e = json.load(open('$tmp/eff/encodings.json')); ops = e['integer_ops']
 luts = [o for o in ops.values() if o['op'] == 'QLut']
@@ -70,7 +70,7 @@ check "example_accel: MobileNetV3-Small with LUT hardswish and hardsigmoid, refe
     --set "calibration.data={format: npy, images: $tmp/x64.npy}" --set calibration.num_samples=16 --set calibration.batch_size=8 \
     --set "evaluation.data={format: npy, images: $tmp/x64.npy}" --set evaluation.metric=cosine --set evaluation.reference_check=-1 \
     --set evaluation.sqnr_samples=4 --set output.dir="$tmp/mv3"
-check "example_accel: MobileNetV3-Small's hardswish and hardsigmoid tables in encodings.json" 0 "^ok" -- /usr/bin/python3 -c "
+check "example_accel: MobileNetV3-Small's hardswish and hardsigmoid tables in encodings.json" 0 "^ok" -- $PY -c "
 import json
 ops = json.load(open('$tmp/mv3/encodings.json'))['integer_ops']
 luts = [o for o in ops.values() if o['op'] == 'QLut']
@@ -88,7 +88,7 @@ check "tflite_like: auto_fallback moves two layers to int16, reference == onednn
   "reference backend: 300 of 300 int8 outputs identical" -- \
   "$QFX" ptq --set backend=tflite_like "${quick[@]}" --set output.dir="$tmp/i16" \
     --set "ptq.auto_fallback={candidates: [int16], max_layers: 2, metric: sqnr, min_sqnr_db: 100, ranking_samples: 64, num_samples: 200}"
-check "int16: s16 encodings, 16x8 integer ops, the s16 qconfigs in config_final.yaml" 0 "^ok" -- /usr/bin/python3 -c "
+check "int16: s16 encodings, 16x8 integer ops, the s16 qconfigs in config_final.yaml" 0 "^ok" -- $PY -c "
 import json, yaml
 e = json.load(open('$tmp/i16/encodings.json')); r = json.load(open('$tmp/i16/report.json'))
 s16 = [x for x in e['activations'].values() if x['dtype'] == 's16']
@@ -103,8 +103,8 @@ ok = (len(s16) >= 2 and all(x['quant_min'] == -32768 and x['quant_max'] == 32767
 print('ok' if ok else 'bad', len(s16), len(wide_in), len(wide_out), steps)"
 check "ONNX Runtime runs the int16 QDQ model and agrees with qfx's ONNX arithmetic" 0 "^ok" -- bash -c \
   "'$QFX' run '$tmp/i16/model_int8.onnx' -i '$tmp/x.npy' -o '$tmp/i16_onnx.npy' --onnx-arithmetic >/dev/null &&
-   ORT_OPT=disabled node '$ort/run.js' '$tmp/i16/model_int8.onnx' '$tmp/i16_ort.npy' '$tmp/x.npy' &&
-   /usr/bin/python3 -c \"
+   ORT_OPT=disabled $PY '$ort/run.py' '$tmp/i16/model_int8.onnx' '$tmp/i16_ort.npy' '$tmp/x.npy' &&
+   $PY -c \"
 import numpy as np; o, r = np.load('$tmp/i16_onnx.npy'), np.load('$tmp/i16_ort.npy')
 agree = float((o.argmax(1) == r.argmax(1)).mean()); d = float(np.abs(o - r).max() / np.abs(r).max())
 print('ok' if agree >= 0.98 and d < 0.05 else 'differ', agree, d)\""

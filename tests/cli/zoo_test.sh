@@ -23,16 +23,16 @@ ptq_arch() {  # ARCH DATA INPUT_SHAPE
 ort_agrees() {  # ARCH DATA
   check "$1: ONNX Runtime runs the int8 model and agrees" 0 "^ok" -- bash -c \
     "'$QFX' run '$tmp/$1/model_int8.onnx' -i '$tmp/$2.npy' -o '$tmp/$1.qfx.npy' >/dev/null &&
-     ORT_OPT=disabled node '$ort/run.js' '$tmp/$1/model_int8.onnx' '$tmp/$1.ort.npy' '$tmp/$2.npy' 2>/dev/null &&
-     /usr/bin/python3 -c \"
+     ORT_OPT=disabled $PY '$ort/run.py' '$tmp/$1/model_int8.onnx' '$tmp/$1.ort.npy' '$tmp/$2.npy' 2>/dev/null &&
+     $PY -c \"
 import numpy as np; a, b = np.load('$tmp/$1.qfx.npy'), np.load('$tmp/$1.ort.npy')
 agree = float((a.argmax(1) == b.argmax(1)).mean()); d = float(np.abs(a - b).max() / np.abs(b).max())
 print('ok' if a.shape == b.shape and agree == 1.0 and d < 0.05 else 'differ', agree, d)\""
 }
-/usr/bin/python3 -c "import numpy; numpy.save('$tmp/x.npy', numpy.random.default_rng(0).normal(0, 1, (32, 3, 64, 64)).astype(numpy.float32))"
+$PY -c "import numpy; numpy.save('$tmp/x.npy', numpy.random.default_rng(0).normal(0, 1, (32, 3, 64, 64)).astype(numpy.float32))"
 for arch in efficientnet_b0 googlenet shufflenet_v2_x0_5 mobilenet_v3_small regnet_x_400mf densenet121 squeezenet1_0 mnasnet0_5; do
   ptq_arch "$arch" x "[-1, 3, 64, 64]"
-  check "$arch: int8 cosine against fp32 >= 0.98" 0 "^ok" -- /usr/bin/python3 -c "
+  check "$arch: int8 cosine against fp32 >= 0.98" 0 "^ok" -- $PY -c "
 import json; c = json.load(open('$tmp/$arch/report.json'))['evaluation']['cosine_int8_vs_fp32']
 print('ok' if c >= 0.98 else 'low', c)"
   ort_agrees "$arch" x
@@ -44,13 +44,13 @@ done
 # (dim() == 3 on a [-1, 16, 32] input); MultiheadAttention's projections (F.linear on
 # its parameters) and the feed-forward linears (QLinearMatMul on 3-D tokens, oneDNN) and
 # the attention matmuls between activations (QLinearMatMul, vectorised) all run int8.
-/usr/bin/python3 -c "import numpy; numpy.save('$tmp/tok.npy', numpy.random.default_rng(2).normal(0, 1, (32, 16, 32)).astype(numpy.float32))"
-/usr/bin/python3 -c "import numpy; numpy.save('$tmp/x32.npy', numpy.random.default_rng(3).normal(0, 1, (32, 3, 32, 32)).astype(numpy.float32))"
+$PY -c "import numpy; numpy.save('$tmp/tok.npy', numpy.random.default_rng(2).normal(0, 1, (32, 16, 32)).astype(numpy.float32))"
+$PY -c "import numpy; numpy.save('$tmp/x32.npy', numpy.random.default_rng(3).normal(0, 1, (32, 3, 32, 32)).astype(numpy.float32))"
 for spec in "transformer_encoder_post_norm:tok:[-1, 16, 32]" "transformer_encoder_norm_first:tok:[-1, 16, 32]" "vit_tiny:x32:[-1, 3, 32, 32]" \
             "swin_tiny:x32:[-1, 3, 32, 32]"; do
   arch=${spec%%:*}; rest=${spec#*:}; data=${rest%%:*}; shape=${rest#*:}
   ptq_arch "$arch" "$data" "$shape"
-  check "$arch: int8 cosine against fp32 >= 0.98; every matmul int8 (projections, attention, feed-forward)" 0 "^ok" -- /usr/bin/python3 -c "
+  check "$arch: int8 cosine against fp32 >= 0.98; every matmul int8 (projections, attention, feed-forward)" 0 "^ok" -- $PY -c "
 import json; r = json.load(open('$tmp/$arch/report.json')); c = r['evaluation']['cosine_int8_vs_fp32']
 mm = sum(1 for k in r['kernels'] if k['op'] == 'QLinearMatMul'); fm = sum(1 for k in r['kernels'] if k['op'] == 'MatMul')
 print('ok' if c >= 0.98 and mm >= 12 and fm == 0 else 'low', c, mm, fm)"
@@ -68,15 +68,15 @@ check "qfx ptq on a detector: the wrapped nms post-processing stays on the host"
     --set "evaluation.data={format: npy, images: $tmp/x32.npy}" --set evaluation.metric=cosine --set evaluation.sqnr_samples=0 \
     --set output.dir="$d"
 check "detector: the report lists the host nodes; the int8 model holds backbone and heads (6 int8 convs, 2 outputs)" 0 "^ok" -- \
-  /usr/bin/python3 -c "
+  $PY -c "
 import json; r = json.load(open('$d/report.json')); h = r['host_postprocess']
 convs = sum(1 for k in r['kernels'] if k['op'] == 'QLinearConv')
 ok = h['model_outputs'] == ['cls_head_3', 'box_head'] and len(h['nodes']) == 1 and 'DetectionPostProcess' in h['nodes'][0]
 print('ok' if ok and convs == 6 and r['evaluation']['cosine_int8_vs_fp32'] >= 0.98 else 'bad', h, convs)"
 check "detector: ONNX Runtime agrees on both outputs; the host post-processing on the int8 outputs finds PyTorch's fp32 detections" 0 "^ok" -- bash -c \
   "'$QFX' run '$d/model_int8.onnx' -i '$tmp/x32.npy' -o '$tmp/det.npy' >/dev/null &&
-   node '$ort/run.js' '$d/model_int8.onnx' '$tmp/det.ort.npy' '$tmp/x32.npy' 2>/dev/null &&
-   /usr/bin/python3 -c \"
+   $PY '$ort/run.py' '$d/model_int8.onnx' '$tmp/det.ort.npy' '$tmp/x32.npy' 2>/dev/null &&
+   $PY -c \"
 import numpy as np, torch, torchvision
 cls, box = np.load('$tmp/det.output_0.npy'), np.load('$tmp/det.output_1.npy')
 ort = np.load('$tmp/det.ort.npy')

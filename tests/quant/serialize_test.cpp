@@ -270,7 +270,7 @@ TEST(GraphModuleSave, FileOpensInPythonTorchLoad) {
   const std::string path = tmp_path("py.qfxgm");
   fx::save_graph_module(*gm, path);
   const std::string cmd =
-      "/usr/bin/python3 -c \"import sys, torch; d = torch.load(sys.argv[1]); "
+      std::string("\"") + QFX_PYTHON + "\" -c \"import sys, torch; d = torch.load(sys.argv[1]); "
       "assert d['format'] == 'qfx.GraphModule' and d['version'] == 1, d['format']; "
       "assert isinstance(d['graph'], list) and d['graph'][0]['op'] == 'placeholder'; "
       "assert 'def forward' in d['code'] and len(d['parameters']) > 0; "

@@ -23,7 +23,7 @@ run_qfx() {  # N -> "images_per_s peak_rss_mb"
 }
 read -r q_small_rate q_small_rss < <(run_qfx "$small")
 read -r q_large_rate q_large_rss < <(run_qfx "$large")
-pt=$(/usr/bin/python3 "$src/tools/bench/pytorch_calibration.py" "$fixtures/bench/resnet18.pt" --images "$small" --batch 32)
+pt=$("${QFX_PYTHON:-$src/.venv/bin/python}" "$src/tools/bench/pytorch_calibration.py" "$fixtures/bench/resnet18.pt" --images "$small" --batch 32)
 python3 - "$pt" <<PY
 import json, sys
 pt = json.loads(sys.argv[1])

@@ -14,13 +14,13 @@ out=$(mktemp -d); trap 'rm -rf "$out"' EXIT
 rate() {
   OMP_NUM_THREADS=1 "$QFX" ptq --nproc "$1" --set calibration.num_samples="$SAMPLES" --set evaluation=null \
     --set output.dir="$out/p$1" >/dev/null 2>&1
-  /usr/bin/python3 -c "import json; print(json.load(open('$out/p$1/report.json'))['calibration']['images_per_s'])"
+  "${QFX_PYTHON:-.venv/bin/python}" -c "import json; print(json.load(open('$out/p$1/report.json'))['calibration']['images_per_s'])"
   rm -rf "$out/p$1"
 }
 ratios=()
 for round in $(seq "$ROUNDS"); do
   r1=$(rate 1); rn=$(rate "$N")
-  ratio=$(/usr/bin/python3 -c "print(f'{$rn / $r1:.2f}')")
+  ratio=$("${QFX_PYTHON:-.venv/bin/python}" -c "print(f'{$rn / $r1:.2f}')")
   ratios+=("$ratio")
   printf 'round %s: calibration, %s images, 1 thread per process: 1 process %.0f images/s, %s processes %.0f images/s, ratio %s\n' \
     "$round" "$SAMPLES" "$r1" "$N" "$rn" "$ratio"

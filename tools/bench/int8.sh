@@ -11,7 +11,7 @@ src=$(cd "$(dirname "$0")/../.." && pwd)
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 export OMP_NUM_THREADS=2
 bench="$build/fixtures/bench"
-[ -f "$bench/resnet50.pt" ] || /usr/bin/python3 "$src/tools/fixtures/export_onnx.py" "$build/fixtures" bench resnet50 >/dev/null
+[ -f "$bench/resnet50.pt" ] || "${QFX_PYTHON:-$src/.venv/bin/python}" "$src/tools/fixtures/export_onnx.py" "$build/fixtures" bench resnet50 >/dev/null
 for arch in resnet18 mobilenet_v2 resnet50; do
   config="$src/configs/examples/${arch}_ptq.yaml" batches=(1 32)
   if [ "$arch" = resnet50 ]; then  # resnet18's config on the benchmark's resnet50 (traced TorchScript)

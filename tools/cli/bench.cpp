@@ -14,6 +14,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <functional>
 #include <iostream>
 #include <random>
@@ -63,7 +64,7 @@ int run_capture(const std::vector<std::string>& argv, std::string* out) {
   for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
   args.push_back(nullptr);
   pid_t pid = 0;
-  const int rc = posix_spawn(&pid, args[0], &fa, nullptr, args.data(), environ);
+  const int rc = posix_spawnp(&pid, args[0], &fa, nullptr, args.data(), environ);
   posix_spawn_file_actions_destroy(&fa);
   close(fd[1]);
   if (rc != 0) {
@@ -79,11 +80,13 @@ int run_capture(const std::vector<std::string>& argv, std::string* out) {
   return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
 
-// PyTorch 1.13's FX int8 latency at batch `b`, measured by the Python script now
-// (prepare_fx + convert_fx, onednn engine); negative if the script failed.
+// PyTorch's FX int8 latency at batch `b`, measured by the Python script now
+// (prepare_fx + convert_fx, onednn engine) with $QFX_PYTHON (default python3 on
+// PATH); negative if the script failed.
 double pytorch_int8_ms(const BenchArgs& args, int64_t b) {
   std::string out;
-  const int rc = run_capture({"/usr/bin/python3", args.pytorch_script, args.torchscript, "--arch", args.arch, "--batch",
+  const char* py = std::getenv("QFX_PYTHON");
+  const int rc = run_capture({py && *py ? py : "python3", args.pytorch_script, args.torchscript, "--arch", args.arch, "--batch",
                               std::to_string(b), "--images", "0", "--res", std::to_string(args.size), "--threads",
                               std::to_string(args.threads)},
                              &out);

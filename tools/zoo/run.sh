@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
 # Every torchvision classification architecture of the zoo (tools/zoo/zoo.py list)
-# through `qfx ptq` with the cosine metric, compared with PyTorch 1.13's FX PTQ on the
+# through `qfx ptq` with the cosine metric, compared with torch.ao FX PTQ (the installed torch) on the
 # same random weights and inputs, and the int8 model run by ONNX Runtime. Prints the
 # README's table; exit status 1 if any row fails its rule (zoo.py row).
 #
 #   tools/zoo/run.sh [-o DIR] [ARCH ...]      (default: all, DIR build/zoo)
 #
-# Needs a build (build/tools/qfx or $QFX), /usr/bin/python3 with torch and torchvision,
-# and tools/ort_check's node_modules (tools/install_deps.sh installs all three).
+# Needs a build (build/tools/qfx or $QFX) and a Python with torch, torchvision and
+# onnxruntime ($QFX_PYTHON, default the .venv that tools/install_deps.sh makes).
 # About 15 minutes on a 2-core machine, plus about 13 for the exports the first time
 # (they are kept and reused).
 set -u
@@ -16,10 +16,11 @@ root=$(cd "$here/../.." && pwd)
 out=$root/build/zoo
 if [ "${1:-}" = "-o" ]; then out=$2; shift 2; fi
 QFX=${QFX:-$root/build/tools/qfx}
+PY=${QFX_PYTHON:-$root/.venv/bin/python}
 [ -x "$QFX" ] || { echo "run.sh: $QFX not found: build qfx first (README)" >&2; exit 2; }
 mkdir -p "$out"
 archs=("$@")
-[ ${#archs[@]} -gt 0 ] || mapfile -t archs < <(/usr/bin/python3 "$here/zoo.py" list | cut -d' ' -f1)
+[ ${#archs[@]} -gt 0 ] || mapfile -t archs < <("$PY" "$here/zoo.py" list | cut -d' ' -f1)
 fail=0
 rows=()
 for arch in "${archs[@]}"; do
@@ -27,10 +28,10 @@ for arch in "${archs[@]}"; do
   : >"$log"
   echo "== $arch" >&2
   if [ ! -f "$out/$arch.torch_ao.json" ] || [ ! -f "$out/$arch.pt" ]; then
-    /usr/bin/python3 "$here/zoo.py" export "$arch" "$out" >>"$log" 2>&1 || {
+    "$PY" "$here/zoo.py" export "$arch" "$out" >>"$log" 2>&1 || {
       echo "   export failed (see $log)" >&2; rows+=("| $arch | export failed | | | | | | | **no** |"); fail=1; continue; }
   fi
-  size=$(/usr/bin/python3 -c "import json; print(json.load(open('$out/$arch.torch_ao.json'))['size'])")
+  size=$("$PY" -c "import json; print(json.load(open('$out/$arch.torch_ao.json'))['size'])")
   rm -rf "${out:?}/$arch"
   if ! "$QFX" ptq --set model.path="$out/$arch.pt" --set "model.input_shape=[-1, 3, $size, $size]" \
       --set "calibration.data={format: npy, images: $out/$arch.cal.npy}" --set calibration.num_samples=32 \
@@ -43,16 +44,16 @@ for arch in "${archs[@]}"; do
     fail=1; continue
   fi
   if ! { "$QFX" run "$out/$arch/model_int8.onnx" -i "$out/$arch.eval.npy" -o "$out/$arch.qfx.npy" &&
-         node "$root/tools/ort_check/run.js" "$out/$arch/model_int8.onnx" "$out/$arch.ort.npy" "$out/$arch.eval.npy" &&
-         ORT_OPT=disabled node "$root/tools/ort_check/run.js" "$out/$arch/model_int8.onnx" "$out/$arch.ort_plain.npy" \
+         "$PY" "$root/tools/ort_check/run.py" "$out/$arch/model_int8.onnx" "$out/$arch.ort.npy" "$out/$arch.eval.npy" &&
+         ORT_OPT=disabled "$PY" "$root/tools/ort_check/run.py" "$out/$arch/model_int8.onnx" "$out/$arch.ort_plain.npy" \
            "$out/$arch.eval.npy"; } >>"$log" 2>&1; then
     echo "   qfx run / ONNX Runtime failed (see $log)" >&2
     rows+=("| $arch | $size | ONNX Runtime failed | | | | | | **no** |"); fail=1; continue
   fi
-  r=$(/usr/bin/python3 "$here/zoo.py" row "$arch" "$out") || fail=1
+  r=$("$PY" "$here/zoo.py" row "$arch" "$out") || fail=1
   echo "   $r" >&2
   rows+=("$r")
 done
-/usr/bin/python3 "$here/zoo.py" header
+"$PY" "$here/zoo.py" header
 printf '%s\n' "${rows[@]}"
 exit $fail

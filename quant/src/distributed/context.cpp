@@ -50,7 +50,7 @@ std::string heartbeat_key(int r) { return "qfx/heartbeat/" + std::to_string(r); 
 Context::Context() = default;
 Context::~Context() = default;
 
-c10d::ProcessGroup& Context::process_group() {
+c10d::ProcessGroupGloo& Context::process_group() {
   if (!impl_) throw std::logic_error("distributed::Context: a single-process context has no process group");
   return *impl_->pg;
 }

@@ -7,6 +7,7 @@
 
 #include "conv_settings.h"
 #include "qfx/fx/serialize.h"
+#include "qfx/fx/torch_compat.h"
 
 namespace qfx::quant {
 namespace {
@@ -27,7 +28,7 @@ struct ConvParams {
 template <size_t D, typename Impl>
 bool read_conv(Impl* c, ConvParams* p, std::string* why) {
   const auto& o = c->options;
-  if (!c10::get_if<torch::enumtype::kZeros>(&o.padding_mode())) {
+  if (!fx::compat::get_if<torch::enumtype::kZeros>(&o.padding_mode())) {
     *why = "padding modes other than 'zeros' are not fused";
     return false;
   }
@@ -37,9 +38,9 @@ bool read_conv(Impl* c, ConvParams* p, std::string* why) {
   p->groups = o.groups();
   p->transposed = o.transposed();
   p->dims = static_cast<int>(D);
-  if (const auto* pad = c10::get_if<torch::ExpandingArray<D>>(&o.padding())) {
+  if (const auto* pad = fx::compat::get_if<torch::ExpandingArray<D>>(&o.padding())) {
     p->padding = vec<D>(*pad);
-  } else if (c10::get_if<torch::enumtype::kValid>(&o.padding())) {
+  } else if (fx::compat::get_if<torch::enumtype::kValid>(&o.padding())) {
     p->padding.assign(D, 0);
   } else {  // 'same' (stride 1): symmetric only when dilation * (k - 1) is even
     const auto k = vec<D>(o.kernel_size());

@@ -15,8 +15,10 @@ void load_operator_library(const std::string& path);
 
 /// Finds and loads torchvision's operator library (torchvision::nms, roi_align,
 /// deform_conv2d, ...): $QFX_TORCHVISION_LIBRARY if set, else the `_C` extension
-/// of an installed torchvision (python3-torchvision: dist-packages/torchvision/_C*.so
-/// under /usr/lib/python3, /usr/local/lib/python3*). Returns the path loaded, or ""
+/// of the torchvision installed beside the running libtorch (a pip-installed torch:
+/// site-packages/torchvision/_C*.so next to site-packages/torch/lib), else of a
+/// system one (python3-torchvision under /usr/lib/python3, /usr/local/lib/python3*).
+/// The extension must be built for the running libtorch. Returns the path loaded, or ""
 /// when none is installed. Throws IoError if one is found but cannot be loaded.
 std::string load_torchvision_operators();
 

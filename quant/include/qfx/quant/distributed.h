@@ -12,7 +12,7 @@
 #include <vector>
 
 namespace c10d {
-class ProcessGroup;
+class ProcessGroupGloo;
 }
 namespace torch::nn {
 class Module;
@@ -48,9 +48,9 @@ class Context {
   /// Collective timeout (a rank that does not join within it fails the job).
   std::chrono::milliseconds timeout() const { return timeout_; }
 
-  /// The c10d process group (ProcessGroupGloo). Throws std::logic_error for a
-  /// single-process context.
-  c10d::ProcessGroup& process_group();
+  /// The c10d Gloo process group (a `c10d::ProcessGroup` in libtorch 1.13, a
+  /// `c10d::Backend` in 2.x). Throws std::logic_error for a single-process context.
+  c10d::ProcessGroupGloo& process_group();
 
   /// In-place all-reduce of CPU tensors (each reduced elementwise over ranks).
   /// Throws DistributedError naming `what`, this rank and the rank that failed
