@@ -9,13 +9,7 @@ if(NOT Torch_DIR)
     set(Torch_DIR "${_qfx_torch_prefix}/Torch" CACHE PATH "libtorch's CMake config (default: the torch wheel's)")
   endif()
 endif()
-# The PyPI wheel is CUDA-enabled; its config then looks for the CUDA toolkit and
-# adds torch_cuda to TORCH_LIBRARIES. qfx's CPU code needs none of it: link the
-# CPU libraries only, so a build never depends on the toolkit's version matching
-# the wheel's, and runs on machines without a GPU.
 find_package(Torch REQUIRED)
-set(QFX_TORCH_LIBS torch_cpu c10)
-if(TARGET torch_cpu_library)
-  list(APPEND QFX_TORCH_LIBS torch_cpu_library)
-endif()
-message(STATUS "qfx: libtorch ${Torch_VERSION} from ${Torch_DIR}")
+include(${CMAKE_CURRENT_LIST_DIR}/qfxTorchTarget.cmake)
+qfx_make_torch_cpu_target(qfx::torch_cpu)
+message(STATUS "qfx: libtorch ${Torch_VERSION} from ${Torch_DIR} (CPU libraries)")

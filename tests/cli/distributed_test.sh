@@ -22,6 +22,12 @@ check "qfx ptq --nproc 4: report.json says 4 processes" 0 "^4$" -- $PY -c \
   "import json; print(json.load(open('$tmp/ptq4/report.json'))['calibration']['processes'])"
 check "qfx ptq --nproc 4: the ranks share the CPUs ($(nproc) / 4 threads each, at least 1)" 0 "^$(( $(nproc) / 4 > 1 ? $(nproc) / 4 : 1 ))$" -- \
   $PY -c "import json; print(json.load(open('$tmp/ptq4/report.json'))['calibration']['threads'])"
+# torchrun from the installed torch starts the ranks (its environment: RANK, WORLD_SIZE, MASTER_*).
+torchrun=$(dirname "$PY")/torchrun
+check "torchrun --nproc-per-node 2 --no-python qfx ptq runs" 0 "wrote model_int8.onnx" -- env -u OMP_NUM_THREADS \
+  "$torchrun" --nproc-per-node 2 --master-port 29517 --no-python "$QFX" ptq "${ptq_args[@]}" --set output.dir="$tmp/ptq_torchrun"
+check "torchrun: model_int8.onnx byte-identical to one process; report.json says 2 processes" 0 "^identical 2$" -- bash -c \
+  "cmp -s '$tmp/ptq1/model_int8.onnx' '$tmp/ptq_torchrun/model_int8.onnx' && echo identical \$($PY -c \"import json; print(json.load(open('$tmp/ptq_torchrun/report.json'))['calibration']['processes'])\")"
 check "a malformed MASTER_PORT names the variable" 3 "environment variable MASTER_PORT='http': expected an integer" -- \
   env WORLD_SIZE=2 RANK=0 MASTER_PORT=http "$QFX" ptq "${ptq_args[@]}" --set output.dir="$tmp/bad_port"
 check "torchrun's environment without RANK" 3 "WORLD_SIZE is 2 but RANK is not set" -- \
