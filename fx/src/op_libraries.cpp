@@ -68,8 +68,19 @@ std::string load_torchvision_operators() {
   }
   // A pip-installed torch keeps libtorch in site-packages/torch/lib; torchvision
   // sits beside torch there.
-  if (const std::string dir = loaded_libtorch_dir(); !dir.empty())
-    if (auto p = load_first_match(dir + "/../../torchvision/_C*.so"); !p.empty()) return p;
+  // Its extension links the rest of that libtorch (libtorch.so and, in the CUDA
+  // wheels, libtorch_cuda.so) without a search path that finds them: Python's torch
+  // loads them first, and so does this.
+  if (const std::string dir = loaded_libtorch_dir(); !dir.empty()) {
+    glob_t g{};
+    const bool found = glob((dir + "/../../torchvision/_C*.so").c_str(), 0, nullptr, &g) == 0 && g.gl_pathc > 0;
+    globfree(&g);
+    if (found) {
+      for (const char* lib : {"libtorch.so", "libc10_cuda.so", "libtorch_cuda.so"})
+        if (std::filesystem::exists(dir + "/" + lib)) load_operator_library(dir + "/" + lib);
+      if (auto p = load_first_match(dir + "/../../torchvision/_C*.so"); !p.empty()) return p;
+    }
+  }
   for (const char* pattern : {"/usr/lib/python3/dist-packages/torchvision/_C*.so", "/usr/local/lib/python3*/dist-packages/torchvision/_C*.so",
                               "/usr/local/lib/python3*/site-packages/torchvision/_C*.so"})
     if (auto p = load_first_match(pattern); !p.empty()) return p;

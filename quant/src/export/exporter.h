@@ -565,6 +565,12 @@ class Exporter {
   void getitem(fx::Node* n);
   void int_arith(fx::Node* n, const std::string& op);
   void reshape(fx::Node* n);
+  /// aten::unflatten(self, dim, sizes) as an ONNX Reshape.
+  void unflatten(fx::Node* n);
+  /// aten::unsqueeze(self, dim) as an ONNX Unsqueeze (opset 13: axes as an input).
+  void unsqueeze(fx::Node* n);
+  /// aten::squeeze.dim(self, dim) as an ONNX Squeeze (opset 13: axes as an input).
+  void squeeze(fx::Node* n);
   void transpose(fx::Node* n);
   void expand(fx::Node* n);
   // AdaptiveAvgPool2d to `out` ([h, w] or [s]; -1: the input's size), from the
@@ -670,6 +676,9 @@ class Exporter {
       return;
     }
     if (op == "reshape") return reshape(n);
+    if (op == "unflatten") return unflatten(n);
+    if (op == "unsqueeze") return unsqueeze(n);
+    if (op == "squeeze" && n->args().size() == 2) return squeeze(n);
     if (op == "expand") return expand(n);
     if (op == "slice" || op == "select") return slice(n);
     if (transformer_function(n, op)) return;
