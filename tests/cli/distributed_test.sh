@@ -62,7 +62,7 @@ bw = max(((ba[k].double() - bb[k].double()).abs().max() / ba[k].double().abs().m
 t = json.load(open('$tmp/qat2/report.json'))['training']
 assert t['processes'] == 2 and t['qparams_identical_on_all_ranks'] is True, t
 # Known gap: with libtorch 2.x the two runs end about 1e-3 apart (1.13: 4e-6); the cause
-# is not found yet (README, "Known gaps"). 2.x is held to 1e-2 until it is.
+# is not found yet (README, Known gaps). 2.x is held to 1e-2 until it is.
 limit = 1e-5 if int(torch.__version__.split('.')[0]) < 2 else 1e-2
 print('same' if worst < limit and bw < limit else 'differ', worst, bw, 'limit', limit)"
 
