@@ -35,13 +35,12 @@ std::string loaded_libtorch_dir() {
   return found;
 }
 
-// Loads the first file that `pattern` matches; returns it, or "" if none does.
-std::string load_first_match(const std::string& pattern) {
+// The first file that `pattern` matches, or "" if none does.
+std::string first_match(const std::string& pattern) {
   glob_t g{};
   std::string p;
   if (glob(pattern.c_str(), 0, nullptr, &g) == 0 && g.gl_pathc > 0) p = g.gl_pathv[0];
   globfree(&g);
-  if (!p.empty()) load_operator_library(p);
   return p;
 }
 
@@ -66,24 +65,25 @@ std::string load_torchvision_operators() {
     load_operator_library(env);
     return env;
   }
-  // A pip-installed torch keeps libtorch in site-packages/torch/lib; torchvision
-  // sits beside torch there.
-  // Its extension links the rest of that libtorch (libtorch.so and, in the CUDA
-  // wheels, libtorch_cuda.so) without a search path that finds them: Python's torch
-  // loads them first, and so does this.
+  // A pip-installed torch keeps libtorch in site-packages/torch/lib, with torchvision
+  // beside torch. Its extension links the rest of that libtorch (libtorch.so and, in
+  // the CUDA wheels, libtorch_cuda.so) without a search path that finds them:
+  // Python's torch loads them first, and so does this.
   if (const std::string dir = loaded_libtorch_dir(); !dir.empty()) {
-    glob_t g{};
-    const bool found = glob((dir + "/../../torchvision/_C*.so").c_str(), 0, nullptr, &g) == 0 && g.gl_pathc > 0;
-    globfree(&g);
-    if (found) {
+    if (const std::string p = first_match(dir + "/../../torchvision/_C*.so"); !p.empty()) {
       for (const char* lib : {"libtorch.so", "libc10_cuda.so", "libtorch_cuda.so"})
         if (std::filesystem::exists(dir + "/" + lib)) load_operator_library(dir + "/" + lib);
-      if (auto p = load_first_match(dir + "/../../torchvision/_C*.so"); !p.empty()) return p;
+      load_operator_library(p);
+      return p;
     }
   }
   for (const char* pattern : {"/usr/lib/python3/dist-packages/torchvision/_C*.so", "/usr/local/lib/python3*/dist-packages/torchvision/_C*.so",
-                              "/usr/local/lib/python3*/site-packages/torchvision/_C*.so"})
-    if (auto p = load_first_match(pattern); !p.empty()) return p;
+                              "/usr/local/lib/python3*/site-packages/torchvision/_C*.so"}) {
+    if (const std::string p = first_match(pattern); !p.empty()) {
+      load_operator_library(p);
+      return p;
+    }
+  }
   return "";
 }
 

@@ -132,10 +132,7 @@ void Exporter::reshape(fx::Node* n) {
 
 void Exporter::unflatten(fx::Node* n) {
   const std::vector<Dim> in = dims_of(*n, n->args().at(0));
-  const int64_t r = static_cast<int64_t>(in.size());
-  int64_t d = ints_arg(*n, 1).at(0);
-  if (d < 0) d += r;
-  if (d < 0 || d >= r) unsupported(*n, "unflatten of dim " + std::to_string(ints_arg(*n, 1).at(0)) + " of a rank-" + std::to_string(r) + " input");
+  const int64_t d = norm_dim(*n, ints_arg(*n, 1).at(0), in.size());
   std::vector<int64_t> shape(static_cast<size_t>(d), 0);  // 0: ONNX Reshape copies the input's dim
   bool minus_one = false;
   auto push = [&](const Dim& e) {
@@ -145,7 +142,7 @@ void Exporter::unflatten(fx::Node* n) {
     shape.push_back(-1);
   };
   for (const Dim& e : size_list(*n, 2)) push(e);
-  for (int64_t i = d + 1; i < r; ++i) push(in[static_cast<size_t>(i)]);
+  for (size_t i = static_cast<size_t>(d) + 1; i < in.size(); ++i) push(in[i]);
   const std::string y = fresh(n->name());
   node("Reshape", {value(*n, n->args().at(0)), ints_init("shape", shape)}, y, n->name());
   names_[n] = y;
@@ -156,27 +153,17 @@ void Exporter::unsqueeze(fx::Node* n) {
   const int r = rank_of(n->args().at(0));
   int64_t d = ints_arg(*n, 1).at(0);
   if (d < 0 && r < 0) unsupported(*n, "unsqueeze at a negative dim of an input of unknown rank");
-  if (d < 0) d += r + 1;
-  const std::string y = fresh(n->name());
-  node("Unsqueeze", {value(*n, n->args().at(0)), ints_init("axes", {d})}, y, n->name());
-  names_[n] = y;
-  if (r >= 0) rank_[n] = r + 1;
+  if (r >= 0) d = norm_dim(*n, d, static_cast<size_t>(r) + 1);
+  unary(n, "Unsqueeze", 1, {ints_init("axes", {d})});
 }
 
 void Exporter::squeeze(fx::Node* n) {
-  const int r = rank_of(n->args().at(0));
-  int64_t d = ints_arg(*n, 1).at(0);
-  if (d < 0 && r < 0) unsupported(*n, "squeeze at a negative dim of an input of unknown rank");
-  if (d < 0) d += r;
   const std::vector<Dim>& dims = dims_of(*n, n->args().at(0));
-  if (d >= static_cast<int64_t>(dims.size())) unsupported(*n, "squeeze of a dim past the input's rank");
+  const int64_t d = norm_dim(*n, ints_arg(*n, 1).at(0), dims.size());
   const Dim& e = dims[static_cast<size_t>(d)];
-  if (!e.batch && e.value != 1) return alias(n);  // aten::squeeze leaves a dim of size other than 1 as it is
   if (e.batch) unsupported(*n, "squeeze of the dynamic batch dim");
-  const std::string y = fresh(n->name());
-  node("Squeeze", {value(*n, n->args().at(0)), ints_init("axes", {d})}, y, n->name());
-  names_[n] = y;
-  if (r >= 0) rank_[n] = r - 1;
+  if (e.value != 1) return alias(n);  // aten::squeeze leaves a dim of size other than 1 as it is
+  unary(n, "Squeeze", -1, {ints_init("axes", {d})});
 }
 
 void Exporter::expand(fx::Node* n) {

@@ -357,10 +357,13 @@ class Exporter {
     return y;
   }
 
-  // An op with one tensor input whose output keeps its rank.
-  void unary(fx::Node* n, const std::string& op, int rank_delta = 0) {
+  // An op on one tensor input (then `extra` constant inputs) whose output has the
+  // input's rank plus `rank_delta`.
+  void unary(fx::Node* n, const std::string& op, int rank_delta = 0, const std::vector<std::string>& extra = {}) {
     const std::string y = fresh(n->name());
-    last_ = node(op, {value(*n, n->args().at(0))}, y, n->name());
+    std::vector<std::string> in = {value(*n, n->args().at(0))};
+    in.insert(in.end(), extra.begin(), extra.end());
+    last_ = node(op, in, y, n->name());
     names_[n] = y;
     const int r = rank_of(n->args().at(0));
     rank_[n] = r < 0 ? -1 : r + rank_delta;
@@ -378,34 +381,10 @@ class Exporter {
     return true;
   }
 
-  // SiLU (swish) as x * Sigmoid(x): ONNX has no SiLU op before opset 22.
-  void silu(fx::Node* n) {
-    const std::string& x = value(*n, n->args().at(0));
-    const std::string s = fresh(n->name() + "_sigmoid");
-    node("Sigmoid", {x}, s, n->name() + "_sigmoid");
-    const std::string y = fresh(n->name());
-    last_ = node("Mul", {x, s}, y, n->name());
-    names_[n] = y;
-    rank_[n] = rank_of(n->args().at(0));
-  }
-
-  // HardSwish is an ONNX op from opset 14; before it, x * HardSigmoid(x) with
-  // alpha 1/6 and beta 0.5 (ONNX Runtime refuses HardSwish in an opset-13 model).
-  void hardswish(fx::Node* n) {
-    if (opt_.opset >= 14) {
-      unary(n, "HardSwish");
-      return;
-    }
-    const std::string& x = value(*n, n->args().at(0));
-    const std::string s = fresh(n->name() + "_hardsigmoid");
-    auto* hs = node("HardSigmoid", {x}, s, n->name() + "_hardsigmoid");
-    attr_f(hs, "alpha", 1.0f / 6.0f);
-    attr_f(hs, "beta", 0.5f);
-    const std::string y = fresh(n->name());
-    last_ = node("Mul", {x, s}, y, n->name());
-    names_[n] = y;
-    rank_[n] = rank_of(n->args().at(0));
-  }
+  // SiLU as x * Sigmoid(x); HardSwish, below opset 14, as x * HardSigmoid(x)
+  // (export_activation_ops.cpp).
+  void silu(fx::Node* n);
+  void hardswish(fx::Node* n);
 
   // An op that passes its input through (dropout and identity in eval mode).
   void alias(fx::Node* n) {
@@ -565,11 +544,10 @@ class Exporter {
   void getitem(fx::Node* n);
   void int_arith(fx::Node* n, const std::string& op);
   void reshape(fx::Node* n);
-  /// aten::unflatten(self, dim, sizes) as an ONNX Reshape.
+  // aten::unflatten as an ONNX Reshape; aten::unsqueeze and squeeze.dim as
+  // Unsqueeze / Squeeze (opset 13: axes as an input).
   void unflatten(fx::Node* n);
-  /// aten::unsqueeze(self, dim) as an ONNX Unsqueeze (opset 13: axes as an input).
   void unsqueeze(fx::Node* n);
-  /// aten::squeeze.dim(self, dim) as an ONNX Squeeze (opset 13: axes as an input).
   void squeeze(fx::Node* n);
   void transpose(fx::Node* n);
   void expand(fx::Node* n);
