@@ -64,6 +64,7 @@ std::shared_ptr<GraphModule> TraceImpl::run() {
     gm_->add_train_hook([m](bool on) mutable { m.train(on); });
   }
   gm_->train(training);
+  decompose_attention(*gm_);
   g_.eliminate_dead_code();  // shape checks of assertions and other unused values
   g_.lint();
   return gm_;

@@ -4,6 +4,7 @@
 // nodes, control flow, method and function calls, operators).
 #pragma once
 
+#include "qfx/fx/decompositions.h"
 #include "qfx/fx/tracer.h"
 
 #include <torch/csrc/jit/api/function_impl.h>
@@ -140,6 +141,7 @@ class TraceImpl {
     auto outs = run_graph(graph, inputs);
     frames_.pop_back();
     g_.output(outs.size() == 1 ? to_arg(outs[0], nullptr) : tuple_arg(outs));
+    decompose_attention(*gm_);
     g_.eliminate_dead_code();
     g_.lint();
     return gm_;

@@ -86,6 +86,8 @@ void TraceImpl::attach_shadows(const JNode* n, const std::array<std::vector<IVal
       std::vector<int64_t> shape;
       for (size_t d = 0; d < sa.size(); ++d) shape.push_back(sa[d] == sb[d] ? sa[d] : -1);
       it->second.node->meta()["traced_shape"] = IValue(shape);
+      if (a.toTensor().scalar_type() == b.toTensor().scalar_type())
+        it->second.node->meta()["traced_dtype"] = std::string(c10::toString(a.toTensor().scalar_type()));
     }
   }
 }

@@ -43,24 +43,14 @@ done
 # Tracing specialises the shape checks of MultiheadAttention and TransformerEncoder
 # (dim() == 3 on a [-1, 16, 32] input); MultiheadAttention's projections (F.linear on
 # its parameters) and the feed-forward linears (QLinearMatMul on 3-D tokens, oneDNN) and
-# the attention matmuls between activations (QLinearMatMul, vectorised) all run int8.
+# the attention matmuls between activations (QLinearMatMul, vectorised) all run int8;
+# in torch 2.x MultiheadAttention calls scaled_dot_product_attention, which the tracer
+# decomposes into those matmuls and a softmax.
 $PY -c "import numpy; numpy.save('$tmp/tok.npy', numpy.random.default_rng(2).normal(0, 1, (32, 16, 32)).astype(numpy.float32))"
 $PY -c "import numpy; numpy.save('$tmp/x32.npy', numpy.random.default_rng(3).normal(0, 1, (32, 3, 32, 32)).astype(numpy.float32))"
-# Known gap: nn.MultiheadAttention in torch 2.x calls aten::scaled_dot_product_attention,
-# which qfx does not export yet (README, "Known gaps"): those models must fail with
-# that op named, and pass again once it is exported (then this branch goes).
-torch_major=$($PY -c "import torch; print(torch.__version__.split('.')[0])")
 for spec in "transformer_encoder_post_norm:tok:[-1, 16, 32]" "transformer_encoder_norm_first:tok:[-1, 16, 32]" "vit_tiny:x32:[-1, 3, 32, 32]" \
             "swin_tiny:x32:[-1, 3, 32, 32]"; do
   arch=${spec%%:*}; rest=${spec#*:}; data=${rest%%:*}; shape=${rest#*:}
-  if [ "$torch_major" -ge 2 ] && [ "$arch" != swin_tiny ]; then
-    check "KNOWN GAP $arch on torch $torch_major.x: qfx ptq names aten::scaled_dot_product_attention as not exportable" 5 \
-      "node 'scaled_dot_product_attention' \(aten::scaled_dot_product_attention\): op 'scaled_dot_product_attention' has no ONNX export" -- \
-      "$QFX" ptq --set model.path="$FIXTURES/$arch.pt" --set "model.input_shape=$shape" \
-      --set "calibration.data={format: npy, images: $tmp/$data.npy}" --set calibration.num_samples=32 --set calibration.batch_size=16 \
-      --set evaluation=null --set output.dir="$tmp/$arch"
-    continue
-  fi
   ptq_arch "$arch" "$data" "$shape"
   check "$arch: int8 cosine against fp32 >= 0.98; every matmul int8 (projections, attention, feed-forward)" 0 "^ok" -- $PY -c "
 import json; r = json.load(open('$tmp/$arch/report.json')); c = r['evaluation']['cosine_int8_vs_fp32']

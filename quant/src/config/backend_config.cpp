@@ -26,7 +26,7 @@ const std::vector<std::string>& known_op_names() {
       "relu", "relu6", "hardtanh", "clamp", "leaky_relu", "hardswish", "hardsigmoid", "silu", "gelu", "sigmoid",
       "tanh", "softmax", "max_pool2d", "avg_pool2d", "adaptive_avg_pool2d", "mean", "dropout", "identity",
       "flatten", "reshape", "transpose", "permute", "layer_norm", "upsample", "add", "sub", "mul", "div", "cat",
-      "matmul", "pad", "squeeze", "unsqueeze"};
+      "matmul", "pad", "squeeze", "unsqueeze", "unflatten", "select", "slice"};
   return names;
 }
 
