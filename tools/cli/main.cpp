@@ -17,6 +17,9 @@
 #include "qfx/quant/passes.h"
 #include "qfx/runtime/model.h"
 #include "qfx/runtime/npy.h"
+#include "qfx/runtime/registry.h"
+#include "qfx/version.h"
+#include <torch/version.h>
 
 namespace {
 
@@ -145,6 +148,9 @@ int run_model(const std::string& path, const std::vector<std::string>& input_arg
 int main(int argc, char** argv) {
   CLI::App app{"qfx: quantization toolkit for custom accelerators"};
   app.require_subcommand(1);
+  std::string versions = std::string("qfx ") + qfx::version() + " (libtorch " + TORCH_VERSION;
+  for (const auto& [name, v] : qfx::runtime::library_versions()) versions += ", " + name + " " + v;
+  app.set_version_flag("--version", versions + ")", "Print qfx's version and those of the libraries it runs on");
 
   auto* inspect = app.add_subcommand("inspect", "Trace a TorchScript model and print its fx graph and code");
   std::string model, config;

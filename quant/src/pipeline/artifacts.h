@@ -3,6 +3,7 @@
 #pragma once
 
 #include <ATen/ATen.h>
+#include <torch/version.h>
 #include <nlohmann/json.hpp>
 
 #include <chrono>
@@ -18,6 +19,8 @@
 #include "qfx/quant/pipeline.h"
 #include "qfx/quant/runtime_tensor.h"
 #include "qfx/runtime/model.h"
+#include "qfx/runtime/registry.h"
+#include "qfx/version.h"
 
 namespace qfx::quant::pipeline {
 
@@ -129,6 +132,14 @@ inline nlohmann::json kernel_report_json(const std::vector<runtime::KernelChoice
     out.push_back({{"node", c.node}, {"op", c.op}, {"impl", c.impl}, {"dtype", c.dtype}, {"declined", d}});
   }
   return out;
+}
+
+/// What made the outputs: {"qfx": "0.1.0", "libtorch": "2.15.0", "onednn": "2.6.3"}
+/// (libtorch as compiled against, the runtime's libraries as loaded).
+inline nlohmann::json versions_json() {
+  nlohmann::json v = {{"qfx", qfx::version()}, {"libtorch", TORCH_VERSION}};
+  for (const auto& [name, version] : runtime::library_versions()) v[name] = version;
+  return v;
 }
 
 }  // namespace qfx::quant::pipeline

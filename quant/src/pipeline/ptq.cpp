@@ -274,6 +274,7 @@ PtqResult ptq(const JobConfig& cfg, const PipelineHooks& hooks, distributed::Con
   const double cal_rate = static_cast<double>(cr.images) / std::max(cr.seconds, 1e-9);
 
   nlohmann::json report;
+  report["versions"] = versions_json();
   report["model"] = cfg.model.path;
   report["config"] = config_path;
   report["backend"] = backend.name;

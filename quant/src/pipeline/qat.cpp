@@ -256,6 +256,7 @@ QatResult qat(const JobConfig& cfg, const PipelineHooks& hooks_in, distributed::
   const double top1_int8 = q_pred.eq(ev->labels()).to(at::kDouble).mean().item<double>();
   const double agree = q_pred.eq(fq_pred).to(at::kDouble).mean().item<double>();
   nlohmann::json report;
+  report["versions"] = versions_json();
   report["model"] = cfg.model.path;
   report["config"] = config_path;
   report["backend"] = backend.name;

@@ -15,6 +15,7 @@
 #include <map>
 #include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "qfx/runtime/kernel.h"
@@ -83,6 +84,10 @@ std::vector<std::string> backend_chain(const std::string& name);
 /// missing file, a library that does not load (with dlerror's text), one without
 /// the entry point, or one built for another plug-in API version.
 void load_plugin(const std::string& path);
+
+/// The versions of the libraries the runtime's kernels call, as name -> version
+/// ("onednn" -> "3.7.1": the oneDNN loaded at run time, dnnl_version()).
+std::vector<std::pair<std::string, std::string>> library_versions();
 
 /// The plug-in API version this runtime implements (bumped when kernel.h changes).
 constexpr int kPluginApiVersion = 1;
