@@ -12,6 +12,7 @@
 
 #include "fixtures.h"
 #include "qfx/error.h"
+#include "qfx/fx/module_matcher.h"
 #include "qfx/fx/op_libraries.h"
 #include "qfx/fx/tracer.h"
 
@@ -415,4 +416,33 @@ def forward(self, x):
   } catch (const qfx::TraceError& e) {
     EXPECT_NE(std::string(e.what()).find("give the input shape"), std::string::npos) << e.what();
   }
+}
+
+// An archive saved by torch 1.13 (committed; tools/fixtures/make_torch113_archive.py)
+// traces in the libtorch qfx is built with, and the traced graph computes what 1.13
+// computed: conv / batch norm / linear modules, the residual add, the shape branch folded.
+TEST(Tracer, ArchiveSavedByTorch113TracesAndMatchesItsRecording) {
+  const std::string dir = std::string(QFX_TEST_DATA_DIR) + "/torch1.13/";
+  auto m = load_torchscript(dir + "small_cnn.pt");
+  m.eval();
+  TracerOptions opts;
+  opts.input_shapes = {{-1, 3, 16, 16}};
+  auto gm = QuantizationTracer(opts).trace(m);
+  int convs = 0, bns = 0, linears = 0;
+  for (const Node* n : gm->graph().nodes()) {
+    if (n->op() != Opcode::kCallModule) continue;
+    const std::string type = module_type_name(*n, *gm);
+    convs += type == "Conv2d";
+    bns += type == "BatchNorm2d";
+    linears += type == "Linear";
+  }
+  EXPECT_EQ(convs, 2);
+  EXPECT_EQ(bns, 2);
+  EXPECT_EQ(linears, 1);
+  auto io = load_tensor_list(dir + "small_cnn.io.pt");
+  ASSERT_EQ(io.size(), 2u);
+  at::NoGradGuard ng;
+  const at::Tensor got = gm->forward(io[0].toTensor());
+  ASSERT_EQ(got.sizes(), io[1].toTensor().sizes());
+  EXPECT_LE(rel_error(got, io[1].toTensor()), 1e-5);
 }
