@@ -13,3 +13,12 @@ find_package(Torch REQUIRED)
 include(${CMAKE_CURRENT_LIST_DIR}/qfxTorchTarget.cmake)
 qfx_make_torch_cpu_target(qfx::torch_cpu)
 message(STATUS "qfx: libtorch ${Torch_VERSION} from ${Torch_DIR} (CPU libraries)")
+# Installed binaries and libraries find their own libraries ($ORIGIN/../lib) and the
+# libtorch they were linked with (e.g. the torch wheel's lib folder, outside the
+# prefix) without LD_LIBRARY_PATH, whatever other libtorch the system has.
+get_target_property(_qfx_torch_cpu_lib torch_cpu IMPORTED_LOCATION)
+if(NOT _qfx_torch_cpu_lib)
+  get_target_property(_qfx_torch_cpu_lib torch_cpu LOCATION)
+endif()
+get_filename_component(QFX_TORCH_LIB_DIR "${_qfx_torch_cpu_lib}" DIRECTORY)
+set(CMAKE_INSTALL_RPATH "$ORIGIN/../${CMAKE_INSTALL_LIBDIR};${QFX_TORCH_LIB_DIR}")

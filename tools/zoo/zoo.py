@@ -1,13 +1,13 @@
-#!/usr/bin/python3
-"""The torchvision model zoo for tools/zoo/run.sh (Debian's python3-torch 1.13 and
-python3-torchvision 0.14, used only as users export their models).
+#!/usr/bin/env python3
+"""The torchvision model zoo for tools/zoo/run.sh (the torch and torchvision of
+requirements.txt, used only as users export their models).
 
     zoo.py list                       the architectures, one "name size" per line
     zoo.py export ARCH DIR            DIR/ARCH.pt (TorchScript, random weights,
                                       batch-norm statistics re-estimated on random
                                       inputs), DIR/ARCH.cal.npy and DIR/ARCH.eval.npy
                                       (random N(0, 1) images), DIR/ARCH.torch_ao.json
-                                      (PyTorch 1.13 FX PTQ's int8 output cosine
+                                      (torch.ao FX PTQ's int8 output cosine
                                       against fp32 on the same weights and inputs,
                                       or why torch.ao could not quantize the model)
     zoo.py header                     the table's header (markdown)
@@ -34,38 +34,51 @@ import torchvision
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "fixtures"))
 from fixture_util import strip_debug  # noqa: E402
 
-# name: (input size, constructor kwargs). Input sizes are torchvision's usual ones
-# where a 2-core machine runs the model in seconds; smaller elsewhere (the issue allows
-# it): every size keeps the adaptive pools' inputs at least their outputs.
-ARCHS = {
-    "alexnet": (224, {}),
-    "vgg11": (224, {}),
-    "resnet18": (224, {}),
-    "resnet50": (160, {}),
-    "resnext50_32x4d": (128, {}),
-    "wide_resnet50_2": (128, {}),
-    "densenet121": (128, {}),
-    "squeezenet1_1": (224, {}),
-    "googlenet": (160, {"aux_logits": False, "init_weights": True}),
-    "inception_v3": (160, {"aux_logits": False, "init_weights": True}),
-    "mobilenet_v2": (224, {}),
-    "mobilenet_v3_small": (224, {}),
-    "mobilenet_v3_large": (224, {}),
-    "mnasnet0_5": (224, {}),
-    "shufflenet_v2_x0_5": (224, {}),
-    "efficientnet_b0": (160, {}),
-    "efficientnet_v2_s": (128, {}),
-    "regnet_x_400mf": (224, {}),
-    "regnet_y_400mf": (224, {}),
-    "convnext_tiny": (96, {}),
-    "vit_b_16": (96, {"image_size": 96}),
-    "swin_t": (224, {}),
+# Every classification architecture the installed torchvision lists
+# (torchvision.models.list_models(module=torchvision.models)). Input sizes: 224 where a
+# 2-core machine runs the model in seconds, smaller for heavier ones (every size keeps
+# the adaptive pools' inputs at least their outputs; ViTs are built for their size).
+SIZES = {
+    "resnet50": 160, "resnet101": 128, "resnet152": 128,
+    "resnext50_32x4d": 128, "resnext101_32x8d": 96, "resnext101_64x4d": 96,
+    "wide_resnet50_2": 128, "wide_resnet101_2": 96,
+    "vgg11": 224, "vgg11_bn": 160, "vgg13": 128, "vgg13_bn": 128, "vgg16": 128, "vgg16_bn": 128,
+    "vgg19": 128, "vgg19_bn": 128,
+    "densenet121": 128, "densenet161": 128, "densenet169": 128, "densenet201": 128,
+    "googlenet": 160, "inception_v3": 160,
+    "efficientnet_b0": 160, "efficientnet_b1": 128, "efficientnet_b2": 128, "efficientnet_b3": 128,
+    "efficientnet_b4": 96, "efficientnet_b5": 96, "efficientnet_b6": 96, "efficientnet_b7": 96,
+    "efficientnet_v2_s": 128, "efficientnet_v2_m": 96, "efficientnet_v2_l": 96,
+    "regnet_x_1_6gf": 160, "regnet_x_3_2gf": 128, "regnet_x_8gf": 128, "regnet_x_16gf": 96, "regnet_x_32gf": 96,
+    "regnet_y_1_6gf": 160, "regnet_y_3_2gf": 128, "regnet_y_8gf": 128, "regnet_y_16gf": 96, "regnet_y_32gf": 96,
+    "regnet_y_128gf": 64,
+    "convnext_tiny": 96, "convnext_small": 96, "convnext_base": 64, "convnext_large": 64,
+    "vit_b_16": 96, "vit_b_32": 96, "vit_l_16": 64, "vit_l_32": 64, "vit_h_14": 56,
+    "swin_t": 224, "swin_s": 96, "swin_b": 96, "swin_v2_t": 128, "swin_v2_s": 96, "swin_v2_b": 96,
+    "maxvit_t": 224,
 }
+
+
+def archs():
+    return torchvision.models.list_models(module=torchvision.models)
+
+
+def spec(arch):
+    """(input size, constructor kwargs) of `arch`."""
+    size = SIZES.get(arch, 224)
+    kw = {}
+    if arch in ("googlenet", "inception_v3"):
+        kw = {"aux_logits": False, "init_weights": True}
+    elif arch.startswith("vit_"):
+        kw = {"image_size": size}
+    return size, kw
+
+
 CAL, EVAL = 32, 16
 
 
 def build(arch):
-    size, kw = ARCHS[arch]
+    size, kw = spec(arch)
     torch.manual_seed(0)
     m = getattr(torchvision.models, arch)(weights=None, **kw)
     reinit_zero_heads(m)
@@ -168,10 +181,10 @@ def row(arch, d):
 
 def main():
     if len(sys.argv) >= 2 and sys.argv[1] == "list":
-        for a, (s, _) in ARCHS.items():
-            print(a, s)
+        for a in archs():
+            print(a, spec(a)[0])
     elif len(sys.argv) == 4 and sys.argv[1] == "export":
-        if sys.argv[2] not in ARCHS:
+        if sys.argv[2] not in archs():
             sys.exit("zoo.py: unknown architecture '%s' (zoo.py list)" % sys.argv[2])
         export(sys.argv[2], sys.argv[3])
     elif len(sys.argv) == 2 and sys.argv[1] == "header":
