@@ -20,3 +20,15 @@ function(qfx_make_torch_cpu_target name)
   endforeach()
   set_property(TARGET ${name} PROPERTY INTERFACE_LINK_LIBRARIES torch_cpu c10)
 endfunction()
+
+# qfx_pin_caffe2_to_torch(): libtorch's TorchConfig finds its Caffe2 part with a
+# plain find_package, which searches the system's folders before its own: with
+# Debian's libtorch-dev installed beside a torch wheel, the wheel's Torch would load
+# Debian's Caffe2 targets (libtorch_cpu 1.13) and the link would fail. Pins Caffe2_DIR
+# to the Caffe2 folder beside Torch_DIR. Call before find_package(Torch).
+macro(qfx_pin_caffe2_to_torch)
+  if(Torch_DIR AND EXISTS "${Torch_DIR}/../Caffe2/Caffe2Config.cmake")
+    get_filename_component(_qfx_caffe2_dir "${Torch_DIR}/../Caffe2" ABSOLUTE)
+    set(Caffe2_DIR "${_qfx_caffe2_dir}" CACHE PATH "libtorch's Caffe2 CMake config (beside Torch_DIR)" FORCE)
+  endif()
+endmacro()

@@ -265,4 +265,12 @@ void load_plugin(const std::string& path) {
   r.plugins.insert(canon);  // kept loaded: its kernels live in the registry
 }
 
+std::string runtime_library_dir() {
+  Dl_info info{};
+  if (dladdr(reinterpret_cast<void*>(&runtime_library_dir), &info) == 0 || !info.dli_fname) return "";
+  std::error_code ec;
+  const std::filesystem::path p = std::filesystem::canonical(info.dli_fname, ec);
+  return ec ? "" : p.parent_path().string();
+}
+
 }  // namespace qfx::runtime

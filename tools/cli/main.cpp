@@ -13,6 +13,7 @@
 #include "qfx/error.h"
 #include "qfx/fx/op_libraries.h"
 #include "qfx/fx/tracer.h"
+#include "qfx/quant/backend_config.h"
 #include "qfx/quant/config.h"
 #include "qfx/quant/passes.h"
 #include "qfx/runtime/model.h"
@@ -202,7 +203,7 @@ int main(int argc, char** argv) {
   bench->add_option("--arch", bargs.arch, "torchvision architecture, for --pytorch-int8 (default resnet18)");
 
   auto* ptq = app.add_subcommand("ptq", "Post-training quantization from a YAML config (default: configs/ptq/default.yaml)");
-  std::string ptq_config = QFX_DEFAULT_PTQ_CONFIG;
+  std::string ptq_config;  // default: ptq/default.yaml among quant::config_dirs()
   std::vector<std::string> ptq_set;
   ptq->add_option("config", ptq_config, "PTQ config (YAML); default: the shipped configs/ptq/default.yaml");
   ptq->add_option("--set", ptq_set, "Override a config key: calibration.num_samples=64 (repeatable)");
@@ -213,7 +214,7 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(1, 1024));
 
   auto* qat = app.add_subcommand("qat", "Quantization-aware training from a YAML config (default: configs/qat/fashion_mobilenet.yaml)");
-  std::string qat_config = QFX_DEFAULT_QAT_CONFIG;
+  std::string qat_config;  // default: qat/fashion_mobilenet.yaml among quant::config_dirs()
   std::vector<std::string> qat_set;
   qat->add_option("config", qat_config, "QAT config (YAML): the PTQ keys plus training:");
   qat->add_option("--set", qat_set, "Override a config key: training.epochs=1 (repeatable)");
@@ -235,8 +236,9 @@ int main(int argc, char** argv) {
     if (*bench) return qfx::cli::run_bench(bargs);
     const char* world = std::getenv("WORLD_SIZE");
     if ((*ptq || *qat) && nproc > 1 && !(world && *world)) return qfx::cli::launch_local(nproc, argc, argv);
-    if (*ptq) return qfx::cli::run_ptq(ptq_config, ptq_set);
-    if (*qat) return qfx::cli::run_qat(qat_config, qat_set);
+    if (*ptq) return qfx::cli::run_ptq(ptq_config.empty() ? qfx::quant::find_config("ptq/default.yaml") : ptq_config, ptq_set);
+    if (*qat)
+      return qfx::cli::run_qat(qat_config.empty() ? qfx::quant::find_config("qat/fashion_mobilenet.yaml") : qat_config, qat_set);
   } catch (const qfx::Error& e) {
     std::cerr << "qfx: error: " << e.what() << "\n";
     return e.exit_code();

@@ -228,19 +228,40 @@ BackendConfig BackendConfig::load(const std::string& path) {
   return b;
 }
 
+std::vector<std::string> config_dirs() {
+  std::vector<std::string> dirs;
+  if (const char* env = std::getenv("QFX_CONFIG_DIR")) dirs.emplace_back(env);
+  // An installed qfx: <prefix>/<libdir>/libqfx_runtime.so -> <prefix>/<datadir>/qfx/configs,
+  // wherever the prefix was installed or moved to.
+  const std::string lib = runtime::runtime_library_dir();
+  if (!lib.empty()) {
+    const std::filesystem::path installed = std::filesystem::path(lib) / QFX_CONFIG_DIR_FROM_LIBDIR;
+    std::error_code ec;
+    if (std::filesystem::is_directory(installed, ec)) dirs.push_back(installed.lexically_normal().string());
+  }
+  // A build tree: the source tree's configs, while it exists.
+  dirs.emplace_back(QFX_SOURCE_CONFIG_DIR);
+  return dirs;
+}
+
+std::string find_config(const std::string& relative) {
+  const auto dirs = config_dirs();
+  std::error_code ec;
+  for (const auto& d : dirs) {
+    const std::filesystem::path p = std::filesystem::path(d) / relative;
+    if (std::filesystem::is_regular_file(p, ec)) return p.string();
+  }
+  throw ConfigError("qfx's shipped config '" + relative + "' is in none of " + list_str(dirs) +
+                    " (set QFX_CONFIG_DIR to the configs folder of an installed qfx)");
+}
+
 BackendConfig BackendConfig::resolve(const std::string& name_or_path, const std::vector<std::string>& search_dirs) {
   namespace fs = std::filesystem;
   const bool is_path = name_or_path.find('/') != std::string::npos ||
                        (name_or_path.size() > 5 && name_or_path.substr(name_or_path.size() - 5) == ".yaml");
   if (is_path) return load(name_or_path);
   std::vector<std::string> dirs = search_dirs;
-  if (const char* env = std::getenv("QFX_CONFIG_DIR")) dirs.push_back(std::string(env) + "/backends");
-#ifdef QFX_SOURCE_CONFIG_DIR
-  dirs.push_back(std::string(QFX_SOURCE_CONFIG_DIR) + "/backends");
-#endif
-#ifdef QFX_INSTALL_CONFIG_DIR
-  dirs.push_back(std::string(QFX_INSTALL_CONFIG_DIR) + "/backends");
-#endif
+  for (const auto& d : config_dirs()) dirs.push_back(d + "/backends");
   std::vector<std::string> available;
   for (const auto& d : dirs) {
     fs::path p = fs::path(d) / (name_or_path + ".yaml");

@@ -89,6 +89,11 @@ void load_plugin(const std::string& path);
 /// ("onednn" -> "3.7.1": the oneDNN loaded at run time, dnnl_version()).
 std::vector<std::pair<std::string, std::string>> library_versions();
 
+/// The folder holding the loaded runtime library (libqfx_runtime.so), found at
+/// run time (dladdr); empty if it cannot be told. An installed qfx finds its data
+/// relative to it (`<prefix>/lib` -> `<prefix>/share/qfx`).
+std::string runtime_library_dir();
+
 /// The plug-in API version this runtime implements (bumped when kernel.h changes).
 constexpr int kPluginApiVersion = 1;
 

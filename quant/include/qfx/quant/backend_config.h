@@ -110,11 +110,21 @@ struct BackendConfig {
   /// wrong type, a bad value or an unknown op name.
   static BackendConfig load(const std::string& path);
   /// Resolves a backend by name ("onednn", "reference", "example_accel": looked
-  /// up in `search_dirs`, then the source and install configs/backends folders)
+  /// up in `search_dirs`, then in `backends/` of each of config_dirs())
   /// or loads it from a path (anything containing '/' or ending in .yaml).
   /// Throws ConfigError naming the backends available if none matches.
   static BackendConfig resolve(const std::string& name_or_path, const std::vector<std::string>& search_dirs = {});
 };
+
+/// The folders holding qfx's shipped configs (`backends/`, `ptq/`, `qat/`), in the
+/// order they are searched: $QFX_CONFIG_DIR if set; the installed
+/// `<prefix>/share/qfx/configs`, found next to the loaded runtime library (so an
+/// installed or moved prefix works without the source tree); the source tree's
+/// `configs/` (a build tree).
+std::vector<std::string> config_dirs();
+/// The first existing `DIR/relative` over config_dirs() (e.g. "ptq/default.yaml").
+/// Throws ConfigError naming `relative` and the folders tried.
+std::string find_config(const std::string& relative);
 
 /// The op names a backend YAML may use (for validation and documentation).
 const std::vector<std::string>& known_op_names();
