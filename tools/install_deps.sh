@@ -59,12 +59,12 @@ else
     echo "install_deps: creating the virtual environment $venv"
     python3 -m venv "$venv"
   fi
-  echo "install_deps: installing requirements.txt into $venv (torch, torchvision, onnx, onnxruntime, numpy, pillow, pyyaml)"
+  echo "install_deps: installing requirements.txt into $venv (torch, torchvision, onnx, onnxruntime, numpy, pillow, pyyaml, torchao)"
   if ! "$venv/bin/python" -m pip install --quiet --disable-pip-version-check -r "$req"; then
     echo "install_deps: ERROR: pip could not install requirements.txt into $venv" >&2
     exit 1
   fi
-  if ! (cd / && "$venv/bin/python" -c "import torch, torchvision, onnx, onnxruntime, numpy, PIL, yaml") ; then
+  if ! (cd / && "$venv/bin/python" -c "import torch, torchvision, onnx, onnxruntime, numpy, PIL, yaml, torchao") ; then
     echo "install_deps: ERROR: the packages installed into $venv do not import" >&2
     exit 1
   fi

@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Latency benchmark, side by side in one run per model, with this machine's measured
 # peak (qfx bench --peak): qfx fp32 against frozen libtorch fp32, observer-tap cost,
-# and qfx int8 (the model qfx ptq produces) against qfx fp32 and against PyTorch
-# 1.13's FX int8 model (onednn engine); resnet18 and mobilenet_v2 at batch 1 and 32,
+# and qfx int8 (the model qfx ptq produces) against qfx fp32 and against PyTorch's own
+# int8 models (torch.ao FX on the onednn engine, and PT2E: torchao's prepare_pt2e /
+# convert_pt2e with the X86InductorQuantizer, torch.compile); resnet18 and mobilenet_v2
+# at batch 1 and 32,
 # resnet50 at batch 32 (exported here on first use: about 200 MB).
 #   tools/bench/int8.sh [BUILD_DIR]
 set -euo pipefail
@@ -22,5 +24,6 @@ for arch in resnet18 mobilenet_v2 resnet50; do
   grep "int8 model on runtime backend" "$tmp/$arch.log"
   # The int8 model takes 224x224 inputs, as the benchmark models.
   "$build/tools/qfx" bench "$bench/$arch.pt" "$bench/$arch.onnx" --peak --batch "${batches[@]}" \
-    --int8 "$tmp/$arch/model_int8.onnx" --pytorch-int8 "$src/tools/bench/pytorch_calibration.py" --arch "$arch"
+    --int8 "$tmp/$arch/model_int8.onnx" --pytorch-int8 "$src/tools/bench/pytorch_calibration.py" --arch "$arch" \
+    --pytorch-flow fx pt2e
 done

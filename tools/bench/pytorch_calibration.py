@@ -1,15 +1,21 @@
-#!/usr/bin/python3
-"""PyTorch 1.13's own FX post-training quantization, timed, as the baseline for
-qfx's calibration and int8 benchmarks (run side by side by tools/bench/*.sh).
+#!/usr/bin/env python3
+"""PyTorch's own post-training quantization, timed, as the baseline for qfx's
+calibration and int8 benchmarks (run side by side by tools/bench/*.sh).
 
-    /usr/bin/python3 tools/bench/pytorch_calibration.py MODEL.pt --images N --batch B --res R [--threads T]
+    python tools/bench/pytorch_calibration.py MODEL.pt --images N --batch B --res R [--threads T] [--flow fx|pt2e]
+
+--flow fx (default): torch.ao's FX graph mode (prepare_fx / convert_fx, the onednn
+engine's default qconfig). --flow pt2e: PyTorch 2's export flow as PyTorch documents
+it for x86 CPUs: torch.export, torchao's prepare_pt2e / convert_pt2e with the
+X86InductorQuantizer's default config, then torch.compile (Inductor, freezing on), so
+the int8 model runs on Inductor's oneDNN-backed kernels.
 
 MODEL.pt is a TorchScript file whose `original_name` is a torchvision
 architecture (resnet18, mobilenet_v2); the eager model is rebuilt from
 torchvision with the archive's weights. Prints one JSON line:
-  calib_images_per_s   prepare_fx(default onednn qconfig, HistogramObserver) forward
+  calib_images_per_s   the prepared model's forward (observers running)
   fp32_ms_per_batch    eager fp32 forward (median of 5)
-  int8_ms_per_batch    convert_fx model on the onednn engine (median of 5)
+  int8_ms_per_batch    the converted model (fx: onednn engine; pt2e: compiled), median of 5
   peak_rss_mb
 """
 import argparse
@@ -20,8 +26,6 @@ import time
 
 import torch
 import torchvision
-from torch.ao.quantization import get_default_qconfig_mapping
-from torch.ao.quantization.quantize_fx import convert_fx, prepare_fx
 
 
 def timed(fn, reps=5):
@@ -33,6 +37,29 @@ def timed(fn, reps=5):
     return statistics.median(ts)
 
 
+def prepare(flow, m, x):
+    if flow == "fx":
+        from torch.ao.quantization import get_default_qconfig_mapping
+        from torch.ao.quantization.quantize_fx import prepare_fx
+        return prepare_fx(m, get_default_qconfig_mapping("onednn"), example_inputs=(x,))
+    from torchao.quantization.pt2e.quantize_pt2e import prepare_pt2e
+    import torchao.quantization.pt2e.quantizer.x86_inductor_quantizer as xiq
+    quantizer = xiq.X86InductorQuantizer()
+    quantizer.set_global(xiq.get_default_x86_inductor_quantization_config())
+    exported = torch.export.export(m, (x,)).module()  # static shapes: every batch below has x's size
+    return prepare_pt2e(exported, quantizer)
+
+
+def convert(flow, prepared):
+    if flow == "fx":
+        from torch.ao.quantization.quantize_fx import convert_fx
+        return convert_fx(prepared)
+    from torchao.quantization.pt2e.quantize_pt2e import convert_pt2e
+    import torch._inductor.config as inductor_config
+    inductor_config.freezing = True
+    return torch.compile(convert_pt2e(prepared))
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("model")
@@ -41,6 +68,7 @@ def main():
     ap.add_argument("--batch", type=int, default=16)
     ap.add_argument("--res", type=int, default=224)
     ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--flow", choices=("fx", "pt2e"), default="fx")
     a = ap.parse_args()
     torch.set_num_threads(a.threads)
     torch.backends.quantized.engine = "onednn"
@@ -48,19 +76,22 @@ def main():
     m.load_state_dict(torch.jit.load(a.model).state_dict())
     m.eval()
     x = torch.randn(a.batch, 3, a.res, a.res)
-    out = {"arch": a.arch, "batch": a.batch, "images": a.images, "threads": a.threads}
+    out = {"arch": a.arch, "batch": a.batch, "images": a.images, "threads": a.threads, "flow": a.flow,
+           "torch": torch.__version__}
     with torch.no_grad():
         m(x)
         out["fp32_ms_per_batch"] = timed(lambda: m(x))
-        prepared = prepare_fx(m, get_default_qconfig_mapping("onednn"), example_inputs=(x,))
+        prepared = prepare(a.flow, m, x)
         prepared(x)  # warm-up (also observes)
         if a.images > 0:
             t0 = time.perf_counter()
-            for i in range(0, a.images, a.batch):
-                prepared(torch.randn(min(a.batch, a.images - i), 3, a.res, a.res))
-            out["calib_images_per_s"] = a.images / (time.perf_counter() - t0)
-        q = convert_fx(prepared)
-        q(x)
+            n = 0
+            while n < a.images:  # whole batches (the pt2e graph is exported for x's batch)
+                prepared(torch.randn(a.batch, 3, a.res, a.res))
+                n += a.batch
+            out["calib_images_per_s"] = n / (time.perf_counter() - t0)
+        q = convert(a.flow, prepared)
+        q(x)  # compiles (pt2e)
         out["int8_ms_per_batch"] = timed(lambda: q(x))
     out["peak_rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     print(json.dumps(out))

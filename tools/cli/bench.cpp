@@ -80,15 +80,16 @@ int run_capture(const std::vector<std::string>& argv, std::string* out) {
   return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
 
-// PyTorch's FX int8 latency at batch `b`, measured by the Python script now
-// (prepare_fx + convert_fx, onednn engine) with $QFX_PYTHON (default python3 on
-// PATH); negative if the script failed.
-double pytorch_int8_ms(const BenchArgs& args, int64_t b) {
+// PyTorch's int8 latency at batch `b` in `flow` ("fx": prepare_fx + convert_fx on the
+// onednn engine; "pt2e": torch.export + prepare_pt2e / convert_pt2e with the x86
+// Inductor quantizer, compiled), measured by the Python script now with $QFX_PYTHON
+// (default python3 on PATH); negative if the script failed (its error on stderr).
+double pytorch_int8_ms(const BenchArgs& args, const std::string& flow, int64_t b) {
   std::string out;
   const char* py = std::getenv("QFX_PYTHON");
   const int rc = run_capture({py && *py ? py : "python3", args.pytorch_script, args.torchscript, "--arch", args.arch, "--batch",
                               std::to_string(b), "--images", "0", "--res", std::to_string(args.size), "--threads",
-                              std::to_string(args.threads)},
+                              std::to_string(args.threads), "--flow", flow},
                              &out);
   if (rc != 0) return -1;
   try {
@@ -159,24 +160,33 @@ int run_bench(const BenchArgs& a) {
                 t_qfx / t_torch, t_taps, t_taps / t_qfx, rate_str(ops / t_qfx / 1e6, peak.fp32_gflops).c_str());
     if (int8) {
       const double t_int8 = med[3];
-      const double t_pt = args.pytorch_script.empty() ? -1 : pytorch_int8_ms(args, b);
       const double ops8 = 2.0 * static_cast<double>(int8->multiply_accumulates({x.shape()}));
       const std::string r8 = rate_str(ops8 / t_int8 / 1e6, peak.int8_gops);
-      char pt[32] = "-", vs_pt[32] = "-", row[256];  // "-": no PyTorch script given
-      if (t_pt > 0) {
-        std::snprintf(pt, sizeof pt, "%.2f", t_pt);
-        std::snprintf(vs_pt, sizeof vs_pt, "%.2f", t_int8 / t_pt);
+      char row[128];
+      std::snprintf(row, sizeof row, "%-6lld %14.2f %14.2f %18s", static_cast<long long>(b), t_int8, t_int8 / t_qfx, r8.c_str());
+      std::string line = row;
+      for (const auto& flow : args.pytorch_script.empty() ? std::vector<std::string>{} : args.pytorch_flows) {
+        const double t_pt = pytorch_int8_ms(args, flow, b);
+        char pt[32] = "failed", vs_pt[32] = "-";  // "failed": the script's error is on stderr
+        if (t_pt > 0) {
+          std::snprintf(pt, sizeof pt, "%.2f", t_pt);
+          std::snprintf(vs_pt, sizeof vs_pt, "%.2f", t_int8 / t_pt);
+        }
+        std::snprintf(row, sizeof row, " %16s %14s", pt, vs_pt);
+        line += row;
       }
-      std::snprintf(row, sizeof row, "%-6lld %14.2f %14.2f %16s %16s %18s", static_cast<long long>(b), t_int8,
-                    t_int8 / t_qfx, pt, vs_pt, r8.c_str());
-      int8_rows.push_back(row);
+      int8_rows.push_back(line);
     }
   }
   if (int8) {
-    std::printf("# int8: %s (runtime onednn); PyTorch FX int8: prepare_fx + convert_fx, onednn engine\n",
-                args.int8_onnx.c_str());
-    std::printf("%-6s %14s %14s %16s %16s %18s\n", "batch", "qfx int8", "int8/fp32", "PyTorch FX int8", "qfx/PyTorch",
-                "qfx GOP/s");
+    std::printf("# int8: %s (runtime onednn)%s\n", args.int8_onnx.c_str(),
+                args.pytorch_script.empty() ? "; no PyTorch columns (--pytorch-int8 SCRIPT adds them)"
+                                            : "; PyTorch fx: prepare_fx + convert_fx, onednn engine; PyTorch pt2e: "
+                                              "prepare_pt2e + convert_pt2e (X86InductorQuantizer), torch.compile");
+    std::printf("%-6s %14s %14s %18s", "batch", "qfx int8", "int8/fp32", "qfx GOP/s");
+    for (const auto& flow : args.pytorch_script.empty() ? std::vector<std::string>{} : args.pytorch_flows)
+      std::printf(" %16s %14s", ("PyTorch " + flow).c_str(), ("qfx/" + flow).c_str());
+    std::printf("\n");
     for (const auto& r : int8_rows) std::printf("%s\n", r.c_str());
   }
   std::printf("# qfx/torch < 1: the runtime is faster than frozen, optimize_for_inference libtorch; GFLOP/s and GOP/s count\n"

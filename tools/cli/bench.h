@@ -18,6 +18,9 @@ struct BenchArgs {
   std::string int8_onnx;            ///< the int8 QDQ model (from qfx ptq): adds qfx int8 columns
   std::string pytorch_script;       ///< tools/bench/pytorch_calibration.py: adds PyTorch FX int8 (onednn engine) columns
   std::string arch = "resnet18";    ///< torchvision architecture of the model, for the PyTorch script
+  /// PyTorch int8 flows timed by the script, one column pair each: "fx" (torch.ao
+  /// prepare_fx / convert_fx), "pt2e" (torchao's prepare_pt2e / convert_pt2e, compiled).
+  std::vector<std::string> pytorch_flows{"fx"};
   bool peak = false;                ///< measure the machine's peak (runtime::measure_peak) and report fractions of it
 };
 

@@ -201,6 +201,8 @@ int main(int argc, char** argv) {
   bench->add_option("--pytorch-int8", bargs.pytorch_script,
                     "tools/bench/pytorch_calibration.py: also time PyTorch's FX int8 model in the same run");
   bench->add_option("--arch", bargs.arch, "torchvision architecture, for --pytorch-int8 (default resnet18)");
+  bench->add_option("--pytorch-flow", bargs.pytorch_flows, "PyTorch int8 flows to time with --pytorch-int8: fx, pt2e (default fx)")
+      ->check(CLI::IsMember({"fx", "pt2e"}));
 
   auto* ptq = app.add_subcommand("ptq", "Post-training quantization from a YAML config (default: configs/ptq/default.yaml)");
   std::string ptq_config;  // default: ptq/default.yaml among quant::config_dirs()
