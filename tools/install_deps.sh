@@ -18,6 +18,7 @@ PKGS=(
   libgloo-dev             # Gloo headers, for c10d ProcessGroupGloo (distributed calibration, QAT)
   libdnnl-dev             # oneDNN
   libyaml-cpp-dev libgtest-dev libgmock-dev libbenchmark-dev
+  libre2-dev              # linear-time regular expressions (patterns from configs)
   libonnx-dev libprotobuf-dev protobuf-compiler
   libcli11-dev nlohmann-json3-dev libspdlog-dev libfmt-dev
   libpng-dev libjpeg-dev zlib1g-dev

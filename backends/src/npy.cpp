@@ -3,7 +3,6 @@
 #include <cstdio>
 #include <cstring>
 #include <fstream>
-#include <regex>
 #include <sstream>
 
 #include "qfx/atomic_file.h"
@@ -20,6 +19,34 @@ constexpr DTypeCode kCodes[] = {
 
 [[noreturn]] void fail(const std::string& path, const std::string& why) {
   throw IoError(path + ": " + why);
+}
+
+// The value of key `key` in the header's Python dict literal ({'descr': '<f4',
+// 'fortran_order': False, 'shape': (2, 3), }): for a quoted value (`end` "'") the
+// text between the quotes; otherwise the text after the colon up to the first
+// character of `end` (not included, spaces trimmed) — for a tuple, from "(" to
+// before ")". A linear scan: headers come from files.
+std::string header_value(const std::string& path, const std::string& header, const std::string& key,
+                         const std::string& end) {
+  const std::string quoted = "'" + key + "'";
+  size_t at = header.find(quoted);
+  if (at == std::string::npos) fail(path, "header has no " + key);
+  at = header.find_first_not_of(" \t", at + quoted.size());
+  if (at == std::string::npos || header[at] != ':') fail(path, "header's " + key + " has no value");
+  at = header.find_first_not_of(" \t", at + 1);
+  if (at == std::string::npos) fail(path, "header's " + key + " has no value");
+  if (end == "'") {
+    if (header[at] != '\'') fail(path, "header's " + key + " is not a string");
+    const size_t close = header.find('\'', at + 1);
+    if (close == std::string::npos) fail(path, "header's " + key + " string is not closed");
+    return header.substr(at + 1, close - at - 1);
+  }
+  if (end == ")" && header[at] != '(') fail(path, "header's " + key + " is not a tuple");
+  const size_t stop = header.find_first_of(end, at);
+  if (stop == std::string::npos) fail(path, "header's " + key + " value is not closed");
+  std::string v = header.substr(at, stop - at);
+  v.erase(v.find_last_not_of(" \t") + 1);
+  return v;
 }
 
 }  // namespace
@@ -46,16 +73,15 @@ Tensor load_npy(const std::string& path) {
   std::string header(header_len, '\0');
   if (!in.read(header.data(), header_len)) fail(path, "truncated header");
 
-  std::smatch m;
-  if (!std::regex_search(header, m, std::regex("'descr'\\s*:\\s*'([^']*)'"))) fail(path, "header has no descr");
-  const std::string descr = m[1];
-  if (!std::regex_search(header, m, std::regex("'fortran_order'\\s*:\\s*(True|False)"))) fail(path, "header has no fortran_order");
-  if (m[1] == "True") fail(path, "Fortran-ordered arrays are not supported; save with np.ascontiguousarray");
-  if (!std::regex_search(header, m, std::regex("'shape'\\s*:\\s*\\(([^)]*)\\)"))) fail(path, "header has no shape");
+  const std::string descr = header_value(path, header, "descr", "'");
+  const std::string fortran = header_value(path, header, "fortran_order", ",}");
+  if (fortran != "True" && fortran != "False") fail(path, "header's fortran_order is neither True nor False");
+  if (fortran == "True") fail(path, "Fortran-ordered arrays are not supported; save with np.ascontiguousarray");
+  const std::string shape_text = header_value(path, header, "shape", ")");  // "(2, 3"
   // The shape tuple: "", "3,", "2, 3" — each entry a non-negative integer.
   std::vector<int64_t> shape;
   {
-    const std::string dims = m[1];
+    const std::string dims = shape_text.substr(1);
     std::stringstream ss(dims);
     std::string tok;
     std::vector<std::string> toks;

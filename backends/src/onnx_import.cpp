@@ -3,6 +3,7 @@
 
 #include <cstring>
 #include <fstream>
+#include <map>
 #include <set>
 #include <sstream>
 
@@ -123,6 +124,33 @@ Graph load_onnx(const std::string& path) {
   return load_onnx_bytes(ss.str(), path);
 }
 
+// ONNX's graph rules, checked before anything plans memory from them: each value is
+// written once (graph inputs and initializers by the caller, the rest by exactly one
+// node), and read only after it is written (nodes in topological order, as the
+// standard requires); graph outputs name written values.
+static void validate_assignments(const Graph& g, const std::string& path) {
+  std::map<std::string, std::string> writer;  // value -> what defines it
+  for (const auto& kv : g.initializers) writer[kv.first] = "an initializer";
+  for (const auto& in : g.inputs)
+    if (!writer.emplace(in.name, "a graph input").second)
+      throw DataError(path + ": graph input '" + in.name + "' is declared twice");
+  for (const auto& n : g.nodes) {
+    for (const auto& in : n.inputs)
+      if (!in.empty() && !writer.count(in))
+        throw DataError(path + ": node '" + n.name + "' (" + n.op + ") reads '" + in +
+                        "', which no graph input, initializer or earlier node defines");
+    for (const auto& out : n.outputs) {
+      if (out.empty()) continue;
+      auto [it, fresh] = writer.emplace(out, "node '" + n.name + "'");
+      if (!fresh)
+        throw DataError(path + ": node '" + n.name + "' (" + n.op + ") writes '" + out + "', which " + it->second +
+                        " already defines (each ONNX value is assigned once)");
+    }
+  }
+  for (const auto& out : g.outputs)
+    if (!writer.count(out.name)) throw DataError(path + ": graph output '" + out.name + "' is not computed by the graph");
+}
+
 Graph load_onnx_bytes(const std::string& bytes, const std::string& path) {
   onnx::ModelProto mp;
   if (bytes.empty() || !mp.ParseFromString(bytes) || !mp.has_graph())
@@ -172,6 +200,7 @@ Graph load_onnx_bytes(const std::string& bytes, const std::string& path) {
     }
     g.nodes.push_back(std::move(n));
   }
+  validate_assignments(g, path);
   return g;
 }
 

@@ -16,15 +16,27 @@
 
 #include <functional>
 #include <map>
-#include <regex>
+#include <cctype>
 
 namespace qfx::fx::detail {
 
 using c10::IValue;
 
 std::string demangle_type(const std::string& qualified_name) {
-  static const std::regex mangle("___torch_mangle_[0-9]+\\.");
-  std::string s = std::regex_replace(qualified_name, mangle, "");
+  // Drop every "___torch_mangle_<digits>." (a scan: type names come from model files).
+  static const std::string mangle = "___torch_mangle_";
+  std::string s;
+  size_t i = 0;
+  while (i < qualified_name.size()) {
+    const size_t at = qualified_name.find(mangle, i);
+    if (at == std::string::npos) break;
+    size_t j = at + mangle.size();
+    while (j < qualified_name.size() && std::isdigit(static_cast<unsigned char>(qualified_name[j]))) ++j;
+    const bool whole = j > at + mangle.size() && j < qualified_name.size() && qualified_name[j] == '.';
+    s.append(qualified_name, i, (whole ? at : j) - i);
+    i = whole ? j + 1 : j;
+  }
+  s.append(qualified_name, i, std::string::npos);
   const std::string prefix = "__torch__.";
   if (s.rfind(prefix, 0) == 0) s = s.substr(prefix.size());
   return s;

@@ -2,7 +2,7 @@
 #include "qfx/fx/subgraph_rewriter.h"
 
 #include <algorithm>
-#include <regex>
+#include <cctype>
 #include <set>
 #include <stdexcept>
 #include <unordered_map>
@@ -52,17 +52,40 @@ std::shared_ptr<GraphModule> trace_function(const TensorFn& fn, int num_inputs, 
       in);
 }
 
+// The first "def NAME(" (with optional spaces: "def  f ( ") in `source`: its start,
+// and the position after the "(" and the spaces that follow. A linear scan.
+static bool find_def_header(const std::string& source, size_t* start, size_t* after) {
+  auto space = [&](size_t i) { return i < source.size() && std::isspace(static_cast<unsigned char>(source[i])); };
+  auto ident = [&](size_t i, bool first) {
+    if (i >= source.size()) return false;
+    const unsigned char c = static_cast<unsigned char>(source[i]);
+    return c == '_' || std::isalpha(c) || (!first && std::isdigit(c));
+  };
+  for (size_t at = source.find("def"); at != std::string::npos; at = source.find("def", at + 1)) {
+    size_t i = at + 3;
+    if (!space(i)) continue;
+    while (space(i)) ++i;
+    if (!ident(i, true)) continue;
+    while (ident(i, false)) ++i;
+    while (space(i)) ++i;
+    if (i >= source.size() || source[i] != '(') continue;
+    ++i;
+    while (space(i)) ++i;
+    *start = at;
+    *after = i;
+    return true;
+  }
+  return false;
+}
+
 std::shared_ptr<GraphModule> trace_script_function(const std::string& source) {
   // "def NAME(args" -> "def forward(self, args": the function becomes the forward
   // of an empty scripted module, which the TorchScript tracer takes.
-  static const std::regex header(R"(def\s+[A-Za-z_][A-Za-z0-9_]*\s*\(\s*)");
-  std::smatch m;
-  if (!std::regex_search(source, m, header))
+  size_t start = 0, after = 0;
+  if (!find_def_header(source, &start, &after))
     throw TraceError("trace_script_function: the source holds no 'def NAME(...):' function");
-  const size_t after = static_cast<size_t>(m.position(0) + m.length(0));
   const bool no_args = after < source.size() && source[after] == ')';
-  const std::string method = source.substr(0, static_cast<size_t>(m.position(0))) + "def forward(self" +
-                             (no_args ? "" : ", ") + source.substr(after);
+  const std::string method = source.substr(0, start) + "def forward(self" + (no_args ? "" : ", ") + source.substr(after);
   torch::jit::Module module("__torch__.QfxScriptFunction");
   try {
     module.define(method);

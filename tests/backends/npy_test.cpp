@@ -76,3 +76,51 @@ TEST(Npy, BadFilesAreIoErrors) {
     EXPECT_NE(std::string(e.what()).find("truncated data"), std::string::npos) << e.what();
   }
 }
+
+namespace {
+
+// A version-2 .npy file whose header is `header` (padding as NumPy pads it), then `data`.
+void write_npy_v2(const std::string& path, const std::string& header, const std::string& data = "") {
+  std::string h = header;
+  while ((12 + h.size() + 1) % 64 != 0) h += ' ';
+  h += '\n';
+  std::string bytes = std::string("\x93NUMPY\x02\x00", 8);
+  const uint32_t n = static_cast<uint32_t>(h.size());
+  for (int i = 0; i < 4; ++i) bytes += static_cast<char>((n >> (8 * i)) & 0xff);
+  std::ofstream(path, std::ios::binary | std::ios::trunc) << bytes << h << data;
+}
+
+}  // namespace
+
+// Headers come from files: a scan, linear in their length, reads them. A header of
+// hundreds of kilobytes (a regular expression engine that recurses per character
+// overflows the stack on it), keys out of order with odd spacing, and broken values.
+TEST(Npy, HostileHeadersAreReadLinearlyOrRefused) {
+  const std::string dir = qfx::test::scratch_path();
+  const std::string pad(900000, ' ');
+  write_npy_v2(dir + "/long.npy", "{'descr': '<f4'," + pad + "'fortran_order': False, 'shape': (2,), }",
+               std::string(8, '\0'));
+  Tensor t = load_npy(dir + "/long.npy");
+  EXPECT_EQ(t.shape(), (std::vector<int64_t>{2}));
+  write_npy_v2(dir + "/odd.npy", "{'shape':(1, 3),'fortran_order' :False ,'descr'  :  '|u1'}", "abc");
+  Tensor u = load_npy(dir + "/odd.npy");
+  EXPECT_EQ(u.shape(), (std::vector<int64_t>{1, 3}));
+  EXPECT_EQ(u.data<uint8_t>()[2], 'c');
+  const std::pair<const char*, const char*> bad[] = {
+      {"{'descr': '<f4', 'fortran_order': Maybe, 'shape': (2,), }", "neither True nor False"},
+      {"{'descr': '<f4, 'fortran_order': False, 'shape': (2,), }", "unsupported dtype"},
+      {"{'descr': '<f4', 'fortran_order': False, 'shape': 2, }", "not a tuple"},
+      {"{'descr': '<f4', 'fortran_order': False, 'shape': (2,", "not closed"},
+      {"{'fortran_order': False, 'shape': (2,), }", "no descr"},
+      {"{'descr': '<f4', 'fortran_order': False, 'shape': (2, x), }", "bad shape"},
+  };
+  for (const auto& [header, why] : bad) {
+    write_npy_v2(dir + "/bad.npy", header, std::string(8, '\0'));
+    try {
+      load_npy(dir + "/bad.npy");
+      ADD_FAILURE() << header;
+    } catch (const qfx::IoError& e) {
+      EXPECT_NE(std::string(e.what()).find(why), std::string::npos) << header << " -> " << e.what();
+    }
+  }
+}

@@ -243,6 +243,13 @@ save("qmatmul_empty_weight", [helper.make_node("QuantizeLinear", ["x", "s", "z"]
                               helper.make_node("QuantizeLinear", ["m", "s", "z"], ["q2"]),
                               helper.make_node("DequantizeLinear", ["q2", "s", "z"], ["y"])],
      {"s": s8, "z": z8, "wq": np.zeros((5, 0), np.int8)}, [2, 3, 4, 0])
+# Graphs that break ONNX's single assignment: refused at load, before planning.
+save("double_write", [helper.make_node("Relu", ["x"], ["t"], name="r1"), helper.make_node("Neg", ["x"], ["t"], name="r2"),
+                      helper.make_node("Relu", ["t"], ["y"], name="r3")], {}, [2, 3, 4, 5])
+save("writes_input", [helper.make_node("Relu", ["x"], ["x"], name="rx"), helper.make_node("Relu", ["x"], ["y"])], {}, [2, 3, 4, 5])
+save("writes_initializer", [helper.make_node("Relu", ["x"], ["w"], name="rw"), helper.make_node("Add", ["x", "w"], ["y"])],
+     {"w": np.zeros((1,), np.float32)}, [2, 3, 4, 5])
+save("reads_undefined", [helper.make_node("Add", ["x", "nowhere"], ["y"], name="add")], {}, [2, 3, 4, 5])
 x = np.random.default_rng(0).normal(0, 4, (2, 3, 4, 5)).astype(np.float32)
 x.flat[:4] = [1e30, -1e30, np.inf, -np.inf]
 np.save(f"{d}/x4.npy", x)
@@ -269,6 +276,14 @@ check "ONNX: a pooling stride of 2^33 names the node" 6 "MaxPool 'mp': .*must be
   "$QFX" run "$tmp/pool_huge_stride.onnx" -i "$tmp/x4.npy"
 check "ONNX: an int8 MatMul with an empty weight names the node" 6 "QLinearMatMul 'mm': empty weight \\[5, 0\\]" -- \
   "$QFX" run "$tmp/qmatmul_empty_weight.onnx" -i "$tmp/x4.npy"
+check "ONNX: two nodes writing one value are refused at load" 6 "node 'r2' \(Neg\) writes 't', which node 'r1' already defines" -- \
+  "$QFX" run "$tmp/double_write.onnx" -i "$tmp/x4.npy"
+check "ONNX: a node writing over a graph input is refused at load" 6 "node 'rx' \(Relu\) writes 'x', which a graph input already defines" -- \
+  "$QFX" run "$tmp/writes_input.onnx" -i "$tmp/x4.npy"
+check "ONNX: a node writing over an initializer is refused at load" 6 "node 'rw' \(Relu\) writes 'w', which an initializer already defines" -- \
+  "$QFX" run "$tmp/writes_initializer.onnx" -i "$tmp/x4.npy"
+check "ONNX: a node reading an undefined value is refused at load" 6 "node 'add' \(Add\) reads 'nowhere', which no graph input" -- \
+  "$QFX" run "$tmp/reads_undefined.onnx" -i "$tmp/x4.npy"
 check "ONNX: Transpose with negative perm runs" 0 "y: \[2, 5, 3, 4\] float32" -- \
   "$QFX" run "$tmp/perm_negative.onnx" -i "$tmp/x4.npy"
 check "ONNX: Clip without max on a QDQ model: int8, reference == onednn, saturates to qmax" 0 "^equal 255$" -- bash -c \
@@ -321,6 +336,11 @@ check "qfx bench: --arch reaches the PyTorch script as one argument, never a she
    [ -e '$tmp/pwned' ] && echo shell; $PY -c \"
 import json; a = json.load(open('$tmp/args.py.args')); i = a.index('--arch')
 print('one argument, no shell' if a[i + 1] == 'x; touch $tmp/pwned' else a)\""
+check "qfx ptq output.float_model writes model_fp32.onnx; qfx bench times it beside the int8 model at the model's own input size" 0 \
+  "input \[N, 1, 28, 28\]" -- bash -c \
+  "'$QFX' ptq --set calibration.num_samples=64 --set evaluation=null --set output.float_model=true --set output.dir='$tmp/fm' \
+     >/dev/null 2>&1 && [ -s '$tmp/fm/model_fp32.onnx' ] && grep -q model_fp32.onnx '$tmp/fm/report.json' &&
+   '$QFX' bench '$FIXTURES/fashion_resnet.pt' '$tmp/fm/model_fp32.onnx' --int8 '$tmp/fm/model_int8.onnx' --batch 2 --iters 1"
 check "qfx bench: no models and no --peak" 3 "qfx bench needs a TorchScript model and the same model as ONNX \\(or --peak alone\\)" -- \
   "$QFX" bench
 # Determinism: two identical runs write byte-identical models and encodings.

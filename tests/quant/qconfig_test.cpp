@@ -6,6 +6,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <stdexcept>
 
 #include "qfx/error.h"
 #include "qfx/quant/backend_config.h"
@@ -132,6 +133,25 @@ TEST(QConfigMapping, PrecedenceIsNameThenRegexThenTypeThenGlobal) {
   EXPECT_EQ(by, "global");
   m.set_module_name("fc", nullptr);
   EXPECT_EQ(m.resolve("fc", "Linear"), nullptr) << "null keeps a module float";
+}
+
+// Patterns come from config files: matching is linear (a catastrophic-backtracking
+// pattern on a 200,000-character module path returns at once, with the right
+// answer), and a pattern whose automaton would need more memory than allowed is
+// refused when it is set, with the reason.
+TEST(QConfigMapping, RegexFromAConfigCannotRunAway) {
+  auto g = std::make_shared<QConfig>();
+  auto r = std::make_shared<QConfig>();
+  QConfigMapping m;
+  m.set_global(g).set_module_name_regex("(a*)*b", r);
+  EXPECT_EQ(m.resolve(std::string(200000, 'a'), "Conv2d"), g);
+  EXPECT_EQ(m.resolve(std::string(200000, 'a') + "b", "Conv2d"), r);
+  try {
+    m.set_module_name_regex("((((a{100}){100}){100}){100})", r);
+    FAIL() << "expected std::invalid_argument";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("bad regular expression"), std::string::npos) << e.what();
+  }
 }
 
 TEST(QConfigMapping, LoadsYamlWithNullsAndOverrides) {

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -99,6 +100,19 @@ double pytorch_int8_ms(const BenchArgs& args, const std::string& flow, int64_t b
   }
 }
 
+// The input's [C, H, W]: the ONNX model's static dims, H = W = `requested` when given
+// (> 0), 224 where the model leaves them dynamic; C defaults to 3. Throws ConfigError
+// for a model whose first input is not 4-D ([N, C, H, W]).
+std::array<int64_t, 3> input_chw(const runtime::Model& m, int64_t requested) {
+  const auto& shape = m.inputs().at(0).shape;
+  if (shape.size() != 4)
+    throw ConfigError("qfx bench times models with one [N, C, H, W] input; '" + m.inputs().at(0).name + "' has " +
+                      std::to_string(shape.size()) + " dims");
+  auto dim = [&](size_t i, int64_t def) { return shape[i] > 0 ? shape[i] : def; };
+  if (requested > 0) return {dim(1, 3), requested, requested};
+  return {dim(1, 3), dim(2, 224), dim(3, 224)};
+}
+
 // "123.4 (56 %)": a rate and, when the peak is known, its fraction of it.
 std::string rate_str(double rate, double peak) {
   char buf[64];
@@ -130,12 +144,15 @@ int run_bench(const BenchArgs& a) {
   auto frozen = torch::jit::optimize_for_inference(ts);
   runtime::Model model = runtime::Model::load(args.onnx, {"onednn"});
   runtime::Model tapped = runtime::Model::load(args.onnx, {"onednn"});
+  const std::array<int64_t, 3> chw = input_chw(model, args.size);
+  args.size = chw[1];
   std::vector<std::string> names;
   for (const auto& in : tapped.inputs()) names.push_back(in.name);
   // Tap every float tensor the model computes, as calibration does.
   for (const auto& n : tapped.value_names()) names.push_back(n);
-  std::printf("# %s vs %s, %d threads, median of %d interleaved runs (ms)\n", args.onnx.c_str(), args.torchscript.c_str(),
-              args.threads, args.iters);
+  std::printf("# %s vs %s, input [N, %lld, %lld, %lld], %d threads, median of %d interleaved runs (ms)\n", args.onnx.c_str(),
+              args.torchscript.c_str(), static_cast<long long>(chw[0]), static_cast<long long>(chw[1]),
+              static_cast<long long>(chw[2]), args.threads, args.iters);
   std::printf("%-6s %14s %14s %10s %16s %12s %18s\n", "batch", "libtorch fp32", "qfx fp32", "qfx/torch", "qfx fp32 + taps",
               "taps/plain", "qfx GFLOP/s");
   std::unique_ptr<runtime::Model> int8;
@@ -144,9 +161,9 @@ int run_bench(const BenchArgs& a) {
   for (int64_t b : args.batches) {
     std::mt19937 rng(0);
     std::normal_distribution<float> nd;
-    runtime::Tensor x({b, 3, args.size, args.size}, runtime::DType::kFloat32);
+    runtime::Tensor x({b, chw[0], chw[1], chw[2]}, runtime::DType::kFloat32);
     for (int64_t i = 0; i < x.numel(); ++i) x.data<float>()[i] = nd(rng);
-    at::Tensor xt = torch::from_blob(x.raw(), {b, 3, args.size, args.size}, torch::kFloat).clone();
+    at::Tensor xt = torch::from_blob(x.raw(), {b, chw[0], chw[1], chw[2]}, torch::kFloat).clone();
     tapped.set_taps(names, runtime::TapKind::kHistogram, {2048, -10.0f, 10.0f});
     std::vector<std::function<void()>> fns = {[&] { frozen.forward({xt}); },
                                               [&] { model.run({{model.inputs()[0].name, x}}); },

@@ -12,7 +12,7 @@ struct BenchArgs {
   std::string torchscript;          ///< TorchScript model (the libtorch baseline, frozen + optimize_for_inference)
   std::string onnx;                 ///< the same model as ONNX (run on the qfx runtime, onednn backend)
   std::vector<int64_t> batches{1, 32};
-  int64_t size = 224;               ///< input height = width; 3 channels
+  int64_t size = 0;                 ///< input height = width; 0: the ONNX model's static H and W (224 where dynamic)
   int iters = 10;
   int threads = 0;                  ///< both sides' threads; 0: as the other commands (set_default_threads)
   std::string int8_onnx;            ///< the int8 QDQ model (from qfx ptq): adds qfx int8 columns

@@ -193,7 +193,7 @@ int main(int argc, char** argv) {
   bench->add_flag("--peak", bargs.peak,
                   "Measure this machine's fp32 and int8 peak (large oneDNN matmuls) and report each line's fraction of it");
   bench->add_option("--batch", bargs.batches, "Batch sizes (default 1 32)");
-  bench->add_option("--size", bargs.size, "Input height and width (default 224)");
+  bench->add_option("--size", bargs.size, "Input height and width (default: the ONNX model's static input size, else 224)");
   bench->add_option("--iters", bargs.iters, "Timed runs per measurement (default 10)");
   bench->add_option("--threads", bargs.threads,
                     "Threads of both sides (default: every CPU this process may use, or OMP_NUM_THREADS)");

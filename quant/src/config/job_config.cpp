@@ -315,8 +315,9 @@ JobConfig load_job_config(const std::string& path, const std::vector<std::string
   if (const YAML::Node p = root["ptq"]; p && p.IsMap())
     if (const YAML::Node v = p["auto_fallback"]) read_auto_fallback(path, v, &c);
   if (const YAML::Node out = root["output"]) {
-    check_keys(path, out, "output", {"dir"});
+    check_keys(path, out, "output", {"dir", "float_model"});
     if (auto d = out["dir"]) c.output.dir = resolve_path(as_string(path, d, "output.dir"), "");
+    if (auto f = out["float_model"]) c.output.float_model = as_bool(path, f, "output.float_model");
   }
   return c;
 }

@@ -1,8 +1,11 @@
 #include "qfx/quant/qconfig.h"
 
-#include "qfx/runtime/model.h"
+#include <re2/re2.h>
 
 #include <algorithm>
+#include <stdexcept>
+
+#include "qfx/runtime/model.h"
 
 #include "yaml_util.h"
 
@@ -86,8 +89,21 @@ QConfigMapping& QConfigMapping::set_object_type(const std::string& type, QConfig
   object_type_.emplace_back(type, std::move(q));
   return *this;
 }
+struct QConfigMapping::CompiledRegex {
+  explicit CompiledRegex(const std::string& pattern) : re(pattern, options()) {}
+  static RE2::Options options() {
+    RE2::Options o;
+    o.set_log_errors(false);
+    o.set_max_mem(8 << 20);  // bytes for the compiled automata: a pattern that needs more does not compile
+    return o;
+  }
+  RE2 re;
+};
+
 QConfigMapping& QConfigMapping::set_module_name_regex(const std::string& regex, QConfigPtr q) {
-  regex_.emplace_back(std::regex(regex), q);
+  auto c = std::make_shared<const CompiledRegex>(regex);
+  if (!c->re.ok()) throw std::invalid_argument("bad regular expression '" + regex + "': " + c->re.error());
+  regex_.emplace_back(std::move(c), q);
   regex_src_.emplace_back(regex, std::move(q));
   return *this;
 }
@@ -111,7 +127,7 @@ QConfigPtr QConfigMapping::resolve(const std::string& module_path, const std::st
     p = dot == std::string::npos ? std::string() : p.substr(0, dot);
   }
   for (size_t i = 0; i < regex_.size(); ++i) {
-    if (!module_path.empty() && std::regex_match(module_path, regex_[i].first)) {
+    if (!module_path.empty() && RE2::FullMatch(module_path, regex_[i].first->re)) {
       if (matched_by) *matched_by = "module_name_regex:" + regex_src_[i].first;
       return regex_[i].second;
     }
@@ -210,8 +226,8 @@ QConfigMapping qconfig_mapping_from_yaml(const std::string& path, const YAML::No
   each("module_name_regex", [&](const std::string& k, QConfigPtr c, const YAML::Node& at) {
     try {
       m.set_module_name_regex(k, c);
-    } catch (const std::regex_error& e) {
-      bad(path, at, "bad regular expression '" + k + "': " + e.what());
+    } catch (const std::invalid_argument& e) {
+      bad(path, at, e.what());
     }
   });
   each("module_name", [&](const std::string& k, QConfigPtr c, const YAML::Node&) { m.set_module_name(k, c); });

@@ -479,6 +479,10 @@ PtqResult ptq(const JobConfig& cfg, const PipelineHooks& hooks, distributed::Con
 
   write_encodings(out->path("encodings.json"), conv, graph_hash(*gm), backend.name, &int8);
   report["outputs"] = {out->final_path("model_int8.onnx"), out->final_path("encodings.json"), out->final_path("report.json")};
+  if (cfg.output.float_model) {
+    write_file_atomic(out->path("model_fp32.onnx"), float_onnx);
+    report["outputs"].push_back(out->final_path("model_fp32.onnx"));
+  }
   report["seconds"] = secs(t_start);
   write_json(out->path("report.json"), report);
   out->commit();

@@ -90,6 +90,9 @@ struct PtqAlgorithmsConfig {
 /// The `output:` section.
 struct OutputConfig {
   std::string dir = "qfx_ptq_out";     ///< created if missing; files are replaced only on success
+  /// `qfx ptq` also writes model_fp32.onnx: the float model as the runtime runs it
+  /// (batch norm folded), the fp32 side for `qfx bench` and other tools.
+  bool float_model = false;
 };
 
 /// A whole `qfx ptq` / `qfx qat` config file (configs/ptq/default.yaml, the

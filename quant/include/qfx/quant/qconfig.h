@@ -4,7 +4,6 @@
 
 #include <memory>
 #include <optional>
-#include <regex>
 #include <string>
 #include <utility>
 #include <vector>
@@ -56,6 +55,10 @@ class QConfigMapping {
  public:
   QConfigMapping& set_global(QConfigPtr q);
   QConfigMapping& set_object_type(const std::string& type, QConfigPtr q);
+  /// Module paths that `regex` matches in full (RE2 syntax, as Python's `re` for
+  /// the usual patterns; linear-time matching with bounded memory, so a pattern
+  /// from a config file cannot make matching run away). Throws
+  /// std::invalid_argument with RE2's reason for a pattern that does not compile.
   QConfigMapping& set_module_name_regex(const std::string& regex, QConfigPtr q);
   QConfigMapping& set_module_name(const std::string& name, QConfigPtr q);
   /// The qconfig for a node in module `module_path` of class / op `type`, and
@@ -81,7 +84,8 @@ class QConfigMapping {
   QConfigPtr global_ = std::make_shared<QConfig>();
   std::vector<std::pair<std::string, QConfigPtr>> object_type_;
   std::vector<std::pair<std::string, QConfigPtr>> regex_src_;
-  std::vector<std::pair<std::regex, QConfigPtr>> regex_;
+  struct CompiledRegex;  // an RE2 pattern (qconfig.cpp)
+  std::vector<std::pair<std::shared_ptr<const CompiledRegex>, QConfigPtr>> regex_;
   std::vector<std::pair<std::string, QConfigPtr>> module_name_;
 };
 
