@@ -341,6 +341,16 @@ check "qfx ptq output.float_model writes model_fp32.onnx; qfx bench times it bes
   "'$QFX' ptq --set calibration.num_samples=64 --set evaluation=null --set output.float_model=true --set output.dir='$tmp/fm' \
      >/dev/null 2>&1 && [ -s '$tmp/fm/model_fp32.onnx' ] && grep -q model_fp32.onnx '$tmp/fm/report.json' &&
    '$QFX' bench '$FIXTURES/fashion_resnet.pt' '$tmp/fm/model_fp32.onnx' --int8 '$tmp/fm/model_int8.onnx' --batch 2 --iters 1"
+# A busy machine: with two CPU-bound processes beside it, qfx runs itself again with
+# OpenMP's passive wait policy and says so; a policy the user set stands.
+busy_pids=""
+for i in 1 2; do (while :; do :; done) & busy_pids="$busy_pids $!"; done
+check "busy machine: qfx switches OpenMP to the passive wait policy and says so" 0 \
+  "other processes keep [0-9.]+ of [0-9]+ CPUs busy: OpenMP threads wait passively" -- \
+  env -u OMP_WAIT_POLICY "$QFX" run "$tmp/perm_negative.onnx" -i "$tmp/x4.npy"
+check "busy machine: OMP_WAIT_POLICY set by the user stands (no note)" 0 "^ok$" -- bash -c \
+  "OMP_WAIT_POLICY=active '$QFX' run '$tmp/perm_negative.onnx' -i '$tmp/x4.npy' 2>&1 | grep -q 'wait passively' || echo ok"
+kill $busy_pids 2>/dev/null; wait $busy_pids 2>/dev/null
 check "qfx bench: no models and no --peak" 3 "qfx bench needs a TorchScript model and the same model as ONNX \\(or --peak alone\\)" -- \
   "$QFX" bench
 # Determinism: two identical runs write byte-identical models and encodings.

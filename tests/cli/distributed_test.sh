@@ -41,15 +41,19 @@ check "a killed rank: the job fails naming it" 10 "rank 1 stopped" -- \
 check "a killed rank: no output files, no staging folder left" 0 "^none$" -- bash -c \
   "{ ls -A '$tmp/killed' 2>/dev/null; ls -A '$tmp' | grep -E 'staging'; } | grep . || echo none"
 
-# QAT: 2 processes x batch 32 against 1 process x batch 64, 20 steps, same data order
-# (batch-norm statistics frozen from step 0: they are per rank).
-qat_args=(--set training.num_samples=1280 --set training.epochs=1 --set training.max_steps=20 --set training.freeze_bn_after=0
+# QAT: 2 processes x batch 32 against 1 process x batch 64, 5 steps, same data order
+# (batch-norm statistics frozen from step 0: they are per rank). The two sum their
+# gradients in another order, so they differ by float rounding (1e-7); fake
+# quantization rounds, so after enough steps one value lands on the other side of a
+# rounding boundary in one run and the runs part by a quantization step (libtorch 2.15:
+# at step 19 of this job, 5e-3). The comparison is made before that can happen.
+qat_args=(--set training.num_samples=1280 --set training.epochs=1 --set training.max_steps=5 --set training.freeze_bn_after=0
           --set calibration.num_samples=128 --set evaluation.num_samples=128)
-# One thread per process on any machine: libtorch's thread count alone moves 20 QAT
-# steps by up to 1 % (README, "More than one process"), which this comparison is not about.
-check "qfx qat --nproc 1, batch 64" 0 "trained 20 steps" -- \
+# One thread per process on any machine: another thread count sums in another order
+# too (README, "More than one process"), which this comparison is not about.
+check "qfx qat --nproc 1, batch 64" 0 "trained 5 steps" -- \
   env OMP_NUM_THREADS=1 "$QFX" qat "${qat_args[@]}" --set training.batch_size=64 --set output.dir="$tmp/qat1"
-check "qfx qat --nproc 2, batch 32" 0 "trained 20 steps" -- \
+check "qfx qat --nproc 2, batch 32" 0 "trained 5 steps" -- \
   env OMP_NUM_THREADS=1 "$QFX" qat --nproc 2 "${qat_args[@]}" --set training.batch_size=32 --set output.dir="$tmp/qat2"
 check "qfx qat: 2 x 32 and 1 x 64 give the same weights (1e-5 relative) and observer ranges" 0 "^same" -- $PY -c "
 import json, torch
@@ -61,9 +65,7 @@ ba, bb = dict(a.named_buffers()), dict(b.named_buffers())
 bw = max(((ba[k].double() - bb[k].double()).abs().max() / ba[k].double().abs().max().clamp_min(1e-12)).item() for k in ba if ba[k].numel())
 t = json.load(open('$tmp/qat2/report.json'))['training']
 assert t['processes'] == 2 and t['qparams_identical_on_all_ranks'] is True, t
-# Known gap: with libtorch 2.x the two runs end about 1e-3 apart (1.13: 4e-6); the cause
-# is not found yet (README, Known gaps). 2.x is held to 1e-2 until it is.
-limit = 1e-5 if int(torch.__version__.split('.')[0]) < 2 else 1e-2
+limit = 1e-5
 print('same' if worst < limit and bw < limit else 'differ', worst, bw, 'limit', limit)"
 
 check "qfx qat --nproc 2: a last global batch that leaves a rank empty is refused before training" 3 \

@@ -147,6 +147,7 @@ int run_model(const std::string& path, const std::vector<std::string>& input_arg
 }  // namespace
 
 int main(int argc, char** argv) {
+  qfx::cli::wait_passively_on_busy_machine(argv);
   CLI::App app{"qfx: quantization toolkit for custom accelerators"};
   app.require_subcommand(1);
   std::string versions = std::string("qfx ") + qfx::version() + " (libtorch " + TORCH_VERSION;

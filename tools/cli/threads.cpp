@@ -3,9 +3,17 @@
 #include "threads.h"
 
 #include <sched.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
+#include <cstdio>
 #include <cstdlib>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+#include <string>
+#include <thread>
 
 #include <ATen/Parallel.h>
 
@@ -21,6 +29,55 @@ int set_default_threads() {
   if (const char* l = std::getenv("LOCAL_WORLD_SIZE")) local = std::max(1, std::atoi(l));
   at::set_num_threads(std::max(1, cpus / local));
   return at::get_num_threads();
+}
+
+namespace {
+
+// The machine's total and busy CPU time (clock ticks) from /proc/stat's "cpu" line:
+// busy is everything but idle and iowait. False if unreadable.
+bool cpu_ticks(unsigned long long* total, unsigned long long* busy) {
+  std::ifstream in("/proc/stat");
+  std::string line;
+  if (!std::getline(in, line) || line.rfind("cpu ", 0) != 0) return false;
+  std::istringstream ss(line.substr(4));
+  unsigned long long v = 0, sum = 0, idle = 0;
+  for (int i = 0; ss >> v; ++i) {
+    if (i >= 8) break;  // guest times are already counted in user and nice
+    sum += v;
+    if (i == 3 || i == 4) idle += v;  // idle, iowait
+  }
+  *total = sum;
+  *busy = sum - idle;
+  return sum > 0;
+}
+
+}  // namespace
+
+void wait_passively_on_busy_machine(char** argv) {
+  if (const char* note = std::getenv("QFX_BUSY_NOTE")) {  // the run after the re-exec
+    std::cerr << "qfx: " << note << "\n";
+    unsetenv("QFX_BUSY_NOTE");
+    return;
+  }
+  const char* policy = std::getenv("OMP_WAIT_POLICY");
+  const char* check = std::getenv("QFX_BUSY_CHECK");
+  if ((policy && *policy) || (check && std::string(check) == "0")) return;
+  unsigned long long t0 = 0, b0 = 0, t1 = 0, b1 = 0;
+  if (!cpu_ticks(&t0, &b0)) return;
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));  // this process sleeps: the busy time is others'
+  if (!cpu_ticks(&t1, &b1) || t1 <= t0) return;
+  const long cpus = std::max(1L, sysconf(_SC_NPROCESSORS_ONLN));
+  const double busy = static_cast<double>(b1 - b0) / static_cast<double>(t1 - t0) * static_cast<double>(cpus);
+  if (busy < 0.5) return;
+  char note[256];
+  std::snprintf(note, sizeof note,
+                "other processes keep %.1f of %ld CPUs busy: OpenMP threads wait passively (OMP_WAIT_POLICY=passive; "
+                "set OMP_WAIT_POLICY to choose)", busy, cpus);
+  setenv("OMP_WAIT_POLICY", "passive", 1);
+  setenv("QFX_BUSY_NOTE", note, 1);
+  execv("/proc/self/exe", argv);
+  unsetenv("QFX_BUSY_NOTE");  // exec failed: carry on as we are (the policy no longer applies)
+  unsetenv("OMP_WAIT_POLICY");
 }
 
 }  // namespace qfx::cli

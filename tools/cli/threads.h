@@ -12,4 +12,14 @@ namespace qfx::cli {
 /// Returns the thread count in effect.
 int set_default_threads();
 
+/// OpenMP threads spin while they wait for work (libgomp's default, OMP_WAIT_POLICY
+/// active). On a machine whose CPUs other processes keep busy, the spinning threads
+/// fight them for the cores and a run becomes many times slower. Call first in
+/// main(): when OMP_WAIT_POLICY is unset and other processes used at least half a
+/// CPU during a 100 ms sample of /proc/stat, qfx runs itself again (execv of
+/// /proc/self/exe with the same arguments) with OMP_WAIT_POLICY=passive, which
+/// libgomp reads only at start-up, and says so on stderr. QFX_BUSY_CHECK=0 skips
+/// the check. Returns normally when nothing is to be done.
+void wait_passively_on_busy_machine(char** argv);
+
 }  // namespace qfx::cli
