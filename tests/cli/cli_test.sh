@@ -351,6 +351,17 @@ check "busy machine: qfx switches OpenMP to the passive wait policy and says so"
 check "busy machine: OMP_WAIT_POLICY set by the user stands (no note)" 0 "^ok$" -- bash -c \
   "OMP_WAIT_POLICY=active '$QFX' run '$tmp/perm_negative.onnx' -i '$tmp/x4.npy' 2>&1 | grep -q 'wait passively' || echo ok"
 kill $busy_pids 2>/dev/null; wait $busy_pids 2>/dev/null
+# Values that would make a model look calibrated, or every input 0 or NaN, are refused
+# before any work: non-finite numbers anywhere in a config, empty calibration data.
+$PY -c "import numpy; numpy.save('$tmp/empty.npy', numpy.zeros((0, 1, 28, 28), numpy.float32))"
+check "qfx ptq: a non-finite number in a config (std: .inf) names the key" 3 "calibration.data.std must be a finite number, not .inf" -- \
+  "$QFX" ptq --set "calibration.data={format: npy, images: $tmp/rnd.npy, std: .inf}" --set output.dir="$tmp/inf_std"
+check "qfx ptq: .nan names the key" 3 "calibration.data.mean must be a finite number, not .nan" -- \
+  "$QFX" ptq --set "calibration.data={format: npy, images: $tmp/rnd.npy, mean: .nan}" --set output.dir="$tmp/nan_mean"
+check "qfx ptq: calibration data without samples is an error, not scale 1" 6 "calibration saw no samples" -- \
+  "$QFX" ptq --set "calibration.data={format: npy, images: $tmp/empty.npy}" --set evaluation=null --set output.dir="$tmp/no_samples"
+check "qfx bench --batch 0 / --iters 0 are refused by the argument parser" 0 "^ok$" -- bash -c \
+  "'$QFX' bench --peak --batch 0 2>&1 | grep -q 'not in range' && '$QFX' bench --peak --iters 0 2>&1 | grep -q 'not in range' && echo ok"
 check "qfx bench: no models and no --peak" 3 "qfx bench needs a TorchScript model and the same model as ONNX \\(or --peak alone\\)" -- \
   "$QFX" bench
 # Determinism: two identical runs write byte-identical models and encodings.

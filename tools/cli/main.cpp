@@ -193,9 +193,10 @@ int main(int argc, char** argv) {
   bench->add_option("onnx", bargs.onnx, "The same model as ONNX (qfx runtime; optional with --peak)");
   bench->add_flag("--peak", bargs.peak,
                   "Measure this machine's fp32 and int8 peak (large oneDNN matmuls) and report each line's fraction of it");
-  bench->add_option("--batch", bargs.batches, "Batch sizes (default 1 32)");
-  bench->add_option("--size", bargs.size, "Input height and width (default: the ONNX model's static input size, else 224)");
-  bench->add_option("--iters", bargs.iters, "Timed runs per measurement (default 10)");
+  bench->add_option("--batch", bargs.batches, "Batch sizes (default 1 32)")->check(CLI::Range(int64_t{1}, int64_t{1} << 20));
+  bench->add_option("--size", bargs.size, "Input height and width (default: the ONNX model's static input size, else 224)")
+      ->check(CLI::Range(int64_t{1}, int64_t{1} << 16));
+  bench->add_option("--iters", bargs.iters, "Timed runs per measurement (default 10)")->check(CLI::Range(1, 1000000));
   bench->add_option("--threads", bargs.threads,
                     "Threads of both sides (default: every CPU this process may use, or OMP_NUM_THREADS)");
   bench->add_option("--int8", bargs.int8_onnx, "The int8 QDQ model (from qfx ptq): adds int8 rows");

@@ -1,8 +1,10 @@
 #include "qfx/quant/backend_config.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdlib>
 #include <filesystem>
+#include <limits>
 
 #include "qfx/runtime/registry.h"
 #include "yaml_util.h"
@@ -209,6 +211,9 @@ BackendConfig BackendConfig::load(const std::string& path) {
         oc.fixed_lo = static_cast<float>(as_double(path, r[0], "fixed range"));
         oc.fixed_hi = static_cast<float>(as_double(path, r[1], "fixed range"));
         if (!(oc.fixed_hi > oc.fixed_lo)) bad(path, r, "ops." + name + ".fixed: hi must be greater than lo");
+        // The 8-bit scale (hi - lo) / 255 must be a normal float32 (and both ends float32 numbers).
+        if (!std::isfinite(oc.fixed_hi - oc.fixed_lo) || (oc.fixed_hi - oc.fixed_lo) / 255.0f < std::numeric_limits<float>::min())
+          bad(path, r, "ops." + name + ".fixed: the range must give a float32 scale between 1.2e-38 and 3.4e38");
       } else {
         const std::string k = as_choice(path, v, "op kind of '" + name + "'", {"weighted", "quantized", "share", "float"});
         oc.kind = k == "weighted" ? OpKind::kWeighted

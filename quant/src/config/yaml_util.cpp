@@ -1,5 +1,6 @@
 #include "yaml_util.h"
 
+#include <cmath>
 #include <fstream>
 
 namespace qfx::quant::yaml {
@@ -60,7 +61,11 @@ T scalar_as(const std::string& path, const YAML::Node& n, const std::string& wha
 }  // namespace
 
 double as_double(const std::string& path, const YAML::Node& n, const std::string& what) {
-  return scalar_as<double>(path, n, what, "a number");
+  const double v = scalar_as<double>(path, n, what, "a number");
+  // No qfx setting means infinity or NaN (YAML's .inf, .nan): an input std of .inf
+  // would turn every input into 0 and a NaN would spread through calibration.
+  if (!std::isfinite(v)) bad(path, n, what + " must be a finite number, not " + n.Scalar());
+  return v;
 }
 
 int64_t as_int(const std::string& path, const YAML::Node& n, const std::string& what) {

@@ -38,6 +38,7 @@ void check_keys(const std::string& path, const YAML::Node& map, const std::strin
 /// The text of a mapping key; a key that is not a plain scalar (a list or mapping
 /// used as a key) is a ConfigError at its file:line:column naming `section`.
 std::string key_name(const std::string& path, const YAML::Node& key, const std::string& section);
+/// A finite number (.inf and .nan are refused: no setting means them).
 double as_double(const std::string& path, const YAML::Node& n, const std::string& what);
 int64_t as_int(const std::string& path, const YAML::Node& n, const std::string& what);
 bool as_bool(const std::string& path, const YAML::Node& n, const std::string& what);

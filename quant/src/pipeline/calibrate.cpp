@@ -59,6 +59,10 @@ CalibrationResult calibrate(fx::GraphModule& gm, const NextBatch& next, const Ca
   const auto t0 = Clock::now();
   auto finish = [&] {
     res.seconds = std::chrono::duration<double>(Clock::now() - t0).count();
+    // Observers that saw nothing would give scale 1 and zero point 0: a model that
+    // looks calibrated and is not.
+    if (res.images == 0)
+      throw DataError("calibration saw no samples (the calibration data is empty): nothing to compute qparams from");
     return res;
   };
   if (bytes.empty() && dist)

@@ -73,8 +73,8 @@ struct CalibrationResult {
 ///    libtorch forward).
 /// Memory stays flat as the data grows: nothing is kept beyond the batch in flight
 /// (distributed: each rank holds copies of its batch's observed values for one step).
-/// Throws DataError for NaN/Inf in a watched tensor (naming it) or a batch whose
-/// shape does not fit the model, UnsupportedOpError when the graph cannot be
+/// Throws DataError for NaN/Inf in a watched tensor (naming it), a batch whose
+/// shape does not fit the model, or data that gives no samples at all, UnsupportedOpError when the graph cannot be
 /// lowered and `allow_libtorch_fallback` is false; distributed: ConfigError for
 /// the limits above, DistributedError when a rank fails.
 CalibrationResult calibrate(fx::GraphModule& gm, const NextBatch& next, const CalibrateOptions& options = {});
