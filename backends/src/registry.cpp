@@ -140,10 +140,11 @@ namespace {
 // inputs; for qfx's int8 ops, the codes of each quantized input; QDQ matching
 // moves Q/DQ scales and zero points into qparams, so those ops need 1). A node with
 // fewer is a malformed model, reported before any kernel indexes its inputs
-// (the ONNX fuzzer found an Add with one input reading past its inputs).
+// (the ONNX fuzzer found an Add with one input reading past its inputs). Gemm's C is
+// optional (ONNX opset 11 and newer).
 size_t required_inputs(const std::string& op) {
   static const std::map<std::string, size_t> k = {
-      {"Add", 2}, {"Sub", 2}, {"Mul", 2}, {"Div", 2}, {"MatMul", 2}, {"Gemm", 3}, {"Conv", 2},
+      {"Add", 2}, {"Sub", 2}, {"Mul", 2}, {"Div", 2}, {"MatMul", 2}, {"Gemm", 2}, {"Conv", 2},
       {"ConvTranspose", 2}, {"BatchNormalization", 5}, {"Reshape", 2}, {"QLinearAdd", 2}, {"QLinearMul", 2}, {"QLinearConv", 2}, {"QGemm", 2},
       {"QLinearMatMul", 2}};
   auto it = k.find(op);

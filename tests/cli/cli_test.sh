@@ -250,6 +250,30 @@ save("writes_input", [helper.make_node("Relu", ["x"], ["x"], name="rx"), helper.
 save("writes_initializer", [helper.make_node("Relu", ["x"], ["w"], name="rw"), helper.make_node("Add", ["x", "w"], ["y"])],
      {"w": np.zeros((1,), np.float32)}, [2, 3, 4, 5])
 save("reads_undefined", [helper.make_node("Add", ["x", "nowhere"], ["y"], name="add")], {}, [2, 3, 4, 5])
+# Attributes and shapes a kernel divides or indexes by: a ConvTranspose group that does
+# not divide the channels; a BatchNormalization of a 0-d input; Gemm without its
+# optional C; zero-size batches through reductions, normalisation, int8 conv, Gemm.
+ct_w = np.ones((3, 2, 3, 3), np.float32)
+save("ct_group2", [helper.make_node("ConvTranspose", ["x", "w"], ["y"], group=2, name="ct")], {"w": ct_w}, None)
+c3 = np.ones(3, np.float32)
+def save_in(name, nodes, inits, xshape):
+    g = helper.make_graph(nodes, name, [helper.make_tensor_value_info("x", TensorProto.FLOAT, xshape)],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+                          [numpy_helper.from_array(v, k) for k, v in inits.items()])
+    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)]), f"{d}/{name}.onnx")
+save_in("bn_0d", [helper.make_node("BatchNormalization", ["x", "s", "b", "m", "v"], ["y"], name="bn")], {"s": c3, "b": c3, "m": c3, "v": c3}, [])
+sq, zq = np.array(0.05, np.float32), np.array(128, np.uint8)
+save_in("batch0", [helper.make_node("BatchNormalization", ["x", "s", "b", "m", "v"], ["n"], name="bn"),
+                   helper.make_node("QuantizeLinear", ["n", "sq", "zq"], ["q"]), helper.make_node("DequantizeLinear", ["q", "sq", "zq"], ["dq"]),
+                   helper.make_node("DequantizeLinear", ["wq", "ws", "wz"], ["wd"]),
+                   helper.make_node("Conv", ["dq", "wd"], ["c"], name="qconv", pads=[1, 1, 1, 1]),
+                   helper.make_node("QuantizeLinear", ["c", "sq", "zq"], ["q2"]), helper.make_node("DequantizeLinear", ["q2", "sq", "zq"], ["c2"]),
+                   helper.make_node("GlobalAveragePool", ["c2"], ["g"], name="gap"), helper.make_node("Flatten", ["g"], ["f"]),
+                   helper.make_node("Gemm", ["f", "gw"], ["y"], transB=1, name="gemm_no_c")],
+        {"s": c3, "b": c3, "m": c3, "v": c3, "sq": sq, "zq": zq, "ws": np.array(0.01, np.float32), "wz": np.array(0, np.int8),
+         "wq": np.ones((3, 3, 3, 3), np.int8), "gw": np.ones((2, 3), np.float32)}, ["N", 3, 4, 5])
+np.save(f"{d}/x0.npy", np.zeros((0, 3, 4, 5), np.float32))
+np.save(f"{d}/s0.npy", np.array(1.0, np.float32))
 x = np.random.default_rng(0).normal(0, 4, (2, 3, 4, 5)).astype(np.float32)
 x.flat[:4] = [1e30, -1e30, np.inf, -np.inf]
 np.save(f"{d}/x4.npy", x)
@@ -284,6 +308,14 @@ check "ONNX: a node writing over an initializer is refused at load" 6 "node 'rw'
   "$QFX" run "$tmp/writes_initializer.onnx" -i "$tmp/x4.npy"
 check "ONNX: a node reading an undefined value is refused at load" 6 "node 'add' \(Add\) reads 'nowhere', which no graph input" -- \
   "$QFX" run "$tmp/reads_undefined.onnx" -i "$tmp/x4.npy"
+check "ONNX: a ConvTranspose group that does not divide the channels names the node" 6 "ConvTranspose 'ct': group 2 must be positive and divide the input channels 3" -- \
+  "$QFX" run "$tmp/ct_group2.onnx" -i "$tmp/x4.npy"
+check "ONNX: BatchNormalization of a 0-d input names the node" 6 "BatchNormalization 'bn': needs an \[N, C, ...\] input, got \[\]" -- \
+  "$QFX" run "$tmp/bn_0d.onnx" -i "$tmp/s0.npy"
+for be in reference onednn; do
+  check "ONNX: a batch of 0 through BatchNormalization, int8 Conv, GlobalAveragePool and Gemm without C ($be): an empty output" 0 \
+    "y: \[0, 2\] float32" -- "$QFX" run "$tmp/batch0.onnx" -i "$tmp/x0.npy" --backend $be
+done
 check "ONNX: Transpose with negative perm runs" 0 "y: \[2, 5, 3, 4\] float32" -- \
   "$QFX" run "$tmp/perm_negative.onnx" -i "$tmp/x4.npy"
 check "ONNX: Clip without max on a QDQ model: int8, reference == onednn, saturates to qmax" 0 "^equal 255$" -- bash -c \

@@ -31,7 +31,7 @@ int64_t Model::multiply_accumulates(const std::vector<std::vector<int64_t>>& inp
     const auto& x = shape(ins[0]);
     const auto& w = shape(ins[1]);
     const auto& y = shape(im.node_out[n][0]);
-    if (x.empty() || w.empty() || y.empty()) continue;
+    if (x.empty() || w.empty() || y.empty() || w[0] <= 0) continue;
     if (op == "Conv" || op == "QLinearConv")
       macs += numel(y) * (numel(w) / w[0]);
     else if (op == "ConvTranspose")

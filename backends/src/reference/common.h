@@ -41,6 +41,14 @@ inline int64_t numel(const Shape& s) {
   return p;
 }
 
+/// The product of dims [from, rank): the inner size, without dividing numel by
+/// the outer dims (a batch of 0 would divide by zero).
+inline int64_t inner_numel(const Shape& s, size_t from) {
+  int64_t p = 1;
+  for (size_t i = from; i < s.size(); ++i) p *= s[i];
+  return p;
+}
+
 inline int64_t norm_axis(const Node& n, int64_t axis, size_t rank) {
   const int64_t r = static_cast<int64_t>(rank);
   if (axis < -r || axis >= r) bad_shape(n, "axis " + std::to_string(axis) + " out of range for rank " + std::to_string(r));

@@ -193,6 +193,8 @@ Kernel conv_transpose(const Node& n, const std::vector<Meta>& in, const std::vec
   const int64_t group = n.attr_i("group", 1);
   const Shape& ws = w.shape();
   if (ws.size() != 4 || ws[0] != x[1]) bad_shape(n, "weight " + shape_str(ws) + " does not match input " + shape_str(x));
+  if (group < 1 || x[1] % group != 0)
+    bad_shape(n, "group " + std::to_string(group) + " must be positive and divide the input channels " + std::to_string(x[1]));
   const int64_t C = x[1], M = ws[1] * group, kH = ws[2], kW = ws[3];
   auto s = n.attr_ints("strides", {1, 1}), d = n.attr_ints("dilations", {1, 1}), p = n.attr_ints("pads", {0, 0, 0, 0}),
        op = n.attr_ints("output_padding", {0, 0});

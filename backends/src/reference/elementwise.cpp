@@ -97,7 +97,8 @@ Kernel softmax(const Node& n, const std::vector<Meta>& in) {
 Kernel batch_norm(const Node& n, const std::vector<Meta>& in, const std::vector<const Tensor*>& consts) {
   if (n.outputs.size() > 1) unsupported(n, "training-mode BatchNormalization (more than one output)");
   const Shape& x = in[0].shape;
-  const int64_t C = x.size() > 1 ? x[1] : 1;
+  if (x.size() < 2) bad_shape(n, "needs an [N, C, ...] input, got " + shape_str(x));
+  const int64_t C = x[1];
   const DType f = DType::kFloat32;
   const Tensor &sc = need_const(n, consts, 1, "BatchNormalization scale", f, C), &b = need_const(n, consts, 2, "bias", f, C),
                &mean = need_const(n, consts, 3, "mean", f, C), &var = need_const(n, consts, 4, "var", f, C);
@@ -107,7 +108,7 @@ Kernel batch_norm(const Node& n, const std::vector<Meta>& in, const std::vector<
     mul[static_cast<size_t>(c)] = sc.data<float>()[c] / std::sqrt(var.data<float>()[c] + eps);
     add[static_cast<size_t>(c)] = b.data<float>()[c] - mean.data<float>()[c] * mul[static_cast<size_t>(c)];
   }
-  const int64_t inner = x.size() > 2 ? numel(x) / (x[0] * C) : 1, N = x[0];
+  const int64_t inner = inner_numel(x, 2), N = x[0];
   Kernel k;
   k.outputs = {{x, DType::kFloat32}};
   k.run = [=](const In& i, const Out& o) {

@@ -106,7 +106,7 @@ Kernel global_avg_pool(const Node& n, const std::vector<Meta>& in) {
   if (x.size() < 3) bad_shape(n, "needs [N, C, spatial...], got " + shape_str(x));
   Shape out = {x[0], x[1]};
   for (size_t i = 2; i < x.size(); ++i) out.push_back(1);
-  const int64_t planes = x[0] * x[1], hw = numel(x) / planes;
+  const int64_t planes = x[0] * x[1], hw = inner_numel(x, 2);
   Kernel k;
   const bool q = n.op == "QLinearGlobalAveragePool";
   k.outputs = {{out, q ? n.out_q.dtype : DType::kFloat32}};
