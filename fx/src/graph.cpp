@@ -401,6 +401,25 @@ void Graph::print_tabular(std::ostream& os) const {
   for (size_t r = 1; r < rows.size(); ++r) line(rows[r]);
 }
 
+namespace {
+// `self.a.b` for dotted path "a.b", with getattr for components that are not Python
+// identifiers ("classifier.1" -> getattr(self.classifier, "1")), as torch.fx writes them.
+std::string python_attr(const std::string& dotted) {
+  std::string expr = "self";
+  size_t start = 0;
+  while (start <= dotted.size()) {
+    const size_t dot = dotted.find('.', start);
+    const std::string c = dotted.substr(start, dot == std::string::npos ? std::string::npos : dot - start);
+    bool ident = !c.empty() && !std::isdigit(static_cast<unsigned char>(c[0]));
+    for (char ch : c) ident = ident && (std::isalnum(static_cast<unsigned char>(ch)) || ch == '_');
+    expr = ident ? expr + "." + c : "getattr(" + expr + ", \"" + c + "\")";
+    if (dot == std::string::npos) break;
+    start = dot + 1;
+  }
+  return expr;
+}
+}  // namespace
+
 std::string Graph::python_code(const std::string& fn_name) const {
   std::ostringstream os;
   os << "def " << fn_name << "(self";
@@ -416,8 +435,8 @@ std::string Graph::python_code(const std::string& fn_name) const {
     const Node* n = up.get();
     switch (n->op()) {
       case Opcode::kPlaceholder: break;
-      case Opcode::kGetAttr: os << "    " << n->name() << " = self." << n->target() << "\n"; break;
-      case Opcode::kCallModule: os << "    " << n->name() << " = self." << n->target() << "(" << call_args(n) << ")\n"; break;
+      case Opcode::kGetAttr: os << "    " << n->name() << " = " << python_attr(n->target()) << "\n"; break;
+      case Opcode::kCallModule: os << "    " << n->name() << " = " << python_attr(n->target()) << "(" << call_args(n) << ")\n"; break;
       case Opcode::kCallMethod: os << "    " << n->name() << " = self." << n->target() << "(" << call_args(n) << ")\n"; break;
       case Opcode::kCallFunction: {
         std::string t = n->target();

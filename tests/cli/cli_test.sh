@@ -11,6 +11,9 @@ source "$(dirname "$0")/check.sh"
 check "wrap fixture: _post_process is one call_method" 0 "call_method +_post_process +_post_process" -- \
   "$QFX" inspect "$FIXTURES/wrap_example.pt"
 check "code view" 0 "_post_process = self._post_process\(relu\)" -- "$QFX" inspect "$FIXTURES/wrap_example.pt"
+check "code view is Python (torchvision's Sequential paths through getattr)" 0 "^compiles$" -- bash -c \
+  "'$QFX' inspect '$FIXTURES/resnet18_scripted.pt' | sed -n '/^def forward/,\$p' > '$tmp/code.py' &&
+   grep -q 'getattr(self.layer1, \"0\")' '$tmp/code.py' && $PY -c \"compile(open('$tmp/code.py').read(), 'code.py', 'exec'); print('compiles')\""
 check "unwrapped, train mode: softmax only" 0 "aten::softmax" -- \
   "$QFX" inspect "$FIXTURES/wrap_example_unwrapped.pt" --train
 check "--wrap from the command line" 0 "call_module +head +head" -- \

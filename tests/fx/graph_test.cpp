@@ -130,6 +130,19 @@ TEST(Graph, PrintTabularHasTorchFxColumns) {
   EXPECT_NE(code.find("return (cat, fc_weight)"), std::string::npos) << code;
 }
 
+// Module paths with components that are not Python identifiers (nn.Sequential's
+// "classifier.1") print as torch.fx prints them: getattr(self.classifier, "1").
+TEST(Graph, PythonCodeUsesGetattrForNumericPathComponents) {
+  Graph g;
+  Node* x = g.placeholder("x");
+  Node* m = g.call_module("classifier.1", {x}, {}, "classifier_1");
+  Node* w = g.get_attr("features.0.0.weight", "w");
+  g.output(Argument::tuple({Argument(m), Argument(w)}));
+  const std::string code = g.python_code();
+  EXPECT_NE(code.find("classifier_1 = getattr(self.classifier, \"1\")(x)"), std::string::npos) << code;
+  EXPECT_NE(code.find("w = getattr(getattr(self.features, \"0\"), \"0\").weight"), std::string::npos) << code;
+}
+
 TEST(GraphModule, RunsHandBuiltGraphLikeLibtorch) {
   torch::manual_seed(0);
   auto gm = std::make_shared<GraphModule>();

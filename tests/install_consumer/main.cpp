@@ -3,8 +3,7 @@
 // the installed <prefix>/share/qfx/configs) and prints its name.
 #include <iostream>
 
-#include "qfx/fx/tracer.h"
-#include "qfx/quant/backend_config.h"
+#include <qfx/qfx.h>  // the umbrella header: every public header compiles from the installed prefix
 
 int main(int argc, char** argv) {
   if (argc < 2) return 2;
