@@ -397,6 +397,13 @@ check "qfx ptq: calibration data without samples is an error, not scale 1" 6 "ca
   "$QFX" ptq --set "calibration.data={format: npy, images: $tmp/empty.npy}" --set evaluation=null --set output.dir="$tmp/no_samples"
 check "qfx bench --batch 0 / --iters 0 are refused by the argument parser" 0 "^ok$" -- bash -c \
   "'$QFX' bench --peak --batch 0 2>&1 | grep -q 'not in range' && '$QFX' bench --peak --iters 0 2>&1 | grep -q 'not in range' && echo ok"
+check "qfx ptq: num_samples beyond the data is reported, not silently clamped; with stdout and stderr in one pipe the header comes first" 0 \
+  "^ok$" -- bash -c \
+  "QFX_BUSY_CHECK=0 '$QFX' ptq --set 'calibration.data={format: npy, images: $tmp/rnd.npy}' --set calibration.num_samples=1000 \
+     --set evaluation=null --set output.dir='$tmp/clamped' > '$tmp/order.txt' 2>&1
+   sed -n 1p '$tmp/order.txt' | grep -q '^qfx ptq: ' &&
+   sed -n 2p '$tmp/order.txt' | grep -q '^calibration.num_samples is 1000, the data holds 16: using 16$' &&
+   sed -n 3p '$tmp/order.txt' | grep -q '^calibration: 16/16' && echo ok || cat '$tmp/order.txt'"
 check "qfx bench: no models and no --peak" 3 "qfx bench needs a TorchScript model and the same model as ONNX \\(or --peak alone\\)" -- \
   "$QFX" bench
 # Determinism: two identical runs write byte-identical models and encodings.

@@ -75,7 +75,12 @@ class ProgressHooks {
       last = done;
       p->update(done, extra);
     };
-    h.info = [](const std::string& line) { std::printf("%s\n", line.c_str()); };
+    // Flushed at once: progress goes to stderr unbuffered, and with both redirected to
+    // one file the header must still come before the progress it introduces.
+    h.info = [](const std::string& line) {
+      std::printf("%s\n", line.c_str());
+      std::fflush(stdout);
+    };
     return h;
   }
 

@@ -134,6 +134,15 @@ inline nlohmann::json kernel_report_json(const std::vector<runtime::KernelChoice
   return out;
 }
 
+/// Says when a data section has fewer samples than its num_samples asks for (the
+/// reader then takes them all): "calibration.num_samples is 1000, the data holds 64:
+/// using 64".
+inline void note_fewer_samples(const PipelineHooks& h, const std::string& key, int64_t requested, int64_t got) {
+  if (requested > 0 && got < requested)
+    info(h, key + " is " + std::to_string(requested) + ", the data holds " + std::to_string(got) + ": using " +
+                std::to_string(got));
+}
+
 /// What made the outputs: {"qfx": "0.1.0", "libtorch": "2.15.0", "onednn": "2.6.3"}
 /// (libtorch as compiled against, the runtime's libraries as loaded).
 inline nlohmann::json versions_json() {

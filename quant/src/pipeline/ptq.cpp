@@ -63,7 +63,11 @@ PtqResult ptq(const JobConfig& cfg, const PipelineHooks& hooks, distributed::Con
   auto cal = open_dataset(cfg.calibration.data, cfg.model.input_shape, cfg.calibration.num_samples, cfg.calibration.seed);
   const bool have_eval = cfg.evaluation.enabled;
   std::unique_ptr<Dataset> ev;
-  if (have_eval) ev = open_dataset(cfg.evaluation.data, cfg.model.input_shape, cfg.evaluation.num_samples, -1);
+  note_fewer_samples(hooks, "calibration.num_samples", cfg.calibration.num_samples, cal->size());
+  if (have_eval) {
+    ev = open_dataset(cfg.evaluation.data, cfg.model.input_shape, cfg.evaluation.num_samples, -1);
+    note_fewer_samples(hooks, "evaluation.num_samples", cfg.evaluation.num_samples, ev->size());
+  }
   HeldOutData held;  // ptq.auto_fallback's (read before the long work: its errors come first)
   const auto& s16_dtypes = backend.activation.dtypes;
   const bool int16_available = std::find(s16_dtypes.begin(), s16_dtypes.end(), QDType::kInt16) != s16_dtypes.end();

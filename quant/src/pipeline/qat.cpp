@@ -78,7 +78,9 @@ QatResult qat(const JobConfig& cfg, const PipelineHooks& hooks_in, distributed::
   set_inputs(&res, cfg, backend.name, rt_backend);
   info(hooks, "qfx qat: " + cfg.model.path + " on backend '" + backend.name + "' (runtime " + rt_backend + ", config " + config_path + ")");
   auto train = open_dataset(tc.data, cfg.model.input_shape, tc.num_samples, -1);
+  note_fewer_samples(hooks, "training.num_samples", tc.num_samples, train->size());
   auto ev = open_dataset(cfg.evaluation.data, cfg.model.input_shape, cfg.evaluation.num_samples, -1);
+  note_fewer_samples(hooks, "evaluation.num_samples", cfg.evaluation.num_samples, ev->size());
   if (!ev->labels().defined()) throw ConfigError(config_path + ": evaluation.data.labels is required for qfx qat");
   std::optional<Staging> out;
   if (rank == 0) out.emplace(cfg.output.dir);
