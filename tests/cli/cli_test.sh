@@ -404,6 +404,34 @@ check "qfx ptq: num_samples beyond the data is reported, not silently clamped; w
    sed -n 1p '$tmp/order.txt' | grep -q '^qfx ptq: ' &&
    sed -n 2p '$tmp/order.txt' | grep -q '^calibration.num_samples is 1000, the data holds 16: using 16$' &&
    sed -n 3p '$tmp/order.txt' | grep -q '^calibration: 16/16' && echo ok || cat '$tmp/order.txt'"
+# Degenerate outputs: a float model whose output is zero for every sample (a warning, and
+# cosine 1 rather than 0 or NaN), and one whose outputs are near 1e31 (float32 sums of
+# squares overflow: the metrics are computed in double and stay finite).
+cat > "$tmp/degenerate.py" <<'PY'
+import sys, torch, torch.nn as nn
+class Head(nn.Module):
+    def __init__(self, scale):
+        super().__init__()
+        self.conv, self.fc = nn.Conv2d(1, 4, 3, padding=1), nn.Linear(4 * 28 * 28, 10)
+        with torch.no_grad():
+            self.fc.weight.mul_(scale); self.fc.bias.mul_(scale)
+    def forward(self, x):
+        return self.fc(torch.flatten(torch.relu(self.conv(x)), 1))
+torch.manual_seed(0)
+torch.jit.save(torch.jit.script(Head(0.0).eval()), sys.argv[1] + "/dead.pt")
+torch.jit.save(torch.jit.script(Head(1e29).eval()), sys.argv[1] + "/huge.pt")
+PY
+$PY "$tmp/degenerate.py" "$tmp"
+check "qfx ptq: a float model with one output for every sample is named; cosine 1, not 0 or NaN" 0 "^ok$" -- bash -c \
+  "'$QFX' ptq --set model.path='$tmp/dead.pt' --set calibration.num_samples=32 --set evaluation.num_samples=64 \
+     --set evaluation.metric=cosine --set evaluation.sqnr_samples=0 --set output.dir='$tmp/dead' > '$tmp/dead.log' 2>&1 &&
+   grep -q \"warning: the float model's output is the same for every evaluated sample\" '$tmp/dead.log' &&
+   $PY -c \"import json; e = json.load(open('$tmp/dead/report.json'))['evaluation']; print('ok' if e['fp32_output_constant'] and e['cosine_int8_vs_fp32'] == 1.0 else e)\""
+check "qfx ptq: outputs near 1e31 give finite metrics (computed in double)" 0 "^ok$" -- bash -c \
+  "'$QFX' ptq --set model.path='$tmp/huge.pt' --set calibration.num_samples=32 --set evaluation.num_samples=64 \
+     --set evaluation.metric=cosine --set evaluation.sqnr_samples=0 --set output.dir='$tmp/huge' >/dev/null 2>&1 &&
+   $PY -c \"import json, math; e = json.load(open('$tmp/huge/report.json'))['evaluation']; c, s = e['cosine_int8_vs_fp32'], e['sqnr_db_int8_vs_fp32']
+print('ok' if isinstance(c, float) and isinstance(s, float) and math.isfinite(c) and math.isfinite(s) and c > 0.9 else e)\""
 check "qfx bench: no models and no --peak" 3 "qfx bench needs a TorchScript model and the same model as ONNX \\(or --peak alone\\)" -- \
   "$QFX" bench
 # Determinism: two identical runs write byte-identical models and encodings.

@@ -8,6 +8,7 @@
 #include "arithmetic_report.h"
 #include "artifacts.h"
 #include "held_out.h"
+#include "../algorithms/layers.h"
 #include "qfx/fx/tracer.h"
 #include "qfx/quant/calibrate.h"
 #include "qfx/quant/convert.h"
@@ -33,13 +34,16 @@ at::Tensor dequantize(const runtime::Tensor& t, const Encoding& e) {
   return (q - static_cast<float>(e.zero_point.at(0))) * e.scale.at(0);
 }
 
-double sqnr_db(double signal, double noise) { return 10.0 * std::log10(signal / std::max(noise, 1e-30)); }
+double sqnr_db(double signal, double noise) { return 10.0 * std::log10(std::max(signal, 1e-30) / std::max(noise, 1e-30)); }
+// Both in double: float32 sums of squares overflow for outputs beyond 1e19 and made
+// the metrics NaN. An all-zero side has no direction: cosine 1 when both are zero.
 double cosine(const at::Tensor& a, const at::Tensor& b) {
-  return (a * b).sum().item<double>() / (a.norm().item<double>() * b.norm().item<double>() + 1e-30);
+  const at::Tensor x = a.to(at::kDouble).flatten(), y = b.to(at::kDouble).flatten();
+  const double nx = x.norm().item<double>(), ny = y.norm().item<double>();
+  if (nx == 0.0 || ny == 0.0) return nx == ny ? 1.0 : 0.0;
+  return (x * y).sum().item<double>() / (nx * ny);
 }
-double sqnr(const at::Tensor& ref, const at::Tensor& x) {
-  return sqnr_db(ref.pow(2).sum().item<double>(), (ref - x).pow(2).sum().item<double>());
-}
+double sqnr(const at::Tensor& ref, const at::Tensor& x) { return detail::sqnr_db(ref, x); }
 
 // Per-layer error sums of one quantized tensor against its fp32 value.
 struct LayerErr {
@@ -349,6 +353,12 @@ PtqResult ptq(const JobConfig& cfg, const PipelineHooks& hooks, distributed::Con
     E.fp32_runtime_vs_libtorch_max_rel_error = libtorch_rel;
     E.cosine_int8_vs_fp32 = cosine(q, fp);
     E.sqnr_db_int8_vs_fp32 = sqnr(fp, q);
+    // A float model whose output is the same for every sample (all zero, a dead
+    // network) makes any agreement metric meaningless: say so.
+    const bool constant_output = n > 1 && (fp - fp.select(0, 0).unsqueeze(0)).abs().max().item<double>() == 0.0;
+    if (constant_output)
+      info(hooks, "warning: the float model's output is the same for every evaluated sample; cosine, SQNR and "
+                  "top-1 agreement say nothing about the quantization");
     E.fp32_ms_per_image = 1000.0 * t_fp32 / static_cast<double>(std::max<int64_t>(timed, 1));
     E.int8_ms_per_image = 1000.0 * t_int8 / static_cast<double>(std::max<int64_t>(timed, 1));
     report["evaluation"] = {{"images", n},
@@ -357,6 +367,7 @@ PtqResult ptq(const JobConfig& cfg, const PipelineHooks& hooks, distributed::Con
                             {"fp32_runtime_vs_libtorch_max_rel_error", libtorch_rel},
                             {"cosine_int8_vs_fp32", E.cosine_int8_vs_fp32},
                             {"sqnr_db_int8_vs_fp32", E.sqnr_db_int8_vs_fp32},
+                            {"fp32_output_constant", constant_output},
                             {"fp32_ms_per_image", E.fp32_ms_per_image},
                             {"int8_ms_per_image", E.int8_ms_per_image}};
     if (cfg.evaluation.metric == "top1") {
