@@ -222,6 +222,12 @@ Kernel make_kernel(const ir::Node& n, const std::vector<Meta>& in, const std::ve
       if (last) throw;
       req.why = std::string("failed: ") + e.what();
     }
+    if (ok && (!k.run || k.outputs.empty())) {
+      // A factory that accepts a node must say how to compute its outputs; otherwise
+      // they would be whatever memory the plan gave them.
+      throw UnsupportedOpError(n.label() + ": kernel '" + cands[i].second.name + "' of backend '" + cands[i].first +
+                               "' accepted the node but gave " + (k.run ? "no outputs" : "no run function"));
+    }
     if (ok) {
       k.impl = cands[i].second.name;
       c.backend = cands[i].first;

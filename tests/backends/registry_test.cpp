@@ -90,6 +90,23 @@ TEST(Registry, ProgramBackendOverridesOneOpAndInheritsTheRest) {
   EXPECT_TRUE(bit_equal(run1(ref, x), run1(m, x))) << "the test Add computes what the reference does";
 }
 
+// A kernel that accepts a node but gives no run function (or no outputs) is refused
+// when the plan is built, naming node and kernel: its outputs would be uninitialised.
+TEST(Registry, AcceptingWithoutARunFunctionIsRefused) {
+  register_backend({"test_lazy_backend", "reference", "test", {}});
+  register_kernel("test_lazy_backend", "Add", "lazy_add", [](const KernelRequest& r, Kernel* k) {
+    k->outputs = {{r.in[0].shape, DType::kFloat32}};
+    return true;  // accepts, and never says how to compute
+  });
+  try {
+    Model::load(onnx_dir() + "resnet18.onnx", {"test_lazy_backend"});
+    FAIL() << "expected UnsupportedOpError";
+  } catch (const qfx::UnsupportedOpError& e) {
+    EXPECT_NE(std::string(e.what()).find("kernel 'lazy_add' of backend 'test_lazy_backend' accepted the node but gave no run function"),
+              std::string::npos) << e.what();
+  }
+}
+
 TEST(Registry, DeclinesAreReportedWithTheirReasons) {
   // Without VNNI oneDNN declines int8 convolutions whose weights exceed 7 bits; the
   // report must say so. With VNNI it runs them: either way, the report tells.
