@@ -432,6 +432,20 @@ check "qfx ptq: outputs near 1e31 give finite metrics (computed in double)" 0 "^
      --set evaluation.metric=cosine --set evaluation.sqnr_samples=0 --set output.dir='$tmp/huge' >/dev/null 2>&1 &&
    $PY -c \"import json, math; e = json.load(open('$tmp/huge/report.json'))['evaluation']; c, s = e['cosine_int8_vs_fp32'], e['sqnr_db_int8_vs_fp32']
 print('ok' if isinstance(c, float) and isinstance(s, float) and math.isfinite(c) and math.isfinite(s) and c > 0.9 else e)\""
+# SIGTERM in the middle of a run: the staging folder and the output folder the run
+# created are removed, and the process dies of the signal (143); killing the --nproc
+# launcher stops its ranks too (none left running), with the same cleanup.
+mkdir -p "$tmp/sig1" "$tmp/sig2"
+for spec in "sig1:1" "sig2:2"; do
+  d=$tmp/${spec%%:*}; np=${spec#*:}
+  check "SIGTERM during qfx ptq --nproc $np: nothing half-written is left, no rank keeps running" 0 "^clean 143 0$" -- bash -c "
+    '$QFX' ptq --nproc $np --set calibration.num_samples=2048 --set evaluation.num_samples=10000 --set output.dir='$d/out' >/dev/null 2>&1 &
+    pid=\$!
+    for i in \$(seq 1 300); do ls -A '$d' | grep -q qfx-staging && break; sleep 0.1; done
+    sleep 0.5; kids=\$(pgrep -P \$pid); kill -TERM \$pid; wait \$pid; rc=\$?
+    sleep 0.5; ranks=0; for k in \$kids; do kill -0 \$k 2>/dev/null && ranks=\$((ranks + 1)); done
+    [ -z \"\$(ls -A '$d')\" ] && echo clean \$rc \$ranks || echo left \$(ls -A '$d') \$rc \$ranks"
+done
 check "qfx bench: no models and no --peak" 3 "qfx bench needs a TorchScript model and the same model as ONNX \\(or --peak alone\\)" -- \
   "$QFX" bench
 # Determinism: two identical runs write byte-identical models and encodings.

@@ -1,5 +1,6 @@
 // qfx ptq|qat --nproc N: spawns N ranks of this command (see launch.h).
 #include "launch.h"
+#include "signals.h"
 
 #include <fcntl.h>
 #include <netinet/in.h>
@@ -80,6 +81,11 @@ int launch_local(int nproc, int argc, char** argv) {
     }
     pids.push_back(p);
   }
+  // Killing the launcher stops its ranks too (each cleans up after itself).
+  on_interrupt([all = pids](int sig) {
+    for (pid_t q : all) ::kill(q, sig);
+    for (pid_t q : all) ::waitpid(q, nullptr, 0);
+  });
   int code = 0, left = nproc;
   auto deadline = std::chrono::steady_clock::time_point::max();
   while (left > 0) {

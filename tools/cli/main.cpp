@@ -7,6 +7,7 @@
 
 #include "bench.h"
 #include "launch.h"
+#include "signals.h"
 #include "threads.h"
 #include "ptq.h"
 #include "qat.h"
@@ -148,6 +149,7 @@ int run_model(const std::string& path, const std::vector<std::string>& input_arg
 
 int main(int argc, char** argv) {
   qfx::cli::wait_passively_on_busy_machine(argv);
+  qfx::cli::install_signal_cleanup();
   CLI::App app{"qfx: quantization toolkit for custom accelerators"};
   app.require_subcommand(1);
   std::string versions = std::string("qfx ") + qfx::version() + " (libtorch " + TORCH_VERSION;

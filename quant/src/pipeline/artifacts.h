@@ -13,6 +13,7 @@
 #include <string>
 
 #include "qfx/atomic_file.h"
+#include "qfx/cleanup.h"
 #include "qfx/error.h"
 #include "qfx/quant/convert.h"
 #include "qfx/runtime/arithmetic.h"
@@ -55,6 +56,7 @@ class Staging {
   fs::path staging_;
   bool committed_ = false;
   bool created_dir_ = false;  // the output folder did not exist: removed again if nothing is committed
+  int cleanup_staging_ = 0, cleanup_dir_ = 0;  // qfx::Cleanup ids (removed on SIGINT / SIGTERM)
 };
 
 inline void write_json(const std::string& path, const nlohmann::json& j) { write_file_atomic(path, j.dump(2) + "\n"); }

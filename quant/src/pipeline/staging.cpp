@@ -28,9 +28,13 @@ Staging::Staging(const std::string& dir) : dir_(dir) {
   }
   f.close();
   fs::remove(probe, ec);
+  cleanup_staging_ = Cleanup::add(staging_.string(), false);
+  if (created_dir_) cleanup_dir_ = Cleanup::add(dir_, true);
 }
 
 Staging::~Staging() {
+  Cleanup::forget(cleanup_staging_);
+  Cleanup::forget(cleanup_dir_);
   std::error_code ec;
   if (committed_) return;
   fs::remove_all(staging_, ec);
