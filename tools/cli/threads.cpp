@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -69,15 +70,23 @@ void wait_passively_on_busy_machine(char** argv) {
   const long cpus = std::max(1L, sysconf(_SC_NPROCESSORS_ONLN));
   const double busy = static_cast<double>(b1 - b0) / static_cast<double>(t1 - t0) * static_cast<double>(cpus);
   if (busy < 0.5) return;
-  char note[256];
+  // The CPUs the others leave idle (at least 1), unless the user chose a count.
+  const char* user_threads = std::getenv("OMP_NUM_THREADS");
+  const long free_cpus = std::max(1L, cpus - std::lround(busy));
+  const bool set_threads = !(user_threads && *user_threads);
+  char note[320];
   std::snprintf(note, sizeof note,
-                "other processes keep %.1f of %ld CPUs busy: OpenMP threads wait passively (OMP_WAIT_POLICY=passive; "
-                "set OMP_WAIT_POLICY to choose)", busy, cpus);
+                "other processes keep %.1f of %ld CPUs busy: OpenMP threads wait passively%s (OMP_WAIT_POLICY=passive%s; "
+                "set OMP_WAIT_POLICY and OMP_NUM_THREADS to choose)",
+                busy, cpus, set_threads ? (", on the " + std::to_string(free_cpus) + " idle CPU(s)").c_str() : "",
+                set_threads ? (", OMP_NUM_THREADS=" + std::to_string(free_cpus)).c_str() : "");
+  if (set_threads) setenv("OMP_NUM_THREADS", std::to_string(free_cpus).c_str(), 1);
   setenv("OMP_WAIT_POLICY", "passive", 1);
   setenv("QFX_BUSY_NOTE", note, 1);
   execv("/proc/self/exe", argv);
   unsetenv("QFX_BUSY_NOTE");  // exec failed: carry on as we are (the policy no longer applies)
   unsetenv("OMP_WAIT_POLICY");
+  if (set_threads) unsetenv("OMP_NUM_THREADS");
 }
 
 }  // namespace qfx::cli

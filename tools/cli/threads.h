@@ -18,7 +18,8 @@ int set_default_threads();
 /// main(): when OMP_WAIT_POLICY is unset and other processes used at least half a
 /// CPU during a 100 ms sample of /proc/stat, qfx runs itself again (execv of
 /// /proc/self/exe with the same arguments) with OMP_WAIT_POLICY=passive, which
-/// libgomp reads only at start-up, and says so on stderr. QFX_BUSY_CHECK=0 skips
+/// libgomp reads only at start-up, and, unless OMP_NUM_THREADS is set, with as many
+/// threads as the others leave CPUs idle (at least 1), and says so on stderr. QFX_BUSY_CHECK=0 skips
 /// the check. Returns normally when nothing is to be done.
 void wait_passively_on_busy_machine(char** argv);
 
