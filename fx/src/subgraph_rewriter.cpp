@@ -115,6 +115,28 @@ bool SubgraphMatcher::match_arg(const Argument& pa, const Argument& ga, Match& m
   return true;
 }
 
+// "aten::relu_" -> "aten::relu", "aten::add_.Tensor" -> "aten::add.Tensor"; other
+// targets unchanged. In-place aten ops end their name (before the overload) in '_'.
+static std::string pure_target(const std::string& t) {
+  if (t.rfind("aten::", 0) != 0) return t;
+  const size_t dot = t.find('.');
+  const size_t end = dot == std::string::npos ? t.size() : dot;
+  if (end < 8 || t[end - 1] != '_' || t[end - 2] == '_') return t;
+  return t.substr(0, end - 1) + t.substr(end);
+}
+
+// A graph node matches a pattern node's target: the same target, or the in-place
+// variant of a pure aten op (ReLU(inplace=True) traces to aten::relu_) when the
+// tensor it overwrites is read by nothing else, so replacing it with a pure op
+// changes no other reader's value.
+static bool same_target(const Node* pn, const Node* gn) {
+  if (pn->target() == gn->target()) return true;
+  if (gn->op() != Opcode::kCallFunction || pure_target(gn->target()) != pn->target() || pure_target(pn->target()) != pn->target())
+    return false;
+  if (gn->args().empty() || !gn->args()[0].is_node()) return false;
+  return gn->args()[0].node->users().size() == 1;
+}
+
 bool SubgraphMatcher::match_node(const Node* pn, Node* gn, Match& m) const {
   auto it = m.nodes_map.find(pn);
   if (it != m.nodes_map.end()) return it->second == gn;
@@ -124,7 +146,7 @@ bool SubgraphMatcher::match_node(const Node* pn, Node* gn, Match& m) const {
     m.nodes_map[pn] = gn;
     return true;
   }
-  if (pn->op() != gn->op() || pn->target() != gn->target()) return false;
+  if (pn->op() != gn->op() || !same_target(pn, gn)) return false;
   if (pn->args().size() != gn->args().size() || pn->kwargs().size() != gn->kwargs().size()) return false;
   m.nodes_map[pn] = gn;
   for (size_t i = 0; i < pn->args().size(); ++i)

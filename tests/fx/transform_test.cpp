@@ -121,6 +121,35 @@ TEST(ReplacePattern, TorchScriptFunctionPatterns) {
   EXPECT_THROW(trace_script_function("x = 1"), qfx::TraceError);
 }
 
+// ReLU(inplace=true) traces to aten::relu_: a relu pattern matches it when nothing
+// else reads the tensor it overwrites, and not when something does.
+TEST(ReplacePattern, InPlaceVariantsMatchTheirPureOp) {
+  const Fn model = [](const std::vector<at::Tensor>& in) {
+    at::Tensor a = in[0] * 2.0;
+    at::Tensor r = torch::relu_(a);  // `a` read by nothing else
+    return r + 1.0;
+  };
+  auto gm = traced(model);
+  ASSERT_EQ(count_target(*gm, "aten::relu_"), 1);
+  auto done = replace_pattern(
+      *gm, [](const std::vector<at::Tensor>& in) { return torch::relu(in[0]); },
+      [](const std::vector<at::Tensor>& in) { return torch::clamp(in[0], 0.0, 6.0); });
+  ASSERT_EQ(done.size(), 1u);
+  EXPECT_EQ(count_target(*gm, "aten::relu_"), 0);
+  const at::Tensor x = at::randn({2, 3, 4, 5}) * 4;
+  at::NoGradGuard ng;
+  EXPECT_TRUE(at::allclose(gm->forward(x), torch::clamp(x * 2.0, 0.0, 6.0) + 1.0));
+  // The overwritten tensor read again through its own node (as a scripted model's
+  // graph does after `a.relu_()`): a pure op there would change that read.
+  Graph g;
+  Node* in = g.placeholder("x");
+  Node* a = g.call_function("aten::mul.Scalar", {Argument(in), Argument(c10::IValue(2.0))});
+  Node* r = g.call_function("aten::relu_", {Argument(a)});
+  g.output(Argument::tuple({Argument(r), Argument(a)}));
+  auto pattern = traced([](const std::vector<at::Tensor>& in) { return torch::relu(in[0]); });
+  EXPECT_TRUE(SubgraphMatcher(pattern->graph()).match(g).empty());
+}
+
 TEST(ReplacePattern, ChainedMatchesRewireOntoEarlierReplacements) {
   // relu(relu(x)): the second match's input is the first match's output.
   auto gm = traced([](const std::vector<at::Tensor>& in) { return torch::relu(torch::relu(in[0]) - 0.5); });

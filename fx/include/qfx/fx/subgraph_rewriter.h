@@ -60,7 +60,10 @@ struct MatchOptions {
 ///   its placeholders; a placeholder matches any value (a node, not a literal),
 ///   the same placeholder must match the same value everywhere;
 /// - other nodes match nodes of the same opcode and target, with positional and
-///   keyword arguments matching pairwise (literals equal unless ignored);
+///   keyword arguments matching pairwise (literals equal unless ignored); a pure
+///   aten op also matches its in-place variant (`aten::relu` matches
+///   `aten::relu_`, what `ReLU(inplace=true)` traces to) when nothing else reads
+///   the tensor it overwrites;
 /// - a match is refused if one of its internal nodes (not a returned one) is
 ///   used outside the match.
 /// The pattern graph must outlive the matcher. Throws std::invalid_argument if
