@@ -63,6 +63,9 @@ void wait_passively_on_busy_machine(char** argv) {
   const char* policy = std::getenv("OMP_WAIT_POLICY");
   const char* check = std::getenv("QFX_BUSY_CHECK");
   if ((policy && *policy) || (check && std::string(check) == "0")) return;
+  // A rank of several on this machine (--nproc, torchrun): its siblings are the load
+  // it would measure, and set_default_threads already shares the CPUs among them.
+  if (const char* local = std::getenv("LOCAL_WORLD_SIZE"); local && std::atoi(local) > 1) return;
   unsigned long long t0 = 0, b0 = 0, t1 = 0, b1 = 0;
   if (!cpu_ticks(&t0, &b0)) return;
   std::this_thread::sleep_for(std::chrono::milliseconds(100));  // this process sleeps: the busy time is others'

@@ -19,7 +19,9 @@ int set_default_threads();
 /// CPU during a 100 ms sample of /proc/stat, qfx runs itself again (execv of
 /// /proc/self/exe with the same arguments) with OMP_WAIT_POLICY=passive, which
 /// libgomp reads only at start-up, and, unless OMP_NUM_THREADS is set, with as many
-/// threads as the others leave CPUs idle (at least 1), and says so on stderr. QFX_BUSY_CHECK=0 skips
+/// threads as the others leave CPUs idle (at least 1), and says so on stderr. Ranks
+/// of a multi-process run on one machine (LOCAL_WORLD_SIZE > 1) skip the check: their
+/// siblings would count as the others. QFX_BUSY_CHECK=0 skips
 /// the check. Returns normally when nothing is to be done.
 void wait_passively_on_busy_machine(char** argv);
 
