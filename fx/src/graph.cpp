@@ -364,11 +364,14 @@ std::string format_kwargs(const std::vector<std::pair<std::string, Argument>>& k
 }
 }  // namespace
 
-void Graph::print_tabular(std::ostream& os) const {
+void Graph::print_tabular(std::ostream& os, const std::function<std::string(const Node&)>& module_type) const {
   // Shape and dtype columns appear once ShapeProp (or a tracer) recorded them.
   bool with_shapes = false;
   for (const auto& n : nodes_) with_shapes |= n->meta().count("shape") || n->meta().count("shapes");
-  const size_t cols = with_shapes ? 7 : 5;
+  bool with_modules = false;
+  if (module_type)
+    for (const auto& n : nodes_) with_modules |= n->op() == Opcode::kCallModule;
+  const size_t cols = (with_shapes ? 7 : 5) + (with_modules ? 1 : 0);
   auto shape_of = [](const Node& n) -> std::string {
     auto it = n.meta().find("shape");
     if (it == n.meta().end()) it = n.meta().find("shapes");
@@ -380,9 +383,11 @@ void Graph::print_tabular(std::ostream& os) const {
   };
   std::vector<std::vector<std::string>> rows;
   rows.push_back({"opcode", "name", "target", "args", "kwargs"});
+  if (with_modules) rows[0].insert(rows[0].begin() + 3, "module");
   if (with_shapes) rows[0].insert(rows[0].end(), {"shape", "dtype"});
   for (const auto& n : nodes_) {
     rows.push_back({opcode_name(n->op()), n->name(), n->target(), format_args(n->args()), format_kwargs(n->kwargs())});
+    if (with_modules) rows.back().insert(rows.back().begin() + 3, n->op() == Opcode::kCallModule ? module_type(*n) : "");
     if (with_shapes) rows.back().insert(rows.back().end(), {shape_of(*n), dtype_of(*n)});
   }
   std::vector<size_t> w(cols, 0);

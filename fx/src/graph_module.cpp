@@ -4,6 +4,7 @@
 
 #include "qfx/error.h"
 #include "qfx/fx/interpreter.h"
+#include "qfx/fx/module_matcher.h"
 
 namespace qfx::fx {
 namespace {
@@ -175,6 +176,10 @@ at::Tensor GraphModule::forward(const at::Tensor& input) {
   c10::IValue out = forward(std::vector<c10::IValue>{input});
   if (!out.isTensor()) throw DataError("GraphModule::forward(Tensor): the graph returns " + std::string(out.tagKind()) + ", not one tensor (call forward(std::vector<IValue>))");
   return out.toTensor();
+}
+
+void GraphModule::print_tabular(std::ostream& os) const {
+  graph_->print_tabular(os, [this](const Node& n) { return module_type_name(n, *this); });
 }
 
 }  // namespace qfx::fx

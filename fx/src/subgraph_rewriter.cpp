@@ -8,6 +8,7 @@
 #include <unordered_map>
 
 #include "qfx/error.h"
+#include "qfx/fx/module_matcher.h"
 #include "qfx/fx/tracer.h"
 
 namespace qfx::fx {
@@ -30,6 +31,45 @@ std::vector<const Node*> returned_nodes(const Graph& g, const char* what) {
     throw std::invalid_argument(std::string(what) + " graph returns a literal; patterns return values");
   }
   return nodes;
+}
+
+// Why `pattern` matched nothing in `gm`, as far as one can tell: ops the graph lacks
+// (with the nn modules that play their part), else a structural mismatch.
+std::string no_match_message(const Graph& pattern, const GraphModule& gm) {
+  std::vector<std::string> missing, present;
+  for (const Node* pn : pattern.nodes()) {
+    if (pn->op() != Opcode::kCallFunction && pn->op() != Opcode::kCallMethod) continue;
+    bool found = false;
+    for (const Node* gn : gm.graph().nodes())
+      found |= gn->op() == pn->op() && (gn->target() == pn->target() || gn->target() == pn->target() + "_");
+    (found ? present : missing).push_back(pn->target());
+  }
+  std::string msg = "replace_pattern: the pattern matched nothing";
+  if (missing.empty()) {
+    msg += ": its ops occur in the graph but not connected as in the pattern (or a matched node's value is also used "
+           "outside the match, or a literal argument differs; MatchOptions::ignore_literals)";
+    return msg;
+  }
+  msg += ": the graph has no";
+  for (size_t i = 0; i < missing.size(); ++i) msg += (i ? ", " : " ") + missing[i];
+  msg += " node";
+  // torch.nn modules are call_module leaves: name those whose class is the missing op's name.
+  std::set<std::string> modules;
+  for (const std::string& t : missing) {
+    std::string op = t.substr(t.rfind(':') == std::string::npos ? 0 : t.rfind(':') + 1);
+    if (const auto dot = op.find('.'); dot != std::string::npos) op.resize(dot);
+    for (const Node* gn : gm.graph().nodes()) {
+      std::string cls = module_type_name(*gn, gm), lower;
+      for (char c : cls) lower += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+      if (!cls.empty() && lower == op) modules.insert(cls);
+    }
+  }
+  if (!modules.empty()) {
+    msg += "; the graph calls";
+    for (const auto& m : modules) msg += " " + m;
+    msg += " modules instead (call_module leaves, as in torch.fx): match them with match_module_pattern";
+  }
+  return msg;
 }
 
 }  // namespace
@@ -220,6 +260,11 @@ std::vector<ReplacedMatch> replace_pattern(GraphModule& gm, const GraphModule& p
     throw std::invalid_argument("replace_pattern: the pattern and the replacement return different numbers of values");
   Graph& g = gm.graph();
   const std::vector<Match> matches = SubgraphMatcher(pattern.graph(), options).match(g);
+  if (matches.empty() && options.on_no_match != MatchOptions::OnNoMatch::kIgnore) {
+    const std::string msg = no_match_message(pattern.graph(), gm);
+    if (options.on_no_match == MatchOptions::OnNoMatch::kError) throw std::runtime_error(msg);
+    TORCH_WARN(msg);
+  }
   std::unordered_map<const Node*, size_t> pos;
   {
     size_t i = 0;
@@ -318,10 +363,10 @@ std::vector<ReplacedMatch> replace_pattern(GraphModule& gm, const GraphModule& p
 }
 
 std::vector<ReplacedMatch> replace_pattern(GraphModule& gm, const TensorFn& pattern, const TensorFn& replacement,
-                                           int num_inputs) {
+                                           int num_inputs, MatchOptions options) {
   auto p = trace_function(pattern, num_inputs);
   auto r = trace_function(replacement, num_inputs);
-  return replace_pattern(gm, *p, *r);
+  return replace_pattern(gm, *p, *r, options);
 }
 
 }  // namespace qfx::fx

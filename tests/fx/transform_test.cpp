@@ -3,11 +3,16 @@
 #include <gtest/gtest.h>
 #include <ATen/ATen.h>
 #include <torch/nn/modules/batchnorm.h>
+#include <torch/nn/modules/activation.h>
 #include <torch/nn/modules/conv.h>
+#include <torch/version.h>
+#include <c10/util/Exception.h>
 
+#include <map>
 #include <sstream>
 
 #include "qfx/error.h"
+#include "qfx/fx/fusion.h"
 #include "qfx/fx/module_matcher.h"
 #include "qfx/fx/shape_prop.h"
 #include "qfx/fx/subgraph_rewriter.h"
@@ -171,6 +176,54 @@ TEST(ReplacePattern, MismatchedArityIsAnError) {
 }
 
 namespace {
+// Collects libtorch warnings (TORCH_WARN) while it lives.
+struct WarningCollector : c10::WarningHandler {
+#if TORCH_VERSION_MAJOR >= 2
+  void process(const c10::Warning& w) override { messages.push_back(w.msg()); }
+#else
+  void process(const c10::SourceLocation&, const std::string& msg, const bool) override { messages.push_back(msg); }
+#endif
+  std::vector<std::string> messages;
+};
+}  // namespace
+
+TEST(ReplacePattern, ZeroMatchesWarnNamingTheCauseOrThrowOnRequest) {
+  // input -> ReLU module (a call_module leaf, as a traced TorchScript nn.ReLU) -> output
+  auto gm = std::make_shared<GraphModule>();
+  torch::nn::ReLU act;
+  gm->add_submodule("act", act.ptr(), tensor_call_fn(act.ptr()));
+  Node* x = gm->graph().placeholder("x");
+  gm->graph().output(Argument(gm->graph().call_module("act", {Argument(x)})));
+  const Fn relu = [](const std::vector<at::Tensor>& in) { return torch::relu(in[0]); };
+  const Fn relu6 = [](const std::vector<at::Tensor>& in) { return torch::clamp(in[0], 0, 6); };
+  WarningCollector collect;
+  std::vector<ReplacedMatch> done;
+  {
+    c10::WarningUtils::WarningHandlerGuard guard(&collect);
+    done = replace_pattern(*gm, relu, relu6);
+  }
+  EXPECT_TRUE(done.empty());
+  ASSERT_EQ(collect.messages.size(), 1u);
+  EXPECT_NE(collect.messages[0].find("matched nothing"), std::string::npos) << collect.messages[0];
+  EXPECT_NE(collect.messages[0].find("aten::relu"), std::string::npos) << collect.messages[0];
+  EXPECT_NE(collect.messages[0].find("ReLU modules"), std::string::npos) << collect.messages[0];
+  MatchOptions strict;
+  strict.on_no_match = MatchOptions::OnNoMatch::kError;
+  EXPECT_THROW(replace_pattern(*gm, relu, relu6, 1, strict), std::runtime_error);
+  MatchOptions quiet;
+  quiet.on_no_match = MatchOptions::OnNoMatch::kIgnore;
+  collect.messages.clear();
+  {
+    c10::WarningUtils::WarningHandlerGuard guard(&collect);
+    EXPECT_TRUE(replace_pattern(*gm, relu, relu6, 1, quiet).empty());
+  }
+  EXPECT_TRUE(collect.messages.empty());
+  // A pattern that matches raises nothing, even with kError.
+  auto fn = traced([](const std::vector<at::Tensor>& in) { return torch::relu(in[0]) + 1; });
+  EXPECT_EQ(replace_pattern(*fn, relu, relu6, 1, strict).size(), 1u);
+}
+
+namespace {
 struct ConvBnImpl : torch::nn::Module {
   ConvBnImpl() {
     c1 = register_module("c1", torch::nn::Conv2d(torch::nn::Conv2dOptions(3, 4, 3)));
@@ -200,6 +253,76 @@ TEST(ModuleMatcher, FindsSingleUserChainsByModuleType) {
   for (Node* n : gm->graph().nodes())
     if (n->op() == Opcode::kCallModule && n->target() == "b2") EXPECT_EQ(module_type_name(*n, *gm), "BatchNorm2d");
   EXPECT_THROW(match_module_pattern(*gm, {}), std::invalid_argument);
+  // print_tabular names each call_module node's module class.
+  std::ostringstream table;
+  gm->print_tabular(table);
+  const std::string t = table.str();
+  EXPECT_NE(t.find("module"), std::string::npos) << t;
+  std::map<std::string, std::string> module_of;  // node name -> module column
+  std::istringstream lines(t);
+  for (std::string line; std::getline(lines, line);) {
+    std::istringstream cols(line);
+    std::string op, name, target, module;
+    cols >> op >> name >> target >> module;
+    if (op == "call_module") module_of[name] = module;
+  }
+  EXPECT_EQ(module_of["c1"], "Conv2d") << t;
+  EXPECT_EQ(module_of["b1"], "BatchNorm2d") << t;
+  EXPECT_EQ(module_of.size(), 4u) << t;
+}
+
+TEST(Fusion, FuseConvBnEqualsTheUnfusedModelAndLeavesItIntact) {
+  torch::manual_seed(0);
+  ConvBn net;
+  {  // non-trivial running statistics and affine parameters
+    torch::NoGradGuard ng;
+    net->train();
+    for (int i = 0; i < 3; ++i) net->forward(at::randn({4, 3, 8, 8}) * 3 + 1);
+    net->b1->weight.uniform_(0.5, 2);
+    net->b1->bias.uniform_(-1, 1);
+  }
+  net->eval();
+  const at::Tensor x = at::randn({2, 3, 8, 8});
+  auto gm = trace_module(net.ptr(), [&](std::vector<c10::IValue> in) { return net->forward(in[0].toTensor()); }, {x});
+  const at::Tensor c1_before = net->c1->weight.clone();
+  EXPECT_EQ(fuse_conv_bn(*gm), 1);  // c1+b1; c2's value has two users
+  EXPECT_EQ(gm->get_submodule("b1"), nullptr);
+  EXPECT_NE(gm->get_submodule("b2"), nullptr);
+  torch::NoGradGuard ng;
+  const at::Tensor want = net->forward(x), got = gm->forward(x);
+  EXPECT_LT((got - want).abs().max().item<double>(), 1e-5 * want.abs().max().item<double>());
+  EXPECT_TRUE(net->c1->weight.equal(c1_before));
+  EXPECT_EQ(fuse_conv_bn(*gm), 0);
+}
+
+TEST(Fusion, FuseConvBnEvalOneAndThreeDimensionsAndErrors) {
+  torch::manual_seed(1);
+  torch::nn::Conv1d c1(torch::nn::Conv1dOptions(4, 6, 3).groups(2).bias(false));
+  torch::nn::BatchNorm1d b1(6);
+  {
+    torch::NoGradGuard ng;
+    b1->running_mean.uniform_(-1, 1);
+    b1->running_var.uniform_(0.5, 2);
+    b1->weight.uniform_(0.5, 2);
+  }
+  EXPECT_THROW(fuse_conv_bn_eval(c1, b1), std::logic_error);  // training mode
+  c1->eval();
+  b1->eval();
+  torch::NoGradGuard ng;
+  const at::Tensor x1 = at::randn({2, 4, 9});
+  const at::Tensor want1 = b1->forward(c1->forward(x1));
+  EXPECT_LT((fuse_conv_bn_eval(c1, b1)->forward(x1) - want1).abs().max().item<double>(), 1e-5 * want1.abs().max().item<double>());
+  torch::nn::Conv3d c3(torch::nn::Conv3dOptions(2, 3, 3).padding(1));
+  torch::nn::BatchNorm3d b3(3);
+  b3->running_var.fill_(0.25);
+  c3->eval();
+  b3->eval();
+  const at::Tensor x3 = at::randn({1, 2, 4, 5, 6});
+  const at::Tensor want3 = b3->forward(c3->forward(x3));
+  EXPECT_LT((fuse_conv_bn_eval(c3, b3)->forward(x3) - want3).abs().max().item<double>(), 1e-5 * want3.abs().max().item<double>());
+  torch::nn::BatchNorm1d wrong(5);
+  wrong->eval();
+  EXPECT_THROW(fuse_conv_bn_eval(c1, wrong), std::invalid_argument);
 }
 
 TEST(ShapeProp, RecordsShapesDtypesAndLayoutsOfEveryNode) {

@@ -1,6 +1,7 @@
 // fx graph IR: the Graph that owns Nodes in topological order, as torch.fx.Graph.
 #pragma once
 
+#include <functional>
 #include <iosfwd>
 #include <list>
 #include <memory>
@@ -71,8 +72,10 @@ class Graph {
 
   /// Prints the table torch.fx's `print_tabular` prints: opcode, name, target,
   /// args, kwargs; plus shape and dtype columns once a node's meta has them
-  /// (ShapeProp records them).
-  void print_tabular(std::ostream& os) const;
+  /// (ShapeProp records them), and a module column (the class of the module a
+  /// call_module node calls) when `module_type` is given and the graph has a
+  /// call_module node (`GraphModule::print_tabular` gives it).
+  void print_tabular(std::ostream& os, const std::function<std::string(const Node&)>& module_type = {}) const;
   /// A readable Python-like `forward` function for the graph.
   std::string python_code(const std::string& fn_name = "forward") const;
 

@@ -113,8 +113,10 @@ class GraphModule : public torch::nn::Module {
 
   /// The readable forward function (see `Graph::python_code`).
   std::string code() const { return graph_->python_code(); }
-  /// Prints the graph's table (see `Graph::print_tabular`).
-  void print_tabular(std::ostream& os) const { graph_->print_tabular(os); }
+  /// Prints the graph's table (see `Graph::print_tabular`) with a module column:
+  /// each call_module node's module class (`module_type_name`: "Conv2d", a
+  /// user's class), as torch.fx users read it from `gm.get_submodule(target)`.
+  void print_tabular(std::ostream& os) const;
 
  private:
   std::shared_ptr<torch::nn::Module> container_for(const std::string& path, std::string* leaf_name, bool create);

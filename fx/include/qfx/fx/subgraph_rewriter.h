@@ -53,6 +53,15 @@ struct MatchOptions {
   /// Literal arguments (numbers, lists, strings) match anything when true;
   /// by default they must be equal.
   bool ignore_literals = false;
+  /// What `replace_pattern` does when the pattern matches nowhere (SubgraphMatcher
+  /// itself just returns no match): kWarn (default) issues a libtorch warning
+  /// (TORCH_WARN, stderr unless the program installs its own c10 warning
+  /// handler) that names the ops the graph lacks and, where nn modules play
+  /// their part (an `aten::relu` pattern on a graph of `ReLU` call_module
+  /// leaves), says so; kError throws std::runtime_error with that message;
+  /// kIgnore returns the empty list as torch.fx does.
+  enum class OnNoMatch { kWarn, kError, kIgnore };
+  OnNoMatch on_no_match = OnNoMatch::kWarn;
 };
 
 /// Finds every occurrence of `pattern` in a graph (torch.fx SubgraphMatcher):
@@ -103,12 +112,13 @@ struct ReplacedMatch {
 /// named `_rewrite_const_N`), call_module nodes register the same module (shared)
 /// under `_rewrite_module_N`. `pattern` and `replacement` must have the same
 /// number of placeholders and of outputs (std::invalid_argument otherwise).
-/// Returns one entry per replaced match.
+/// Returns one entry per replaced match; none is reported as
+/// `options.on_no_match` says.
 std::vector<ReplacedMatch> replace_pattern(GraphModule& gm, const GraphModule& pattern, const GraphModule& replacement,
                                            MatchOptions options = {});
 /// Convenience: traces `pattern` and `replacement` (trace_function with
 /// `num_inputs` inputs) and calls the overload above.
 std::vector<ReplacedMatch> replace_pattern(GraphModule& gm, const TensorFn& pattern, const TensorFn& replacement,
-                                           int num_inputs = 1);
+                                           int num_inputs = 1, MatchOptions options = {});
 
 }  // namespace qfx::fx
