@@ -101,6 +101,12 @@ check "qfx ptq without OMP_NUM_THREADS computes on all $(nproc) CPUs" 0 "^$(npro
   "import json; print(json.load(open('$tmp/ptq/report.json'))['calibration']['threads'])"
 check "qfx ptq: OMP_NUM_THREADS=1 stands" 0 "on runtime:onednn \\(1 thread\\)" -- \
   env OMP_NUM_THREADS=1 "$QFX" ptq --set calibration.num_samples=64 --set evaluation=null --set output.dir="$tmp/ptq_t1"
+# Output redirected: the header comes before the progress, and calibration states one rate.
+check "qfx ptq: header first, one calibration rate" 0 "^ok" -- bash -c \
+  "OMP_NUM_THREADS=1 '$QFX' ptq --set calibration.num_samples=256 --set calibration.batch_size=32 --set evaluation=null \
+     --set output.dir='$tmp/ptq_rate' >'$tmp/rate.log' 2>&1 &&
+   head -1 '$tmp/rate.log' | grep -q '^qfx ptq: ' &&
+   [ \$(grep -i calibrat '$tmp/rate.log' | grep -cE '[0-9.]+ (images|img)/s') = 1 ] && echo ok || cat '$tmp/rate.log'"
 # Acceptance on the subset: calibrated on the runtime, int8 top-1 within 0.5 points
 # of fp32, the reference backend's int8 outputs identical to oneDNN's on every image.
 check "qfx ptq: acceptance on 2,000 test images" 0 "^accepted" -- $PY -c "

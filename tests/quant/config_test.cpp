@@ -164,3 +164,48 @@ TEST(PtqSection, PresetsAndErrors) {
   EXPECT_TRUE(qfx::quant::load_job_config(base, {"ptq.smoothquant={alpha: 0.7}"}).ptq.smoothquant);
   EXPECT_NE(error("ptq.bias_correction=maybe").find("ptq.bias_correction"), std::string::npos);
 }
+
+// One rule for relative paths: relative to the config file's folder when written in
+// the file (output.dir and checkpoints included), to the current directory when
+// given with --set; without output.dir the outputs go to the current directory.
+TEST(JobConfig, RelativePathsAreRelativeToWhereTheyAreWritten) {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::path(qfx::test::scratch_path()) / "relpaths" / "cfg";
+  fs::create_directories(dir);
+  const std::string file = (dir / "job.yaml").string();
+  {
+    std::ofstream(file) << "model: {path: m.pt, input_shape: [-1, 3, 8, 8], libraries: [ops/lib.so]}\n"
+                           "backend: accel/my.yaml\n"
+                           "calibration: {data: {format: npy, images: data/x.npy, labels: data/y.npy}}\n"
+                           "training: {data: {format: npy, images: t.npy, labels: l.npy}, checkpoint: ck/c.pt, resume: r.pt}\n"
+                           "evaluation: {data: {format: npy, images: e.npy, labels: l.npy}}\n"
+                           "output: {dir: out}\n";
+  }
+  const fs::path cwd = fs::current_path();
+  auto in_dir = [&](const char* p) { return (dir / p).string(); };
+  auto in_cwd = [&](const char* p) { return (cwd / p).lexically_normal().string(); };
+  const auto c = qfx::quant::load_job_config(file);
+  EXPECT_EQ(c.model.path, in_dir("m.pt"));
+  EXPECT_EQ(c.tracer.options.libraries.at(0), in_dir("ops/lib.so"));
+  EXPECT_EQ(c.backend, in_dir("accel/my.yaml"));
+  EXPECT_EQ(c.calibration.data.images, in_dir("data/x.npy"));
+  EXPECT_EQ(c.calibration.data.labels, in_dir("data/y.npy"));
+  EXPECT_EQ(c.training.checkpoint, in_dir("ck/c.pt"));
+  EXPECT_EQ(c.training.resume, in_dir("r.pt"));
+  EXPECT_EQ(c.output.dir, in_dir("out"));
+  // The same keys given with --set: relative to the current directory, also inside a mapping.
+  const auto o = qfx::quant::load_job_config(
+      file, {"model.path=n.pt", "output.dir=res", "calibration.data={format: npy, images: c.npy}", "backend=b.yaml",
+             "training.checkpoint=k.pt", "model.libraries=[x/l.so]"});
+  EXPECT_EQ(o.model.path, in_cwd("n.pt"));
+  EXPECT_EQ(o.output.dir, in_cwd("res"));
+  EXPECT_EQ(o.calibration.data.images, in_cwd("c.npy"));
+  EXPECT_EQ(o.backend, in_cwd("b.yaml"));
+  EXPECT_EQ(o.training.checkpoint, in_cwd("k.pt"));
+  EXPECT_EQ(o.tracer.options.libraries.at(0), in_cwd("x/l.so"));
+  EXPECT_EQ(o.evaluation.data.images, in_dir("e.npy"));  // not overridden: still the file's
+  EXPECT_EQ(qfx::quant::load_job_config(file, {"backend=reference"}).backend, "reference");  // a name, not a path
+  // No output.dir: the current directory, named after the job kind.
+  EXPECT_EQ(qfx::quant::load_job_config(file, {"output={}"}).output.dir, "qfx_qat_out");
+  EXPECT_EQ(qfx::quant::load_job_config(file, {"output={}", "training=null"}).output.dir, "qfx_ptq_out");
+}

@@ -38,17 +38,21 @@ class Progress {
     const double s = secs(t0_);
     const double rate = s > 0 && done > first_done_ ? static_cast<double>(done - first_done_) / s : 0.0;
     const double eta = rate > 0 ? static_cast<double>(total_ - done) / rate : 0.0;
+    // The rate of a finished stage is left to the summary line that follows it
+    // (measured over the whole stage), so a run shows one rate per stage.
     char rate_text[64] = "";
-    if (rate > 0) std::snprintf(rate_text, sizeof rate_text, "%.1f %s", rate, rate_unit_.c_str());
+    if (rate > 0 && done < total_) std::snprintf(rate_text, sizeof rate_text, "%.1f %s", rate, rate_unit_.c_str());
     if (tty_) {
       const int width = 30, fill = static_cast<int>(width * done / std::max<int64_t>(total_, 1));
-      std::fprintf(stderr, "\r%s [%s%s] %lld/%lld  %s  ETA %.0fs  %s ", what_.c_str(), std::string(fill, '#').c_str(),
+      char eta_text[32] = "";
+      if (done < total_) std::snprintf(eta_text, sizeof eta_text, "ETA %.0fs", eta);
+      std::fprintf(stderr, "\r%s [%s%s] %lld/%lld  %s  %s  %s ", what_.c_str(), std::string(fill, '#').c_str(),
                    std::string(width - fill, '.').c_str(), static_cast<long long>(done), static_cast<long long>(total_),
-                   rate_text, eta, extra.c_str());
+                   rate_text, eta_text, extra.c_str());
       if (done >= total_) std::fprintf(stderr, "\n");
     } else if (done >= total_ || secs(last_) > 5.0) {
       std::fprintf(stderr, "%s: %lld/%lld %s%s%s%s%s\n", what_.c_str(), static_cast<long long>(done),
-                   static_cast<long long>(total_), unit_.c_str(), rate > 0 ? ", " : "", rate_text, extra.empty() ? "" : ", ",
+                   static_cast<long long>(total_), unit_.c_str(), rate_text[0] ? ", " : "", rate_text, extra.empty() ? "" : ", ",
                    extra.c_str());
       last_ = Clock::now();
     }

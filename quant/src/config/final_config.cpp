@@ -34,6 +34,11 @@ std::string final_config_yaml(const JobConfig& cfg, const std::vector<std::strin
   set_data_paths(root["calibration"], cfg.calibration.data);
   if (cfg.evaluation.enabled) set_data_paths(root["evaluation"], cfg.evaluation.data);
   if (cfg.training.enabled) set_data_paths(root["training"], cfg.training.data);
+  if (cfg.training.enabled) {
+    if (!cfg.training.checkpoint.empty()) root["training"]["checkpoint"] = absolute(cfg.training.checkpoint);
+    if (!cfg.training.resume.empty()) root["training"]["resume"] = absolute(cfg.training.resume);
+  }
+  root["output"]["dir"] = absolute(cfg.output.dir);
   if (root["ptq"] && root["ptq"].IsMap()) root["ptq"].remove("auto_fallback");
   if (!float_modules.empty() || !int16_modules.empty()) {
     if (!root["qconfig"] || !root["qconfig"].IsMap()) root["qconfig"] = YAML::Node(YAML::NodeType::Map);

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
+#include <functional>
 
 #include "yaml_util.h"
 
@@ -55,6 +56,54 @@ DataSpec read_data(const std::string& path, const YAML::Node& n, const std::stri
   }
   if (auto c = n["color"]) d.color = as_choice(path, c, what + ".color", {"rgb", "bgr", "gray"});
   return d;
+}
+
+// The keys whose values are file or folder paths ("*" stands for each list item).
+const std::vector<std::string>& path_keys() {
+  static const std::vector<std::string> keys = [] {
+    std::vector<std::string> k = {"model.path", "model.libraries.*", "backend", "training.checkpoint", "training.resume",
+                                  "output.dir"};
+    for (const char* d : {"calibration.data", "evaluation.data", "training.data", "ptq.auto_fallback.data"})
+      for (const char* f : {".images", ".labels"}) k.push_back(std::string(d) + f);
+    return k;
+  }();
+  return keys;
+}
+
+// A relative path given with --set is relative to the current directory (it was
+// written on the command line, not in the file): make every path value under an
+// overridden key absolute in `root` before the config's folder would apply.
+void absolutize_overridden_paths(YAML::Node root, const std::vector<std::string>& overridden) {
+  for (const std::string& key : path_keys()) {
+    bool covered = false;
+    for (const std::string& o : overridden) covered |= key == o || key.rfind(o + ".", 0) == 0;
+    if (!covered) continue;
+    std::vector<std::string> parts;
+    for (size_t s = 0, d; s <= key.size(); s = d + 1) {
+      d = key.find('.', s);
+      if (d == std::string::npos) d = key.size();
+      parts.push_back(key.substr(s, d - s));
+    }
+    std::function<void(YAML::Node, size_t)> walk = [&](YAML::Node n, size_t i) {
+      if (i == parts.size()) {
+        if (!n.IsScalar()) return;
+        const std::string v = n.Scalar();
+        const bool path_like = key != "backend" || v.find('/') != std::string::npos ||
+                               (v.size() > 5 && v.compare(v.size() - 5, 5, ".yaml") == 0);
+        if (!v.empty() && v[0] != '/' && v[0] != '$' && v != "subfolders" && path_like)
+          n = (std::filesystem::current_path() / v).lexically_normal().string();
+        return;
+      }
+      if (parts[i] == "*") {
+        if (n.IsSequence())
+          for (size_t j = 0; j < n.size(); ++j) walk(n[j], i + 1);
+        return;
+      }
+      if (!n.IsMap()) return;
+      if (YAML::Node c = n[parts[i]]) walk(c, i + 1);
+    };
+    walk(root, 0);
+  }
 }
 
 int64_t positive(const std::string& path, const YAML::Node& n, const std::string& what, bool allow_zero) {
@@ -134,6 +183,7 @@ void read_auto_fallback(const std::string& path, const YAML::Node& v, JobConfig*
 JobConfig load_job_config(const std::string& path, const std::vector<std::string>& overrides) {
   YAML::Node root = load_file(path);
   if (!root.IsMap()) throw ConfigError(path + ": a PTQ config must be a YAML mapping");
+  std::vector<std::string> overridden;
   for (const auto& o : overrides) {
     const auto eq = o.find('=');
     if (eq == std::string::npos || eq == 0) throw ConfigError("--set '" + o + "': expected KEY=VALUE (calibration.num_samples=64)");
@@ -144,6 +194,7 @@ JobConfig load_job_config(const std::string& path, const std::vector<std::string
       if (d == std::string::npos) d = key.size();
       keys.push_back(key.substr(s, d - s));
     }
+    overridden.push_back(key);
     YAML::Node cur = root;
     for (size_t i = 0; i + 1 < keys.size(); ++i) {
       if (!cur[keys[i]] || !cur[keys[i]].IsMap()) cur[keys[i]] = YAML::Node(YAML::NodeType::Map);
@@ -156,6 +207,7 @@ JobConfig load_job_config(const std::string& path, const std::vector<std::string
     }
   }
   check_keys(path, root, "the config", job_config_sections());
+  absolutize_overridden_paths(root, overridden);
   JobConfig c;
   c.path = path;
   c.effective_yaml = YAML::Dump(root);
@@ -174,7 +226,12 @@ JobConfig load_job_config(const std::string& path, const std::vector<std::string
   if (!m["input_shape"] || !m["input_shape"].IsSequence()) bad(path, m, "model.input_shape is required, e.g. [-1, 1, 28, 28]");
   for (const auto& d : m["input_shape"]) c.model.input_shape.push_back(as_int(path, d, "model.input_shape"));
   c.tracer.options.input_shapes = {c.model.input_shape};  // shape specialisation while tracing
-  if (auto b = root["backend"]) c.backend = as_string(path, b, "backend");
+  if (auto b = root["backend"]) {
+    c.backend = as_string(path, b, "backend");
+    // A backend YAML file (not a shipped backend's name) is a path like the others.
+    if (c.backend.find('/') != std::string::npos || (c.backend.size() > 5 && c.backend.compare(c.backend.size() - 5, 5, ".yaml") == 0))
+      c.backend = resolve_path(c.backend, base);
+  }
   const YAML::Node cal = root["calibration"];
   if (!cal && !root["training"]) bad(path, root, "'calibration' is required");
   if (cal) {
@@ -244,8 +301,8 @@ JobConfig load_job_config(const std::string& path, const std::vector<std::string
     if (auto n = t["disable_observer_after"]) tc.disable_observer_after = as_int(path, n, "training.disable_observer_after");
     if (auto n = t["seed"]) tc.seed = as_int(path, n, "training.seed");
     if (auto n = t["max_steps"]) tc.max_steps = positive(path, n, "training.max_steps", true);
-    if (auto v = t["checkpoint"]) tc.checkpoint = resolve_path(as_string(path, v, "training.checkpoint"), "");
-    if (auto v = t["resume"]) tc.resume = resolve_path(as_string(path, v, "training.resume"), "");
+    if (auto v = t["checkpoint"]) tc.checkpoint = resolve_path(as_string(path, v, "training.checkpoint"), base);
+    if (auto v = t["resume"]) tc.resume = resolve_path(as_string(path, v, "training.resume"), base);
   }
   if (const YAML::Node p = root["ptq"]; p && !p.IsNull()) {
     if (!p.IsMap()) bad(path, p, "ptq must be a mapping {cross_layer_equalization: ..., adaround: ..., bias_correction: ...}");
@@ -314,9 +371,11 @@ JobConfig load_job_config(const std::string& path, const std::vector<std::string
   }
   if (const YAML::Node p = root["ptq"]; p && p.IsMap())
     if (const YAML::Node v = p["auto_fallback"]) read_auto_fallback(path, v, &c);
+  // Without output.dir the outputs go to the current directory, whatever config ran.
+  c.output.dir = root["training"] && !root["training"].IsNull() ? "qfx_qat_out" : "qfx_ptq_out";
   if (const YAML::Node out = root["output"]) {
     check_keys(path, out, "output", {"dir", "float_model"});
-    if (auto d = out["dir"]) c.output.dir = resolve_path(as_string(path, d, "output.dir"), "");
+    if (auto d = out["dir"]) c.output.dir = resolve_path(as_string(path, d, "output.dir"), base);
     if (auto f = out["float_model"]) c.output.float_model = as_bool(path, f, "output.float_model");
   }
   return c;

@@ -14,7 +14,7 @@ using pipeline::wrap;
 
 nlohmann::json compare_arithmetic(const runtime::Model& target, const std::string& onnx_path, const std::string& backend,
                                   const ExportResult& conv, Dataset& data, int64_t n, int64_t batch, const std::string& output,
-                                  PtqEvaluation& E) {
+                                  bool top1, PtqEvaluation& E) {
   runtime::ModelOptions float_opt(backend);
   float_opt.arithmetic = runtime::Arithmetic{};
   auto onnx = runtime::Model::load(onnx_path, float_opt);
@@ -29,7 +29,7 @@ nlohmann::json compare_arithmetic(const runtime::Model& target, const std::strin
     }
   std::map<std::string, runtime::Tensor> held;  // target's codes of the batch in flight
   std::map<std::string, ArithmeticLayerDiff> diff;
-  const at::Tensor& labels = data.labels();
+  const at::Tensor labels = top1 ? data.labels() : at::Tensor();
   int64_t correct = 0;
   const int64_t total = labels.defined() ? data.size() : n;
   for (int64_t i = 0; i < total; i += batch) {

@@ -457,7 +457,8 @@ PtqResult ptq(const JobConfig& cfg, const PipelineHooks& hooks, distributed::Con
     if (!backend.arithmetic.is_float()) {
       info(hooks, "target arithmetic: " + backend.arithmetic.describe());
       report["target_arithmetic"] = detail::compare_arithmetic(int8, onnx_path, rt_backend, conv, *ev,
-                                                               std::max<int64_t>(cfg.evaluation.sqnr_samples, 1), ebs, out_name, E);
+                                                               std::max<int64_t>(cfg.evaluation.sqnr_samples, 1), ebs, out_name,
+                                                               cfg.evaluation.metric == "top1", E);
     }
 
     // The reference backend must give the same int8 outputs, bit for bit.

@@ -89,7 +89,10 @@ struct PtqAlgorithmsConfig {
 
 /// The `output:` section.
 struct OutputConfig {
-  std::string dir = "qfx_ptq_out";     ///< created if missing; files are replaced only on success
+  /// Created if missing; files are replaced only on success. Without the key:
+  /// `qfx_ptq_out` (`qfx_qat_out` for a config with a `training` section) in
+  /// the current directory.
+  std::string dir = "qfx_ptq_out";
   /// `qfx ptq` also writes model_fp32.onnx: the float model as the runtime runs it
   /// (batch norm folded), the fp32 side for `qfx bench` and other tools.
   bool float_model = false;
@@ -114,7 +117,10 @@ struct JobConfig {
 };
 
 /// Loads the file at `path` with `overrides` ("calibration.num_samples=64",
-/// "qconfig.global.weight.bits=4") applied to every section first. Throws IoError if unreadable, ConfigError with file:line:column for an
+/// "qconfig.global.weight.bits=4") applied to every section first. Relative
+/// paths are relative to where they are written: a path in the file to the
+/// file's folder (model, data, backend YAML, libraries, checkpoints, output.dir),
+/// a path in an override to the current directory. Throws IoError if unreadable, ConfigError with file:line:column for an
 /// unknown key, a wrong type or value, or a bad override.
 JobConfig load_job_config(const std::string& path, const std::vector<std::string>& overrides = {});
 
@@ -122,8 +128,8 @@ JobConfig load_job_config(const std::string& path, const std::vector<std::string
 /// `float_modules` to float and `int16_modules`' outputs to s16:
 /// `cfg.effective_yaml` with `qconfig.module_name: {module: null}` for each float
 /// one, `{module: <qconfig.global with activation.dtype s16>}` for each int16
-/// one, `ptq.auto_fallback` removed, and the model, data and backend paths made
-/// absolute (the file is written into the output folder). `header` becomes a
+/// one, `ptq.auto_fallback` removed, and the model, data, backend, checkpoint and
+/// output paths made absolute (the file is written into the output folder). `header` becomes a
 /// leading comment.
 std::string final_config_yaml(const JobConfig& cfg, const std::vector<std::string>& float_modules,
                               const std::vector<std::string>& int16_modules, const std::string& header);
