@@ -377,11 +377,29 @@ check "qfx bench: --arch reaches the PyTorch script as one argument, never a she
    [ -e '$tmp/pwned' ] && echo shell; $PY -c \"
 import json; a = json.load(open('$tmp/args.py.args')); i = a.index('--arch')
 print('one argument, no shell' if a[i + 1] == 'x; touch $tmp/pwned' else a)\""
-check "qfx ptq output.float_model writes model_fp32.onnx; qfx bench times it beside the int8 model at the model's own input size" 0 \
-  "input \[N, 1, 28, 28\]" -- bash -c \
-  "'$QFX' ptq --set calibration.num_samples=64 --set evaluation=null --set output.float_model=true --set output.dir='$tmp/fm' \
+check "qfx ptq writes model_fp32.onnx; qfx bench OUTPUT_DIR times it beside the int8 model at the model's own input size" 0 \
+  "^ok$" -- bash -c \
+  "'$QFX' ptq --set calibration.num_samples=64 --set evaluation=null --set output.dir='$tmp/fm' \
      >/dev/null 2>&1 && [ -s '$tmp/fm/model_fp32.onnx' ] && grep -q model_fp32.onnx '$tmp/fm/report.json' &&
-   '$QFX' bench '$FIXTURES/fashion_resnet.pt' '$tmp/fm/model_fp32.onnx' --int8 '$tmp/fm/model_int8.onnx' --batch 2 --iters 1"
+   '$QFX' bench '$tmp/fm' --batch 2 --iters 1 >'$tmp/fm.bench' 2>'$tmp/fm.err' &&
+   grep -q 'input \[N, 1, 28, 28\]' '$tmp/fm.bench' && grep -q 'qfx int8' '$tmp/fm.bench' &&
+   ! grep -qi 'warn' '$tmp/fm.err' -e 'TorchScript' && echo ok || cat '$tmp/fm.bench' '$tmp/fm.err'"
+check "qfx bench MODEL.pt alone: the fp32 ONNX is built in-process at the first conv's channels" 0 "input \[N, 1, 28, 28\]" -- \
+  "$QFX" bench "$FIXTURES/fashion_resnet.pt" --size 28 --batch 2 --iters 1
+check "qfx ptq output.float_model=false: no model_fp32.onnx" 0 "^ok$" -- bash -c \
+  "'$QFX' ptq --set calibration.num_samples=64 --set evaluation=null --set output.float_model=false --set output.dir='$tmp/nofm' \
+     >/dev/null 2>&1 && [ ! -e '$tmp/nofm/model_fp32.onnx' ] && echo ok"
+printf 'import sys\nsys.stderr.write("Traceback (most recent call last):\\nRuntimeError: the head does not fit\\n")\nsys.exit(1)\n' > "$tmp/fails.py"
+check "qfx bench: a PyTorch column that could not be measured says why" 0 "# no PyTorch fx at batch 2: RuntimeError: the head does not fit" -- \
+  "$QFX" bench "$tmp/fm" --batch 2 --iters 1 --pytorch-int8 "$tmp/fails.py"
+# The PyTorch comparison rebuilds the torchvision architecture with the model's own head.
+$PY -c "import torch, torchvision; torch.jit.script(torchvision.models.resnet18(num_classes=10).eval()).save('$tmp/r18_10.pt')" 2>/dev/null
+check "PyTorch comparison script: a torchvision model with a 10-class head is timed" 0 '"int8_ms_per_batch"' -- \
+  $PY "$(dirname "$0")/../../tools/bench/pytorch_calibration.py" "$tmp/r18_10.pt" --arch resnet18 --batch 1 --images 0 --res 32 --threads 1
+check "PyTorch comparison script: a model that is not the architecture says so" 1 "is not a torchvision mobilenet_v2" -- \
+  $PY "$(dirname "$0")/../../tools/bench/pytorch_calibration.py" "$tmp/r18_10.pt" --arch mobilenet_v2 --batch 1 --images 0 --res 32
+check "qfx bench: a folder without report.json is an error naming it" 7 "nofolder/report.json: not found" -- \
+  bash -c "mkdir -p '$tmp/nofolder' && '$QFX' bench '$tmp/nofolder'"
 # A busy machine: with two CPU-bound processes beside it, qfx runs itself again with
 # OpenMP's passive wait policy and says so; a policy the user set stands.
 busy_pids=""

@@ -35,7 +35,7 @@ check "example_accel: the ONNX file carries qfx.arithmetic" 0 "^ok" -- \
   bash -c "grep -c qfx.arithmetic '$tmp/acc/model_int8.onnx' >/dev/null && echo ok"
 # With labels but the cosine metric, no top-1 figure is printed or reported (only the
 # metric's own lines), while the top-1 run above prints its top-1 with float requantization.
-"$QFX" ptq --set backend=example_accel --set evaluation.metric=cosine "${quick[@]}" --set evaluation.num_samples=64 \
+"$QFX" ptq --set backend=example_accel --set qconfig.global.weight.granularity=per_tensor --set evaluation.metric=cosine "${quick[@]}" --set evaluation.num_samples=64 \
   --set calibration.num_samples=64 --set output.dir="$tmp/acc_cos" >"$tmp/acc_cos.log" 2>&1
 check "example_accel, cosine metric with labels: no top-1 lines, the cosine line" 0 "^ok" -- bash -c \
   "grep -q 'output: cosine int8 vs fp32' '$tmp/acc_cos.log' && grep -q 'target arithmetic vs float requantization' '$tmp/acc_cos.log' &&

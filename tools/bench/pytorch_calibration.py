@@ -10,9 +10,10 @@ it for x86 CPUs: torch.export, torchao's prepare_pt2e / convert_pt2e with the
 X86InductorQuantizer's default config, then torch.compile (Inductor, freezing on), so
 the int8 model runs on Inductor's oneDNN-backed kernels.
 
-MODEL.pt is a TorchScript file whose `original_name` is a torchvision
-architecture (resnet18, mobilenet_v2); the eager model is rebuilt from
-torchvision with the archive's weights. Prints one JSON line:
+MODEL.pt is a TorchScript file of a torchvision architecture (--arch resnet18,
+mobilenet_v2, ...) with any classifier head: the eager model is rebuilt from
+torchvision with the archive's class count and weights. A model that does not fit
+the architecture is refused with one line on stderr saying why. Prints one JSON line:
   calib_images_per_s   the prepared model's forward (observers running)
   fp32_ms_per_batch    eager fp32 forward (median of 5)
   int8_ms_per_batch    the converted model (fx: onednn engine; pt2e: compiled), median of 5
@@ -35,6 +36,28 @@ def timed(fn, reps=5):
         fn()
         ts.append((time.perf_counter() - t0) * 1000)
     return statistics.median(ts)
+
+
+def build(arch, state):
+    """torchvision's `arch` with the weights in `state`, its head sized to them."""
+    make = getattr(torchvision.models, arch, None)
+    if make is None or not callable(make):
+        raise SystemExit(f"--arch {arch}: not a torchvision architecture")
+    m = make()
+    ref = m.state_dict()
+    if set(ref) == set(state) and all(state[k].shape == v.shape for k, v in ref.items()):
+        m.load_state_dict(state)
+        return m
+    # A head of its own: the class count is the output size of the default model's last weight.
+    last = [k for k, v in ref.items() if k.endswith("weight") and v.dim() >= 2][-1]
+    if last not in state:
+        raise SystemExit(f"the model is not a torchvision {arch}: it has no '{last}' weight")
+    m = make(num_classes=int(state[last].shape[0]))
+    try:
+        m.load_state_dict(state)
+    except RuntimeError as e:
+        raise SystemExit(f"the model is not a torchvision {arch}: " + str(e).splitlines()[-1].strip())
+    return m
 
 
 def prepare(flow, m, x):
@@ -72,8 +95,7 @@ def main():
     a = ap.parse_args()
     torch.set_num_threads(a.threads)
     torch.backends.quantized.engine = "onednn"
-    m = getattr(torchvision.models, a.arch)()
-    m.load_state_dict(torch.jit.load(a.model).state_dict())
+    m = build(a.arch, torch.jit.load(a.model).state_dict())
     m.eval()
     x = torch.randn(a.batch, 3, a.res, a.res)
     out = {"arch": a.arch, "batch": a.batch, "images": a.images, "threads": a.threads, "flow": a.flow,

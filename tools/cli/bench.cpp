@@ -5,6 +5,8 @@
 #include <torch/csrc/jit/api/module.h>
 #include <torch/csrc/jit/serialization/import.h>
 #include <torch/torch.h>
+#include <torch/version.h>
+#include <c10/util/Exception.h>
 
 #include <fcntl.h>
 #include <spawn.h>
@@ -12,6 +14,9 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
 #include <array>
 #include <chrono>
 #include <cstdio>
@@ -23,16 +28,29 @@
 #include <nlohmann/json.hpp>
 
 #include "qfx/error.h"
+#include "qfx/fx/tracer.h"
+#include "qfx/quant/backend_config.h"
+#include "qfx/quant/convert.h"
+#include "qfx/quant/passes.h"
+#include "qfx/quant/qconfig.h"
 #include "qfx/runtime/model.h"
 #include "qfx/runtime/peak.h"
 
 namespace qfx::cli {
 namespace {
 
-// Median wall time in milliseconds of each of `fns` over `iters` rounds, after
-// `warmup` rounds; each round runs every function once, in turn, so a drift of the
-// machine's speed moves all of them alike and their ratios stay comparable.
-std::vector<double> interleaved_median_ms(const std::vector<std::function<void()>>& fns, int iters, int warmup = 2) {
+// The timings of one side: median and interquartile range, in milliseconds.
+struct Timing {
+  double median = 0, iqr = 0;
+  /// The spread relative to the median: above kNoisy the ratios are not to be trusted.
+  double spread() const { return median > 0 ? iqr / median : 0; }
+};
+constexpr double kNoisy = 0.25;
+
+// Wall times in milliseconds of each of `fns` over `iters` rounds, after `warmup`
+// rounds; each round runs every function once, in turn, so a drift of the machine's
+// speed moves all of them alike and their ratios stay comparable.
+std::vector<Timing> interleaved_ms(const std::vector<std::function<void()>>& fns, int iters, int warmup = 2) {
   for (int i = 0; i < warmup; ++i)
     for (const auto& fn : fns) fn();
   std::vector<std::vector<double>> t(fns.size());
@@ -42,25 +60,25 @@ std::vector<double> interleaved_median_ms(const std::vector<std::function<void()
       fns[f]();
       t[f].push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - a).count());
     }
-  std::vector<double> med;
+  std::vector<Timing> out;
   for (auto& v : t) {
     std::sort(v.begin(), v.end());
-    med.push_back(v[v.size() / 2]);
+    out.push_back({v[v.size() / 2], v[(v.size() * 3) / 4] - v[v.size() / 4]});
   }
-  return med;
+  return out;
 }
 
 // Runs `argv` (no shell: arguments are passed as they are) and returns its exit
-// status, with its standard output in `*out`; stderr goes to /dev/null. -1 if it
-// could not be started.
+// status, with its standard output and error together in `*out`. -1 if it could
+// not be started.
 int run_capture(const std::vector<std::string>& argv, std::string* out) {
   int fd[2];
   if (pipe(fd) != 0) return -1;
   posix_spawn_file_actions_t fa;
   posix_spawn_file_actions_init(&fa);
   posix_spawn_file_actions_adddup2(&fa, fd[1], STDOUT_FILENO);
+  posix_spawn_file_actions_adddup2(&fa, fd[1], STDERR_FILENO);
   posix_spawn_file_actions_addclose(&fa, fd[0]);
-  posix_spawn_file_actions_addopen(&fa, STDERR_FILENO, "/dev/null", O_WRONLY, 0);
   std::vector<char*> args;
   for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
   args.push_back(nullptr);
@@ -81,21 +99,43 @@ int run_capture(const std::vector<std::string>& argv, std::string* out) {
   return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
 
+// The last non-empty line of `text` (a Python script's error), at most 200 characters.
+std::string last_line(const std::string& text) {
+  std::string line, last;
+  for (size_t s = 0; s <= text.size();) {
+    size_t e = text.find('\n', s);
+    if (e == std::string::npos) e = text.size();
+    line = text.substr(s, e - s);
+    if (line.find_first_not_of(" \t\r") != std::string::npos) last = line;
+    s = e + 1;
+  }
+  return last.size() > 200 ? last.substr(0, 197) + "..." : last;
+}
+
 // PyTorch's int8 latency at batch `b` in `flow` ("fx": prepare_fx + convert_fx on the
 // onednn engine; "pt2e": torch.export + prepare_pt2e / convert_pt2e with the x86
 // Inductor quantizer, compiled), measured by the Python script now with $QFX_PYTHON
-// (default python3 on PATH); negative if the script failed (its error on stderr).
-double pytorch_int8_ms(const BenchArgs& args, const std::string& flow, int64_t b) {
+// (default python3 on PATH); negative if the script failed, with its reason in `*why`.
+double pytorch_int8_ms(const BenchArgs& args, const std::string& flow, int64_t b, std::string* why) {
   std::string out;
   const char* py = std::getenv("QFX_PYTHON");
   const int rc = run_capture({py && *py ? py : "python3", args.pytorch_script, args.torchscript, "--arch", args.arch, "--batch",
                               std::to_string(b), "--images", "0", "--res", std::to_string(args.size), "--threads",
                               std::to_string(args.threads), "--flow", flow},
                              &out);
-  if (rc != 0) return -1;
+  if (rc != 0) {
+    *why = rc < 0 ? "could not start " + std::string(py && *py ? py : "python3") : last_line(out);
+    return -1;
+  }
   try {
-    return nlohmann::json::parse(out.substr(out.find('{'))).at("int8_ms_per_batch").get<double>();
+    // The JSON line is the script's last line of standard output.
+    const size_t at = out.rfind("\n{") == std::string::npos ? out.find('{') : out.rfind("\n{") + 1;
+    const size_t end = out.find('\n', at);
+    return nlohmann::json::parse(out.substr(at, end == std::string::npos ? std::string::npos : end - at))
+        .at("int8_ms_per_batch")
+        .get<double>();
   } catch (const std::exception&) {
+    *why = "no timing in its output: " + last_line(out);
     return -1;
   }
 }
@@ -111,6 +151,74 @@ std::array<int64_t, 3> input_chw(const runtime::Model& m, int64_t requested) {
   auto dim = [&](size_t i, int64_t def) { return shape[i] > 0 ? shape[i] : def; };
   if (requested > 0) return {dim(1, 3), requested, requested};
   return {dim(1, 3), dim(2, 224), dim(3, 224)};
+}
+
+// Drops libtorch's warnings while it lives (torch 2.x warns that TorchScript is
+// deprecated, once per call site, when the baseline is frozen), counting them.
+class QuietWarnings : public c10::WarningHandler {
+ public:
+  QuietWarnings() : previous_(c10::WarningUtils::get_warning_handler()) { c10::WarningUtils::set_warning_handler(this); }
+  ~QuietWarnings() override { c10::WarningUtils::set_warning_handler(previous_); }
+  QuietWarnings(const QuietWarnings&) = delete;
+  QuietWarnings& operator=(const QuietWarnings&) = delete;
+#if TORCH_VERSION_MAJOR >= 2
+  void process(const c10::Warning&) override { ++count; }
+#else
+  void process(const c10::SourceLocation&, const std::string&, const bool) override { ++count; }
+#endif
+  int count = 0;
+
+ private:
+  c10::WarningHandler* previous_;
+};
+
+// The fp32 model of TorchScript file `pt` as `qfx ptq` builds it (traced, batch norm
+// folded, the default qconfig's observers as pass-throughs), as ONNX bytes, for an
+// input [N, C, size, size] where C is the first 4-D weight's input channels.
+std::string export_fp32(const std::string& pt, const torch::jit::Module& ts, int64_t size) {
+  int64_t c = 3;
+  for (const auto& p : ts.parameters())
+    if (p.dim() == 4) {
+      c = p.size(1);
+      break;
+    }
+  fx::TracerOptions to;
+  to.input_shapes = {{-1, c, size, size}};
+  auto gm = fx::trace_file(pt, to);
+  quant::prepare_fx(*gm, quant::QConfigMapping::default_mapping(), quant::BackendConfig::resolve("onednn"));
+  quant::ExportOptions eo;
+  eo.float_model = true;
+  eo.input_shapes = to.input_shapes;
+  eo.input_names = {"input"};
+  return quant::export_onnx_bytes(*gm, eo, nullptr);
+}
+
+// What `qfx bench MODEL [ONNX]` times: MODEL is a folder that qfx ptq / qat wrote
+// (report.json's TorchScript model, model_fp32.onnx and model_int8.onnx in it) or a
+// TorchScript file, with its ONNX or alone. Fills `args` and returns a note on where
+// each side came from. Throws IoError / ConfigError naming what is missing.
+std::string resolve_models(BenchArgs* args) {
+  namespace fs = std::filesystem;
+  if (!fs::is_directory(args->torchscript)) return "";
+  const fs::path dir = args->torchscript;
+  const fs::path report = dir / "report.json";
+  std::ifstream in(report);
+  if (!in) throw IoError(report.string() + ": not found; qfx bench takes a qfx ptq / qat output folder or a TorchScript file");
+  nlohmann::json r;
+  try {
+    r = nlohmann::json::parse(in);
+  } catch (const std::exception& e) {
+    throw IoError(report.string() + ": not valid JSON (" + e.what() + ")");
+  }
+  if (!r.contains("model") || !r["model"].is_string()) throw IoError(report.string() + ": no 'model' entry");
+  args->torchscript = r["model"].get<std::string>();
+  if (!fs::exists(args->torchscript))
+    throw IoError(args->torchscript + ": the model that " + report.string() +
+                  " names is not found; give it as qfx bench MODEL.pt " + (dir / "model_fp32.onnx").string() + " --int8 " +
+                  (dir / "model_int8.onnx").string());
+  if (args->onnx.empty() && fs::exists(dir / "model_fp32.onnx")) args->onnx = (dir / "model_fp32.onnx").string();
+  if (args->int8_onnx.empty() && fs::exists(dir / "model_int8.onnx")) args->int8_onnx = (dir / "model_int8.onnx").string();
+  return "from " + dir.string();
 }
 
 // "123.4 (56 %)": a rate and, when the peak is known, its fraction of it.
@@ -135,29 +243,38 @@ int run_bench(const BenchArgs& a) {
                 peak.threads, static_cast<long long>(peak.size), peak.fp32_gflops, peak.fp32_impl.c_str(), peak.int8_gops,
                 peak.int8_impl.c_str());
   }
-  if (args.torchscript.empty() || args.onnx.empty()) {
+  if (args.torchscript.empty()) {
     if (args.peak) return 0;
-    throw ConfigError("qfx bench needs a TorchScript model and the same model as ONNX (or --peak alone)");
+    throw ConfigError("qfx bench needs a model: a qfx ptq / qat output folder, or a TorchScript file (and its ONNX), or --peak alone");
   }
+  const std::string source = resolve_models(&args);
+  QuietWarnings quiet;
   auto ts = torch::jit::load(args.torchscript);
   ts.eval();
   auto frozen = torch::jit::optimize_for_inference(ts);
-  runtime::Model model = runtime::Model::load(args.onnx, {"onednn"});
-  runtime::Model tapped = runtime::Model::load(args.onnx, {"onednn"});
+  std::string fp32_bytes;
+  if (args.onnx.empty()) fp32_bytes = export_fp32(args.torchscript, ts, args.size > 0 ? args.size : 224);
+  auto load_fp32 = [&] {
+    return fp32_bytes.empty() ? runtime::Model::load(args.onnx, {"onednn"}) : runtime::Model::load_from_string(fp32_bytes, {"onednn"});
+  };
+  runtime::Model model = load_fp32();
+  runtime::Model tapped = load_fp32();
   const std::array<int64_t, 3> chw = input_chw(model, args.size);
   args.size = chw[1];
   std::vector<std::string> names;
   for (const auto& in : tapped.inputs()) names.push_back(in.name);
   // Tap every float tensor the model computes, as calibration does.
   for (const auto& n : tapped.value_names()) names.push_back(n);
-  std::printf("# %s vs %s, input [N, %lld, %lld, %lld], %d threads, median of %d interleaved runs (ms)\n", args.onnx.c_str(),
-              args.torchscript.c_str(), static_cast<long long>(chw[0]), static_cast<long long>(chw[1]),
+  const std::string fp32_name = fp32_bytes.empty() ? args.onnx : "its fp32 model exported as qfx ptq builds it";
+  std::printf("# %s vs %s%s, input [N, %lld, %lld, %lld], %d threads, median of %d interleaved runs (ms)\n", fp32_name.c_str(),
+              args.torchscript.c_str(), source.empty() ? "" : (" (" + source + ")").c_str(), static_cast<long long>(chw[0]), static_cast<long long>(chw[1]),
               static_cast<long long>(chw[2]), args.threads, args.iters);
   std::printf("%-6s %14s %14s %10s %16s %12s %18s\n", "batch", "libtorch fp32", "qfx fp32", "qfx/torch", "qfx fp32 + taps",
               "taps/plain", "qfx GFLOP/s");
   std::unique_ptr<runtime::Model> int8;
   if (!args.int8_onnx.empty()) int8 = std::make_unique<runtime::Model>(runtime::Model::load(args.int8_onnx, {"onednn"}));
-  std::vector<std::string> int8_rows;
+  std::vector<std::string> int8_rows, pytorch_failures;
+  double noisiest = 0;  // the largest spread of any side's timings
   for (int64_t b : args.batches) {
     std::mt19937 rng(0);
     std::normal_distribution<float> nd;
@@ -169,22 +286,25 @@ int run_bench(const BenchArgs& a) {
                                               [&] { model.run({{model.inputs()[0].name, x}}); },
                                               [&] { tapped.run({{tapped.inputs()[0].name, x}}); }};
     if (int8) fns.push_back([&] { int8->run({{int8->inputs()[0].name, x}}); });
-    const std::vector<double> med = interleaved_median_ms(fns, args.iters);
-    const double t_torch = med[0], t_qfx = med[1], t_taps = med[2];
+    const std::vector<Timing> timing = interleaved_ms(fns, args.iters);
+    for (size_t i = 0; i < timing.size(); ++i) noisiest = std::max(noisiest, timing[i].spread());
+    const double t_torch = timing[0].median, t_qfx = timing[1].median, t_taps = timing[2].median;
     // GFLOP/s: 2 operations per multiply-accumulate, t in ms.
     const double ops = 2.0 * static_cast<double>(model.multiply_accumulates({x.shape()}));
     std::printf("%-6lld %14.2f %14.2f %10.2f %16.2f %12.2f %18s\n", static_cast<long long>(b), t_torch, t_qfx,
                 t_qfx / t_torch, t_taps, t_taps / t_qfx, rate_str(ops / t_qfx / 1e6, peak.fp32_gflops).c_str());
     if (int8) {
-      const double t_int8 = med[3];
+      const double t_int8 = timing[3].median;
       const double ops8 = 2.0 * static_cast<double>(int8->multiply_accumulates({x.shape()}));
       const std::string r8 = rate_str(ops8 / t_int8 / 1e6, peak.int8_gops);
       char row[128];
       std::snprintf(row, sizeof row, "%-6lld %14.2f %14.2f %18s", static_cast<long long>(b), t_int8, t_int8 / t_qfx, r8.c_str());
       std::string line = row;
       for (const auto& flow : args.pytorch_script.empty() ? std::vector<std::string>{} : args.pytorch_flows) {
-        const double t_pt = pytorch_int8_ms(args, flow, b);
-        char pt[32] = "failed", vs_pt[32] = "-";  // "failed": the script's error is on stderr
+        std::string why;
+        const double t_pt = pytorch_int8_ms(args, flow, b, &why);
+        char pt[32] = "failed", vs_pt[32] = "-";  // the reason is printed below the table
+        if (t_pt <= 0) pytorch_failures.push_back("PyTorch " + flow + " at batch " + std::to_string(b) + ": " + why);
         if (t_pt > 0) {
           std::snprintf(pt, sizeof pt, "%.2f", t_pt);
           std::snprintf(vs_pt, sizeof vs_pt, "%.2f", t_int8 / t_pt);
@@ -205,10 +325,19 @@ int run_bench(const BenchArgs& a) {
       std::printf(" %16s %14s", ("PyTorch " + flow).c_str(), ("qfx/" + flow).c_str());
     std::printf("\n");
     for (const auto& r : int8_rows) std::printf("%s\n", r.c_str());
+    for (const auto& f : pytorch_failures) std::printf("# no %s\n", f.c_str());
+  } else {
+    std::printf("# no int8 rows: give the int8 model (--int8 MODEL_INT8.onnx, or a qfx ptq output folder as MODEL)\n");
   }
   std::printf("# qfx/torch < 1: the runtime is faster than frozen, optimize_for_inference libtorch; GFLOP/s and GOP/s count\n"
               "# 2 operations per multiply-accumulate of the model's convolutions and matrix products%s\n",
               args.peak ? " (in brackets: the fraction of the peak above)" : "");
+  if (quiet.count > 0) std::printf("# %d libtorch warnings were not shown\n", quiet.count);
+  if (noisiest > kNoisy && args.iters >= 5)  // fewer runs give no usable spread
+    std::fprintf(stderr,
+                 "qfx bench: warning: repeated timings disagree (interquartile range up to %.0f %% of the median); the machine "
+                 "is probably doing something else: ratios may be off; use more --iters or an idle machine\n",
+                 100 * noisiest);
   return 0;
 }
 

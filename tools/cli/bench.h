@@ -9,8 +9,13 @@ namespace qfx::cli {
 
 /// Arguments of `qfx bench`.
 struct BenchArgs {
-  std::string torchscript;          ///< TorchScript model (the libtorch baseline, frozen + optimize_for_inference)
-  std::string onnx;                 ///< the same model as ONNX (run on the qfx runtime, onednn backend)
+  /// TorchScript model (the libtorch baseline, frozen + optimize_for_inference), or
+  /// a folder `qfx ptq` / `qfx qat` wrote: its report.json names the model, and
+  /// model_fp32.onnx / model_int8.onnx in it fill `onnx` / `int8_onnx` when unset.
+  std::string torchscript;
+  /// The same model as ONNX (run on the qfx runtime, onednn backend); empty: the
+  /// TorchScript model's fp32 graph exported in-process as `qfx ptq` builds it.
+  std::string onnx;
   std::vector<int64_t> batches{1, 32};
   int64_t size = 0;                 ///< input height = width; 0: the ONNX model's static H and W (224 where dynamic)
   int iters = 10;
@@ -27,8 +32,12 @@ struct BenchArgs {
 /// Prints median latencies (ms) and ratios, measured side by side in one run:
 /// libtorch fp32, qfx fp32, qfx fp32 with histogram taps on every tensor; qfx's
 /// achieved GFLOP/s (GOP/s for int8) from the model's multiply-accumulates, and
-/// with `peak` the fraction of this machine's measured peak. Throws ConfigError
-/// without models unless `peak` is set (then it prints the peak alone).
+/// with `peak` the fraction of this machine's measured peak. libtorch's warnings
+/// are counted, not shown; a PyTorch column that could not be measured says why
+/// below the table; timings whose interquartile range exceeds a quarter of their
+/// median (a busy machine) bring a warning on stderr. Throws ConfigError without
+/// a model unless `peak` is set (then it prints the peak alone), IoError for a
+/// folder without report.json or whose model is gone.
 int run_bench(const BenchArgs& args);
 
 }  // namespace qfx::cli

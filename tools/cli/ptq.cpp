@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <filesystem>
 
 #include "common.h"
 #include "qfx/quant/distributed.h"
@@ -74,7 +75,9 @@ int run_ptq(const std::string& config_path, const std::vector<std::string>& over
     std::printf("host post-processing (float, on the host; not in model_int8.onnx, whose outputs %s it reads):\n", outs.c_str());
     for (const auto& h : r.host_postprocess.host_nodes) std::printf("  %s\n", h.c_str());
   }
-  std::printf("wrote model_int8.onnx, encodings.json, report.json in %s (%.1f s)\n", r.output_dir.c_str(), r.seconds);
+  std::string files;
+  for (const auto& o : r.outputs) files += (files.empty() ? "" : ", ") + std::filesystem::path(o).filename().string();
+  std::printf("wrote %s in %s (%.1f s)\n", files.c_str(), r.output_dir.c_str(), r.seconds);
   // The int8 model must equal the reference arithmetic: a mismatch is a failure.
   if (r.evaluated && r.evaluation.reference_identical != r.evaluation.reference_images && !r.evaluation.reference_exact_expected)
     std::printf("  (the model has float groups, listed above: float sums round differently on each backend, so "

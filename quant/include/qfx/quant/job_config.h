@@ -93,9 +93,10 @@ struct OutputConfig {
   /// `qfx_ptq_out` (`qfx_qat_out` for a config with a `training` section) in
   /// the current directory.
   std::string dir = "qfx_ptq_out";
-  /// `qfx ptq` also writes model_fp32.onnx: the float model as the runtime runs it
-  /// (batch norm folded), the fp32 side for `qfx bench` and other tools.
-  bool float_model = false;
+  /// `qfx ptq` also writes model_fp32.onnx (default): the float model as the
+  /// runtime runs it (batch norm folded), the fp32 side for `qfx bench` and other
+  /// tools. `false`: not written.
+  bool float_model = true;
 };
 
 /// A whole `qfx ptq` / `qfx qat` config file (configs/ptq/default.yaml, the
