@@ -15,8 +15,11 @@
 #include <random>
 #include <thread>
 
+#include <omp.h>
+
 #include "qfx/error.h"
 #include "qfx/runtime/model.h"
+#include "qfx/runtime/threads.h"
 #include "qfx/runtime/npy.h"
 #include "qfx/runtime/peak.h"
 
@@ -497,4 +500,22 @@ TEST(Runtime, MeasurePeakTimesOneDnnMatmuls) {
   EXPECT_FALSE(p.int8_impl.empty());
   EXPECT_THROW(qfx::runtime::measure_peak(8, 1), std::invalid_argument);
   EXPECT_THROW(qfx::runtime::measure_peak(256, 0), std::invalid_argument);
+}
+
+// The runtime's thread count is settable without libtorch, and bad counts are refused.
+TEST(Runtime, SetNumThreadsSizesThePool) {
+  const int before = qfx::runtime::num_threads();
+  qfx::runtime::set_num_threads(1);
+  EXPECT_EQ(qfx::runtime::num_threads(), 1);
+  int in_region = 0;
+#pragma omp parallel
+  {
+#pragma omp single
+    in_region = omp_get_num_threads();
+  }
+  EXPECT_EQ(in_region, 1);
+  qfx::runtime::set_num_threads(2);
+  EXPECT_EQ(qfx::runtime::num_threads(), 2);
+  EXPECT_THROW(qfx::runtime::set_num_threads(0), std::invalid_argument);
+  qfx::runtime::set_num_threads(before);
 }

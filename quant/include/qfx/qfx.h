@@ -51,3 +51,4 @@
 #include "qfx/runtime/peak.h"
 #include "qfx/runtime/registry.h"
 #include "qfx/runtime/tensor.h"
+#include "qfx/runtime/threads.h"
