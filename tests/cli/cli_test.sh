@@ -470,7 +470,7 @@ for spec in "sig1:1" "sig2:2"; do
     sleep 0.5; ranks=0; for k in \$kids; do kill -0 \$k 2>/dev/null && ranks=\$((ranks + 1)); done
     [ -z \"\$(ls -A '$d')\" ] && echo clean \$rc \$ranks || echo left \$(ls -A '$d') \$rc \$ranks"
 done
-check "qfx bench: no models and no --peak" 3 "qfx bench needs a TorchScript model and the same model as ONNX \\(or --peak alone\\)" -- \
+check "qfx bench: no models and no --peak" 3 "qfx bench needs a model: a qfx ptq / qat output folder, or a TorchScript file" -- \
   "$QFX" bench
 # Determinism: two identical runs write byte-identical models and encodings.
 check "qfx ptq: two identical runs give byte-identical model_int8.onnx and encodings.json" 0 "^identical$" -- bash -c \
