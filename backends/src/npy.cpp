@@ -1,5 +1,6 @@
 #include "qfx/runtime/npy.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
@@ -105,9 +106,12 @@ Tensor load_npy(const std::string& path) {
   const int64_t available = static_cast<int64_t>(in.tellg() - data_at);
   in.seekg(data_at);
   const int64_t elem = static_cast<int64_t>(dtype_size(code->dtype));
+  // An array with a zero dimension anywhere holds no data (and needs none).
+  const bool empty = std::find(shape.begin(), shape.end(), int64_t{0}) != shape.end();
   int64_t need = elem;
   for (int64_t d : shape) {
-    if (d != 0 && need > available / d) {
+    if (empty) break;
+    if (need > available / d) {
       fail(path, "truncated data: the header's shape needs more than the " + std::to_string(available) +
                      " bytes the file holds");
     }
@@ -115,7 +119,7 @@ Tensor load_npy(const std::string& path) {
   }
 
   Tensor t(shape, code->dtype);
-  if (!in.read(static_cast<char*>(t.raw()), static_cast<std::streamsize>(t.nbytes())))
+  if (t.nbytes() > 0 && !in.read(static_cast<char*>(t.raw()), static_cast<std::streamsize>(t.nbytes())))
     fail(path, "truncated data: expected " + std::to_string(t.nbytes()) + " bytes for " + t.describe());
   return t;
 }

@@ -1,4 +1,5 @@
 // ONNX protobuf -> runtime IR.
+#include <cmath>
 #include <onnx/onnx_pb.h>
 
 #include <cstring>
@@ -151,6 +152,29 @@ static void validate_assignments(const Graph& g, const std::string& path) {
     if (!writer.count(out.name)) throw DataError(path + ": graph output '" + out.name + "' is not computed by the graph");
 }
 
+// The parameters of weighted and normalising ops and the scales of Q/DQ must be
+// finite: a NaN bias or an infinite weight is named here, at load, instead of
+// surfacing as NaN outputs. (Other constants may hold -inf on purpose: additive
+// attention masks.)
+static void validate_parameters(const Graph& g, const std::string& path) {
+  static const std::set<std::string> kOps = {"Conv", "ConvTranspose", "Gemm", "MatMul", "BatchNormalization",
+                                             "LayerNormalization", "InstanceNormalization", "GroupNormalization",
+                                             "QuantizeLinear", "DequantizeLinear", "QLinearConv", "QLinearMatMul"};
+  for (const auto& n : g.nodes) {
+    if (!kOps.count(n.op)) continue;
+    for (const auto& in : n.inputs) {
+      auto it = g.initializers.find(in);
+      if (it == g.initializers.end() || it->second.dtype() != DType::kFloat32) continue;
+      const float* p = static_cast<const float*>(it->second.raw());
+      for (int64_t i = 0, e = it->second.numel(); i < e; ++i)
+        if (!std::isfinite(p[i]))
+          throw DataError(path + ": node '" + n.name + "' (" + n.op + ") reads initializer '" + in + "', whose element " +
+                          std::to_string(i) + " is " + (std::isnan(p[i]) ? "NaN" : "infinite") +
+                          " (weights, biases, normalisation parameters and scales must be finite)");
+    }
+  }
+}
+
 Graph load_onnx_bytes(const std::string& bytes, const std::string& path) {
   onnx::ModelProto mp;
   if (bytes.empty() || !mp.ParseFromString(bytes) || !mp.has_graph())
@@ -201,6 +225,7 @@ Graph load_onnx_bytes(const std::string& bytes, const std::string& path) {
     g.nodes.push_back(std::move(n));
   }
   validate_assignments(g, path);
+  validate_parameters(g, path);
   return g;
 }
 

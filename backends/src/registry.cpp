@@ -266,7 +266,15 @@ void load_plugin(const std::string& path) {
     dlclose(h);
     throw IoError(path + ": not a qfx runtime plug-in (no qfx_runtime_plugin_init; define it with QFX_RUNTIME_PLUGIN)");
   }
-  if (init(kPluginApiVersion) != 0)
+  int status = 0;
+  try {  // the plug-in's own code: whatever it throws is reported with its path
+    status = init(kPluginApiVersion);
+  } catch (const std::exception& e) {
+    throw IoError(path + ": runtime plug-in failed while registering its kernels: " + e.what());
+  } catch (...) {
+    throw IoError(path + ": runtime plug-in failed while registering its kernels (it threw a non-standard exception)");
+  }
+  if (status != 0)
     throw IoError(path + ": runtime plug-in refused to register (built for another plug-in API version than " +
                   std::to_string(kPluginApiVersion) + "?)");
   r.plugins.insert(canon);  // kept loaded: its kernels live in the registry

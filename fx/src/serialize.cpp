@@ -1,4 +1,5 @@
 // save_graph_module / load_graph_module (see serialize.h).
+#include "archive_size.h"
 #include "qfx/fx/serialize.h"
 
 #include <torch/csrc/jit/api/module.h>
@@ -378,6 +379,7 @@ std::shared_ptr<GraphModule> load_graph_module(const std::string& path) {
   const std::vector<char> bytes = read_bytes(path);
   if (bytes.size() < 4 || bytes[0] != 'P' || bytes[1] != 'K')
     throw IoError(path + ": not a saved GraphModule (expected a zip file written by save_graph_module)");
+  detail::check_unpacked_size(path, "not a saved GraphModule (truncated or corrupt?)");
   IValue file;
   try {
     file = torch::jit::pickle_load(bytes);

@@ -1,5 +1,7 @@
 #include "qfx/fx/tracer.h"
 
+#include "archive_size.h"
+
 #include <torch/csrc/jit/api/function_impl.h>
 #include <torch/csrc/jit/ir/ir.h>
 #include <torch/csrc/jit/runtime/operator.h>
@@ -82,6 +84,8 @@ torch::jit::Module load_torchscript(const std::string& path) {
       throw IoError(path + ": not a TorchScript archive (expected a zip file saved by torch.jit.save)");
     }
   }
+  // A small archive can unpack to gigabytes: measure before anything is unpacked.
+  detail::check_unpacked_size(path, "cannot load TorchScript archive (truncated or corrupt?)");
   bool tried_torchvision = false;
   // An operator no loaded library registers (libtorch raises it as c10::Error or as
   // the compiler's ErrorReport): torchvision's is loaded on demand, any other is the

@@ -37,6 +37,20 @@ TEST(Npy, ReadsWhatNumPyWrites) {
   EXPECT_EQ(l.data<int64_t>()[0], -5);
 }
 
+TEST(Npy, ZeroSizedArraysAreEmptyNotTruncated) {
+  // A zero anywhere in the shape: no data follows the header, and none is needed.
+  const std::string dir = qfx::test::scratch_path();
+  ASSERT_TRUE(numpy("np.save('" + dir + "/z0.npy', np.zeros((0, 3), np.float32))\n"
+                    "np.save('" + dir + "/z1.npy', np.zeros((3, 0), np.float32))\n"
+                    "np.save('" + dir + "/z2.npy', np.zeros((2, 5, 0, 7), np.int64))\n"));
+  const std::vector<std::vector<int64_t>> want = {{0, 3}, {3, 0}, {2, 5, 0, 7}};
+  for (int i = 0; i < 3; ++i) {
+    Tensor t = load_npy(dir + "/z" + std::to_string(i) + ".npy");
+    EXPECT_EQ(t.shape(), want[static_cast<size_t>(i)]);
+    EXPECT_EQ(t.numel(), 0);
+  }
+}
+
 TEST(Npy, NumPyReadsWhatWeWrite) {
   const std::string dir = qfx::test::scratch_path();
   Tensor t({3, 2}, DType::kInt32);

@@ -35,6 +35,18 @@ check "torchrun's environment without RANK" 3 "WORLD_SIZE is 2 but RANK is not s
 check "more processes than calibration batches" 3 "2 calibration batches for 3 processes" -- \
   "$QFX" ptq --nproc 3 --set calibration.num_samples=128 --set output.dir="$tmp/bad_few"
 
+# Ranks that never come: the timeout is honoured as set (not twice over) and the
+# error names who is missing, from the side that waits and from the side that came late.
+check "rank 0 alone: rank 1 never joined, within the timeout" 10 "rank 1 never joined within the timeout \\(4 s" -- \
+  bash -c "s=\$(date +%s); env WORLD_SIZE=2 RANK=0 MASTER_PORT=29531 QFX_DIST_TIMEOUT=4 '$QFX' ptq ${ptq_args[*]} \
+    --set output.dir='$tmp/alone0' 2>&1; rc=\$?; [ \$((\$(date +%s) - s)) -le 12 ] || echo 'took too long'; exit \$rc"
+check "rank 1 of 3 alone: rank 0, host of the store, never came" 10 "rank 0 \\(it hosts the rendezvous store at 127.0.0.1:29532\\) never came" -- \
+  env WORLD_SIZE=3 RANK=1 MASTER_PORT=29532 QFX_DIST_TIMEOUT=3 "$QFX" ptq "${ptq_args[@]}" --set output.dir="$tmp/alone1"
+check "ranks 0 and 2 of 3: rank 1 never joined; no output folder left" 0 "^10 rank 1 never joined none$" -- bash -c \
+  "env WORLD_SIZE=3 RANK=2 MASTER_PORT=29533 QFX_DIST_TIMEOUT=4 '$QFX' ptq ${ptq_args[*]} --set output.dir='$tmp/alone2' >/dev/null 2>&1 &
+   env WORLD_SIZE=3 RANK=0 MASTER_PORT=29533 QFX_DIST_TIMEOUT=4 '$QFX' ptq ${ptq_args[*]} --set output.dir='$tmp/alone2' > '$tmp/alone2.log' 2>&1
+   rc=\$?; wait; echo \$rc \$(grep -o 'rank 1 never joined' '$tmp/alone2.log') \$([ -e '$tmp/alone2' ] && echo left || echo none)"
+
 # A rank killed mid-calibration: the survivor names it and exits non-zero within the timeout; no output.
 check "a killed rank: the job fails naming it" 10 "rank 1 stopped" -- \
   env QFX_TEST_KILL_RANK=1 QFX_DIST_TIMEOUT=20 timeout 120 "$QFX" ptq --nproc 2 "${ptq_args[@]}" --set output.dir="$tmp/killed"

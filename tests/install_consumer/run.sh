@@ -3,7 +3,9 @@
 # with find_package(qfx). Args: BUILD_DIR SOURCE_DIR FIXTURE
 # The installed configs are found from the prefix (not the source tree): a backend
 # YAML that exists only in the prefix resolves by name, in the user's program and in
-# the installed qfx.
+# the installed qfx. Then, with the source and build trees hidden (a private mount
+# namespace puts empty folders over them; the libtorch of the torch wheel stays),
+# the user's program and the installed `qfx ptq` default job run from the prefix.
 set -euo pipefail
 build=$1; src=$2; fixture=$3
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
@@ -24,3 +26,26 @@ env -u QFX_CONFIG_DIR "$tmp/prefix/bin/qfx" --version
 msg=$(env -u QFX_CONFIG_DIR "$tmp/prefix/bin/qfx" ptq --set backend=no_such_backend 2>&1 || true)
 echo "$msg"
 grep -q "unknown backend 'no_such_backend' (available: .*installed_only" <<<"$msg"
+
+# The source and build trees out of view: what the prefix holds must be enough.
+venv=$(dirname "$(dirname "$torch_dir")")  # .../share/cmake/Torch -> the torch package's folder
+venv=$(cd "$venv/../../../../.." && pwd)   # <venv>/lib/pythonX/site-packages/torch -> <venv>
+userns=""; [ "$(id -u)" -ne 0 ] && userns="-r"
+hidden=$(unshare $userns -m bash -s "$src" "$build" "$venv" "$tmp" "$fixture" <<'EOS'
+set -e
+src=$1; build=$2; venv=$3; tmp=$4; fixture=$5
+keep="$tmp/venv_keep"; mkdir -p "$keep"; mount --bind "$venv" "$keep"
+cp "$fixture" "$tmp/model.pt"
+for d in "$build" "$src"; do [ -d "$d" ] && mount -t tmpfs none "$d"; done
+case "$venv" in "$src"/*|"$build"/*) mkdir -p "$venv"; mount --bind "$keep" "$venv" ;; esac
+[ ! -e "$src/CMakeLists.txt" ] && [ ! -e "$build/CMakeCache.txt" ] || { echo "source or build tree still visible"; exit 1; }
+"$tmp/b/consumer" "$tmp/model.pt" installed_only | grep -q '^backend: installed_only$'
+env -u QFX_CONFIG_DIR -u QFX_FIXTURES "$tmp/prefix/bin/qfx" ptq --set calibration.num_samples=64 \
+  --set evaluation.num_samples=200 --set evaluation.sqnr_samples=0 --set evaluation.reference_check=0 \
+  --set output.dir="$tmp/ptq_out" > "$tmp/ptq.log" 2>&1 || { cat "$tmp/ptq.log"; exit 1; }
+[ -f "$tmp/ptq_out/model_int8.onnx" ] && grep -q "prefix/share/qfx/configs/ptq/default.yaml" "$tmp/ptq.log"
+echo "ran from the prefix alone"
+EOS
+)
+echo "$hidden"
+grep -q '^ran from the prefix alone$' <<<"$hidden"

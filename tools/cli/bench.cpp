@@ -249,7 +249,7 @@ int run_bench(const BenchArgs& a) {
   }
   const std::string source = resolve_models(&args);
   QuietWarnings quiet;
-  auto ts = torch::jit::load(args.torchscript);
+  auto ts = qfx::fx::load_torchscript(args.torchscript);
   ts.eval();
   auto frozen = torch::jit::optimize_for_inference(ts);
   std::string fp32_bytes;

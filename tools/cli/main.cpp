@@ -3,6 +3,8 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <filesystem>
+#include <new>
 #include <iostream>
 
 #include "bench.h"
@@ -24,6 +26,21 @@
 #include <torch/version.h>
 
 namespace {
+
+// One error line stays readable: a message that quotes a huge value is cut.
+std::string clip_message(const std::string& m) {
+  constexpr size_t kMax = 4000;
+  if (m.size() <= kMax) return m;
+  return m.substr(0, kMax) + "... (" + std::to_string(m.size() - kMax) + " more characters)";
+}
+
+// A std::filesystem error as a user reads it: the paths first, then the reason.
+std::string filesystem_message(const std::filesystem::filesystem_error& e) {
+  std::string m;
+  if (!e.path1().empty()) m += e.path1().string();
+  if (!e.path2().empty()) m += " -> " + e.path2().string();
+  return (m.empty() ? "" : m + ": ") + e.code().message();
+}
 
 struct PrepareArgs {
   std::string backend;  // empty: print the traced graph only
@@ -250,12 +267,19 @@ int main(int argc, char** argv) {
     if (*qat)
       return qfx::cli::run_qat(qat_config.empty() ? qfx::quant::find_config("qat/fashion_mobilenet.yaml") : qat_config, qat_set);
   } catch (const qfx::Error& e) {
-    std::cerr << "qfx: error: " << e.what() << "\n";
+    std::cerr << "qfx: error: " << clip_message(e.what()) << "\n";
     return e.exit_code();
   } catch (const c10::Error& e) {  // libtorch raised it outside a graph node (loading, shapes)
-    std::cerr << "qfx " << app.get_subcommands().at(0)->get_name() << ": libtorch error: " << e.what_without_backtrace()
-              << "\n";
+    std::cerr << "qfx " << app.get_subcommands().at(0)->get_name() << ": libtorch error: "
+              << clip_message(e.what_without_backtrace()) << "\n";
     return 8;
+  } catch (const std::filesystem::filesystem_error& e) {  // a path the OS refused (too long, permissions, ...)
+    std::cerr << "qfx: error: " << clip_message(filesystem_message(e)) << "\n";
+    return qfx::IoError("").exit_code();
+  } catch (const std::bad_alloc&) {
+    std::cerr << "qfx: error: out of memory (an input, a batch or a model larger than this machine's memory; "
+                 "try a smaller batch_size or num_samples)\n";
+    return qfx::DataError("").exit_code();
   } catch (const std::exception& e) {  // a bug: say which command hit it
     std::cerr << "qfx " << app.get_subcommands().at(0)->get_name() << ": internal error (please report it with the command line): "
               << e.what() << "\n";

@@ -68,7 +68,13 @@ std::map<std::string, Tensor> Model::run_impl(const std::map<std::string, Tensor
     given.push_back(&t);
   }
   std::unique_ptr<Plan> plan = im.take_plan(sig);
-  if (!plan) plan = im.build(shapes);
+  if (!plan) {
+    plan = im.build(shapes);
+    if (im.load_choices.empty()) {  // planned at the first run (dynamic height / width)
+      std::lock_guard<std::mutex> lk(im.mu);
+      if (im.first_run_choices.empty()) im.first_run_choices = plan->choices;
+    }
+  }
   const std::shared_ptr<const Impl::TapConfig> taps = im.current_taps();
   // Observation of one computed value: the taps' statistics and the caller's watch
   // callback, which sees the logical (plain) layout.

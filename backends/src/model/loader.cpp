@@ -113,15 +113,29 @@ Model Model::from_graph(ir::Graph graph, const ModelOptions& options, const std:
     im->taps_cfg = std::move(taps);
   }
   // Plan once now (dynamic dims as 1): unsupported ops and bad shapes fail at load.
+  // A model with dynamic dims beyond the batch (height, width, sequence length)
+  // may need more than 1 there (a 3x3 window without padding): when that plan
+  // finds a shape that does not fit, planning waits for the real shapes of the
+  // first run.
   std::vector<std::vector<int64_t>> shapes;
   std::string sig;
+  bool dynamic_inner = false;
   for (const auto& in : im->inputs) {
     std::vector<int64_t> s = in.shape;
-    for (auto& d : s) d = d < 0 ? 1 : d;
+    for (size_t d = 0; d < s.size(); ++d) {
+      dynamic_inner = dynamic_inner || (d > 0 && s[d] < 0);
+      s[d] = s[d] < 0 ? 1 : s[d];
+    }
     sig += shape_str(s);
     shapes.push_back(s);
   }
-  std::unique_ptr<Plan> plan = im->build(shapes);
+  std::unique_ptr<Plan> plan;
+  try {
+    plan = im->build(shapes);
+  } catch (const DataError&) {
+    if (!dynamic_inner) throw;
+    return Model(std::move(im));
+  }
   im->load_choices = plan->choices;
   im->return_plan(sig, std::move(plan));
   return Model(std::move(im));
@@ -134,7 +148,11 @@ int Model::int8_ops() const { return impl_->int8_ops; }
 int Model::total_ops() const { return static_cast<int>(impl_->g.nodes.size()); }
 const std::string& Model::backend() const { return impl_->backend_name; }
 
-std::vector<KernelChoice> Model::kernel_report() const { return impl_->load_choices; }
+std::vector<KernelChoice> Model::kernel_report() const {
+  if (!impl_->load_choices.empty()) return impl_->load_choices;
+  std::lock_guard<std::mutex> lk(impl_->mu);
+  return impl_->first_run_choices;
+}
 
 std::vector<std::string> Model::cached_plans() const {
   std::vector<std::pair<uint64_t, std::string>> by_use;

@@ -48,6 +48,9 @@ struct Model::Impl {
   int int8_ops = 0;
 
   std::vector<KernelChoice> load_choices;  // of the plan built at load (kernel_report)
+  // A model whose dynamic height / width cannot be planned as 1 is planned at its
+  // first run: the choices of that plan (guarded by mu).
+  mutable std::vector<KernelChoice> first_run_choices;
 
   /// Free plans of one input-shape signature, and when the signature was last used.
   struct PoolEntry {

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <limits>
 
 #include "qfx/runtime/registry.h"
@@ -93,7 +94,16 @@ TensorConstraints read_tensor(const std::string& path, const YAML::Node& n, cons
     }
     if (first) bad(path, g, what + ".granularity must not be empty");
   }
-  if (auto a = n["ch_axis"]) t.ch_axis = as_int(path, a, what + ".ch_axis");
+  if (auto a = n["ch_axis"]) {
+    // Per-channel weights are quantized along their output channels, as ONNX's
+    // per-axis QuantizeLinear for Conv / Gemm expects (axis 0; a ConvTranspose
+    // weight's axis 1 is chosen from the op). No other axis can be honoured.
+    t.ch_axis = as_int(path, a, what + ".ch_axis");
+    if (t.ch_axis != 0)
+      bad(path, a, what + ".ch_axis " + std::to_string(t.ch_axis) +
+                       " cannot be honoured: weights are quantized per output channel (axis 0 of conv and linear weights, "
+                       "axis 1 of transposed conv weights, chosen by op); use 0 or leave ch_axis out");
+  }
   if (auto b = n["min_bits"]) {
     t.min_bits = static_cast<int>(as_int(path, b, what + ".min_bits"));
     if (t.min_bits < 2 || t.min_bits > 8) bad(path, b, what + ".min_bits must be between 2 and 8");
@@ -233,6 +243,26 @@ BackendConfig BackendConfig::load(const std::string& path) {
   return b;
 }
 
+std::string build_tree_path(const std::string& key) {
+  const std::string lib = runtime::runtime_library_dir();
+  if (lib.empty()) return "";
+  std::ifstream f(std::filesystem::path(lib) / "qfx_build_tree.paths");
+  std::string line;
+  while (std::getline(f, line))
+    if (line.rfind(key + "=", 0) == 0) return line.substr(key.size() + 1);
+  return "";
+}
+
+std::string default_fixture_dir() {
+  const std::string tree = build_tree_path("fixtures");
+  if (!tree.empty()) return tree;
+  const std::string lib = runtime::runtime_library_dir();
+  if (lib.empty()) return "";
+  const std::filesystem::path installed = std::filesystem::path(lib) / QFX_CONFIG_DIR_FROM_LIBDIR / ".." / "fixtures";
+  std::error_code ec;
+  return std::filesystem::is_directory(installed, ec) ? installed.lexically_normal().string() : "";
+}
+
 std::vector<std::string> config_dirs() {
   std::vector<std::string> dirs;
   if (const char* env = std::getenv("QFX_CONFIG_DIR")) dirs.emplace_back(env);
@@ -244,8 +274,9 @@ std::vector<std::string> config_dirs() {
     std::error_code ec;
     if (std::filesystem::is_directory(installed, ec)) dirs.push_back(installed.lexically_normal().string());
   }
-  // A build tree: the source tree's configs, while it exists.
-  dirs.emplace_back(QFX_SOURCE_CONFIG_DIR);
+  // A build tree: the source tree's configs, named in a file beside the runtime library.
+  const std::string tree = build_tree_path("configs");
+  if (!tree.empty()) dirs.push_back(tree);
   return dirs;
 }
 

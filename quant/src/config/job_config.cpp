@@ -1,5 +1,7 @@
 #include "qfx/quant/job_config.h"
 
+#include "qfx/quant/backend_config.h"
+
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
@@ -24,6 +26,26 @@ std::vector<double> doubles(const std::string& path, const YAML::Node& n, const 
   return v;
 }
 
+// A path value: not empty, each component within NAME_MAX (255 bytes) and the whole
+// within PATH_MAX (4096), as Linux file systems allow; then resolved (resolve_path).
+// Errors carry the key's file:line:column.
+std::string as_path(const std::string& path, const YAML::Node& n, const std::string& what, const std::string& base) {
+  const std::string v = as_string(path, n, what);
+  if (v.empty()) bad(path, n, what + " must not be empty (a file or folder path)");
+  std::string p;
+  try {
+    p = resolve_path(v, base);
+  } catch (const ConfigError& e) {
+    bad(path, n, what + ": " + e.what());
+  }
+  if (p.size() >= 4096) bad(path, n, what + " is " + std::to_string(p.size()) + " bytes long; paths are limited to 4095");
+  for (const auto& part : std::filesystem::path(p))
+    if (part.native().size() > 255)
+      bad(path, n, what + ": the path component '" + part.native().substr(0, 40) + "...' is " +
+                       std::to_string(part.native().size()) + " bytes; file systems allow at most 255");
+  return p;
+}
+
 DataSpec read_data(const std::string& path, const YAML::Node& n, const std::string& what) {
   DataSpec d;
   if (!n.IsMap()) bad(path, n, what + " must be a mapping {format: ..., images: ...}");
@@ -31,12 +53,12 @@ DataSpec read_data(const std::string& path, const YAML::Node& n, const std::stri
   if (auto f = n["format"]) d.format = as_choice(path, f, what + ".format", data_reader_formats());
   if (!n["images"]) bad(path, n, what + ".images is required");
   const std::string base = std::filesystem::path(path).parent_path().string();
-  d.images = resolve_path(as_string(path, n["images"], what + ".images"), base);
+  d.images = as_path(path, n["images"], what + ".images", base);
   if (auto l = n["labels"]) {
     const std::string v = as_string(path, l, what + ".labels");
     if (d.format == "images" && v != "subfolders") bad(path, l, what + ".labels of an image folder must be 'subfolders'");
     if (d.format == "raw") bad(path, l, what + ".labels: raw data has no labels");
-    d.labels = d.format == "images" ? v : resolve_path(v, base);
+    d.labels = d.format == "images" ? v : as_path(path, l, what + ".labels", base);
   }
   if (auto m = n["mean"]) d.mean = doubles(path, m, what + ".mean");
   if (auto s = n["std"]) {
@@ -123,9 +145,7 @@ std::string resolve_path(const std::string& p_in, const std::string& base_dir) {
       const std::string var = p_in.substr(i + 2, e - i - 2);
       const char* v = std::getenv(var.c_str());
       std::string val = v ? v : "";
-#ifdef QFX_FIXTURE_DIR_DEFAULT
-      if (!v && var == "QFX_FIXTURES") val = QFX_FIXTURE_DIR_DEFAULT;
-#endif
+      if (!v && var == "QFX_FIXTURES") val = default_fixture_dir();
       if (!v && val.empty()) throw ConfigError("path '" + p_in + "' uses ${" + var + "}, which is not set");
       p += val;
       i = e;
@@ -219,10 +239,10 @@ JobConfig load_job_config(const std::string& path, const std::vector<std::string
   check_keys(path, m, "model", {"path", "input_shape", "libraries"});
   if (const YAML::Node libs = m["libraries"]) {
     if (!libs.IsSequence()) bad(path, libs, "model.libraries must be a list of operator libraries: [lib.so]");
-    for (const auto& l : libs) c.tracer.options.libraries.push_back(resolve_path(as_string(path, l, "model.libraries"), base));
+    for (const auto& l : libs) c.tracer.options.libraries.push_back(as_path(path, l, "model.libraries", base));
   }
   if (!m["path"]) bad(path, m, "model.path is required");
-  c.model.path = resolve_path(as_string(path, m["path"], "model.path"), base);
+  c.model.path = as_path(path, m["path"], "model.path", base);
   if (!m["input_shape"] || !m["input_shape"].IsSequence()) bad(path, m, "model.input_shape is required, e.g. [-1, 1, 28, 28]");
   for (const auto& d : m["input_shape"]) c.model.input_shape.push_back(as_int(path, d, "model.input_shape"));
   c.tracer.options.input_shapes = {c.model.input_shape};  // shape specialisation while tracing
@@ -230,7 +250,7 @@ JobConfig load_job_config(const std::string& path, const std::vector<std::string
     c.backend = as_string(path, b, "backend");
     // A backend YAML file (not a shipped backend's name) is a path like the others.
     if (c.backend.find('/') != std::string::npos || (c.backend.size() > 5 && c.backend.compare(c.backend.size() - 5, 5, ".yaml") == 0))
-      c.backend = resolve_path(c.backend, base);
+      c.backend = as_path(path, b, "backend", base);
   }
   const YAML::Node cal = root["calibration"];
   if (!cal && !root["training"]) bad(path, root, "'calibration' is required");
@@ -301,8 +321,8 @@ JobConfig load_job_config(const std::string& path, const std::vector<std::string
     if (auto n = t["disable_observer_after"]) tc.disable_observer_after = as_int(path, n, "training.disable_observer_after");
     if (auto n = t["seed"]) tc.seed = as_int(path, n, "training.seed");
     if (auto n = t["max_steps"]) tc.max_steps = positive(path, n, "training.max_steps", true);
-    if (auto v = t["checkpoint"]) tc.checkpoint = resolve_path(as_string(path, v, "training.checkpoint"), base);
-    if (auto v = t["resume"]) tc.resume = resolve_path(as_string(path, v, "training.resume"), base);
+    if (auto v = t["checkpoint"]) tc.checkpoint = as_path(path, v, "training.checkpoint", base);
+    if (auto v = t["resume"]) tc.resume = as_path(path, v, "training.resume", base);
   }
   if (const YAML::Node p = root["ptq"]; p && !p.IsNull()) {
     if (!p.IsMap()) bad(path, p, "ptq must be a mapping {cross_layer_equalization: ..., adaround: ..., bias_correction: ...}");
@@ -375,7 +395,7 @@ JobConfig load_job_config(const std::string& path, const std::vector<std::string
   c.output.dir = root["training"] && !root["training"].IsNull() ? "qfx_qat_out" : "qfx_ptq_out";
   if (const YAML::Node out = root["output"]) {
     check_keys(path, out, "output", {"dir", "float_model"});
-    if (auto d = out["dir"]) c.output.dir = resolve_path(as_string(path, d, "output.dir"), base);
+    if (auto d = out["dir"]) c.output.dir = as_path(path, d, "output.dir", base);
     if (auto f = out["float_model"]) c.output.float_model = as_bool(path, f, "output.float_model");
   }
   return c;

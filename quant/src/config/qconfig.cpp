@@ -112,6 +112,21 @@ QConfigMapping& QConfigMapping::set_module_name(const std::string& name, QConfig
   return *this;
 }
 
+std::vector<std::string> QConfigMapping::unmatched(const std::vector<std::string>& module_paths) const {
+  std::vector<std::string> out;
+  for (const auto& [name, q] : module_name_) {
+    bool hit = false;
+    for (const auto& p : module_paths) hit = hit || p == name || p.rfind(name + ".", 0) == 0;
+    if (!hit) out.push_back("module_name '" + name + "'");
+  }
+  for (size_t i = 0; i < regex_.size(); ++i) {
+    bool hit = false;
+    for (const auto& p : module_paths) hit = hit || (!p.empty() && RE2::FullMatch(p, regex_[i].first->re));
+    if (!hit) out.push_back("module_name_regex '" + regex_src_[i].first + "'");
+  }
+  return out;
+}
+
 QConfigPtr QConfigMapping::resolve(const std::string& module_path, const std::string& type,
                                    std::string* matched_by) const {
   // Exact module name, then each parent ("a.b.c", "a.b", "a").

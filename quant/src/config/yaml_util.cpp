@@ -12,7 +12,12 @@ std::string loc(const std::string& path, const YAML::Node& n) {
 }
 
 void bad(const std::string& path, const YAML::Node& n, const std::string& what) {
-  throw ConfigError(loc(path, n) + ": " + what);
+  // A message quotes the offending value: a huge one (a 200 MB scalar) is cut, so
+  // the error stays one readable line.
+  constexpr size_t kMax = 600;
+  std::string w = what;
+  if (w.size() > kMax) w = w.substr(0, kMax) + "... (" + std::to_string(what.size() - kMax) + " more characters)";
+  throw ConfigError(loc(path, n) + ": " + w);
 }
 
 YAML::Node load_file(const std::string& path) {

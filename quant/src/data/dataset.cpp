@@ -367,6 +367,11 @@ at::Tensor preprocess_image(const at::Tensor& hwc, const DataSpec& spec, const s
     // torchvision Resize(int): the shorter side becomes `resize`, the other keeps the aspect ratio.
     const int64_t nh = h <= w ? spec.resize : static_cast<int64_t>(static_cast<double>(spec.resize) * h / w);
     const int64_t nw = h <= w ? static_cast<int64_t>(static_cast<double>(spec.resize) * w / h) : spec.resize;
+    // A thin image resized by its short side can grow to gigabytes: refuse it by name.
+    if (static_cast<double>(nh) * static_cast<double>(nw) > static_cast<double>(kMaxImagePixels))
+      throw DataError(what + ": a " + std::to_string(w) + "x" + std::to_string(h) + " image resized to " + std::to_string(spec.resize) +
+                      " on its shorter side would be " + std::to_string(nw) + "x" + std::to_string(nh) + " pixels, more than the " +
+                      std::to_string(kMaxImagePixels / 1000000) + " million qfx decodes (crop it, or lower resize)");
     at::Tensor tmp = at::empty({h, nw, 3}, at::kFloat), out = at::empty({nh, nw, 3}, at::kFloat);
     resample_axis(img.data_ptr<float>(), tmp.data_ptr<float>(), h, w, nw, 3);      // horizontal
     resample_axis(tmp.data_ptr<float>(), out.data_ptr<float>(), 1, h, nh, nw * 3);  // vertical

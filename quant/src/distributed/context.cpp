@@ -3,8 +3,13 @@
 #include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
 
+#include <netdb.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
 #include <atomic>
 #include <condition_variable>
+#include <cstdio>
 #include <cstdlib>
 #include <mutex>
 #include <thread>
@@ -44,6 +49,64 @@ int env_int(const char* name, int fallback, int lo) {
 }
 
 std::string heartbeat_key(int r) { return "qfx/heartbeat/" + std::to_string(r); }
+
+// Waits until something accepts TCP connections at addr:port (rank 0's store) or
+// `deadline` passes; false then. Checked here so that c10d's client does not
+// retry (and log a stack trace per retry) while rank 0 is not up yet.
+bool wait_for_server(const std::string& addr, int port, std::chrono::steady_clock::time_point deadline) {
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  for (;;) {
+    addrinfo* res = nullptr;
+    if (getaddrinfo(addr.c_str(), std::to_string(port).c_str(), &hints, &res) == 0) {
+      for (addrinfo* a = res; a; a = a->ai_next) {
+        const int fd = ::socket(a->ai_family, a->ai_socktype, a->ai_protocol);
+        if (fd < 0) continue;
+        const bool up = ::connect(fd, a->ai_addr, a->ai_addrlen) == 0;
+        ::close(fd);
+        if (up) {
+          freeaddrinfo(res);
+          return true;
+        }
+      }
+      freeaddrinfo(res);
+    }
+    if (std::chrono::steady_clock::now() >= deadline) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+}
+
+// Checks this rank in at the store and waits until all `world` ranks have, or
+// until `deadline`: then a DistributedError names the ranks that never joined. A
+// line on stderr says who is awaited when the wait is long.
+void wait_for_ranks(c10d::Store& store, int rank, int world, std::chrono::steady_clock::time_point deadline,
+                    const std::string& where, std::chrono::seconds timeout) {
+  auto joined_key = [](int r) { return "qfx/joined/" + std::to_string(r); };
+  store.add(joined_key(rank), 1);
+  const auto start = std::chrono::steady_clock::now();
+  auto next_note = start + std::chrono::seconds(5);
+  for (;;) {
+    std::vector<int> missing;
+    for (int r = 0; r < world; ++r)
+      if (!store.check({joined_key(r)})) missing.push_back(r);
+    if (missing.empty()) return;
+    std::string list;
+    for (size_t i = 0; i < missing.size() && i < 16; ++i) list += (i ? ", " : "") + std::to_string(missing[i]);
+    if (missing.size() > 16) list += ", ... (" + std::to_string(missing.size()) + " in all)";
+    const auto now = std::chrono::steady_clock::now();
+    if (now >= deadline)
+      throw DistributedError(where + (missing.size() == 1 ? "rank " : "ranks ") + list + " never joined within the timeout (" +
+                             std::to_string(timeout.count()) + " s, QFX_DIST_TIMEOUT)");
+    if (now >= next_note) {
+      const auto left = std::chrono::duration_cast<std::chrono::seconds>(deadline - now).count();
+      std::fprintf(stderr, "qfx: %swaiting for %s %s to join (%lld s left)\n", where.c_str(), missing.size() == 1 ? "rank" : "ranks",
+                   list.c_str(), static_cast<long long>(left));
+      next_note = now + std::chrono::seconds(30);
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+}
 
 }  // namespace
 
@@ -183,18 +246,41 @@ std::shared_ptr<Context> init_from_env(std::chrono::seconds timeout) {
   ctx->timeout_ = std::chrono::duration_cast<std::chrono::milliseconds>(timeout);
   auto impl = std::make_unique<Context::Impl>();
   const std::string where = "rank " + std::to_string(rank) + " of " + std::to_string(world) + ": ";
+  const std::string at = addr + ":" + std::to_string(port);
+  const auto deadline = std::chrono::steady_clock::now() + ctx->timeout_;
+  // 1. The store: rank 0 serves it and does not wait; the others connect within the timeout.
+  if (rank != 0 && !wait_for_server(addr, port, deadline))
+    throw DistributedError(where + "rank 0 (it hosts the rendezvous store at " + at + ") never came within " +
+                           std::to_string(timeout.count()) + " s (QFX_DIST_TIMEOUT)");
   try {
     c10d::TCPStoreOptions so;
     so.port = static_cast<uint16_t>(port);
     so.isServer = rank == 0;
-    so.numWorkers = world;
-    so.waitWorkers = true;
+    so.numWorkers = c10::nullopt;
+    so.waitWorkers = false;
     so.timeout = ctx->timeout_;
     impl->store = c10::make_intrusive<c10d::TCPStore>(addr, so);
     so.isServer = false;
-    so.numWorkers = c10::nullopt;
-    so.waitWorkers = false;
     impl->beat_store = c10::make_intrusive<c10d::TCPStore>(addr, so);
+  } catch (const std::exception& e) {
+    std::string m = e.what();
+    throw DistributedError(where + (rank == 0 ? "cannot serve the rendezvous store at " + at
+                                              : "rank 0 (it hosts the rendezvous store at " + at + ") never came") +
+                           " within " + std::to_string(timeout.count()) + " s (" + m.substr(0, m.find('\n')) + ")");
+  }
+  // 2. Every rank checks in; all wait for the others within what is left of the
+  // same timeout, and the error names the ranks that never joined.
+  try {
+    wait_for_ranks(*impl->store, rank, world, deadline, where, timeout);
+  } catch (const Error&) {
+    throw;
+  } catch (const std::exception& e) {
+    std::string m = e.what();
+    throw DistributedError(where + (rank == 0 ? "the rendezvous store failed" : "rank 0 (it hosts the rendezvous store) stopped") +
+                           " while the ranks joined (" + m.substr(0, m.find('\n')) + ")");
+  }
+  // 3. The process group, within the time left (all ranks are there: it is quick).
+  try {
     auto opts = c10d::ProcessGroupGloo::Options::create();
     opts->timeout = ctx->timeout_;
     const char* ifname = std::getenv("GLOO_SOCKET_IFNAME");
@@ -209,8 +295,8 @@ std::shared_ptr<Context> init_from_env(std::chrono::seconds timeout) {
     throw;
   } catch (const std::exception& e) {
     std::string m = e.what();
-    throw DistributedError(where + "cannot join the process group at " + addr + ":" + std::to_string(port) + " within " +
-                           std::to_string(timeout.count()) + " s (" + m.substr(0, m.find('\n')) + ")");
+    throw DistributedError(where + "cannot join the process group at " + at + " within " + std::to_string(timeout.count()) +
+                           " s (" + m.substr(0, m.find('\n')) + ")");
   }
   Context::Impl* raw = impl.get();
   impl->beat = std::thread([raw, rank] {

@@ -19,6 +19,7 @@ inline void log_pass(const std::string& pass, const PassReport& r) {
   if (!pass_log_enabled()) return;
   for (const auto& c : r.changes) std::cerr << "[" << pass << "] " << c << "\n";
   for (const auto& d : r.declined) std::cerr << "[" << pass << "] declined: " << d << "\n";
+  for (const auto& w : r.warnings) std::cerr << "[" << pass << "] warning: " << w << "\n";
 }
 
 }  // namespace qfx::quant

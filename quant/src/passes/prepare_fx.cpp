@@ -32,11 +32,17 @@ class Preparer {
       : gm_(gm), g_(gm.graph()), mapping_(mapping), backend_(backend), qat_(qat) {}
 
   PassReport run() {
+    // The model's module paths before fusion (a fused-away BatchNorm is a module the user may name).
+    std::vector<std::string> paths;
+    for (fx::Node* n : g_.nodes())
+      if (n->op() != fx::Opcode::kPlaceholder && n->op() != fx::Opcode::kOutput) paths.push_back(node_module_path(*n));
     FuseOptions fo;
     fo.qat = qat_;
     PassReport fuse = fuse_fx(gm_, backend_, fo);
     report_.changes = fuse.changes;
     report_.declined = fuse.declined;
+    for (const std::string& u : mapping_.unmatched(paths))
+      report_.warnings.push_back("qconfig " + u + " matches no module of the model (it has no effect)");
     for (fx::Node* n : g_.nodes()) classify(n);
     find_elementwise_fusions();
     for (fx::Node* n : g_.nodes()) {

@@ -30,14 +30,19 @@ using Clock = std::chrono::steady_clock;
 inline double secs(Clock::time_point a) { return std::chrono::duration<double>(Clock::now() - a).count(); }
 
 /// The output folder is committed in one step: files are written into a staging
-/// folder beside it (".<name>.qfx-staging-<pid>"); `commit()` links the files the
-/// output folder already holds that this run does not write (a QAT checkpoint, the
-/// user's own files) into the staging folder, then swaps the two folders with one
-/// atomic rename (renameat2 RENAME_EXCHANGE; where the file system lacks it, files
-/// are renamed one by one) and removes the old one. Destroyed before commit (a
-/// failure), the staging folder is removed: the output folder never holds a partial
-/// set. Test hook: the environment variable QFX_FAULT_BEFORE_COMMIT makes `commit()`
-/// fail as a full disk would, after every file was written.
+/// folder beside it (".<name>.qfx-staging-<pid>", beside the folder a symbolic link
+/// points to); `commit()` links the files the output folder already holds that this
+/// run does not write (a QAT checkpoint, the user's own files; symbolic links stay
+/// links) into the staging folder, then swaps the two folders with one atomic rename
+/// (renameat2 RENAME_EXCHANGE) and removes the old one. A folder that cannot be
+/// swapped (a mount point, the current folder or one above it, a folder whose
+/// parent is read-only or where the file system lacks the exchange) is staged
+/// inside itself (".qfx-staging-<pid>") and its files are renamed into place one by
+/// one, each atomically. Destroyed before commit (a failure), the staging folder is
+/// removed: the output folder never holds a file of a failed run. Throws IoError
+/// (naming the folder) when the folder cannot be created or written. Test hook: the
+/// environment variable QFX_FAULT_BEFORE_COMMIT makes `commit()` fail as a full
+/// disk would, after every file was written.
 class Staging {
  public:
   explicit Staging(const std::string& dir);
@@ -50,10 +55,16 @@ class Staging {
   void commit();
   /// Where output file `name` will be after commit.
   std::string final_path(const std::string& name) const { return (fs::path(dir_) / name).string(); }
+  /// Why the files are committed one by one ("a mount point", ...), empty when the
+  /// folder is swapped atomically.
+  const std::string& in_place_reason() const { return in_place_reason_; }
 
  private:
   std::string dir_;
   fs::path staging_;
+  fs::path real_;             // dir_ with symbolic links resolved: the folder replaced
+  bool in_place_ = false;     // staged inside real_, committed file by file
+  std::string in_place_reason_;
   bool committed_ = false;
   bool created_dir_ = false;  // the output folder did not exist: removed again if nothing is committed
   int cleanup_staging_ = 0, cleanup_dir_ = 0;  // qfx::Cleanup ids (removed on SIGINT / SIGTERM)

@@ -93,7 +93,11 @@ PtqResult ptq(const JobConfig& cfg, const PipelineHooks& hooks, distributed::Con
                         " processes: every process needs one (raise calibration.num_samples or lower calibration.batch_size)");
   }
   std::optional<Staging> out;
-  if (rank == 0) out.emplace(cfg.output.dir);
+  if (rank == 0) {
+    out.emplace(cfg.output.dir);
+    if (!out->in_place_reason().empty())
+      info(hooks, "output folder " + cfg.output.dir + " is " + out->in_place_reason() + ": its files are replaced one by one");
+  }
 
   const int64_t bs = cfg.calibration.batch_size, ebs = cfg.evaluation.batch_size;
   auto for_batches = [&](Dataset& d, int64_t n, const std::function<void(const at::Tensor&, int64_t)>& fn) {
@@ -106,13 +110,17 @@ PtqResult ptq(const JobConfig& cfg, const PipelineHooks& hooks, distributed::Con
 
   // Trace, prepare for `qc`, and the algorithms that run before calibration.
   size_t traced_nodes = 0;
+  bool warned_qconfig = false;  // the qconfig warnings are said once, not at each re-prepare
   HostSplit host;
   auto prepare_model = [&](const QConfigMapping& qc) {
     auto g = fx::trace_file(cfg.model.path, cfg.tracer.options);
     traced_nodes = g->graph().size();
     host = split_host_postprocess(*g);  // wrapped post-processing stays on the host, in float
     g->eval();
-    prepare_fx(*g, qc, backend);
+    const PassReport prepared = prepare_fx(*g, qc, backend);
+    if (!warned_qconfig)
+      for (const std::string& w : prepared.warnings) info(hooks, "warning: " + w);
+    warned_qconfig = true;
     if (alg.cross_layer_equalization) {
       auto pairs = cross_layer_equalization(*g);
       nlohmann::json j = nlohmann::json::array();

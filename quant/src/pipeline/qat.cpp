@@ -83,7 +83,11 @@ QatResult qat(const JobConfig& cfg, const PipelineHooks& hooks_in, distributed::
   note_fewer_samples(hooks, "evaluation.num_samples", cfg.evaluation.num_samples, ev->size());
   if (!ev->labels().defined()) throw ConfigError(config_path + ": evaluation.data.labels is required for qfx qat");
   std::optional<Staging> out;
-  if (rank == 0) out.emplace(cfg.output.dir);
+  if (rank == 0) {
+    out.emplace(cfg.output.dir);
+    if (!out->in_place_reason().empty())
+      info(hooks, "output folder " + cfg.output.dir + " is " + out->in_place_reason() + ": its files are replaced one by one");
+  }
   const std::string ckpt = tc.checkpoint.empty() ? (fs::path(cfg.output.dir) / "qat_checkpoint.pt").string() : tc.checkpoint;
 
   torch::manual_seed(static_cast<uint64_t>(tc.seed));
@@ -92,7 +96,7 @@ QatResult qat(const JobConfig& cfg, const PipelineHooks& hooks_in, distributed::
   at::Tensor fp32_pred;
   const double top1_fp32 =
       rank == 0 ? top1(*gm, *ev, cfg.evaluation.batch_size, cfg.evaluation.output, &fp32_pred, "fp32 evaluation", hooks) : 0.0;
-  prepare_qat_fx(*gm, cfg.qconfig, backend);
+  for (const std::string& w : prepare_qat_fx(*gm, cfg.qconfig, backend).warnings) info(hooks, "warning: " + w);
   // Optional: observers start from a calibration pass over the float graph (runtime).
   if (cfg.calibration.enabled) {
     auto cal = open_dataset(cfg.calibration.data, cfg.model.input_shape, cfg.calibration.num_samples, cfg.calibration.seed);

@@ -1,6 +1,8 @@
-// Staging: the output folder of a pipeline, committed with one atomic rename.
+// Staging: the output folder of a pipeline, committed with one atomic rename where
+// the file system allows it, file by file where it cannot.
 #include <fcntl.h>
 #include <stdio.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -11,23 +13,79 @@
 
 namespace qfx::quant::pipeline {
 
+namespace {
+
+// `dir` cannot be swapped by a rename: a mount point (a container volume's root:
+// EBUSY), the file system's root, or the current folder or one above it (the user's
+// shell would be left in the removed old folder).
+bool needs_in_place(const fs::path& real, std::string* why) {
+  struct stat self {}, parent {};
+  if (real == real.parent_path() || ::stat(real.c_str(), &self) != 0 || ::stat(real.parent_path().c_str(), &parent) != 0 ||
+      self.st_dev != parent.st_dev) {
+    *why = "a mount point";
+    return true;
+  }
+  std::error_code ec;
+  const fs::path cwd = fs::canonical(fs::current_path(ec), ec);
+  if (!ec) {
+    auto r = real.begin(), c = cwd.begin();
+    while (r != real.end() && c != cwd.end() && *r == *c) ++r, ++c;
+    if (r == real.end()) {
+      *why = "the current folder or one above it";
+      return true;
+    }
+  }
+  return false;
+}
+
+// A folder made and written here, on the same file system as `dir`.
+bool usable_staging(const fs::path& staging, const fs::path& dir) {
+  std::error_code ec;
+  fs::remove_all(staging, ec);
+  if (!fs::create_directory(staging, ec)) return false;
+  struct stat s {}, d {};
+  const std::string probe = (staging / ".qfx_write_test").string();
+  bool ok = ::stat(staging.c_str(), &s) == 0 && ::stat(dir.c_str(), &d) == 0 && s.st_dev == d.st_dev;
+  if (ok) {
+    std::ofstream f(probe);
+    ok = static_cast<bool>(f);
+  }
+  fs::remove(probe, ec);
+  if (!ok) fs::remove_all(staging, ec);
+  return ok;
+}
+
+}  // namespace
+
 Staging::Staging(const std::string& dir) : dir_(dir) {
+  if (dir_.empty()) throw IoError("the output folder path is empty (set output.dir)");
   std::error_code ec;
   created_dir_ = !fs::exists(dir_, ec);
   fs::create_directories(dir_, ec);
-  fs::path d = fs::absolute(fs::path(dir_), ec).lexically_normal();
-  if (!d.has_filename()) d = d.parent_path();  // "out/" -> "out"
-  staging_ = d.parent_path() / ("." + d.filename().string() + ".qfx-staging-" + std::to_string(getpid()));
-  fs::remove_all(staging_, ec);
-  const bool made = fs::create_directory(staging_, ec);
-  const std::string probe = (staging_ / ".qfx_write_test").string();
-  std::ofstream f(probe);
-  if (!fs::is_directory(dir_) || !made || !f) {
-    fs::remove_all(staging_, ec);
-    throw IoError(dir_ + ": output directory cannot be created or written");
+  if (!fs::is_directory(dir_, ec))
+    throw IoError(dir_ + ": output directory cannot be created or written" +
+                  (ec ? " (" + ec.message() + ")" : std::string(" (a file is in the way)")));
+  // A symbolic link to a folder stays the user's: the folder it points to is what
+  // gets replaced, so the staging folder goes beside that one (same file system).
+  real_ = fs::canonical(dir_, ec);
+  if (ec) throw IoError(dir_ + ": cannot resolve the output folder: " + ec.message());
+  std::string why;
+  in_place_ = needs_in_place(real_, &why);
+  if (!in_place_) {
+    staging_ = real_.parent_path() / ("." + real_.filename().string() + ".qfx-staging-" + std::to_string(getpid()));
+    if (!usable_staging(staging_, real_)) {
+      in_place_ = true;  // its parent is read-only or another file system: stage inside
+      why = "in a folder qfx cannot write beside";
+    }
   }
-  f.close();
-  fs::remove(probe, ec);
+  if (in_place_) {
+    staging_ = real_ / (".qfx-staging-" + std::to_string(getpid()));
+    if (!usable_staging(staging_, real_)) {
+      if (created_dir_) fs::remove(dir_, ec);
+      throw IoError(dir_ + ": output directory cannot be written");
+    }
+    in_place_reason_ = why;
+  }
   cleanup_staging_ = Cleanup::add(staging_.string(), false);
   if (created_dir_) cleanup_dir_ = Cleanup::add(dir_, true);
 }
@@ -45,29 +103,33 @@ Staging::~Staging() {
 void Staging::commit() {
   if (std::getenv("QFX_FAULT_BEFORE_COMMIT")) throw IoError(dir_ + ": fault injected before commit (QFX_FAULT_BEFORE_COMMIT)");
   std::error_code ec;
-  // Keep what the folder holds besides this run's files: hard links (no copy, no
-  // risk to the originals), a copy where links are impossible.
-  for (const auto& e : fs::directory_iterator(dir_, ec)) {
-    const fs::path to = staging_ / e.path().filename();
-    if (fs::exists(to)) continue;  // this run writes a new version
-    std::error_code lec;
-    fs::copy(e.path(), to, fs::copy_options::recursive | fs::copy_options::create_hard_links, lec);
-    if (lec) fs::copy(e.path(), to, fs::copy_options::recursive, lec);
-    if (lec) throw IoError(e.path().string() + ": cannot carry over into the new output folder: " + lec.message());
+  if (!in_place_) {
+    // Keep what the folder holds besides this run's files: hard links (no copy, no
+    // risk to the originals), a copy where links are impossible. A symbolic link
+    // stays a link (its target is not copied).
+    constexpr auto kLink = fs::copy_options::recursive | fs::copy_options::copy_symlinks;
+    for (const auto& e : fs::directory_iterator(real_, ec)) {
+      const fs::path to = staging_ / e.path().filename();
+      if (fs::exists(fs::symlink_status(to))) continue;  // this run writes a new version
+      std::error_code lec;
+      fs::copy(e.path(), to, kLink | fs::copy_options::create_hard_links, lec);
+      if (lec) {
+        fs::remove_all(to, lec);
+        fs::copy(e.path(), to, kLink, lec);
+      }
+      if (lec) throw IoError(e.path().string() + ": cannot carry over into the new output folder: " + lec.message());
+    }
+    if (ec) throw IoError(dir_ + ": cannot list the output folder: " + ec.message());
+    if (renameat2(AT_FDCWD, staging_.c_str(), AT_FDCWD, real_.c_str(), RENAME_EXCHANGE) == 0) {
+      committed_ = true;
+      fs::remove_all(staging_, ec);  // now the previous folder
+      return;
+    }
+    if (errno != EINVAL && errno != ENOSYS) throw IoError(dir_ + ": cannot swap in the new output folder: " + std::strerror(errno));
   }
-  if (ec) throw IoError(dir_ + ": cannot list the output folder: " + ec.message());
-  // A symbolic link to a folder stays the user's: its target receives the files.
-  const bool link = fs::is_symlink(dir_, ec);
-  if (!link && renameat2(AT_FDCWD, staging_.c_str(), AT_FDCWD, dir_.c_str(), RENAME_EXCHANGE) == 0) {
-    committed_ = true;
-    fs::remove_all(staging_, ec);  // now the previous folder
-    return;
-  }
-  if (!link && errno != EINVAL && errno != ENOSYS && errno != EXDEV)
-    throw IoError(dir_ + ": cannot swap in the new output folder: " + std::strerror(errno));
-  // No atomic exchange on this file system: rename the files one by one.
+  // No atomic exchange here: rename the files one by one (each file atomically).
   for (const auto& e : fs::directory_iterator(staging_)) {
-    fs::rename(e.path(), fs::path(dir_) / e.path().filename(), ec);
+    fs::rename(e.path(), real_ / e.path().filename(), ec);
     if (ec) throw IoError((fs::path(dir_) / e.path().filename()).string() + ": cannot rename into place: " + ec.message());
   }
   committed_ = true;

@@ -195,6 +195,8 @@ class Model {
   std::vector<IntegerOp> integer_ops() const;
   /// Per node of the plan built at load, in execution order: which implementation
   /// runs it and which faster ones declined, with their reasons (`qfx run --explain`).
+  /// A model with dynamic height / width that cannot be planned with those as 1 is
+  /// planned at its first run: then this is that plan's report (empty before).
   std::vector<KernelChoice> kernel_report() const;
   /// How many nodes of each op run on each implementation in the plan built at
   /// load, nodes folded at plan time left out: {"QLinearConv:onednn": 2, "Add:simd": 1, ...}.

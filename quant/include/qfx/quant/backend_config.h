@@ -120,8 +120,16 @@ struct BackendConfig {
 /// order they are searched: $QFX_CONFIG_DIR if set; the installed
 /// `<prefix>/share/qfx/configs`, found next to the loaded runtime library (so an
 /// installed or moved prefix works without the source tree); the source tree's
-/// `configs/` (a build tree).
+/// `configs/` when qfx runs from its build tree (named in `qfx_build_tree.paths`
+/// beside the build tree's runtime library; never installed).
 std::vector<std::string> config_dirs();
+/// Where `${QFX_FIXTURES}` points when the variable is unset: the build tree's
+/// exported fixtures, or an installed `<prefix>/share/qfx/fixtures` (the default
+/// job's model); empty when neither exists.
+std::string default_fixture_dir();
+/// The value of `key` ("configs", "fixtures") in the build tree's
+/// `qfx_build_tree.paths`; empty outside a build tree.
+std::string build_tree_path(const std::string& key);
 /// The first existing `DIR/relative` over config_dirs() (e.g. "ptq/default.yaml").
 /// Throws ConfigError naming `relative` and the folders tried.
 std::string find_config(const std::string& relative);

@@ -23,8 +23,11 @@ struct FuseOptions {
 /// What one pass changed, and what it declined and why (also printed to stderr
 /// when the environment has QFX_LOG=passes).
 struct PassReport {
-  std::vector<std::string> changes;
-  std::vector<std::string> declined;
+  std::vector<std::string> changes;   ///< what the pass did, one line per change
+  std::vector<std::string> declined;  ///< what it left alone, with the reason
+  /// What the user should be told: a `module_name` / `module_name_regex` qconfig
+  /// entry that matches no module of the graph (a typo would otherwise go unseen).
+  std::vector<std::string> warnings;
 };
 
 /// Fuses the backend's patterns (conv1d/2d/3d + bn (+ relu/relu6), conv + relu/relu6,

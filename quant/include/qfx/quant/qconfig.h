@@ -64,6 +64,11 @@ class QConfigMapping {
   /// The qconfig for a node in module `module_path` of class / op `type`, and
   /// (in `matched_by`) which entry decided it ("module_name:layer1", "global").
   QConfigPtr resolve(const std::string& module_path, const std::string& type, std::string* matched_by = nullptr) const;
+  /// The `module_name` and `module_name_regex` entries that match none of
+  /// `module_paths` ("module_name 'layer9'", "module_name_regex 'head\\..*'"), in
+  /// the order they were set. A module_name entry matches its module and the
+  /// modules inside it.
+  std::vector<std::string> unmatched(const std::vector<std::string>& module_paths) const;
   /// A mapping with one global qconfig of all defaults (see TensorQConfig).
   static QConfigMapping default_mapping();
   /// Loads the `qconfig:` section of a YAML config file:

@@ -1,0 +1,162 @@
+#!/usr/bin/env bash
+# Hostile input, one block per class of failure: output folders the atomic swap
+# cannot take, over-long paths, archives that unpack to more than memory, images
+# that resize to gigabytes, huge config values, ONNX parameters that are not
+# finite, plug-ins that throw, qconfig entries that match nothing, backend axes
+# that cannot be honoured, .npy arrays with a zero dimension, and models with
+# dynamic height and width. Each case: the documented exit code and a message
+# naming the file, key or node (or the right result), never a crash.
+# Needs: $QFX, $FIXTURES, $THROWING_PLUGIN, $QFX_PYTHON (numpy, torch, onnx, onnxruntime, PIL).
+set -u
+pass=0; fail=0
+tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
+source "$(dirname "$0")/check.sh"
+quick=(--set calibration.num_samples=32 --set evaluation=null)
+
+# ---- Output folders -------------------------------------------------------------
+# A symbolic link to a folder on another file system: the folder it points to is
+# replaced whole (staged beside it), the link stays a link.
+other=$(mktemp -d -p /dev/shm 2>/dev/null || mktemp -d)
+mkdir -p "$other/target"; echo mine > "$other/target/notes.txt"; ln -s "$other/target" "$tmp/link_out"
+check "output.dir is a symlink to another file system: files land in its target, the link and the user's file stay" 0 "^ok$" -- bash -c \
+  "'$QFX' ptq ${quick[*]} --set output.dir='$tmp/link_out' >/dev/null 2>&1 || exit 1
+   [ -L '$tmp/link_out' ] && [ -f '$other/target/model_int8.onnx' ] && grep -q mine '$other/target/notes.txt' &&
+   ! ls -A '$other' | grep -q staging && echo ok"
+rm -rf "$other"
+# The current folder: not swapped (the user's shell would sit in a removed folder);
+# its files are replaced one by one and the shell's folder still exists after.
+mkdir -p "$tmp/here"
+check "output.dir: . (the current folder): written in place, said so, the folder is still the shell's" 0 "^ok$" -- bash -c \
+  "cd '$tmp/here' && '$QFX' ptq ${quick[*]} --set output.dir=. > '$tmp/here.log' 2>&1 || { cat '$tmp/here.log'; exit 1; }
+   grep -q 'is the current folder or one above it' '$tmp/here.log' && [ -f model_int8.onnx ] && [ -d \"\$PWD\" ] &&
+   [ \"\$(stat -c %i .)\" = \"\$(stat -c %i '$tmp/here')\" ] && ! ls -A | grep -q staging && echo ok"
+# A mount point (a container volume's root): renaming it fails with EBUSY, so it is
+# written in place too (a private mount namespace gives the test its own tmpfs).
+mkdir -p "$tmp/mnt"
+userns=""; [ "$(id -u)" -ne 0 ] && userns="-r"
+check "output.dir is a mount point: written in place, nothing left staged" 0 "^ok$" -- unshare $userns -m bash -c \
+  "mount -t tmpfs none '$tmp/mnt' || exit 2
+   '$QFX' ptq ${quick[*]} --set output.dir='$tmp/mnt' > '$tmp/mnt.log' 2>&1 || { cat '$tmp/mnt.log'; exit 1; }
+   grep -q 'is a mount point' '$tmp/mnt.log' && [ -f '$tmp/mnt/encodings.json' ] && ! ls -A '$tmp/mnt' | grep -q staging && echo ok"
+# A user's symbolic link inside the output folder stays a link (not a copy of its tree).
+mkdir -p "$tmp/linked/data" "$tmp/out_links"; echo x > "$tmp/linked/data/big.bin"; ln -s "$tmp/linked/data" "$tmp/out_links/data"
+check "a symlink inside the output folder stays a symlink across a run" 0 "^ok$" -- bash -c \
+  "'$QFX' ptq ${quick[*]} --set output.dir='$tmp/out_links' >/dev/null 2>&1 || exit 1
+   [ -L '$tmp/out_links/data' ] && [ \"\$(readlink '$tmp/out_links/data')\" = '$tmp/linked/data' ] && [ -f '$tmp/out_links/model_int8.onnx' ] && echo ok"
+check "an empty output.dir names the key" 3 "output.dir must not be empty" -- \
+  "$QFX" ptq "${quick[@]}" --set output.dir=\"\"
+
+# ---- Paths beyond what file systems allow -----------------------------------------
+long=$(printf 'n%.0s' $(seq 1 300))
+check "a 300-byte path component in model.path: ConfigError naming the key" 3 "model.path: the path component 'nnnn.*' is 300 bytes" -- \
+  "$QFX" ptq "${quick[@]}" --set model.path="$tmp/$long/model.pt" --set output.dir="$tmp/o_long1"
+check "a 300-byte path component in output.dir" 3 "output.dir: the path component .* is 300 bytes" -- \
+  "$QFX" ptq "${quick[@]}" --set output.dir="$tmp/$long"
+check "a 300-byte path component on the command line (qfx run): IoError, not an internal error" 7 "$long" -- \
+  "$QFX" run "$tmp/$long.onnx" -i "$tmp/x.npy"
+
+# ---- Archives that unpack to more than the limit ------------------------------------
+size=$($PY -c "import zipfile; print(sum(i.file_size for i in zipfile.ZipFile('$FIXTURES/wrap_example.pt').infolist()))")
+check "TorchScript archive larger unpacked than QFX_MAX_MODEL_BYTES: refused before loading" 7 "unpacks to .* QFX_MAX_MODEL_BYTES allows" -- \
+  env QFX_MAX_MODEL_BYTES=$((size - 1)) "$QFX" inspect "$FIXTURES/wrap_example.pt"
+check "... and one byte of room is enough (the size is read exactly, as Python's zipfile reads it)" 0 "_post_process" -- \
+  env QFX_MAX_MODEL_BYTES=$size "$QFX" inspect "$FIXTURES/wrap_example.pt"
+# A zip bomb in miniature: the directory claims 4 GB for one entry (ZIP64 size field).
+$PY - "$FIXTURES/wrap_example.pt" "$tmp/bomb.pt" <<'EOF'
+import struct, sys, zipfile
+src, dst = sys.argv[1:]
+with zipfile.ZipFile(src) as z, zipfile.ZipFile(dst, "w", zipfile.ZIP_DEFLATED, allowZip64=True) as out:
+    for i in z.infolist():
+        out.writestr(i.filename, z.read(i.filename))
+data = bytearray(open(dst, "rb").read())
+cd = data.find(b"PK\x01\x02")           # the first central directory entry
+data[cd + 24:cd + 28] = struct.pack("<I", 0xFFFFFFFE)
+open(dst, "wb").write(data)
+EOF
+check "an archive whose directory claims 4 GB: refused against the limit, nothing unpacked" 7 "bomb.pt: the archive unpacks to 4[0-9]{3} MB" -- \
+  env QFX_MAX_MODEL_BYTES=1000000000 "$QFX" inspect "$tmp/bomb.pt"
+check "QFX_MAX_MODEL_BYTES that is not a number names the variable" 3 "QFX_MAX_MODEL_BYTES='lots'" -- \
+  env QFX_MAX_MODEL_BYTES=lots "$QFX" inspect "$FIXTURES/wrap_example.pt"
+
+# ---- Images that decode fine but resize to gigabytes --------------------------------
+mkdir -p "$tmp/thin/a"
+$PY -c "from PIL import Image; Image.new('RGB', (8000, 1)).save('$tmp/thin/a/strip.png')"
+check "an 8000x1 image resized to 224 on its short side: DataError naming the file" 6 "strip.png: a 8000x1 image resized to 224 .* more than" -- \
+  "$QFX" ptq --set "calibration.data={format: images, images: $tmp/thin, resize: 224, crop: 28, color: gray}" \
+    --set evaluation=null --set output.dir="$tmp/o_thin"
+
+# ---- A huge value in a config: the message is cut ------------------------------------
+$PY -c "open('$tmp/huge.yaml', 'w').write('model:\n  path: m.pt\n  input_shape: [-1, 1, 28, 28]\ncalibration:\n  data: {format: npy, images: x.npy}\n  num_samples: ' + 'x' * 2000000 + '\n')"
+check "a 2 MB config value: one short error line at its file:line:column" 3 "^ok$" -- bash -c \
+  "out=\$('$QFX' ptq '$tmp/huge.yaml' 2>&1); rc=\$?; echo \"\$out\" | head -c 300;
+   [ \$(echo \"\$out\" | wc -c) -lt 2000 ] && echo \"\$out\" | grep -q 'huge.yaml:6:16: calibration.num_samples .*more characters' && echo && echo ok; exit \$rc"
+
+# ---- ONNX parameters that are not finite --------------------------------------------
+$PY - "$tmp" <<'EOF'
+import sys, numpy as np, onnx
+from onnx import helper, numpy_helper, TensorProto
+d = sys.argv[1]
+for name, bad in (("nan_bias", np.nan), ("inf_weight", np.inf)):
+    w = np.ones((2, 1, 3, 3), np.float32); b = np.zeros(2, np.float32)
+    (b if name == "nan_bias" else w).flat[1] = bad
+    g = helper.make_graph([helper.make_node("Conv", ["x", "w", "b"], ["y"], name="conv1", pads=[1, 1, 1, 1])], "g",
+                          [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 1, 8, 8])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 2, 8, 8])],
+                          [numpy_helper.from_array(w, "w"), numpy_helper.from_array(b, "b")])
+    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)]), f"{d}/{name}.onnx")
+np.save(f"{d}/x8.npy", np.ones((1, 1, 8, 8), np.float32))
+EOF
+check "a NaN bias is named at load (node, initializer, element)" 6 "nan_bias.onnx: node 'conv1' \\(Conv\\) reads initializer 'b', whose element 1 is NaN" -- \
+  "$QFX" run "$tmp/nan_bias.onnx" -i "$tmp/x8.npy"
+check "an infinite weight is named at load" 6 "node 'conv1' \\(Conv\\) reads initializer 'w', whose element 1 is infinite" -- \
+  "$QFX" run "$tmp/inf_weight.onnx" -i "$tmp/x8.npy" --backend reference
+
+# ---- Plug-ins whose registration throws ---------------------------------------------
+check "a plug-in that throws while registering: its path and its message" 7 "libqfx_throwing_plugin.so: runtime plug-in failed while registering its kernels: vendor SDK libnpu.so.3 not found" -- \
+  "$QFX" run "$FIXTURES/onnx/qdq_convnet.onnx" -i "input=$FIXTURES/onnx/qdq_convnet.in.npy" --plugin "$THROWING_PLUGIN"
+
+# ---- qconfig entries that match nothing, axes that cannot be honoured ---------------
+check "module_name / module_name_regex entries that match no module: a warning each, the run goes on" 0 "^2 ok$" -- bash -c \
+  "'$QFX' ptq ${quick[*]} --set 'qconfig.module_name={layer9: null}' --set 'qconfig.module_name_regex={\"hed.*\": null}' \
+     --set output.dir='$tmp/o_typo' > '$tmp/typo.log' 2>&1 || { cat '$tmp/typo.log'; exit 1; }
+   echo \$(grep -cE \"warning: qconfig module_name(_regex)? '(layer9|hed.*)' matches no module\" '$tmp/typo.log') ok"
+cfgs="$(dirname "$0")/../../configs/backends"
+sed 's/ch_axis: 0/ch_axis: 1/' "$cfgs/reference.yaml" > "$tmp/axis1.yaml"
+check "weight ch_axis 1 in a backend YAML: refused at its file:line:column" 3 "axis1.yaml:[0-9]+:[0-9]+: weight.ch_axis 1 cannot be honoured" -- \
+  "$QFX" ptq "${quick[@]}" --set backend="$tmp/axis1.yaml" --set output.dir="$tmp/o_axis"
+
+# ---- .npy arrays with a zero dimension, models with dynamic height and width --------
+$PY - "$tmp" <<'EOF'
+import sys, warnings, numpy as np, torch
+warnings.filterwarnings("ignore")
+d = sys.argv[1]
+np.save(f"{d}/zero_mid.npy", np.zeros((3, 0, 4), np.float32))
+class Net(torch.nn.Module):  # 3x3 windows without padding: height and width 1 do not fit
+    def __init__(self):
+        super().__init__()
+        torch.manual_seed(0)
+        self.c1 = torch.nn.Conv2d(3, 8, 3); self.c2 = torch.nn.Conv2d(8, 4, 3)
+    def forward(self, x):
+        return torch.nn.functional.max_pool2d(torch.relu(self.c2(torch.relu(self.c1(x)))), 2)
+x = torch.randn(1, 3, 20, 27)
+torch.onnx.export(Net().eval(), (x,), f"{d}/dyn_hw.onnx", input_names=["x"], output_names=["y"], opset_version=13,
+                  dynamic_axes={"x": {0: "n", 2: "h", 3: "w"}}, dynamo=False)
+for n, (h, w) in enumerate([(20, 27), (9, 13)]):
+    np.save(f"{d}/dyn{n}.npy", np.random.default_rng(n).normal(size=(2, 3, h, w)).astype(np.float32))
+EOF
+check "an .npy array with a zero dimension after a non-zero one loads as empty (not 'truncated')" 6 "has shape \\[3, 0, 4\\]" -- \
+  "$QFX" run "$tmp/dyn_hw.onnx" -i "$tmp/zero_mid.npy"
+for n in 0 1; do
+  check "dynamic height and width ($n): planned at the first run, equal to ONNX Runtime" 0 "^match" -- bash -c \
+    "'$QFX' run '$tmp/dyn_hw.onnx' -i '$tmp/dyn$n.npy' -o '$tmp/dyn$n.out.npy' --explain > '$tmp/dyn$n.log' 2>&1 || { cat '$tmp/dyn$n.log'; exit 1; }
+     grep -q 'Conv' '$tmp/dyn$n.log' || { echo 'no kernel report'; exit 1; }
+     $PY -c \"
+import numpy as np, onnxruntime as ort
+x = np.load('$tmp/dyn$n.npy'); got = np.load('$tmp/dyn$n.out.npy')
+ref = ort.InferenceSession('$tmp/dyn_hw.onnx', providers=['CPUExecutionProvider']).run(None, {'x': x})[0]
+err = float(np.abs(got - ref).max() / np.abs(ref).max())
+print('match' if got.shape == ref.shape and err < 1e-5 else f'differ {got.shape} {ref.shape} {err}')\""
+done
+
+echo "$pass passed, $fail failed"
+[ "$fail" -eq 0 ]
