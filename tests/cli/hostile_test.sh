@@ -158,5 +158,13 @@ err = float(np.abs(got - ref).max() / np.abs(ref).max())
 print('match' if got.shape == ref.shape and err < 1e-5 else f'differ {got.shape} {ref.shape} {err}')\""
 done
 
+# ---- Data sets that hold nothing -------------------------------------------------------
+$PY -c "import numpy as np; np.save('$tmp/empty.npy', np.zeros((0, 1, 28, 28), np.float32)); np.save('$tmp/empty_l.npy', np.zeros(0, np.int64))"
+check "an empty evaluation set: DataError before any work (not a libtorch message)" 6 "evaluation saw no samples: evaluation.data holds none" -- \
+  "$QFX" ptq --set calibration.num_samples=32 --set "evaluation.data={format: npy, images: $tmp/empty.npy, labels: $tmp/empty_l.npy}" \
+    --set output.dir="$tmp/o_ev0"
+check "qfx qat on an empty training set: DataError naming it" 6 "training saw no samples: training.data holds none" -- \
+  "$QFX" qat --set "training.data={format: npy, images: $tmp/empty.npy, labels: $tmp/empty_l.npy}" --set output.dir="$tmp/o_tr0"
+
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]

@@ -149,8 +149,12 @@ inline nlohmann::json kernel_report_json(const std::vector<runtime::KernelChoice
 
 /// Says when a data section has fewer samples than its num_samples asks for (the
 /// reader then takes them all): "calibration.num_samples is 1000, the data holds 64:
-/// using 64".
+/// using 64". Throws DataError ("evaluation saw no samples: ...") when it holds none.
 inline void note_fewer_samples(const PipelineHooks& h, const std::string& key, int64_t requested, int64_t got) {
+  if (got == 0) {  // calibration, evaluation or training on nothing: say so before any work
+    const std::string section = key.substr(0, key.find('.'));
+    throw DataError(section + " saw no samples: " + section + ".data holds none (an empty .npy, folder or IDX file)");
+  }
   if (requested > 0 && got < requested)
     info(h, key + " is " + std::to_string(requested) + ", the data holds " + std::to_string(got) + ": using " +
                 std::to_string(got));
