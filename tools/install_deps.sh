@@ -6,7 +6,7 @@
 #    .venv in the source tree (QFX_VENV overrides). CMake and the tests find it there;
 #    nothing needs activating.
 # With --debian-torch it also installs Debian's libtorch 1.13 and its Python
-# packages, for a build against them (README, "Choosing a libtorch").
+# packages, for a build against them (docs/install.md, "Choosing a libtorch").
 # Idempotent: a second run checks and returns in seconds.
 # Usage: sudo tools/install_deps.sh [--debian-torch]   (or as root)
 set -euo pipefail

@@ -62,7 +62,7 @@ check "a killed rank: no output files, no staging folder left" 0 "^none$" -- bas
 qat_args=(--set training.num_samples=1280 --set training.epochs=1 --set training.max_steps=5 --set training.freeze_bn_after=0
           --set calibration.num_samples=128 --set evaluation.num_samples=128)
 # One thread per process on any machine: another thread count sums in another order
-# too (README, "More than one process"), which this comparison is not about.
+# too (docs/distributed.md), which this comparison is not about.
 check "qfx qat --nproc 1, batch 64" 0 "trained 5 steps" -- \
   env OMP_NUM_THREADS=1 "$QFX" qat "${qat_args[@]}" --set training.batch_size=64 --set output.dir="$tmp/qat1"
 check "qfx qat --nproc 2, batch 32" 0 "trained 5 steps" -- \

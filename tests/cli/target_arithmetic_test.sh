@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# A target's integer arithmetic end to end (README "Describe your accelerator"):
+# A target's integer arithmetic end to end (docs/targets.md):
 # qfx ptq on example_accel (shift, 24-bit accumulator) and tflite_like (fixed
 # point, LUT sigmoid) writes the arithmetic into the ONNX metadata and the integer
 # parameters into encodings.json, the reference backend equals onednn bit for bit,

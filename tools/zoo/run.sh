@@ -2,7 +2,7 @@
 # Every torchvision classification architecture of the zoo (tools/zoo/zoo.py list)
 # through `qfx ptq` with the cosine metric, compared with torch.ao FX PTQ (the installed torch) on the
 # same random weights and inputs, and the int8 model run by ONNX Runtime. Prints the
-# README's table; exit status 1 if any row fails its rule (zoo.py row).
+# docs/zoo.md's table; exit status 1 if any row fails its rule (zoo.py row).
 #
 #   tools/zoo/run.sh [-o DIR] [ARCH ...]      (default: all, DIR build/zoo)
 #

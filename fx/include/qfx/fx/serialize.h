@@ -76,7 +76,7 @@ LoadedModule load_module_record(const c10::IValue& record);
 /// call_module node calls), `parameters` and `buffers` (dotted name -> tensor),
 /// `frozen` (parameters with requires_grad false) and `script` (the TorchScript
 /// archive wrapped methods, functions and modules come from, as uint8 bytes, or
-/// None). README "Saving a GraphModule" documents each entry.
+/// None). docs/fx.md, "Saving a GraphModule", documents each entry.
 ///
 /// Node meta entries whose values are not plain data (None, bool, int, float,
 /// str, tensor, device, and lists/tuples/dicts of them) are not saved.

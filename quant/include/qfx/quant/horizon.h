@@ -1,5 +1,5 @@
 // horizon_plugin_pytorch's names for qfx's steps, for users coming from Horizon's
-// toolchain (README, "Horizon names"). Each is the qfx function it names.
+// toolchain (docs/quantization.md, "Horizon names"). Each is the qfx function it names.
 #pragma once
 
 #include "qfx/quant/fake_quantize.h"

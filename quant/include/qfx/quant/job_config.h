@@ -100,7 +100,7 @@ struct OutputConfig {
 };
 
 /// A whole `qfx ptq` / `qfx qat` config file (configs/ptq/default.yaml, the
-/// README's config reference), one struct per section.
+/// docs/pipelines.md's config reference), one struct per section.
 struct JobConfig {
   std::string path;                    ///< the config file
   /// The config as loaded, --set overrides applied, as YAML text (what

@@ -146,7 +146,7 @@ struct QatResult {
 /// freeze_bn_after, disable_observer_after; a checkpoint after every epoch;
 /// resume) -> fake-quant evaluation -> convert -> int8 evaluation on the runtime.
 /// Throws ConfigError (no training or labelled evaluation section), IoError, DataError.
-/// With an active `dist`: data-parallel training (see the README, "More than one
+/// With an active `dist`: data-parallel training (see docs/distributed.md, "More than one
 /// process"): rank 0's model is broadcast, each rank trains on its slice of
 /// every global batch (training.batch_size per rank), gradients are averaged
 /// (GradientReducer) and observers all-reduced each step while enabled; rank 0

@@ -101,7 +101,7 @@ struct AdaRoundOptions {
   int64_t num_samples = 256;   ///< calibration samples used (captured once per layer)
   /// Adam learning rate of the rounding variables. The paper's 1e-3 goes with
   /// 10,000 iterations; 1e-2 with the default 1,000 reaches the same accuracy on
-  /// the Fashion-MNIST fixtures (README, "4-bit weights") in a tenth of the time.
+  /// the Fashion-MNIST fixtures (docs/pipelines.md, "4-bit weights") in a tenth of the time.
   double lr = 1e-2;
   uint64_t seed = 0;           ///< batch sampling
   /// Called after each layer: (layer path, layers done, layers total).
@@ -138,7 +138,7 @@ std::vector<LayerAlgorithmReport> bias_correction(fx::GraphModule& gm, const Nex
                                                   const FloatWeights* reference = nullptr);
 
 /// How much one weighted layer's quantization costs (section "Sensitivity" of
-/// the README): output SQNR (dB) against the float model.
+/// docs/pipelines.md): output SQNR (dB) against the float model.
 struct LayerSensitivity {
   std::string layer;           ///< module path
   double only_this_db = 0;     ///< only this layer quantized (its weight and its input activation)
