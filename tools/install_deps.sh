@@ -23,6 +23,8 @@ PKGS=(
   libcli11-dev nlohmann-json3-dev libspdlog-dev libfmt-dev
   libpng-dev libjpeg-dev zlib1g-dev
   dataset-fashion-mnist   # real images + labels (IDX)
+  graphviz                # dot: report.html's graph layout
+  chromium-headless-shell fonts-dejavu-core  # the report's browser test (headless Chromium)
 )
 for a in "$@"; do
   case "$a" in

@@ -19,6 +19,7 @@
 #include "qfx/quant/backend_config.h"
 #include "qfx/quant/config.h"
 #include "qfx/quant/passes.h"
+#include "qfx/quant/report.h"
 #include "qfx/runtime/model.h"
 #include "qfx/runtime/npy.h"
 #include "qfx/runtime/registry.h"
@@ -249,6 +250,10 @@ int main(int argc, char** argv) {
   qat->add_option("--nproc", nproc, "Data-parallel training on N local processes, training.batch_size each (c10d Gloo)")
       ->check(CLI::Range(1, 1024));
 
+  auto* report = app.add_subcommand("report", "Write report.html again from a qfx ptq / qat output folder's report.json");
+  std::string report_dir;
+  report->add_option("dir", report_dir, "The output folder (it holds report.json)")->required();
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -261,6 +266,10 @@ int main(int argc, char** argv) {
     if (*inspect) return run_inspect(model, wraps, config, train_mode, !no_code, prep);
     if (*run) return run_model(onnx_path, run_inputs, run_output, run_backend, run_plugins, run_explain, run_onnx_arithmetic);
     if (*bench) return qfx::cli::run_bench(bargs);
+    if (*report) {
+      std::cout << "wrote " << qfx::quant::write_report_html(report_dir) << "\n";
+      return 0;
+    }
     const char* world = std::getenv("WORLD_SIZE");
     if ((*ptq || *qat) && nproc > 1 && !(world && *world)) return qfx::cli::launch_local(nproc, argc, argv);
     if (*ptq) return qfx::cli::run_ptq(ptq_config.empty() ? qfx::quant::find_config("ptq/default.yaml") : ptq_config, ptq_set);

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <filesystem>
 
 #include "common.h"
 #include "qfx/quant/distributed.h"
@@ -27,8 +28,9 @@ int run_qat(const std::string& config_path, const std::vector<std::string>& over
     std::printf("reference backend: %lld of %lld int8 outputs identical to %s's\n", static_cast<long long>(r.reference_identical),
                 static_cast<long long>(r.reference_images), r.runtime_backend.c_str());
   print_kernel_summary(r.kernel_report, r.runtime_backend);
-  std::printf("wrote model_int8.onnx, encodings.json, report.json in %s; checkpoint %s (%.1f s)\n", r.output_dir.c_str(),
-              r.checkpoint.c_str(), r.seconds);
+  std::string files;
+  for (const auto& o : r.outputs) files += (files.empty() ? "" : ", ") + std::filesystem::path(o).filename().string();
+  std::printf("wrote %s in %s; checkpoint %s (%.1f s)\n", files.c_str(), r.output_dir.c_str(), r.checkpoint.c_str(), r.seconds);
   if (r.reference_identical != r.reference_images && r.reference_exact_expected) {
     std::fprintf(stderr, "qfx: error: %lld of %lld int8 outputs differ from the reference backend's\n",
                  static_cast<long long>(r.reference_images - r.reference_identical), static_cast<long long>(r.reference_images));

@@ -107,6 +107,10 @@ std::unique_ptr<Plan> Model::Impl::build(const std::vector<std::vector<int64_t>>
     Kernel k = make_kernel(node, in, consts, all_const ? "reference" : backend_name, out_nhwc, &choice);
     choice.folded = all_const;
     if (!k.outputs.empty()) choice.dtype = dtype_name(k.outputs[0].dtype);
+    for (size_t i = 0; i < node_in[n].size() && i < node.inputs.size(); ++i)  // the graph's edges (constants left out)
+      if (node_in[n][i] >= 0 && !consts[i]) choice.inputs.push_back(node.inputs[i]);
+    for (size_t o = 0; o < node_out[n].size() && o < node.outputs.size(); ++o)
+      if (node_out[n][o] >= 0) choice.outputs.push_back(node.outputs[o]);
     p->choices.push_back(std::move(choice));
     if (!k.accepts_nhwc) plain_inputs(&k, in);
     if (k.outputs.size() < node_out[n].size())

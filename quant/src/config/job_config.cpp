@@ -394,9 +394,10 @@ JobConfig load_job_config(const std::string& path, const std::vector<std::string
   // Without output.dir the outputs go to the current directory, whatever config ran.
   c.output.dir = root["training"] && !root["training"].IsNull() ? "qfx_qat_out" : "qfx_ptq_out";
   if (const YAML::Node out = root["output"]) {
-    check_keys(path, out, "output", {"dir", "float_model"});
+    check_keys(path, out, "output", {"dir", "float_model", "report_html"});
     if (auto d = out["dir"]) c.output.dir = as_path(path, d, "output.dir", base);
     if (auto f = out["float_model"]) c.output.float_model = as_bool(path, f, "output.float_model");
+    if (auto f = out["report_html"]) c.output.report_html = as_bool(path, f, "output.report_html");
   }
   return c;
 }

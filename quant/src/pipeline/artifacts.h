@@ -142,7 +142,8 @@ inline nlohmann::json kernel_report_json(const std::vector<runtime::KernelChoice
     if (c.folded) continue;
     nlohmann::json d = nlohmann::json::array();
     for (const auto& x : c.declined) d.push_back({{"impl", x.impl}, {"reason", x.reason}});
-    out.push_back({{"node", c.node}, {"op", c.op}, {"impl", c.impl}, {"dtype", c.dtype}, {"declined", d}});
+    out.push_back({{"node", c.node}, {"op", c.op}, {"impl", c.impl}, {"dtype", c.dtype}, {"declined", d},
+                   {"inputs", c.inputs}, {"outputs", c.outputs}});
   }
   return out;
 }

@@ -7,6 +7,8 @@
 
 #include "arithmetic_report.h"
 #include "artifacts.h"
+#include "observer_report.h"
+#include "qfx/quant/report.h"
 #include "held_out.h"
 #include "../algorithms/layers.h"
 #include "qfx/fx/tracer.h"
@@ -502,13 +504,17 @@ PtqResult ptq(const JobConfig& cfg, const PipelineHooks& hooks, distributed::Con
   }
 
   write_encodings(out->path("encodings.json"), conv, graph_hash(*gm), backend.name, &int8);
+  report["observers"] = detail::observer_statistics(*gm);
+  report["weights"] = detail::weight_ranges(*gm);
   report["outputs"] = {out->final_path("model_int8.onnx"), out->final_path("encodings.json"), out->final_path("report.json")};
   if (cfg.output.float_model) {
     write_file_atomic(out->path("model_fp32.onnx"), float_onnx);
     report["outputs"].push_back(out->final_path("model_fp32.onnx"));
   }
+  if (cfg.output.report_html) report["outputs"].push_back(out->final_path("report.html"));
   report["seconds"] = secs(t_start);
   write_json(out->path("report.json"), report);
+  if (cfg.output.report_html) write_file_atomic(out->path("report.html"), render_report_html(report.dump(), out->final_path("report.json")));
   out->commit();
   res.outputs = report["outputs"].get<std::vector<std::string>>();
   res.seconds = secs(t_start);

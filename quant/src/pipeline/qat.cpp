@@ -11,6 +11,8 @@
 #include <random>
 
 #include "artifacts.h"
+#include "observer_report.h"
+#include "qfx/quant/report.h"
 #include "qfx/fx/tracer.h"
 #include "qfx/quant/calibrate.h"
 #include "qfx/quant/checkpoint.h"
@@ -144,6 +146,10 @@ QatResult qat(const JobConfig& cfg, const PipelineHooks& hooks_in, distributed::
   apply_schedule(step);
   double loss_ema = 0, step_seconds = 0;
   int64_t timed_steps = 0;
+  // The training curve for report.json / report.html: about 100 points over the run
+  // (and each epoch's end): the loss's moving average and the epoch's running accuracy.
+  nlohmann::json curve = nlohmann::json::array();
+  const int64_t curve_every = std::max<int64_t>(1, (total - step) / 100);
   while (step < total) {
     const int64_t epoch = step / steps_per_epoch;
     std::vector<int64_t> order(static_cast<size_t>(n));
@@ -178,6 +184,9 @@ QatResult qat(const JobConfig& cfg, const PipelineHooks& hooks_in, distributed::
       std::snprintf(extra, sizeof extra, "loss %.3f  acc %.1f%%  lr %.4f", loss_ema, 100.0 * correct / std::max<int64_t>(seen, 1),
                     lr_at(tc, step, total));
       progress(hooks, stage, g1, n, extra);
+      if ((step + 1) % curve_every == 0 || k + 1 == steps_per_epoch || step + 1 == total)
+        curve.push_back({{"step", step + 1}, {"epoch", epoch + 1}, {"loss", loss_ema},
+                         {"train_accuracy", static_cast<double>(correct) / static_cast<double>(std::max<int64_t>(seen, 1))}});
     }
     if (rank == 0) save_qat_checkpoint(ckpt, *gm, *opt, step);
   }
@@ -272,6 +281,8 @@ QatResult qat(const JobConfig& cfg, const PipelineHooks& hooks_in, distributed::
                         {"checkpoint", ckpt},
                         {"fwd_bwd_ms_fake_quant", ms_fq}, {"fwd_bwd_ms_float", ms_float}};
   if (world > 1) report["training"]["qparams_identical_on_all_ranks"] = res.qparams_identical_on_all_ranks;
+  if (!curve.empty()) curve.back()["top1_fakequant"] = top1_fq;  // evaluated once, after training
+  report["training"]["curve"] = curve;
   report["evaluation"] = {{"images", ev->size()}, {"top1_fp32", top1_fp32}, {"top1_fakequant", top1_fq},
                           {"top1_int8", top1_int8}, {"int8_agrees_with_fakequant", agree}};
   if (res.reference_images > 0)
@@ -282,8 +293,14 @@ QatResult qat(const JobConfig& cfg, const PipelineHooks& hooks_in, distributed::
   res.kernel_report = int8.kernel_report();
   report["kernels"] = kernel_report_json(res.kernel_report);
   write_encodings(out->path("encodings.json"), conv, graph_hash(*gm), backend.name, &int8);
+  report["observers"] = detail::observer_statistics(*gm);
+  report["weights"] = detail::weight_ranges(*gm);
+  res.outputs = {out->final_path("model_int8.onnx"), out->final_path("encodings.json"), out->final_path("report.json")};
+  if (cfg.output.report_html) res.outputs.push_back(out->final_path("report.html"));
+  report["outputs"] = res.outputs;
   report["seconds"] = secs(t_start);
   write_json(out->path("report.json"), report);
+  if (cfg.output.report_html) write_file_atomic(out->path("report.html"), render_report_html(report.dump(), out->final_path("report.json")));
   out->commit();
   res.checkpoint = ckpt;
   res.steps = step;
@@ -296,7 +313,6 @@ QatResult qat(const JobConfig& cfg, const PipelineHooks& hooks_in, distributed::
   res.top1_fakequant = top1_fq;
   res.top1_int8 = top1_int8;
   res.int8_agrees_with_fakequant = agree;
-  res.outputs = {out->final_path("model_int8.onnx"), out->final_path("encodings.json"), out->final_path("report.json")};
   res.seconds = secs(t_start);
   return res;
 }

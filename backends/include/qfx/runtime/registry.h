@@ -52,6 +52,9 @@ struct KernelChoice {
   /// dtype_name of the first output ("uint8", "float32", ...): whether the node
   /// computes on integer codes or in float.
   std::string dtype;
+  /// The values the node reads that are computed (graph inputs or other nodes'
+  /// outputs; constants left out) and the values it writes: the graph's edges.
+  std::vector<std::string> inputs, outputs;
 };
 
 /// How many nodes of each op run on each implementation, nodes folded at plan time

@@ -97,6 +97,10 @@ struct OutputConfig {
   /// runtime runs it (batch norm folded), the fp32 side for `qfx bench` and other
   /// tools. `false`: not written.
   bool float_model = true;
+  /// `qfx ptq` / `qfx qat` also write report.html (default): report.json drawn as
+  /// one self-contained page (graph, per-layer SQNR, histograms, timings; see
+  /// quant/report.h). `false`: not written.
+  bool report_html = true;
 };
 
 /// A whole `qfx ptq` / `qfx qat` config file (configs/ptq/default.yaml, the

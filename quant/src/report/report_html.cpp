@@ -1,0 +1,303 @@
+// report.html: report.json drawn as one self-contained page.
+#include "qfx/quant/report.h"
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <sstream>
+
+#include "charts.h"
+#include "graph.h"
+#include "html.h"
+#include "qfx/atomic_file.h"
+#include "qfx/error.h"
+
+namespace qfx::quant {
+
+namespace {
+
+using nlohmann::json;
+using report::esc;
+using report::num;
+
+const char* kStyle = R"(
+body{font-family:Helvetica,Arial,sans-serif;margin:0;color:#222;background:#fafafa}
+header{background:#2d3e50;color:#fff;padding:14px 24px}header h1{margin:0;font-size:20px}header .src{opacity:.8;font-size:12px}
+main{padding:8px 24px 40px}section{background:#fff;border:1px solid #ddd;border-radius:6px;margin:14px 0;padding:10px 16px}
+h2{font-size:16px;margin:6px 0 10px}table{border-collapse:collapse;font-size:13px}td,th{border-bottom:1px solid #eee;padding:3px 10px;text-align:left}
+.cards{display:flex;flex-wrap:wrap;gap:10px}.card{border:1px solid #ddd;border-radius:6px;padding:8px 12px;min-width:150px}
+.card .v{font-size:20px;font-weight:bold}.card .k{font-size:12px;color:#666}
+.graphwrap{display:flex;gap:12px;align-items:flex-start}#graph{overflow:auto;max-height:900px;flex:1;border:1px solid #eee}
+#panel{width:320px;font-size:13px;border:1px solid #ddd;border-radius:6px;padding:8px;position:sticky;top:8px;white-space:pre-wrap}
+#graph g.node{cursor:pointer}.legend span{display:inline-block;padding:2px 8px;margin:2px;border-radius:4px;font-size:12px}
+svg text{font-size:11px;font-family:Helvetica,Arial,sans-serif}svg text.small{font-size:10px;fill:#555}
+rect.bar.fq{fill:#9ecae1}rect.bar.int8{fill:#3182bd}rect.hbar{fill:#6b8fb3}line.clip{stroke:#d62728;stroke-width:2}
+line.obs{stroke:#999;stroke-dasharray:3,2}line.wch{stroke:#3182bd;stroke-width:1.5}line.axis{stroke:#bbb}rect.frame{fill:none;stroke:#ccc}
+.grid{display:flex;flex-wrap:wrap;gap:10px}.hcard{border:1px solid #eee;border-radius:6px;padding:6px;font-size:12px}
+.hcard .t{font-weight:bold;word-break:break-all;max-width:300px}.note{color:#8a6d3b;background:#fcf8e3;padding:6px 10px;border-radius:4px}
+)";
+
+const char* kScript = R"(
+(function () {
+  var errors = 0;
+  window.addEventListener('error', function () { errors++; document.body.setAttribute('data-errors', String(errors)); });
+  var data = JSON.parse(document.getElementById('qfx-data').textContent);
+  var panel = document.getElementById('panel');
+  function show(name) {
+    var k = data.kernels[name];
+    if (!panel) return;
+    if (!k) { panel.textContent = name; return; }
+    var t = k.node + '\n' + k.op + ' on ' + k.impl + ' (' + k.dtype + ')';
+    if (k.sqnr_fq !== undefined) t += '\nSQNR fake-quant ' + k.sqnr_fq.toFixed(2) + ' dB';
+    if (k.sqnr_int8 !== undefined) t += '\nSQNR int8 ' + k.sqnr_int8.toFixed(2) + ' dB';
+    if (k.clip) t += '\nclipping range ' + k.clip[0] + ' .. ' + k.clip[1] + ' (' + k.algorithm + ')';
+    (k.declined || []).forEach(function (d) { t += '\ndeclined by ' + d.impl + ': ' + d.reason; });
+    panel.textContent = t;
+  }
+  document.querySelectorAll('#graph g.node').forEach(function (g) {
+    g.addEventListener('click', function () { show(g.id.replace(/^gnode-/, '')); });
+  });
+  var f = document.getElementById('hist-filter');
+  if (f) f.addEventListener('input', function () {
+    var q = f.value.toLowerCase();
+    document.querySelectorAll('.hcard').forEach(function (c) {
+      c.style.display = c.getAttribute('data-name').toLowerCase().indexOf(q) >= 0 ? '' : 'none';
+    });
+  });
+  document.body.setAttribute('data-errors', String(errors));
+  document.body.setAttribute('data-ready', '1');
+})();
+)";
+
+std::string card(const std::string& k, const std::string& v) {
+  return "<div class=\"card\"><div class=\"v\">" + esc(v) + "</div><div class=\"k\">" + esc(k) + "</div></div>";
+}
+
+std::string pct(const json& j, const char* key) { return j.contains(key) ? num(100.0 * j[key].get<double>(), 4) + " %" : "-"; }
+
+std::string row(const std::string& k, const std::string& v) { return "<tr><th>" + esc(k) + "</th><td>" + esc(v) + "</td></tr>"; }
+
+std::string scalar(const json& v) { return v.is_string() ? v.get<std::string>() : v.dump(); }
+
+// A table of a JSON object's scalar entries (nested ones as compact JSON).
+std::string kv_table(const json& o) {
+  std::string s = "<table>";
+  for (auto it = o.begin(); it != o.end(); ++it) {
+    std::string v = scalar(it.value());
+    if (v.size() > 300) v = v.substr(0, 300) + "...";
+    s += row(it.key(), v);
+  }
+  return s + "</table>";
+}
+
+std::string summary(const json& r) {
+  std::string s = "<section id=\"summary\"><h2>Summary</h2><div class=\"cards\">";
+  s += card("backend (runtime)", r.value("backend", "?") + " (" + r.value("runtime_backend", "?") + ")");
+  if (r.contains("evaluation")) {
+    const json& e = r["evaluation"];
+    if (e.contains("top1_fp32")) {
+      s += card("top-1 fp32", pct(e, "top1_fp32"));
+      s += card("top-1 int8", pct(e, "top1_int8"));
+    }
+    if (e.contains("top1_fakequant")) s += card("top-1 fake-quant", pct(e, "top1_fakequant"));
+    if (e.contains("cosine_int8_vs_fp32")) s += card("cosine int8 vs fp32", num(e["cosine_int8_vs_fp32"].get<double>(), 6));
+    if (e.contains("sqnr_db_int8_vs_fp32")) s += card("output SQNR", num(e["sqnr_db_int8_vs_fp32"].get<double>(), 4) + " dB");
+  }
+  if (r.contains("seconds")) s += card("whole run", num(r["seconds"].get<double>(), 3) + " s");
+  return s + "</div></section>";
+}
+
+// The kernels by node, with their SQNR and clipping range: the side panel's data.
+json panel_data(const json& r) {
+  json ks = json::object();
+  for (const auto& k : r.value("kernels", json::array()))
+    ks[k.value("node", "?")] = {{"node", k.value("node", "?")}, {"op", k.value("op", "?")}, {"impl", k.value("impl", "?")},
+                                {"dtype", k.value("dtype", "")}, {"declined", k.value("declined", json::array())}};
+  if (r.contains("per_layer_sqnr"))
+    for (const auto& l : r["per_layer_sqnr"].value("layers", json::array())) {
+      const std::string n = l.value("node", "");
+      if (!ks.contains(n)) continue;
+      ks[n]["sqnr_fq"] = l.value("sqnr_db_fakequant", 0.0);
+      if (l.contains("sqnr_db_int8")) ks[n]["sqnr_int8"] = l["sqnr_db_int8"];
+    }
+  for (const auto& o : r.value("observers", json::array())) {
+    const std::string n = o.value("node", "");
+    if (!ks.contains(n)) continue;
+    ks[n]["clip"] = o.value("clip", json::array());
+    ks[n]["algorithm"] = o.value("algorithm", "");
+  }
+  return {{"kernels", ks}};
+}
+
+std::string graph_section(const json& r) {
+  std::string s = "<section id=\"graph-section\"><h2>Graph: what each node runs as</h2><div class=\"legend\">";
+  std::map<std::string, std::string> seen;  // legend entry -> colour
+  for (const auto& k : r.value("kernels", json::array())) {
+    if (k.value("folded", false)) continue;
+    const std::string op = k.value("op", ""), impl = k.value("impl", ""), dtype = k.value("dtype", "");
+    const std::string c = report::node_colour(op, impl, dtype);
+    const bool integer = dtype == "uint8" || dtype == "int8" || dtype == "int16" || dtype == "int32";
+    seen[c == "#edc948" ? "table (LUT)" : integer ? "int8 on " + impl : "float"] = c;
+  }
+  if (r.contains("host_postprocess")) seen["host post-processing (float)"] = "#f1ce63";
+  for (const auto& [k, c] : seen) s += "<span style=\"background:" + c + "\">" + esc(k) + "</span>";
+  s += "</div>";
+  std::string why;
+  const size_t n = r.value("kernels", json::array()).size();
+  std::string svg = n <= 4000 ? report::layout_svg(report::graph_dot(r), &why) : std::string();
+  if (n > 4000) why = std::to_string(n) + " nodes are too many to lay out: the graph is shown as a table";
+  if (!why.empty()) s += "<p class=\"note\">" + esc(why) + "</p>";
+  s += "<div class=\"graphwrap\"><div id=\"graph\">";
+  if (!svg.empty()) {
+    s += svg;
+  } else {
+    s += "<table><tr><th>node</th><th>op</th><th>runs on</th><th>dtype</th></tr>";
+    for (const auto& k : r.value("kernels", json::array()))
+      s += "<tr><td>" + esc(k.value("node", "")) + "</td><td>" + esc(k.value("op", "")) + "</td><td>" + esc(k.value("impl", "")) +
+           "</td><td>" + esc(k.value("dtype", "")) + "</td></tr>";
+    s += "</table>";
+  }
+  return s + "</div><div id=\"panel\">Click a node for its kernel, SQNR, clipping range and the kernels that declined it.</div></div></section>";
+}
+
+std::string sqnr_section(const json& r) {
+  std::string s = "<section id=\"sqnr\"><h2>Per-layer SQNR (worst first)</h2>";
+  if (!r.contains("per_layer_sqnr")) return s + "<p class=\"note\">Not measured in this run (evaluation.sqnr_samples: 0, or no evaluation).</p></section>";
+  const json& p = r["per_layer_sqnr"];
+  s += "<p>Each quantized activation against its float value on " + std::to_string(p.value("images", 0)) +
+       " images: light bars fake quantization, dark bars the deployed int8 kernels.</p>";
+  s += report::sqnr_bars(p.value("layers", json::array()));
+  if (r.contains("sensitivity")) {
+    s += "<h2>Sensitivity ranking (most sensitive first)</h2><p>Output SQNR against fp32 with all layers quantized: " +
+         num(r["sensitivity"].value("all_quantized_db", 0.0), 4) +
+         " dB.</p><table><tr><th>layer</th><th>only this layer quantized</th><th>all but this layer</th></tr>";
+    for (const auto& l : r["sensitivity"].value("layers", json::array()))
+      s += "<tr><td>" + esc(l.value("layer", "")) + "</td><td>" + num(l.value("only_this_db", 0.0), 4) + " dB</td><td>" +
+           num(l.value("all_but_this_db", 0.0), 4) + " dB</td></tr>";
+    s += "</table>";
+  }
+  if (r.contains("auto_fallback")) s += "<h2>Automatic fallback</h2>" + kv_table(r["auto_fallback"]);
+  return s + "</section>";
+}
+
+std::string activations_section(const json& r) {
+  const json obs = r.value("observers", json::array());
+  std::string s = "<section id=\"activations\"><h2>Activations: observed values and the chosen clipping range</h2>";
+  if (obs.empty()) return s + "<p class=\"note\">No activation statistics in this report.</p></section>";
+  s += "<p>Histograms (square-root heights), grey dashed lines the observed min and max, red lines the clipping range. "
+       "Filter: <input id=\"hist-filter\" placeholder=\"node name\"></p><div class=\"grid\">";
+  for (const auto& o : obs) {
+    const std::string n = o.value("node", "?");
+    const json clip = o.value("clip", json::array({0, 0}));
+    s += "<div class=\"hcard\" data-name=\"" + esc(n) + "\"><div class=\"t\">" + esc(n) + "</div>" + report::histogram_svg(o) +
+         "<div>" + esc(o.value("algorithm", "")) + " (" + esc(o.value("observer", "")) + "): clip " + num(clip[0].get<double>()) +
+         " .. " + num(clip[1].get<double>()) + ", observed " + num(o.value("min", 0.0)) + " .. " + num(o.value("max", 0.0)) +
+         "</div></div>";
+  }
+  return s + "</div></section>";
+}
+
+std::string weights_section(const json& r) {
+  const json ws = r.value("weights", json::array());
+  if (ws.empty()) return "";
+  std::string s = "<section id=\"weights\"><h2>Weights: per-channel ranges</h2><div class=\"grid\">";
+  for (const auto& w : ws)
+    s += "<div class=\"hcard\" data-name=\"" + esc(w.value("node", "")) + "\"><div class=\"t\">" + esc(w.value("node", "")) + " (" +
+         std::to_string(w.value("channels", 0)) + " channels)</div>" + report::weight_ranges_svg(w) + "</div>";
+  return s + "</div></section>";
+}
+
+std::string training_section(const json& r) {
+  if (!r.contains("training") || !r["training"].contains("curve")) return "";
+  const json& c = r["training"]["curve"];
+  report::Series loss{"loss (moving average)", {}}, acc{"training accuracy %", {}}, fq{"fake-quant top-1 %", {}};
+  for (const auto& p : c) {
+    const double step = p.value("step", 0.0);
+    if (p.contains("loss")) loss.points.push_back({step, p["loss"].get<double>()});
+    if (p.contains("train_accuracy")) acc.points.push_back({step, 100.0 * p["train_accuracy"].get<double>()});
+    if (p.contains("top1_fakequant")) fq.points.push_back({step, 100.0 * p["top1_fakequant"].get<double>()});
+  }
+  std::vector<report::Series> accs = {acc, fq};
+  const json e = r.value("evaluation", json::object());
+  const double last = c.empty() ? 0.0 : c.back().value("step", 0.0);
+  if (e.contains("top1_fp32")) accs.push_back({"float top-1 %", {{0.0, 100.0 * e["top1_fp32"].get<double>()}, {last, 100.0 * e["top1_fp32"].get<double>()}}});
+  if (e.contains("top1_int8")) accs.push_back({"int8 top-1 % (deployed)", {{last, 100.0 * e["top1_int8"].get<double>()}}});
+  accs.erase(std::remove_if(accs.begin(), accs.end(), [](const report::Series& x) { return x.points.empty(); }), accs.end());
+  std::string s = "<section id=\"training\"><h2>Training</h2>";
+  if (!loss.points.empty()) s += report::line_chart({loss}, "step", "loss");
+  if (!accs.empty()) s += report::line_chart(accs, "step", "accuracy %");
+  return s + "</section>";
+}
+
+std::string run_section(const json& r) {
+  std::string s = "<section id=\"run\"><h2>The run</h2><table>";
+  s += row("model", r.value("model", "?"));
+  s += row("config", r.value("config", "?"));
+  if (r.contains("seconds")) s += row("whole run", num(r["seconds"].get<double>(), 4) + " s");
+  if (r.contains("calibration")) {
+    const json& c = r["calibration"];
+    s += row("calibration", std::to_string(c.value("images", 0)) + " images in " + num(c.value("seconds", 0.0), 4) + " s (" +
+                                num(c.value("images_per_s", 0.0), 4) + " images/s, " + std::to_string(c.value("threads", 0)) +
+                                " threads, " + c.value("engine", std::string("?")) + ")");
+  }
+  if (r.contains("evaluation")) {
+    const json& e = r["evaluation"];
+    if (e.contains("fp32_ms_per_image"))
+      s += row("latency fp32 / int8", num(e["fp32_ms_per_image"].get<double>(), 4) + " / " + num(e.value("int8_ms_per_image", 0.0), 4) +
+                                          " ms per image (runtime)");
+    if (e.contains("prediction_agreement")) s += row("int8 and fp32 agree", pct(e, "prediction_agreement"));
+    if (e.contains("reference_check")) {
+      const json& c = e["reference_check"];
+      s += row("reference backend", std::to_string(c.value("identical_outputs", 0)) + " of " + std::to_string(c.value("images", 0)) +
+                                        " outputs bit-identical");
+    }
+  }
+  s += row("target arithmetic", r.contains("target_arithmetic") ? r["target_arithmetic"].value("arithmetic", std::string("target's own"))
+                                                                : std::string("ONNX (float requantization)"));
+  std::map<std::string, int> impls;
+  for (const auto& k : r.value("kernels", json::array()))
+    if (!k.value("folded", false)) impls[k.value("op", "?") + " on " + k.value("impl", "?")]++;
+  std::string ks;
+  for (const auto& [k, n] : impls) ks += (ks.empty() ? "" : ", ") + k + " x" + std::to_string(n);
+  s += row("kernels", ks);
+  for (const char* key : {"float_fallbacks", "runtime_float_groups", "export_float_ops"})
+    for (const auto& f : r.value(key, json::array())) s += row(std::string(key), scalar(f));
+  if (r.contains("versions")) s += row("versions", r["versions"].dump());
+  return s + "</table></section>";
+}
+
+}  // namespace
+
+std::string render_report_html(const std::string& text, const std::string& source) {
+  json r;
+  try {
+    r = json::parse(text);
+  } catch (const json::exception& e) {
+    throw DataError(source + ": not a report.json (" + std::string(e.what()) + ")");
+  }
+  if (!r.is_object() || !r.contains("kernels")) throw DataError(source + ": not a report.json written by qfx ptq or qfx qat");
+  std::string data = panel_data(r).dump();
+  for (size_t p = 0; (p = data.find("</", p)) != std::string::npos; p += 3) data.replace(p, 2, "<\\/");
+  const std::string title = "qfx report: " + std::filesystem::path(r.value("model", source)).filename().string();
+  return "<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>" + esc(title) + "</title><style>" + kStyle +
+         "</style></head><body data-ready=\"0\"><header><h1>" + esc(title) + "</h1><div class=\"src\">" + esc(source) +
+         "</div></header><main>" + summary(r) + graph_section(r) + sqnr_section(r) + activations_section(r) + weights_section(r) +
+         training_section(r) + run_section(r) + "</main><script type=\"application/json\" id=\"qfx-data\">" + data +
+         "</script><script>" + kScript + "</script></body></html>\n";
+}
+
+std::string write_report_html(const std::string& output_dir) {
+  const std::string in = (std::filesystem::path(output_dir) / "report.json").string();
+  std::ifstream f(in);
+  if (!f) throw IoError(in + ": cannot open (missing or unreadable; qfx report takes a qfx ptq / qat output folder)");
+  std::stringstream ss;
+  ss << f.rdbuf();
+  const std::string out = (std::filesystem::path(output_dir) / "report.html").string();
+  write_file_atomic(out, render_report_html(ss.str(), in));
+  return out;
+}
+
+}  // namespace qfx::quant

@@ -1,0 +1,90 @@
+#!/usr/bin/env bash
+# report.html in a real browser: qfx ptq and qfx qat write it; headless Chromium
+# loads it, runs its script without errors, and the graph (one laid-out node per
+# deployed node), the SQNR bars and one histogram per observed tensor are in the
+# rendered page, counted against report.json; a screenshot is kept as a test
+# artefact ($ARTIFACTS/report_*.png). `qfx report DIR` writes the same page again.
+# Needs: $QFX, $FIXTURES, $ARTIFACTS, $QFX_PYTHON; graphviz and chromium-headless-shell
+# (tools/install_deps.sh installs them).
+set -u
+pass=0; fail=0
+tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
+source "$(dirname "$0")/check.sh"
+mkdir -p "$ARTIFACTS"
+browser=$(command -v chromium-headless-shell || command -v chromium || echo chromium-headless-shell)
+
+# The rendered DOM's counts against report.json's: "ok" or what differs.
+render_check() {  # dir name
+  local dir=$1 name=$2
+  timeout 120 "$browser" --no-sandbox --disable-gpu --hide-scrollbars --window-size=1400,2400 \
+    --screenshot="$ARTIFACTS/report_$name.png" "file://$dir/report.html" >/dev/null 2>&1 || { echo "screenshot failed"; return; }
+  timeout 120 "$browser" --no-sandbox --disable-gpu --dump-dom "file://$dir/report.html" 2>/dev/null > "$tmp/$name.dom.html"
+  $PY - "$dir/report.json" "$tmp/$name.dom.html" "$ARTIFACTS/report_$name.png" <<'EOF'
+import json, re, sys
+from PIL import Image
+r = json.load(open(sys.argv[1])); dom = open(sys.argv[2]).read()
+problems = []
+body = re.search(r"<body[^>]*>", dom)
+if not body or 'data-ready="1"' not in body.group(0): problems.append("the page's script did not finish")
+if not body or 'data-errors="0"' not in body.group(0): problems.append("script errors: " + (body.group(0) if body else "no body"))
+kernels = [k for k in r["kernels"] if not k.get("folded")]
+graph = dom[dom.find('id="graph"'):dom.find('id="panel"')]
+if "<svg" not in graph: problems.append("no laid-out graph")
+if len(re.findall(r'<g id="gnode-', graph)) != len(kernels):
+    problems.append(f"{len(re.findall(r'<g id=.gnode-', graph))} graph nodes for {len(kernels)} deployed nodes")
+layers = r.get("per_layer_sqnr", {}).get("layers", [])
+bars = len(re.findall(r'<rect class="bar fq"', dom))
+if bars != len(layers): problems.append(f"{bars} SQNR bars for {len(layers)} layers")
+hist = len(re.findall(r'<svg class="hist"', dom))
+if hist != len(r.get("observers", [])) or hist == 0: problems.append(f"{hist} histograms for {len(r.get('observers', []))} observers")
+if len(re.findall(r'<svg class="wrange"', dom)) != len(r.get("weights", [])): problems.append("weight range charts missing")
+im = Image.open(sys.argv[3]).convert("RGB").resize((140, 240))
+if len(set(im.getdata())) < 20: problems.append("the screenshot is nearly blank")
+print("ok" if not problems else "; ".join(problems))
+EOF
+}
+
+check "qfx ptq writes report.html and lists it in report.json's outputs" 0 "^listed$" -- bash -c \
+  "'$QFX' ptq --set calibration.num_samples=64 --set evaluation.num_samples=256 --set evaluation.sqnr_samples=32 \
+     --set evaluation.reference_check=0 --set output.dir='$tmp/ptq' >/dev/null 2>&1 || exit 1
+   $PY -c \"import json; o = json.load(open('$tmp/ptq/report.json'))['outputs']; print('listed' if '$tmp/ptq/report.html' in o else o)\""
+check "report.html of qfx ptq in headless Chromium: script ran without errors; graph, SQNR bars, histograms, weight ranges all there" 0 "^ok$" -- \
+  render_check "$tmp/ptq" ptq
+check "report.html is self-contained (no reference to another file or address)" 0 "^0$" -- $PY -c "
+import re; h = open('$tmp/ptq/report.html').read()
+print(len([u for u in re.findall(r'(?:https?:|file:)//[^\"\' <>]*|\\bsrc=|<link\\b', h) if not u.startswith('http://www.w3.org/')]))"
+check "qfx report DIR writes the same page again" 0 "^same$" -- bash -c \
+  "cp '$tmp/ptq/report.html' '$tmp/first.html' && rm '$tmp/ptq/report.html' && '$QFX' report '$tmp/ptq' >/dev/null &&
+   cmp -s '$tmp/first.html' '$tmp/ptq/report.html' && echo same"
+check "qfx report on a folder without report.json" 7 "report.json: cannot open" -- "$QFX" report "$tmp"
+echo '{"a": 1}' > "$tmp/report.json"
+check "qfx report on a JSON file that is not a report" 6 "not a report.json written by qfx ptq or qfx qat" -- "$QFX" report "$tmp"
+rm "$tmp/report.json"
+check "output.report_html: false writes none" 0 "^none$" -- bash -c \
+  "'$QFX' ptq --set calibration.num_samples=32 --set evaluation=null --set output.report_html=false --set output.dir='$tmp/nohtml' \
+     >/dev/null 2>&1 && { [ -e '$tmp/nohtml/report.html' ] && echo written || echo none; }"
+
+# A transformer (Swin: hundreds of nodes, matmuls, LayerNorm, softmax): the page stays small.
+$PY -c "import numpy; numpy.save('$tmp/x32.npy', numpy.random.default_rng(3).normal(0, 1, (16, 3, 32, 32)).astype(numpy.float32))"
+check "qfx ptq of the Swin fixture writes a report.html under 3 MB" 0 "^ok [0-9]+$" -- bash -c \
+  "'$QFX' ptq --set model.path='$FIXTURES/swin_tiny.pt' --set 'model.input_shape=[-1, 3, 32, 32]' \
+     --set 'calibration.data={format: npy, images: $tmp/x32.npy}' --set calibration.num_samples=16 --set calibration.batch_size=8 \
+     --set 'evaluation.data={format: npy, images: $tmp/x32.npy}' --set evaluation.metric=cosine --set evaluation.sqnr_samples=4 \
+     --set evaluation.reference_check=0 --set output.dir='$tmp/swin' > '$tmp/swin.log' 2>&1 || { tail -3 '$tmp/swin.log'; exit 1; }
+   size=\$(stat -c %s '$tmp/swin/report.html'); [ \$size -lt 3000000 ] && echo ok \$size || echo \$size bytes"
+check "... rendered in headless Chromium" 0 "^ok$" -- render_check "$tmp/swin" swin
+
+# QAT: the training curve (loss, training accuracy; fake-quant, float and int8 top-1).
+check "qfx qat writes report.html" 0 "wrote .*report.html" -- \
+  "$QFX" qat --set training.num_samples=512 --set training.epochs=2 --set training.batch_size=64 --set calibration.num_samples=64 \
+    --set evaluation.num_samples=256 --set output.dir="$tmp/qat"
+check "qfx qat: report.json's training curve (every step here) ends with the fake-quant top-1; the page draws the curves" 0 "^ok$" -- \
+  $PY -c "
+import json, re
+c = json.load(open('$tmp/qat/report.json'))['training']['curve']; h = open('$tmp/qat/report.html').read()
+ok = len(c) == 16 and [p['step'] for p in c] == list(range(1, 17)) and 'top1_fakequant' in c[-1]
+print('ok' if ok and len(re.findall('<polyline class=\"series\"', h)) >= 3 else (len(c), c[-1]))"
+check "... rendered in headless Chromium" 0 "^ok$" -- render_check "$tmp/qat" qat
+
+echo "$pass passed, $fail failed"
+[ "$fail" -eq 0 ]
