@@ -69,9 +69,13 @@ nlohmann::json weight_ranges(const fx::GraphModule& prepared) {
     if (n->op() != fx::Opcode::kCallModule) continue;
     auto* f = dynamic_cast<FusedConvLinear*>(prepared.get_submodule(n->target()).get());
     if (!f || !f->weight_fake_quant()) continue;
-    const auto mm = f->weight_fake_quant()->observer().min_max();
-    if (mm.first.numel() == 0 || !std::isfinite(mm.first.min().item<double>())) continue;
-    out.push_back({{"node", n->name()}, {"channels", mm.first.numel()}, {"min", rounded(mm.first)}, {"max", rounded(mm.second)}});
+    // The weight as deployed (batch norm folded), per output channel, whatever the
+    // observer's granularity.
+    const at::Tensor w = f->folded_weight_bias().first.detach();
+    const at::Tensor c = w.transpose(0, f->weight_out_axis()).reshape({w.size(f->weight_out_axis()), -1});
+    if (c.numel() == 0) continue;
+    out.push_back({{"node", n->name()}, {"channels", c.size(0)}, {"min", rounded(std::get<0>(c.min(1)))},
+                   {"max", rounded(std::get<0>(c.max(1)))}});
   }
   return out;
 }

@@ -16,8 +16,8 @@ namespace qfx::quant::detail {
 /// carry 5 significant digits.
 nlohmann::json observer_statistics(const fx::GraphModule& prepared, int max_bins = 128);
 
-/// Per-channel [min, max] of each weight observer of a fused conv / linear module
-/// that has observed its weight: {"node", "channels", "min": [...], "max": [...]}.
+/// Per-output-channel [min, max] of the deployed weight (batch norm folded) of each
+/// quantized fused conv / linear module: {"node", "channels", "min": [...], "max": [...]}.
 nlohmann::json weight_ranges(const fx::GraphModule& prepared);
 
 }  // namespace qfx::quant::detail

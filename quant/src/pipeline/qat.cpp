@@ -150,6 +150,8 @@ QatResult qat(const JobConfig& cfg, const PipelineHooks& hooks_in, distributed::
   // (and each epoch's end): the loss's moving average and the epoch's running accuracy.
   nlohmann::json curve = nlohmann::json::array();
   const int64_t curve_every = std::max<int64_t>(1, (total - step) / 100);
+  double curve_loss = 0, curve_acc = 0;  // moving averages over the whole run (no reset per epoch)
+  int64_t curve_n = 0;
   while (step < total) {
     const int64_t epoch = step / steps_per_epoch;
     std::vector<int64_t> order(static_cast<size_t>(n));
@@ -184,9 +186,12 @@ QatResult qat(const JobConfig& cfg, const PipelineHooks& hooks_in, distributed::
       std::snprintf(extra, sizeof extra, "loss %.3f  acc %.1f%%  lr %.4f", loss_ema, 100.0 * correct / std::max<int64_t>(seen, 1),
                     lr_at(tc, step, total));
       progress(hooks, stage, g1, n, extra);
+      const double batch_acc = logits.argmax(1).eq(y).to(at::kDouble).mean().item<double>();
+      const double a = curve_n++ == 0 ? 1.0 : 0.05;
+      curve_loss += a * (l - curve_loss);
+      curve_acc += a * (batch_acc - curve_acc);
       if ((step + 1) % curve_every == 0 || k + 1 == steps_per_epoch || step + 1 == total)
-        curve.push_back({{"step", step + 1}, {"epoch", epoch + 1}, {"loss", loss_ema},
-                         {"train_accuracy", static_cast<double>(correct) / static_cast<double>(std::max<int64_t>(seen, 1))}});
+        curve.push_back({{"step", step + 1}, {"epoch", epoch + 1}, {"loss", curve_loss}, {"train_accuracy", curve_acc}});
     }
     if (rank == 0) save_qat_checkpoint(ckpt, *gm, *opt, step);
   }

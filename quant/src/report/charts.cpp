@@ -115,7 +115,7 @@ std::string weight_ranges_svg(const nlohmann::json& w) {
 }
 
 std::string line_chart(const std::vector<Series>& series, const std::string& x_label, const std::string& y_label) {
-  const int W = 640, H = 240, L = 50, B = 30, T = 10, R = 150;
+  const int W = 760, H = 240, L = 50, B = 30, T = 10, R = 250;
   double x0 = 1e300, x1 = -1e300, y0 = 1e300, y1 = -1e300;
   for (const auto& s : series)
     for (const auto& p : s.points) {

@@ -213,7 +213,7 @@ std::string weights_section(const json& r) {
 std::string training_section(const json& r) {
   if (!r.contains("training") || !r["training"].contains("curve")) return "";
   const json& c = r["training"]["curve"];
-  report::Series loss{"loss (moving average)", {}}, acc{"training accuracy %", {}}, fq{"fake-quant top-1 %", {}};
+  report::Series loss{"loss (moving average)", {}}, acc{"training accuracy % (moving average)", {}}, fq{"fake-quant top-1 %", {}};
   for (const auto& p : c) {
     const double step = p.value("step", 0.0);
     if (p.contains("loss")) loss.points.push_back({step, p["loss"].get<double>()});
