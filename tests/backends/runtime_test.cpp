@@ -72,6 +72,38 @@ TEST(Runtime, FloatModelsMatchPyTorch) {
   }
 }
 
+TEST(Runtime, ProfileTimesEveryRunNodeWhileOn) {
+  Model m = Model::load(onnx_dir() + "resnet18.onnx");
+  Tensor x = load_npy(onnx_dir() + "resnet18.in.npy");
+  run1(m, x);  // not profiled
+  int64_t runs = -1;
+  EXPECT_TRUE(m.profile(&runs).empty());
+  EXPECT_EQ(runs, 0);
+  m.set_profiling(true);
+  for (int i = 0; i < 3; ++i) run1(m, x);
+  m.set_profiling(false);
+  run1(m, x);  // not counted: profiling is off; what was collected stays readable
+  EXPECT_FALSE(m.profile(&runs).empty());
+  EXPECT_EQ(runs, 3);
+  m.set_profiling(true);  // starts afresh
+  for (int i = 0; i < 3; ++i) run1(m, x);
+  const auto prof = m.profile(&runs);
+  EXPECT_EQ(runs, 3);
+  // One entry per node the plan runs (the kernel report's non-folded nodes), in order.
+  std::vector<std::string> ran;
+  for (const auto& c : m.kernel_report())
+    if (!c.folded) ran.push_back(c.node);
+  ASSERT_EQ(prof.size(), ran.size());
+  double sum = 0;
+  for (size_t i = 0; i < prof.size(); ++i) {
+    EXPECT_EQ(prof[i].node, ran[i]);
+    EXPECT_FALSE(prof[i].impl.empty());
+    EXPECT_GE(prof[i].ms, 0.0);
+    sum += prof[i].ms;
+  }
+  EXPECT_GT(sum, 0.0);
+}
+
 TEST(Runtime, DynamicBatchPlansPerShape) {
   Model m = Model::load(onnx_dir() + "resnet18.onnx");
   Tensor x = load_npy(onnx_dir() + "resnet18.in.npy");  // [2, 3, 64, 64]

@@ -94,17 +94,35 @@ std::map<std::string, Tensor> Model::run_impl(const std::map<std::string, Tensor
     plan->values[static_cast<size_t>(im.input_ids[i])] = *given[i];
     observe(im.input_ids[i], *given[i], false);
   }
-  static const bool profile = std::getenv("QFX_PROFILE") != nullptr;
+  static const bool print_profile = std::getenv("QFX_PROFILE") != nullptr;
+  const bool collect = im.profiling.load(std::memory_order_relaxed);
+  const bool timed = print_profile || collect;
+  std::vector<double> node_ms(collect ? plan->kernels.size() : 0, 0.0);
   for (size_t n = 0; n < plan->kernels.size(); ++n) {
     if (!plan->kernels[n].run) continue;  // evaluated when the plan was built
-    const auto t0 = profile ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
+    const auto t0 = timed ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
     plan->kernels[n].run(plan->in_ptrs[n], plan->out_ptrs[n]);
-    if (profile)
-      std::fprintf(stderr, "[profile] %-20s %-10s %-40s %8.3f ms\n", im.g.nodes[n].op.c_str(), plan->kernels[n].impl.c_str(),
-                   im.g.nodes[n].name.c_str(),
-                   std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+    if (timed) {
+      const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+      if (collect) node_ms[n] = ms;
+      if (print_profile)
+        std::fprintf(stderr, "[profile] %-20s %-10s %-40s %8.3f ms\n", im.g.nodes[n].op.c_str(), plan->kernels[n].impl.c_str(),
+                     im.g.nodes[n].name.c_str(), ms);
+    }
     for (int v : im.node_out[n])
       if (v >= 0) observe(v, plan->values[static_cast<size_t>(v)], plan->meta[static_cast<size_t>(v)].nhwc);
+  }
+  if (collect) {
+    std::lock_guard<std::mutex> lk(im.mu);
+    if (im.profile_ms.size() != node_ms.size()) {
+      im.profile_ms.assign(node_ms.size(), 0.0);
+      im.profile_impl.assign(node_ms.size(), "");
+    }
+    for (size_t n = 0; n < node_ms.size(); ++n) {
+      im.profile_ms[n] += node_ms[n];
+      if (plan->kernels[n].run) im.profile_impl[n] = plan->kernels[n].impl;
+    }
+    ++im.profile_runs;
   }
   std::map<std::string, Tensor> out;
   for (size_t i = 0; i < im.output_ids.size(); ++i) out[im.outputs[i].name] = plan->values[static_cast<size_t>(im.output_ids[i])].clone();
@@ -137,6 +155,30 @@ void Model::Impl::return_plan(const std::string& sig, std::unique_ptr<Plan> plan
     for (auto& p : lru->second.free) evicted.push_back(std::move(p));
     pool.erase(lru);
   }
+}
+
+}  // namespace qfx::runtime
+
+namespace qfx::runtime {
+
+void Model::set_profiling(bool on) {
+  std::lock_guard<std::mutex> lk(impl_->mu);
+  if (on) {
+    impl_->profile_ms.clear();
+    impl_->profile_impl.clear();
+    impl_->profile_runs = 0;
+  }
+  impl_->profiling.store(on);
+}
+
+std::vector<NodeTime> Model::profile(int64_t* runs) const {
+  std::lock_guard<std::mutex> lk(impl_->mu);
+  std::vector<NodeTime> out;
+  for (size_t n = 0; n < impl_->profile_ms.size() && n < impl_->g.nodes.size(); ++n)
+    if (!impl_->profile_impl[n].empty())
+      out.push_back({impl_->g.nodes[n].name, impl_->g.nodes[n].op, impl_->profile_impl[n], impl_->profile_ms[n]});
+  if (runs) *runs = impl_->profile_runs;
+  return out;
 }
 
 }  // namespace qfx::runtime

@@ -5,6 +5,7 @@
 
 #include <map>
 #include <memory>
+#include <atomic>
 #include <mutex>
 #include <set>
 #include <string>
@@ -51,6 +52,11 @@ struct Model::Impl {
   // A model whose dynamic height / width cannot be planned as 1 is planned at its
   // first run: the choices of that plan (guarded by mu).
   mutable std::vector<KernelChoice> first_run_choices;
+  // Model::set_profiling / profile: kernel milliseconds by node, guarded by mu.
+  std::atomic<bool> profiling{false};
+  mutable std::vector<double> profile_ms;
+  mutable std::vector<std::string> profile_impl;
+  mutable int64_t profile_runs = 0;
 
   /// Free plans of one input-shape signature, and when the signature was last used.
   struct PoolEntry {

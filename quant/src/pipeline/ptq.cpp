@@ -334,6 +334,7 @@ PtqResult ptq(const JobConfig& cfg, const PipelineHooks& hooks, distributed::Con
     // Latency leaves out the first batch, which also builds the plans (kernels, packed weights).
     double t_fp32 = 0, t_int8 = 0, libtorch_rel = 0;
     int64_t timed = 0;
+    int8.set_profiling(true);  // where the int8 time goes, per node (report.json "profile_int8")
     for_batches(*ev, n, [&](const at::Tensor& b, int64_t i) {
       std::map<std::string, runtime::Tensor> in{{"input", wrap(b)}};
       const bool time_it = i > 0 || n <= ebs;
@@ -355,6 +356,8 @@ PtqResult ptq(const JobConfig& cfg, const PipelineHooks& hooks, distributed::Con
       progress(hooks, "evaluation (fp32 + int8)", i + b.size(0), n);
     });
     at::Tensor fp = at::cat(fp_outs), q = at::cat(q_outs);
+    report["profile_int8"] = profile_json(int8, n);
+    int8.set_profiling(false);
     PtqEvaluation& E = res.evaluation;
     res.evaluated = true;
     E.images = n;

@@ -21,14 +21,13 @@ const char* kPalette[] = {"#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e",
 std::string sqnr_bars(const nlohmann::json& layers) {
   const int row = 18, label_w = 230, bar_w = 560;
   double top = 1;
-  for (const auto& l : layers)
-    top = std::max({top, value_or(l, "sqnr_db_fakequant", 0), value_or(l, "sqnr_db_int8", 0)});
+  for (const auto& l : layers) top = std::max({top, value_or(l, "sqnr_db_fakequant", 0), value_or(l, "sqnr_db_int8", 0)});
   const int h = static_cast<int>(layers.size()) * row + 30;
   std::string s = "<svg class=\"chart\" id=\"sqnr-chart\" width=\"" + std::to_string(label_w + bar_w + 80) + "\" height=\"" +
                   std::to_string(h) + "\" xmlns=\"http://www.w3.org/2000/svg\">";
   int y = 4;
   for (const auto& l : layers) {
-    const std::string node = l.value("node", "?");
+    const std::string node = get<std::string>(l, "node", std::string("?"));
     s += "<text x=\"" + std::to_string(label_w - 6) + "\" y=\"" + std::to_string(y + 12) + "\" text-anchor=\"end\">" + esc(node) +
          "</text>";
     const double fq = value_or(l, "sqnr_db_fakequant", 0);
@@ -37,8 +36,8 @@ std::string sqnr_bars(const nlohmann::json& layers) {
     auto bar = [&](double v, int dy, int hh, const char* cls, const std::string& what) {
       const double w = std::max(0.0, v) / top * bar_w;
       s += "<rect class=\"bar " + std::string(cls) + "\" x=\"" + std::to_string(label_w) + "\" y=\"" + std::to_string(y + dy) +
-           "\" width=\"" + num(w, 5) + "\" height=\"" + std::to_string(hh) + "\"><title>" + esc(node) + ": " + what + " " + num(v) +
-           " dB</title></rect>";
+           "\" width=\"" + num(w, 5) + "\" height=\"" + std::to_string(hh) + "\"><title>" + esc(node) + ": " + what + " " +
+           num(v) + " dB</title></rect>";
     };
     bar(fq, 1, has_q ? 7 : 14, "fq", "fake-quant SQNR");
     if (has_q) bar(q, 8, 7, "int8", "int8 SQNR");
@@ -46,16 +45,17 @@ std::string sqnr_bars(const nlohmann::json& layers) {
          std::to_string(y + 12) + "\" class=\"small\">" + num(has_q ? q : fq, 3) + " dB</text>";
     y += row;
   }
-  s += "<text x=\"" + std::to_string(label_w) + "\" y=\"" + std::to_string(y + 16) +
-       "\" class=\"small\">0 dB</text><text x=\"" + std::to_string(label_w + bar_w) + "\" y=\"" + std::to_string(y + 16) +
-       "\" text-anchor=\"end\" class=\"small\">" + num(top, 3) + " dB</text></svg>";
+  s += "<text x=\"" + std::to_string(label_w) + "\" y=\"" + std::to_string(y + 16) + "\" class=\"small\">0 dB</text><text x=\"" +
+       std::to_string(label_w + bar_w) + "\" y=\"" + std::to_string(y + 16) + "\" text-anchor=\"end\" class=\"small\">" +
+       num(top, 3) + " dB</text></svg>";
   return s;
 }
 
 std::string histogram_svg(const nlohmann::json& o) {
   const int W = 300, H = 110, pad = 4, plot_h = 80;
   double lo = value_or(o, "min", 0), hi = value_or(o, "max", 1);
-  const double clo = o.contains("clip") ? o["clip"][0].get<double>() : lo, chi = o.contains("clip") ? o["clip"][1].get<double>() : hi;
+  const double clo = o.contains("clip") ? o["clip"][0].get<double>() : lo,
+               chi = o.contains("clip") ? o["clip"][1].get<double>() : hi;
   lo = std::min(lo, clo);
   hi = std::max(hi, chi);
   if (!(hi > lo)) hi = lo + 1;
@@ -64,7 +64,7 @@ std::string histogram_svg(const nlohmann::json& o) {
                   "\" xmlns=\"http://www.w3.org/2000/svg\">";
   if (o.contains("hist")) {
     const auto& h = o["hist"];
-    const double hlo = h.value("lo", 0.0), w = h.value("width", 0.0);
+    const double hlo = get<double>(h, "lo", 0.0), w = get<double>(h, "width", 0.0);
     double top = 0;
     for (const auto& c : h["counts"]) top = std::max(top, c.get<double>());
     // Square-root heights: the tails a clipping range cuts stay visible beside the peak.
@@ -127,24 +127,25 @@ std::string line_chart(const std::vector<Series>& series, const std::string& x_l
   auto Y = [&](double v) { return T + (1 - (v - y0) / (y1 - y0)) * (H - T - B); };
   std::string s = "<svg class=\"chart lines\" width=\"" + std::to_string(W) + "\" height=\"" + std::to_string(H) +
                   "\" xmlns=\"http://www.w3.org/2000/svg\"><rect class=\"frame\" x=\"" + std::to_string(L) + "\" y=\"" +
-                  std::to_string(T) + "\" width=\"" + std::to_string(W - L - R) + "\" height=\"" + std::to_string(H - T - B) + "\"/>";
-  s += "<text x=\"" + std::to_string(L - 4) + "\" y=\"" + num(Y(y1) + 4, 4) + "\" text-anchor=\"end\" class=\"small\">" + num(y1, 3) +
-       "</text><text x=\"" + std::to_string(L - 4) + "\" y=\"" + num(Y(y0), 4) + "\" text-anchor=\"end\" class=\"small\">" + num(y0, 3) +
-       "</text><text x=\"" + std::to_string(L) + "\" y=\"" + std::to_string(H - 8) + "\" class=\"small\">" + esc(x_label) + " " +
-       num(x0, 4) + "</text><text x=\"" + std::to_string(W - R) + "\" y=\"" + std::to_string(H - 8) +
-       "\" text-anchor=\"end\" class=\"small\">" + num(x1, 5) + "</text><text x=\"4\" y=\"" + std::to_string(T + 10) +
-       "\" class=\"small\">" + esc(y_label) + "</text>";
+                  std::to_string(T) + "\" width=\"" + std::to_string(W - L - R) + "\" height=\"" + std::to_string(H - T - B) +
+                  "\"/>";
+  s += "<text x=\"" + std::to_string(L - 4) + "\" y=\"" + num(Y(y1) + 4, 4) + "\" text-anchor=\"end\" class=\"small\">" +
+       num(y1, 3) + "</text><text x=\"" + std::to_string(L - 4) + "\" y=\"" + num(Y(y0), 4) +
+       "\" text-anchor=\"end\" class=\"small\">" + num(y0, 3) + "</text><text x=\"" + std::to_string(L) + "\" y=\"" +
+       std::to_string(H - 8) + "\" class=\"small\">" + esc(x_label) + " " + num(x0, 4) + "</text><text x=\"" +
+       std::to_string(W - R) + "\" y=\"" + std::to_string(H - 8) + "\" text-anchor=\"end\" class=\"small\">" + num(x1, 5) +
+       "</text><text x=\"4\" y=\"" + std::to_string(T + 10) + "\" class=\"small\">" + esc(y_label) + "</text>";
   size_t k = 0;
   for (const auto& ser : series) {
     const std::string colour = kPalette[k % 6];
     std::string pts;
     for (const auto& p : ser.points) pts += num(X(p.first), 5) + "," + num(Y(p.second), 5) + " ";
     if (ser.points.size() == 1)
-      s += "<circle cx=\"" + num(X(ser.points[0].first), 5) + "\" cy=\"" + num(Y(ser.points[0].second), 5) + "\" r=\"4\" fill=\"" +
-           colour + "\"><title>" + esc(ser.name) + ": " + num(ser.points[0].second) + "</title></circle>";
+      s += "<circle cx=\"" + num(X(ser.points[0].first), 5) + "\" cy=\"" + num(Y(ser.points[0].second), 5) +
+           "\" r=\"4\" fill=\"" + colour + "\"><title>" + esc(ser.name) + ": " + num(ser.points[0].second) + "</title></circle>";
     else
-      s += "<polyline class=\"series\" fill=\"none\" stroke=\"" + colour + "\" stroke-width=\"2\" points=\"" + pts + "\"><title>" +
-           esc(ser.name) + "</title></polyline>";
+      s += "<polyline class=\"series\" fill=\"none\" stroke=\"" + colour + "\" stroke-width=\"2\" points=\"" + pts +
+           "\"><title>" + esc(ser.name) + "</title></polyline>";
     s += "<text x=\"" + std::to_string(W - R + 8) + "\" y=\"" + std::to_string(T + 14 + 16 * static_cast<int>(k)) + "\" fill=\"" +
          colour + "\">" + esc(ser.name) + "</text>";
     ++k;

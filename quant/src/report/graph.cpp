@@ -41,7 +41,7 @@ bool integer_dtype(const std::string& d) { return d == "uint8" || d == "int8" ||
 
 std::string node_colour(const std::string& op, const std::string& impl, const std::string& dtype) {
   if (op.find("Lut") != std::string::npos || op.find("LUT") != std::string::npos || impl.find("lut") != std::string::npos)
-    return "#edc948";  // a lookup table
+    return "#edc948";                           // a lookup table
   if (!integer_dtype(dtype)) return "#d9d9d9";  // float
   if (impl == "onednn") return "#76b7e5";
   if (impl == "simd") return "#8cd17d";
@@ -53,24 +53,26 @@ std::string graph_dot(const nlohmann::json& r) {
   std::map<std::string, std::pair<double, double>> sqnr;  // node -> (fake-quant, int8 or NaN)
   if (r.contains("per_layer_sqnr") && r["per_layer_sqnr"].contains("layers"))
     for (const auto& l : r["per_layer_sqnr"]["layers"])
-      sqnr[l.value("node", "")] = {l.value("sqnr_db_fakequant", 0.0), l.value("sqnr_db_int8", std::nan(""))};
+      sqnr[get<std::string>(l, "node", std::string(""))] = {get<double>(l, "sqnr_db_fakequant", 0.0),
+                                                            get<double>(l, "sqnr_db_int8", std::nan(""))};
   std::ostringstream d;
   d << "digraph qfx {\n  rankdir=TB; nodesep=0.25; ranksep=0.3;\n"
        "  node [shape=box, style=\"rounded,filled\", fontname=\"Helvetica\", fontsize=10, height=0.3];\n"
        "  edge [color=\"#777777\", arrowsize=0.6];\n";
   std::map<std::string, std::string> producer;  // value -> DOT id
   std::set<std::string> read;
-  const nlohmann::json kernels = r.value("kernels", nlohmann::json::array());
+  const nlohmann::json kernels = get<nlohmann::json>(r, "kernels", nlohmann::json::array());
   int i = 0;
   for (const auto& k : kernels) {
     const std::string id = "n" + std::to_string(i++);
-    for (const auto& o : k.value("outputs", nlohmann::json::array())) producer[o.get<std::string>()] = id;
+    for (const auto& o : get<nlohmann::json>(k, "outputs", nlohmann::json::array())) producer[o.get<std::string>()] = id;
   }
   i = 0;
   std::set<std::string> inputs;
   for (const auto& k : kernels) {
     const std::string id = "n" + std::to_string(i++);
-    const std::string node = k.value("node", "?"), op = k.value("op", "?"), impl = k.value("impl", "?"), dtype = k.value("dtype", "");
+    const std::string node = get<std::string>(k, "node", std::string("?")), op = get<std::string>(k, "op", std::string("?")),
+                      impl = get<std::string>(k, "impl", std::string("?")), dtype = get<std::string>(k, "dtype", std::string(""));
     std::string tip = node + "\n" + op + " on " + impl + " (" + (dtype.empty() ? "?" : dtype) + ")";
     std::string label = op + "\n" + node;
     if (auto it = sqnr.find(node); it != sqnr.end()) {
@@ -78,11 +80,12 @@ std::string graph_dot(const nlohmann::json& r) {
       if (!std::isnan(it->second.second)) tip += ", int8 " + num(it->second.second) + " dB";
       label += "\n" + num(std::isnan(it->second.second) ? it->second.first : it->second.second, 3) + " dB";
     }
-    for (const auto& dcl : k.value("declined", nlohmann::json::array()))
-      tip += "\ndeclined by " + dcl.value("impl", "?") + ": " + dcl.value("reason", "");
+    for (const auto& dcl : get<nlohmann::json>(k, "declined", nlohmann::json::array()))
+      tip += "\ndeclined by " + get<std::string>(dcl, "impl", std::string("?")) + ": " +
+             get<std::string>(dcl, "reason", std::string(""));
     d << "  " << id << " [id=" << dot_str("gnode-" + node) << ", label=" << dot_str(label) << ", tooltip=" << dot_str(tip)
       << ", fillcolor=" << dot_str(node_colour(op, impl, dtype)) << "];\n";
-    for (const auto& in : k.value("inputs", nlohmann::json::array())) {
+    for (const auto& in : get<nlohmann::json>(k, "inputs", nlohmann::json::array())) {
       const std::string v = in.get<std::string>();
       read.insert(v);
       auto p = producer.find(v);
@@ -98,14 +101,16 @@ std::string graph_dot(const nlohmann::json& r) {
   std::vector<std::string> outs;
   for (const auto& [v, id] : producer)
     if (!read.count(v)) {
-      d << "  " << dot_str("out:" + v) << " [label=" << dot_str(v) << ", shape=ellipse, fillcolor=\"#ffffff\"];\n  " << id << " -> "
-        << dot_str("out:" + v) << ";\n";
+      d << "  " << dot_str("out:" + v) << " [label=" << dot_str(v) << ", shape=ellipse, fillcolor=\"#ffffff\"];\n  " << id
+        << " -> " << dot_str("out:" + v) << ";\n";
       outs.push_back(v);
     }
   if (r.contains("host_postprocess")) {
     std::string nodes;
-    for (const auto& n : r["host_postprocess"].value("nodes", nlohmann::json::array())) nodes += n.get<std::string>() + "\n";
-    d << "  subgraph cluster_host {\n    label=\"host post-processing (float, not deployed)\"; style=dashed; fontname=\"Helvetica\"; fontsize=10;\n"
+    for (const auto& n : get<nlohmann::json>(r["host_postprocess"], "nodes", nlohmann::json::array()))
+      nodes += n.get<std::string>() + "\n";
+    d << "  subgraph cluster_host {\n    label=\"host post-processing (float, not deployed)\"; style=dashed; "
+         "fontname=\"Helvetica\"; fontsize=10;\n"
       << "    host [label=" << dot_str(nodes) << ", fillcolor=\"#f1ce63\", id=\"gnode-host\"];\n  }\n";
     for (const auto& o : outs) d << "  " << dot_str("out:" + o) << " -> host [style=dashed];\n";
   }
@@ -124,7 +129,7 @@ std::string layout_svg(const std::string& dot_text, std::string* why) {
   const fs::path dir(tmpl), in = dir / "graph.dot", out = dir / "graph.svg";
   std::ofstream(in) << dot_text;
   const std::string in_s = in.string(), out_s = out.string();
-  std::vector<char*> argv = {const_cast<char*>("dot"), const_cast<char*>("-Tsvg"), const_cast<char*>("-o"),
+  std::vector<char*> argv = {const_cast<char*>("dot"),         const_cast<char*>("-Tsvg"),      const_cast<char*>("-o"),
                              const_cast<char*>(out_s.c_str()), const_cast<char*>(in_s.c_str()), nullptr};
   posix_spawn_file_actions_t fa;
   posix_spawn_file_actions_init(&fa);

@@ -1,12 +1,9 @@
 // report.html: report.json drawn as one self-contained page.
-#include "qfx/quant/report.h"
-
-#include <nlohmann/json.hpp>
-
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <sstream>
 
 #include "charts.h"
@@ -14,6 +11,7 @@
 #include "html.h"
 #include "qfx/atomic_file.h"
 #include "qfx/error.h"
+#include "qfx/quant/report.h"
 
 namespace qfx::quant {
 
@@ -95,7 +93,8 @@ std::string kv_table(const json& o) {
 
 std::string summary(const json& r) {
   std::string s = "<section id=\"summary\"><h2>Summary</h2><div class=\"cards\">";
-  s += card("backend (runtime)", r.value("backend", "?") + " (" + r.value("runtime_backend", "?") + ")");
+  s += card("backend (runtime)", report::get<std::string>(r, "backend", std::string("?")) + " (" +
+                                     report::get<std::string>(r, "runtime_backend", std::string("?")) + ")");
   if (r.contains("evaluation")) {
     const json& e = r["evaluation"];
     if (e.contains("top1_fp32")) {
@@ -113,21 +112,25 @@ std::string summary(const json& r) {
 // The kernels by node, with their SQNR and clipping range: the side panel's data.
 json panel_data(const json& r) {
   json ks = json::object();
-  for (const auto& k : r.value("kernels", json::array()))
-    ks[k.value("node", "?")] = {{"node", k.value("node", "?")}, {"op", k.value("op", "?")}, {"impl", k.value("impl", "?")},
-                                {"dtype", k.value("dtype", "")}, {"declined", k.value("declined", json::array())}};
+  for (const auto& k : report::get<nlohmann::json>(r, "kernels", json::array()))
+    ks[report::get<std::string>(k, "node", std::string("?"))] = {
+        {"node", report::get<std::string>(k, "node", std::string("?"))},
+        {"op", report::get<std::string>(k, "op", std::string("?"))},
+        {"impl", report::get<std::string>(k, "impl", std::string("?"))},
+        {"dtype", report::get<std::string>(k, "dtype", std::string(""))},
+        {"declined", report::get<nlohmann::json>(k, "declined", json::array())}};
   if (r.contains("per_layer_sqnr"))
-    for (const auto& l : r["per_layer_sqnr"].value("layers", json::array())) {
-      const std::string n = l.value("node", "");
+    for (const auto& l : report::get<nlohmann::json>(r["per_layer_sqnr"], "layers", json::array())) {
+      const std::string n = report::get<std::string>(l, "node", std::string(""));
       if (!ks.contains(n)) continue;
-      ks[n]["sqnr_fq"] = l.value("sqnr_db_fakequant", 0.0);
+      ks[n]["sqnr_fq"] = report::get<double>(l, "sqnr_db_fakequant", 0.0);
       if (l.contains("sqnr_db_int8")) ks[n]["sqnr_int8"] = l["sqnr_db_int8"];
     }
-  for (const auto& o : r.value("observers", json::array())) {
-    const std::string n = o.value("node", "");
+  for (const auto& o : report::get<nlohmann::json>(r, "observers", json::array())) {
+    const std::string n = report::get<std::string>(o, "node", std::string(""));
     if (!ks.contains(n)) continue;
-    ks[n]["clip"] = o.value("clip", json::array());
-    ks[n]["algorithm"] = o.value("algorithm", "");
+    ks[n]["clip"] = report::get<nlohmann::json>(o, "clip", json::array());
+    ks[n]["algorithm"] = report::get<std::string>(o, "algorithm", std::string(""));
   }
   return {{"kernels", ks}};
 }
@@ -135,9 +138,11 @@ json panel_data(const json& r) {
 std::string graph_section(const json& r) {
   std::string s = "<section id=\"graph-section\"><h2>Graph: what each node runs as</h2><div class=\"legend\">";
   std::map<std::string, std::string> seen;  // legend entry -> colour
-  for (const auto& k : r.value("kernels", json::array())) {
-    if (k.value("folded", false)) continue;
-    const std::string op = k.value("op", ""), impl = k.value("impl", ""), dtype = k.value("dtype", "");
+  for (const auto& k : report::get<nlohmann::json>(r, "kernels", json::array())) {
+    if (report::get<bool>(k, "folded", false)) continue;
+    const std::string op = report::get<std::string>(k, "op", std::string("")),
+                      impl = report::get<std::string>(k, "impl", std::string("")),
+                      dtype = report::get<std::string>(k, "dtype", std::string(""));
     const std::string c = report::node_colour(op, impl, dtype);
     const bool integer = dtype == "uint8" || dtype == "int8" || dtype == "int16" || dtype == "int32";
     seen[c == "#edc948" ? "table (LUT)" : integer ? "int8 on " + impl : "float"] = c;
@@ -146,7 +151,7 @@ std::string graph_section(const json& r) {
   for (const auto& [k, c] : seen) s += "<span style=\"background:" + c + "\">" + esc(k) + "</span>";
   s += "</div>";
   std::string why;
-  const size_t n = r.value("kernels", json::array()).size();
+  const size_t n = report::get<nlohmann::json>(r, "kernels", json::array()).size();
   std::string svg = n <= 4000 ? report::layout_svg(report::graph_dot(r), &why) : std::string();
   if (n > 4000) why = std::to_string(n) + " nodes are too many to lay out: the graph is shown as a table";
   if (!why.empty()) s += "<p class=\"note\">" + esc(why) + "</p>";
@@ -155,28 +160,34 @@ std::string graph_section(const json& r) {
     s += svg;
   } else {
     s += "<table><tr><th>node</th><th>op</th><th>runs on</th><th>dtype</th></tr>";
-    for (const auto& k : r.value("kernels", json::array()))
-      s += "<tr><td>" + esc(k.value("node", "")) + "</td><td>" + esc(k.value("op", "")) + "</td><td>" + esc(k.value("impl", "")) +
-           "</td><td>" + esc(k.value("dtype", "")) + "</td></tr>";
+    for (const auto& k : report::get<nlohmann::json>(r, "kernels", json::array()))
+      s += "<tr><td>" + esc(report::get<std::string>(k, "node", std::string(""))) + "</td><td>" +
+           esc(report::get<std::string>(k, "op", std::string(""))) + "</td><td>" +
+           esc(report::get<std::string>(k, "impl", std::string(""))) + "</td><td>" +
+           esc(report::get<std::string>(k, "dtype", std::string(""))) + "</td></tr>";
     s += "</table>";
   }
-  return s + "</div><div id=\"panel\">Click a node for its kernel, SQNR, clipping range and the kernels that declined it.</div></div></section>";
+  return s +
+         "</div><div id=\"panel\">Click a node for its kernel, SQNR, clipping range and the kernels that declined "
+         "it.</div></div></section>";
 }
 
 std::string sqnr_section(const json& r) {
   std::string s = "<section id=\"sqnr\"><h2>Per-layer SQNR (worst first)</h2>";
-  if (!r.contains("per_layer_sqnr")) return s + "<p class=\"note\">Not measured in this run (evaluation.sqnr_samples: 0, or no evaluation).</p></section>";
+  if (!r.contains("per_layer_sqnr"))
+    return s + "<p class=\"note\">Not measured in this run (evaluation.sqnr_samples: 0, or no evaluation).</p></section>";
   const json& p = r["per_layer_sqnr"];
-  s += "<p>Each quantized activation against its float value on " + std::to_string(p.value("images", 0)) +
+  s += "<p>Each quantized activation against its float value on " + std::to_string(report::get<int64_t>(p, "images", 0)) +
        " images: light bars fake quantization, dark bars the deployed int8 kernels.</p>";
-  s += report::sqnr_bars(p.value("layers", json::array()));
+  s += report::sqnr_bars(report::get<nlohmann::json>(p, "layers", json::array()));
   if (r.contains("sensitivity")) {
     s += "<h2>Sensitivity ranking (most sensitive first)</h2><p>Output SQNR against fp32 with all layers quantized: " +
-         num(r["sensitivity"].value("all_quantized_db", 0.0), 4) +
+         num(report::get<double>(r["sensitivity"], "all_quantized_db", 0.0), 4) +
          " dB.</p><table><tr><th>layer</th><th>only this layer quantized</th><th>all but this layer</th></tr>";
-    for (const auto& l : r["sensitivity"].value("layers", json::array()))
-      s += "<tr><td>" + esc(l.value("layer", "")) + "</td><td>" + num(l.value("only_this_db", 0.0), 4) + " dB</td><td>" +
-           num(l.value("all_but_this_db", 0.0), 4) + " dB</td></tr>";
+    for (const auto& l : report::get<nlohmann::json>(r["sensitivity"], "layers", json::array()))
+      s += "<tr><td>" + esc(report::get<std::string>(l, "layer", std::string(""))) + "</td><td>" +
+           num(report::get<double>(l, "only_this_db", 0.0), 4) + " dB</td><td>" +
+           num(report::get<double>(l, "all_but_this_db", 0.0), 4) + " dB</td></tr>";
     s += "</table>";
   }
   if (r.contains("auto_fallback")) s += "<h2>Automatic fallback</h2>" + kv_table(r["auto_fallback"]);
@@ -184,29 +195,32 @@ std::string sqnr_section(const json& r) {
 }
 
 std::string activations_section(const json& r) {
-  const json obs = r.value("observers", json::array());
+  const json obs = report::get<nlohmann::json>(r, "observers", json::array());
   std::string s = "<section id=\"activations\"><h2>Activations: observed values and the chosen clipping range</h2>";
   if (obs.empty()) return s + "<p class=\"note\">No activation statistics in this report.</p></section>";
   s += "<p>Histograms (square-root heights), grey dashed lines the observed min and max, red lines the clipping range. "
        "Filter: <input id=\"hist-filter\" placeholder=\"node name\"></p><div class=\"grid\">";
   for (const auto& o : obs) {
-    const std::string n = o.value("node", "?");
-    const json clip = o.value("clip", json::array({0, 0}));
+    const std::string n = report::get<std::string>(o, "node", std::string("?"));
+    json clip = report::get<json>(o, "clip", json::array({0, 0}));
+    if (!clip.is_array() || clip.size() != 2 || !clip[0].is_number() || !clip[1].is_number()) clip = json::array({0, 0});
     s += "<div class=\"hcard\" data-name=\"" + esc(n) + "\"><div class=\"t\">" + esc(n) + "</div>" + report::histogram_svg(o) +
-         "<div>" + esc(o.value("algorithm", "")) + " (" + esc(o.value("observer", "")) + "): clip " + num(clip[0].get<double>()) +
-         " .. " + num(clip[1].get<double>()) + ", observed " + num(o.value("min", 0.0)) + " .. " + num(o.value("max", 0.0)) +
-         "</div></div>";
+         "<div>" + esc(report::get<std::string>(o, "algorithm", std::string(""))) + " (" +
+         esc(report::get<std::string>(o, "observer", std::string(""))) + "): clip " + num(clip[0].get<double>()) + " .. " +
+         num(clip[1].get<double>()) + ", observed " + num(report::get<double>(o, "min", 0.0)) + " .. " +
+         num(report::get<double>(o, "max", 0.0)) + "</div></div>";
   }
   return s + "</div></section>";
 }
 
 std::string weights_section(const json& r) {
-  const json ws = r.value("weights", json::array());
+  const json ws = report::get<nlohmann::json>(r, "weights", json::array());
   if (ws.empty()) return "";
   std::string s = "<section id=\"weights\"><h2>Weights: per-channel ranges</h2><div class=\"grid\">";
   for (const auto& w : ws)
-    s += "<div class=\"hcard\" data-name=\"" + esc(w.value("node", "")) + "\"><div class=\"t\">" + esc(w.value("node", "")) + " (" +
-         std::to_string(w.value("channels", 0)) + " channels)</div>" + report::weight_ranges_svg(w) + "</div>";
+    s += "<div class=\"hcard\" data-name=\"" + esc(report::get<std::string>(w, "node", std::string(""))) +
+         "\"><div class=\"t\">" + esc(report::get<std::string>(w, "node", std::string(""))) + " (" +
+         std::to_string(report::get<int64_t>(w, "channels", 0)) + " channels)</div>" + report::weight_ranges_svg(w) + "</div>";
   return s + "</div></section>";
 }
 
@@ -215,15 +229,17 @@ std::string training_section(const json& r) {
   const json& c = r["training"]["curve"];
   report::Series loss{"loss (moving average)", {}}, acc{"training accuracy % (moving average)", {}}, fq{"fake-quant top-1 %", {}};
   for (const auto& p : c) {
-    const double step = p.value("step", 0.0);
+    const double step = report::get<double>(p, "step", 0.0);
     if (p.contains("loss")) loss.points.push_back({step, p["loss"].get<double>()});
     if (p.contains("train_accuracy")) acc.points.push_back({step, 100.0 * p["train_accuracy"].get<double>()});
     if (p.contains("top1_fakequant")) fq.points.push_back({step, 100.0 * p["top1_fakequant"].get<double>()});
   }
   std::vector<report::Series> accs = {acc, fq};
-  const json e = r.value("evaluation", json::object());
-  const double last = c.empty() ? 0.0 : c.back().value("step", 0.0);
-  if (e.contains("top1_fp32")) accs.push_back({"float top-1 %", {{0.0, 100.0 * e["top1_fp32"].get<double>()}, {last, 100.0 * e["top1_fp32"].get<double>()}}});
+  const json e = report::get<nlohmann::json>(r, "evaluation", json::object());
+  const double last = c.empty() ? 0.0 : report::get<double>(c.back(), "step", 0.0);
+  if (e.contains("top1_fp32"))
+    accs.push_back(
+        {"float top-1 %", {{0.0, 100.0 * e["top1_fp32"].get<double>()}, {last, 100.0 * e["top1_fp32"].get<double>()}}});
   if (e.contains("top1_int8")) accs.push_back({"int8 top-1 % (deployed)", {{last, 100.0 * e["top1_int8"].get<double>()}}});
   accs.erase(std::remove_if(accs.begin(), accs.end(), [](const report::Series& x) { return x.points.empty(); }), accs.end());
   std::string s = "<section id=\"training\"><h2>Training</h2>";
@@ -232,41 +248,91 @@ std::string training_section(const json& r) {
   return s + "</section>";
 }
 
+std::string profile_section(const json& r) {
+  if (!r.contains("profile_int8")) return "";
+  const json& p = r["profile_int8"];
+  const json nodes = report::get<nlohmann::json>(p, "nodes", json::array());
+  double total = 0;
+  for (const auto& t : nodes) total += report::get<double>(t, "ms_per_image", 0.0);
+  std::string s = "<section id=\"profile\"><h2>Where the int8 time goes</h2><p>Kernel time per image on the runtime over the " +
+                  std::to_string(report::get<int64_t>(p, "images", 0)) + " evaluated images: " + num(total, 4) +
+                  " ms in all; the slowest nodes first.</p><table><tr><th>node</th><th>op</th><th>kernel</th><th>ms per "
+                  "image</th><th>share</th></tr>";
+  size_t shown = 0;
+  for (const auto& t : nodes) {
+    if (++shown > 40) break;
+    const double ms = report::get<double>(t, "ms_per_image", 0.0);
+    s += "<tr><td>" + esc(report::get<std::string>(t, "node", std::string(""))) + "</td><td>" +
+         esc(report::get<std::string>(t, "op", std::string(""))) + "</td><td>" +
+         esc(report::get<std::string>(t, "impl", std::string(""))) + "</td><td>" + num(ms, 4) +
+         "</td><td><svg width=\"200\" height=\"10\"><rect class=\"bar int8\" width=\"" +
+         num(total > 0 ? 200.0 * ms / total : 0.0, 4) + "\" height=\"10\"/></svg> " +
+         num(total > 0 ? 100.0 * ms / total : 0.0, 3) + " %</td></tr>";
+  }
+  return s + "</table></section>";
+}
+
 std::string run_section(const json& r) {
   std::string s = "<section id=\"run\"><h2>The run</h2><table>";
-  s += row("model", r.value("model", "?"));
-  s += row("config", r.value("config", "?"));
+  s += row("model", report::get<std::string>(r, "model", std::string("?")));
+  s += row("config", report::get<std::string>(r, "config", std::string("?")));
   if (r.contains("seconds")) s += row("whole run", num(r["seconds"].get<double>(), 4) + " s");
   if (r.contains("calibration")) {
     const json& c = r["calibration"];
-    s += row("calibration", std::to_string(c.value("images", 0)) + " images in " + num(c.value("seconds", 0.0), 4) + " s (" +
-                                num(c.value("images_per_s", 0.0), 4) + " images/s, " + std::to_string(c.value("threads", 0)) +
-                                " threads, " + c.value("engine", std::string("?")) + ")");
+    s += row("calibration", std::to_string(report::get<int64_t>(c, "images", 0)) + " images in " +
+                                num(report::get<double>(c, "seconds", 0.0), 4) + " s (" +
+                                num(report::get<double>(c, "images_per_s", 0.0), 4) + " images/s, " +
+                                std::to_string(report::get<int64_t>(c, "threads", 0)) + " threads, " +
+                                report::get<std::string>(c, "engine", std::string("?")) + ")");
   }
   if (r.contains("evaluation")) {
     const json& e = r["evaluation"];
     if (e.contains("fp32_ms_per_image"))
-      s += row("latency fp32 / int8", num(e["fp32_ms_per_image"].get<double>(), 4) + " / " + num(e.value("int8_ms_per_image", 0.0), 4) +
-                                          " ms per image (runtime)");
+      s += row("latency fp32 / int8", num(e["fp32_ms_per_image"].get<double>(), 4) + " / " +
+                                          num(report::get<double>(e, "int8_ms_per_image", 0.0), 4) + " ms per image (runtime)");
     if (e.contains("prediction_agreement")) s += row("int8 and fp32 agree", pct(e, "prediction_agreement"));
     if (e.contains("reference_check")) {
       const json& c = e["reference_check"];
-      s += row("reference backend", std::to_string(c.value("identical_outputs", 0)) + " of " + std::to_string(c.value("images", 0)) +
-                                        " outputs bit-identical");
+      s += row("reference backend", std::to_string(report::get<int64_t>(c, "identical_outputs", 0)) + " of " +
+                                        std::to_string(report::get<int64_t>(c, "images", 0)) + " outputs bit-identical");
     }
   }
-  s += row("target arithmetic", r.contains("target_arithmetic") ? r["target_arithmetic"].value("arithmetic", std::string("target's own"))
-                                                                : std::string("ONNX (float requantization)"));
+  if (r.contains("target_arithmetic")) {
+    const json& t = r["target_arithmetic"];
+    s += row("target arithmetic", report::get<json>(t, "arithmetic", json::object()).dump());
+    if (t.contains("top1_float_requantization"))
+      s += row("top-1 with ONNX's float requantization instead", pct(t, "top1_float_requantization"));
+    for (const auto& l : report::get<json>(t, "layers_vs_float_requantization", json::array()))
+      s += row("codes that differ from float requantization: " + report::get<std::string>(l, "node", "?"),
+               std::to_string(report::get<int64_t>(l, "differing", 0)) + " of " +
+                   std::to_string(report::get<int64_t>(l, "codes", 0)) + ", at most " +
+                   std::to_string(report::get<int64_t>(l, "max_abs_diff", 0)) + " apart");
+  } else {
+    s += row("target arithmetic", "ONNX (float requantization)");
+  }
   std::map<std::string, int> impls;
-  for (const auto& k : r.value("kernels", json::array()))
-    if (!k.value("folded", false)) impls[k.value("op", "?") + " on " + k.value("impl", "?")]++;
+  for (const auto& k : report::get<nlohmann::json>(r, "kernels", json::array()))
+    if (!report::get<bool>(k, "folded", false))
+      impls[report::get<std::string>(k, "op", "?") + " on " + report::get<std::string>(k, "impl", "?")]++;
   std::string ks;
   for (const auto& [k, n] : impls) ks += (ks.empty() ? "" : ", ") + k + " x" + std::to_string(n);
   s += row("kernels", ks);
   for (const char* key : {"float_fallbacks", "runtime_float_groups", "export_float_ops"})
-    for (const auto& f : r.value(key, json::array())) s += row(std::string(key), scalar(f));
+    for (const auto& f : report::get<json>(r, key, json::array())) s += row(std::string(key), scalar(f));
   if (r.contains("versions")) s += row("versions", r["versions"].dump());
   return s + "</table></section>";
+}
+
+std::string render(const json& r, const std::string& source) {
+  std::string data = panel_data(r).dump();
+  for (size_t p = 0; (p = data.find("</", p)) != std::string::npos; p += 3) data.replace(p, 2, "<\\/");
+  const std::string title =
+      "qfx report: " + std::filesystem::path(report::get<std::string>(r, "model", source)).filename().string();
+  return "<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>" + esc(title) + "</title><style>" + kStyle +
+         "</style></head><body data-ready=\"0\"><header><h1>" + esc(title) + "</h1><div class=\"src\">" + esc(source) +
+         "</div></header><main>" + summary(r) + graph_section(r) + sqnr_section(r) + activations_section(r) + weights_section(r) +
+         training_section(r) + profile_section(r) + run_section(r) + "</main><script type=\"application/json\" id=\"qfx-data\">" +
+         data + "</script><script>" + kScript + "</script></body></html>\n";
 }
 
 }  // namespace
@@ -279,14 +345,11 @@ std::string render_report_html(const std::string& text, const std::string& sourc
     throw DataError(source + ": not a report.json (" + std::string(e.what()) + ")");
   }
   if (!r.is_object() || !r.contains("kernels")) throw DataError(source + ": not a report.json written by qfx ptq or qfx qat");
-  std::string data = panel_data(r).dump();
-  for (size_t p = 0; (p = data.find("</", p)) != std::string::npos; p += 3) data.replace(p, 2, "<\\/");
-  const std::string title = "qfx report: " + std::filesystem::path(r.value("model", source)).filename().string();
-  return "<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>" + esc(title) + "</title><style>" + kStyle +
-         "</style></head><body data-ready=\"0\"><header><h1>" + esc(title) + "</h1><div class=\"src\">" + esc(source) +
-         "</div></header><main>" + summary(r) + graph_section(r) + sqnr_section(r) + activations_section(r) + weights_section(r) +
-         training_section(r) + run_section(r) + "</main><script type=\"application/json\" id=\"qfx-data\">" + data +
-         "</script><script>" + kScript + "</script></body></html>\n";
+  try {
+    return render(r, source);
+  } catch (const json::exception& e) {
+    throw DataError(source + ": a report.json entry has an unexpected type (" + std::string(e.what()) + ")");
+  }
 }
 
 std::string write_report_html(const std::string& output_dir) {

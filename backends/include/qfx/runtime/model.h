@@ -72,6 +72,12 @@ struct ModelOptions {
   std::optional<Arithmetic> arithmetic;
 };
 
+/// Time spent in one node's kernel (Model::profile).
+struct NodeTime {
+  std::string node, op, impl;  ///< node name, op after QDQ matching, the implementation that ran it
+  double ms = 0;               ///< milliseconds summed over the profiled runs
+};
+
 /// A graph input or output as the model declares it (-1: dynamic dimension).
 struct TensorInfo {
   std::string name;
@@ -228,6 +234,12 @@ class Model {
   std::map<std::string, TapStats> taps() const;
   /// Clears the collected statistics (the taps stay).
   void reset_taps();
+  /// Times every node's kernel in the runs that begin while `on` (a steady-clock
+  /// read per node); turning it on clears what was collected.
+  void set_profiling(bool on);
+  /// Per node in execution order (nodes folded at plan time left out), the kernel
+  /// time summed over the profiled runs, and in `runs` how many runs that was.
+  std::vector<NodeTime> profile(int64_t* runs = nullptr) const;
 
   Model(Model&&) noexcept;
   Model& operator=(Model&&) noexcept;
