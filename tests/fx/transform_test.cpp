@@ -177,6 +177,11 @@ TEST(ReplacePattern, MismatchedArityIsAnError) {
 
 namespace {
 // Collects libtorch warnings (TORCH_WARN) while it lives.
+#if TORCH_VERSION_MAJOR >= 2
+namespace warning_api = c10::WarningUtils;
+#else
+namespace warning_api = c10::Warning;  // libtorch 1.13 keeps the guard here
+#endif
 struct WarningCollector : c10::WarningHandler {
 #if TORCH_VERSION_MAJOR >= 2
   void process(const c10::Warning& w) override { messages.push_back(w.msg()); }
@@ -199,7 +204,7 @@ TEST(ReplacePattern, ZeroMatchesWarnNamingTheCauseOrThrowOnRequest) {
   WarningCollector collect;
   std::vector<ReplacedMatch> done;
   {
-    c10::WarningUtils::WarningHandlerGuard guard(&collect);
+    warning_api::WarningHandlerGuard guard(&collect);
     done = replace_pattern(*gm, relu, relu6);
   }
   EXPECT_TRUE(done.empty());
@@ -214,7 +219,7 @@ TEST(ReplacePattern, ZeroMatchesWarnNamingTheCauseOrThrowOnRequest) {
   quiet.on_no_match = MatchOptions::OnNoMatch::kIgnore;
   collect.messages.clear();
   {
-    c10::WarningUtils::WarningHandlerGuard guard(&collect);
+    warning_api::WarningHandlerGuard guard(&collect);
     EXPECT_TRUE(replace_pattern(*gm, relu, relu6, 1, quiet).empty());
   }
   EXPECT_TRUE(collect.messages.empty());

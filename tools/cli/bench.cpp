@@ -1,5 +1,6 @@
 // qfx bench: side-by-side latency of the runtime against libtorch, measured in one run.
 #include "bench.h"
+#include "bench_timing.h"
 
 #include <ATen/Parallel.h>
 #include <torch/csrc/jit/api/module.h>
@@ -39,13 +40,6 @@
 namespace qfx::cli {
 namespace {
 
-// The timings of one side: median and interquartile range, in milliseconds.
-struct Timing {
-  double median = 0, iqr = 0;
-  /// The spread relative to the median: above kNoisy the ratios are not to be trusted.
-  double spread() const { return median > 0 ? iqr / median : 0; }
-};
-constexpr double kNoisy = 0.25;
 
 // Wall times in milliseconds of each of `fns` over `iters` rounds, after `warmup`
 // rounds; each round runs every function once, in turn, so a drift of the machine's
@@ -61,10 +55,7 @@ std::vector<Timing> interleaved_ms(const std::vector<std::function<void()>>& fns
       t[f].push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - a).count());
     }
   std::vector<Timing> out;
-  for (auto& v : t) {
-    std::sort(v.begin(), v.end());
-    out.push_back({v[v.size() / 2], v[(v.size() * 3) / 4] - v[v.size() / 4]});
-  }
+  for (auto& v : t) out.push_back(timing_of(v));
   return out;
 }
 
@@ -155,10 +146,15 @@ std::array<int64_t, 3> input_chw(const runtime::Model& m, int64_t requested) {
 
 // Drops libtorch's warnings while it lives (torch 2.x warns that TorchScript is
 // deprecated, once per call site, when the baseline is frozen), counting them.
+#if TORCH_VERSION_MAJOR >= 2
+namespace warning_api = c10::WarningUtils;
+#else
+namespace warning_api = c10::Warning;  // libtorch 1.13 keeps the handler functions here
+#endif
 class QuietWarnings : public c10::WarningHandler {
  public:
-  QuietWarnings() : previous_(c10::WarningUtils::get_warning_handler()) { c10::WarningUtils::set_warning_handler(this); }
-  ~QuietWarnings() override { c10::WarningUtils::set_warning_handler(previous_); }
+  QuietWarnings() : previous_(warning_api::get_warning_handler()) { warning_api::set_warning_handler(this); }
+  ~QuietWarnings() override { warning_api::set_warning_handler(previous_); }
   QuietWarnings(const QuietWarnings&) = delete;
   QuietWarnings& operator=(const QuietWarnings&) = delete;
 #if TORCH_VERSION_MAJOR >= 2
@@ -274,7 +270,7 @@ int run_bench(const BenchArgs& a) {
   std::unique_ptr<runtime::Model> int8;
   if (!args.int8_onnx.empty()) int8 = std::make_unique<runtime::Model>(runtime::Model::load(args.int8_onnx, {"onednn"}));
   std::vector<std::string> int8_rows, pytorch_failures;
-  double noisiest = 0;  // the largest spread of any side's timings
+  std::vector<Timing> all_sides;  // every side's timings, for the noise warning
   for (int64_t b : args.batches) {
     std::mt19937 rng(0);
     std::normal_distribution<float> nd;
@@ -287,7 +283,7 @@ int run_bench(const BenchArgs& a) {
                                               [&] { tapped.run({{tapped.inputs()[0].name, x}}); }};
     if (int8) fns.push_back([&] { int8->run({{int8->inputs()[0].name, x}}); });
     const std::vector<Timing> timing = interleaved_ms(fns, args.iters);
-    for (size_t i = 0; i < timing.size(); ++i) noisiest = std::max(noisiest, timing[i].spread());
+    all_sides.insert(all_sides.end(), timing.begin(), timing.end());
     const double t_torch = timing[0].median, t_qfx = timing[1].median, t_taps = timing[2].median;
     // GFLOP/s: 2 operations per multiply-accumulate, t in ms.
     const double ops = 2.0 * static_cast<double>(model.multiply_accumulates({x.shape()}));
@@ -333,7 +329,8 @@ int run_bench(const BenchArgs& a) {
               "# 2 operations per multiply-accumulate of the model's convolutions and matrix products%s\n",
               args.peak ? " (in brackets: the fraction of the peak above)" : "");
   if (quiet.count > 0) std::printf("# %d libtorch warnings were not shown\n", quiet.count);
-  if (noisiest > kNoisy && args.iters >= 5)  // fewer runs give no usable spread
+  double noisiest = 0;
+  if (timings_disagree(all_sides, args.iters, &noisiest))
     std::fprintf(stderr,
                  "qfx bench: warning: repeated timings disagree (interquartile range up to %.0f %% of the median); the machine "
                  "is probably doing something else: ratios may be off; use more --iters or an idle machine\n",
