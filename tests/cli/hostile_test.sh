@@ -38,6 +38,13 @@ check "output.dir is a mount point: written in place, nothing left staged" 0 "^o
   "mount -t tmpfs none '$tmp/mnt' || exit 2
    '$QFX' ptq ${quick[*]} --set output.dir='$tmp/mnt' > '$tmp/mnt.log' 2>&1 || { cat '$tmp/mnt.log'; exit 1; }
    grep -q 'is a mount point' '$tmp/mnt.log' && [ -f '$tmp/mnt/encodings.json' ] && ! ls -A '$tmp/mnt' | grep -q staging && echo ok"
+# A bind mount of a folder on the same file system (same device as its parent, so it
+# looks swappable): the exchange fails with EBUSY and the files go in one by one.
+mkdir -p "$tmp/bind_src" "$tmp/bind_mnt"
+check "output.dir is a bind mount on the same file system: written, nothing left staged" 0 "^ok$" -- unshare $userns -m bash -c \
+  "mount --bind '$tmp/bind_src' '$tmp/bind_mnt' || exit 2
+   '$QFX' ptq ${quick[*]} --set output.dir='$tmp/bind_mnt' > '$tmp/bind.log' 2>&1 || { cat '$tmp/bind.log'; exit 1; }
+   [ -f '$tmp/bind_mnt/encodings.json' ] && [ -f '$tmp/bind_src/encodings.json' ] && ! ls -A '$tmp' | grep -q staging && echo ok"
 # A user's symbolic link inside the output folder stays a link (not a copy of its tree).
 mkdir -p "$tmp/linked/data" "$tmp/out_links"; echo x > "$tmp/linked/data/big.bin"; ln -s "$tmp/linked/data" "$tmp/out_links/data"
 check "a symlink inside the output folder stays a symlink across a run" 0 "^ok$" -- bash -c \

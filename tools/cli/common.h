@@ -6,15 +6,38 @@
 
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <map>
 #include <memory>
 #include <string>
 #include <vector>
 
+#include "qfx/error.h"
 #include "qfx/quant/pipeline.h"
 #include "qfx/runtime/registry.h"
 
 namespace qfx::cli {
+
+/// Runs a pipeline with the data-parallel context `world` ranks share alive. In a
+/// run of several processes, a qfx::Error is reported as main() reports it and the
+/// process ends at once (std::_Exit, after the pipeline's own cleanup has run),
+/// without tearing down the c10d process group while the other ranks may still be
+/// using theirs: such teardowns raced into c10d stack traces or an abort in a rank
+/// that had already failed cleanly. One process: the error propagates as usual.
+template <typename Fn>
+auto run_rank(int world, Fn&& fn) -> decltype(fn()) {
+  if (world <= 1) return fn();
+  try {
+    return fn();
+  } catch (const Error& e) {
+    std::string m = e.what();
+    if (m.size() > 4000) m = m.substr(0, 4000) + "... (" + std::to_string(m.size() - 4000) + " more characters)";
+    std::fprintf(stderr, "qfx: error: %s\n", m.c_str());
+    std::fflush(stdout);
+    std::fflush(stderr);
+    std::_Exit(e.exit_code());
+  }
+}
 
 using Clock = std::chrono::steady_clock;
 inline double secs(Clock::time_point a) { return std::chrono::duration<double>(Clock::now() - a).count(); }

@@ -15,7 +15,8 @@ int run_ptq(const std::string& config_path, const std::vector<std::string>& over
   quant::JobConfig cfg = quant::load_job_config(config_path, overrides);
   ProgressHooks ph;
   auto dist = quant::distributed::init_from_env();
-  const quant::PtqResult r = quant::ptq(cfg, dist->rank() == 0 ? ph.hooks() : quant::PipelineHooks{}, dist.get());
+  const quant::PtqResult r =
+      run_rank(dist->world_size(), [&] { return quant::ptq(cfg, dist->rank() == 0 ? ph.hooks() : quant::PipelineHooks{}, dist.get()); });
   if (r.rank != 0) return 0;  // rank 0 reports and writes the outputs
   std::printf("calibration: %lld images on %s (%d thread%s), %.1f images/s\n", static_cast<long long>(r.calibration.images),
               r.calibration.engine.c_str(), r.calibration.threads, r.calibration.threads == 1 ? "" : "s",

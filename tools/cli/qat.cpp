@@ -15,7 +15,8 @@ int run_qat(const std::string& config_path, const std::vector<std::string>& over
   quant::JobConfig cfg = quant::load_job_config(config_path, overrides);
   ProgressHooks ph;
   auto dist = quant::distributed::init_from_env();
-  const quant::QatResult r = quant::qat(cfg, dist->rank() == 0 ? ph.hooks() : quant::PipelineHooks{}, dist.get());
+  const quant::QatResult r =
+      run_rank(dist->world_size(), [&] { return quant::qat(cfg, dist->rank() == 0 ? ph.hooks() : quant::PipelineHooks{}, dist.get()); });
   if (r.rank != 0) return 0;  // rank 0 reports and writes the outputs
   std::printf("trained %lld steps (%.1f ms/step)\n", static_cast<long long>(r.steps), r.ms_per_step);
   std::printf("forward + backward of one batch: %.1f ms with fake quant, %.1f ms float (x%.2f)\n", r.fwd_bwd_ms_fake_quant,

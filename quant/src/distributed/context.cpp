@@ -2,11 +2,13 @@
 // job, collectives with errors that name the failed rank (heartbeats in the store).
 #include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
+#include <c10/util/Logging.h>
 
 #include <netdb.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <condition_variable>
 #include <cstdio>
@@ -240,6 +242,10 @@ std::shared_ptr<Context> init_from_env(std::chrono::seconds timeout) {
   const char* addr_env = std::getenv("MASTER_ADDR");
   const std::string addr = addr_env && *addr_env ? addr_env : "127.0.0.1";
   timeout = std::chrono::seconds(env_int("QFX_DIST_TIMEOUT", static_cast<int>(timeout.count()), 1));
+  // c10d logs a broken peer connection as a warning with a C++ stack trace (when a
+  // rank that failed exits while the others still talk to it); qfx names the failed
+  // rank itself (with context), so c10 logs only fatal messages unless TORCH_CPP_LOG_LEVEL says otherwise.
+  if (!std::getenv("TORCH_CPP_LOG_LEVEL")) FLAGS_caffe2_log_level = std::max(FLAGS_caffe2_log_level, 3);
   ctx->rank_ = rank;
   ctx->world_ = world;
   ctx->local_rank_ = env_int("LOCAL_RANK", rank, 0);

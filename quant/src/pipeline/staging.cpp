@@ -8,6 +8,7 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <sstream>
 
 #include "artifacts.h"
 
@@ -15,13 +16,42 @@ namespace qfx::quant::pipeline {
 
 namespace {
 
-// `dir` cannot be swapped by a rename: a mount point (a container volume's root:
-// EBUSY), the file system's root, or the current folder or one above it (the user's
-// shell would be left in the removed old folder).
-bool needs_in_place(const fs::path& real, std::string* why) {
+// Whether `real` (a canonical path) is a mount point: listed as one in
+// /proc/self/mountinfo (bind mounts of a folder on the same device included), or
+// on another device than its parent.
+bool is_mount_point(const fs::path& real) {
+  if (real == real.parent_path()) return true;
   struct stat self {}, parent {};
-  if (real == real.parent_path() || ::stat(real.c_str(), &self) != 0 || ::stat(real.parent_path().c_str(), &parent) != 0 ||
-      self.st_dev != parent.st_dev) {
+  if (::stat(real.c_str(), &self) != 0 || ::stat(real.parent_path().c_str(), &parent) != 0 || self.st_dev != parent.st_dev)
+    return true;
+  std::ifstream info("/proc/self/mountinfo");
+  std::string line;
+  while (std::getline(info, line)) {
+    // ID PARENT MAJ:MIN ROOT MOUNT_POINT ...; spaces and the like are octal escapes (\040).
+    std::istringstream fields(line);
+    std::string id, parent_id, dev, root, point;
+    if (!(fields >> id >> parent_id >> dev >> root >> point)) continue;
+    std::string decoded;
+    for (size_t i = 0; i < point.size(); ++i) {
+      auto octal = [&](size_t k) { return k < point.size() && point[k] >= '0' && point[k] <= '7'; };
+      if (point[i] == '\\' && octal(i + 1) && octal(i + 2) && octal(i + 3)) {
+        decoded += static_cast<char>((point[i + 1] - '0') * 64 + (point[i + 2] - '0') * 8 + (point[i + 3] - '0'));
+        i += 3;
+      } else {
+        decoded += point[i];
+      }
+    }
+    if (decoded == real.string()) return true;
+  }
+  return false;
+}
+
+// `dir` cannot be swapped by a rename: a mount point (a container volume's root:
+// EBUSY; files cannot be renamed into it from outside: EXDEV), the file system's
+// root, or the current folder or one above it (the user's shell would be left in
+// the removed old folder).
+bool needs_in_place(const fs::path& real, std::string* why) {
+  if (is_mount_point(real)) {
     *why = "a mount point";
     return true;
   }
