@@ -18,6 +18,14 @@
 
 namespace qfx::cli {
 
+/// An error message cut to one readable line: a message that quotes a huge value
+/// keeps its first 4000 characters and says how many more there were.
+inline std::string clip_message(const std::string& m) {
+  constexpr size_t kMax = 4000;
+  if (m.size() <= kMax) return m;
+  return m.substr(0, kMax) + "... (" + std::to_string(m.size() - kMax) + " more characters)";
+}
+
 /// Runs a pipeline with the data-parallel context `world` ranks share alive. In a
 /// run of several processes, a qfx::Error is reported as main() reports it and the
 /// process ends at once (std::_Exit, after the pipeline's own cleanup has run),
@@ -30,9 +38,7 @@ auto run_rank(int world, Fn&& fn) -> decltype(fn()) {
   try {
     return fn();
   } catch (const Error& e) {
-    std::string m = e.what();
-    if (m.size() > 4000) m = m.substr(0, 4000) + "... (" + std::to_string(m.size() - 4000) + " more characters)";
-    std::fprintf(stderr, "qfx: error: %s\n", m.c_str());
+    std::fprintf(stderr, "qfx: error: %s\n", clip_message(e.what()).c_str());
     std::fflush(stdout);
     std::fflush(stderr);
     std::_Exit(e.exit_code());

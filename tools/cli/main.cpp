@@ -8,6 +8,7 @@
 #include <iostream>
 
 #include "bench.h"
+#include "common.h"
 #include "launch.h"
 #include "signals.h"
 #include "threads.h"
@@ -27,13 +28,6 @@
 #include <torch/version.h>
 
 namespace {
-
-// One error line stays readable: a message that quotes a huge value is cut.
-std::string clip_message(const std::string& m) {
-  constexpr size_t kMax = 4000;
-  if (m.size() <= kMax) return m;
-  return m.substr(0, kMax) + "... (" + std::to_string(m.size() - kMax) + " more characters)";
-}
 
 // A std::filesystem error as a user reads it: the paths first, then the reason.
 std::string filesystem_message(const std::filesystem::filesystem_error& e) {
@@ -276,14 +270,14 @@ int main(int argc, char** argv) {
     if (*qat)
       return qfx::cli::run_qat(qat_config.empty() ? qfx::quant::find_config("qat/fashion_mobilenet.yaml") : qat_config, qat_set);
   } catch (const qfx::Error& e) {
-    std::cerr << "qfx: error: " << clip_message(e.what()) << "\n";
+    std::cerr << "qfx: error: " << qfx::cli::clip_message(e.what()) << "\n";
     return e.exit_code();
   } catch (const c10::Error& e) {  // libtorch raised it outside a graph node (loading, shapes)
     std::cerr << "qfx " << app.get_subcommands().at(0)->get_name() << ": libtorch error: "
-              << clip_message(e.what_without_backtrace()) << "\n";
+              << qfx::cli::clip_message(e.what_without_backtrace()) << "\n";
     return 8;
   } catch (const std::filesystem::filesystem_error& e) {  // a path the OS refused (too long, permissions, ...)
-    std::cerr << "qfx: error: " << clip_message(filesystem_message(e)) << "\n";
+    std::cerr << "qfx: error: " << qfx::cli::clip_message(filesystem_message(e)) << "\n";
     return qfx::IoError("").exit_code();
   } catch (const std::bad_alloc&) {
     std::cerr << "qfx: error: out of memory (an input, a batch or a model larger than this machine's memory; "

@@ -157,10 +157,6 @@ void Model::Impl::return_plan(const std::string& sig, std::unique_ptr<Plan> plan
   }
 }
 
-}  // namespace qfx::runtime
-
-namespace qfx::runtime {
-
 void Model::set_profiling(bool on) {
   std::lock_guard<std::mutex> lk(impl_->mu);
   if (on) {

@@ -253,27 +253,31 @@ std::string build_tree_path(const std::string& key) {
   return "";
 }
 
-std::string default_fixture_dir() {
-  const std::string tree = build_tree_path("fixtures");
-  if (!tree.empty()) return tree;
+namespace {
+
+// An installed qfx's data folder `sub` ("configs", "fixtures"): <prefix>/<datadir>/qfx/SUB,
+// found from the loaded runtime library (<prefix>/<libdir>), wherever the prefix was
+// installed or moved to; empty when there is none.
+std::string installed_data_dir(const std::string& sub) {
   const std::string lib = runtime::runtime_library_dir();
   if (lib.empty()) return "";
-  const std::filesystem::path installed = std::filesystem::path(lib) / QFX_CONFIG_DIR_FROM_LIBDIR / ".." / "fixtures";
+  const std::filesystem::path dir = std::filesystem::path(lib) / QFX_CONFIG_DIR_FROM_LIBDIR / ".." / sub;
   std::error_code ec;
-  return std::filesystem::is_directory(installed, ec) ? installed.lexically_normal().string() : "";
+  return std::filesystem::is_directory(dir, ec) ? dir.lexically_normal().string() : "";
+}
+
+}  // namespace
+
+std::string default_fixture_dir() {
+  const std::string tree = build_tree_path("fixtures");
+  return tree.empty() ? installed_data_dir("fixtures") : tree;
 }
 
 std::vector<std::string> config_dirs() {
   std::vector<std::string> dirs;
   if (const char* env = std::getenv("QFX_CONFIG_DIR")) dirs.emplace_back(env);
-  // An installed qfx: <prefix>/<libdir>/libqfx_runtime.so -> <prefix>/<datadir>/qfx/configs,
-  // wherever the prefix was installed or moved to.
-  const std::string lib = runtime::runtime_library_dir();
-  if (!lib.empty()) {
-    const std::filesystem::path installed = std::filesystem::path(lib) / QFX_CONFIG_DIR_FROM_LIBDIR;
-    std::error_code ec;
-    if (std::filesystem::is_directory(installed, ec)) dirs.push_back(installed.lexically_normal().string());
-  }
+  const std::string installed = installed_data_dir("configs");
+  if (!installed.empty()) dirs.push_back(installed);
   // A build tree: the source tree's configs, named in a file beside the runtime library.
   const std::string tree = build_tree_path("configs");
   if (!tree.empty()) dirs.push_back(tree);

@@ -11,6 +11,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <optional>
 #include <string>
 
 #include "qfx/atomic_file.h"
@@ -18,7 +19,9 @@
 #include "qfx/error.h"
 #include "qfx/quant/convert.h"
 #include "qfx/runtime/arithmetic.h"
+#include "observer_report.h"
 #include "qfx/quant/pipeline.h"
+#include "qfx/quant/report.h"
 #include "qfx/quant/runtime_tensor.h"
 #include "qfx/runtime/model.h"
 #include "qfx/runtime/registry.h"
@@ -72,6 +75,25 @@ class Staging {
 };
 
 inline void write_json(const std::string& path, const nlohmann::json& j) { write_file_atomic(path, j.dump(2) + "\n"); }
+
+/// Opens the output folder `dir` into `*out` and says (through `h`) when its files
+/// will be replaced one by one rather than swapped in at once (Staging).
+inline void open_output(std::optional<Staging>* out, const std::string& dir, const PipelineHooks& h) {
+  out->emplace(dir);
+  if (!(*out)->in_place_reason().empty())
+    if (h.info) h.info("output folder " + dir + " is " + (*out)->in_place_reason() + ": its files are replaced one by one");
+}
+
+/// Stages report.json (with the observers' statistics and weight ranges of
+/// `prepared`, and `seconds`) and, when `html`, report.html drawn from it.
+inline void write_reports(const Staging& out, nlohmann::json& report, const fx::GraphModule& prepared, bool html,
+                          double seconds) {
+  report["observers"] = detail::observer_statistics(prepared);
+  report["weights"] = detail::weight_ranges(prepared);
+  report["seconds"] = seconds;
+  write_json(out.path("report.json"), report);
+  if (html) write_file_atomic(out.path("report.html"), render_report_html(report.dump(), out.final_path("report.json")));
+}
 
 /// A runtime tensor over an ATen tensor's memory (no copy).
 inline runtime::Tensor wrap(const at::Tensor& t) { return runtime_view(t); }

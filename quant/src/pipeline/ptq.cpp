@@ -7,8 +7,6 @@
 
 #include "arithmetic_report.h"
 #include "artifacts.h"
-#include "observer_report.h"
-#include "qfx/quant/report.h"
 #include "held_out.h"
 #include "../algorithms/layers.h"
 #include "qfx/fx/tracer.h"
@@ -95,11 +93,7 @@ PtqResult ptq(const JobConfig& cfg, const PipelineHooks& hooks, distributed::Con
                         " processes: every process needs one (raise calibration.num_samples or lower calibration.batch_size)");
   }
   std::optional<Staging> out;
-  if (rank == 0) {
-    out.emplace(cfg.output.dir);
-    if (!out->in_place_reason().empty())
-      info(hooks, "output folder " + cfg.output.dir + " is " + out->in_place_reason() + ": its files are replaced one by one");
-  }
+  if (rank == 0) open_output(&out, cfg.output.dir, hooks);
 
   const int64_t bs = cfg.calibration.batch_size, ebs = cfg.evaluation.batch_size;
   auto for_batches = [&](Dataset& d, int64_t n, const std::function<void(const at::Tensor&, int64_t)>& fn) {
@@ -507,17 +501,13 @@ PtqResult ptq(const JobConfig& cfg, const PipelineHooks& hooks, distributed::Con
   }
 
   write_encodings(out->path("encodings.json"), conv, graph_hash(*gm), backend.name, &int8);
-  report["observers"] = detail::observer_statistics(*gm);
-  report["weights"] = detail::weight_ranges(*gm);
   report["outputs"] = {out->final_path("model_int8.onnx"), out->final_path("encodings.json"), out->final_path("report.json")};
   if (cfg.output.float_model) {
     write_file_atomic(out->path("model_fp32.onnx"), float_onnx);
     report["outputs"].push_back(out->final_path("model_fp32.onnx"));
   }
   if (cfg.output.report_html) report["outputs"].push_back(out->final_path("report.html"));
-  report["seconds"] = secs(t_start);
-  write_json(out->path("report.json"), report);
-  if (cfg.output.report_html) write_file_atomic(out->path("report.html"), render_report_html(report.dump(), out->final_path("report.json")));
+  write_reports(*out, report, *gm, cfg.output.report_html, secs(t_start));
   out->commit();
   res.outputs = report["outputs"].get<std::vector<std::string>>();
   res.seconds = secs(t_start);

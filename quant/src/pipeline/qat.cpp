@@ -11,8 +11,6 @@
 #include <random>
 
 #include "artifacts.h"
-#include "observer_report.h"
-#include "qfx/quant/report.h"
 #include "qfx/fx/tracer.h"
 #include "qfx/quant/calibrate.h"
 #include "qfx/quant/checkpoint.h"
@@ -85,11 +83,7 @@ QatResult qat(const JobConfig& cfg, const PipelineHooks& hooks_in, distributed::
   note_fewer_samples(hooks, "evaluation.num_samples", cfg.evaluation.num_samples, ev->size());
   if (!ev->labels().defined()) throw ConfigError(config_path + ": evaluation.data.labels is required for qfx qat");
   std::optional<Staging> out;
-  if (rank == 0) {
-    out.emplace(cfg.output.dir);
-    if (!out->in_place_reason().empty())
-      info(hooks, "output folder " + cfg.output.dir + " is " + out->in_place_reason() + ": its files are replaced one by one");
-  }
+  if (rank == 0) open_output(&out, cfg.output.dir, hooks);
   const std::string ckpt = tc.checkpoint.empty() ? (fs::path(cfg.output.dir) / "qat_checkpoint.pt").string() : tc.checkpoint;
 
   torch::manual_seed(static_cast<uint64_t>(tc.seed));
@@ -298,14 +292,10 @@ QatResult qat(const JobConfig& cfg, const PipelineHooks& hooks_in, distributed::
   res.kernel_report = int8.kernel_report();
   report["kernels"] = kernel_report_json(res.kernel_report);
   write_encodings(out->path("encodings.json"), conv, graph_hash(*gm), backend.name, &int8);
-  report["observers"] = detail::observer_statistics(*gm);
-  report["weights"] = detail::weight_ranges(*gm);
   res.outputs = {out->final_path("model_int8.onnx"), out->final_path("encodings.json"), out->final_path("report.json")};
   if (cfg.output.report_html) res.outputs.push_back(out->final_path("report.html"));
   report["outputs"] = res.outputs;
-  report["seconds"] = secs(t_start);
-  write_json(out->path("report.json"), report);
-  if (cfg.output.report_html) write_file_atomic(out->path("report.html"), render_report_html(report.dump(), out->final_path("report.json")));
+  write_reports(*out, report, *gm, cfg.output.report_html, secs(t_start));
   out->commit();
   res.checkpoint = ckpt;
   res.steps = step;
