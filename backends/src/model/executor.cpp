@@ -23,13 +23,19 @@ std::map<std::string, Tensor> Model::run(const std::map<std::string, Tensor>& in
 
 std::map<std::string, Tensor> Model::run(const std::map<std::string, Tensor>& inputs, const std::vector<std::string>& watch,
                                          const ValueCallback& on_value) const {
+  return run(inputs, watch, on_value, WatchLayout::kLoaded);
+}
+
+// `watched` by value id: 0 not watched, else 1 + the WatchLayout.
+std::map<std::string, Tensor> Model::run(const std::map<std::string, Tensor>& inputs, const std::vector<std::string>& watch,
+                                         const ValueCallback& on_value, WatchLayout layout) const {
   const Impl& im = *impl_;
   std::vector<char> watched(im.value_name.size(), 0);
   for (const auto& n : watch) {
     auto it = im.value_id.find(n);
     if (it == im.value_id.end() || im.const_of[static_cast<size_t>(it->second)])
       throw DataError("cannot watch '" + n + "': no such tensor computed by the model");
-    watched[static_cast<size_t>(it->second)] = 1;
+    watched[static_cast<size_t>(it->second)] = static_cast<char>(1 + static_cast<int>(layout));
   }
   return run_impl(inputs, &watched, &on_value);
 }
@@ -82,7 +88,9 @@ std::map<std::string, Tensor> Model::run_impl(const std::map<std::string, Tensor
     const size_t vi = static_cast<size_t>(v);
     if (taps->tapped[vi]) im.tap(*taps, v, t, nhwc);
     if (!watched || !(*watched)[vi]) return;
-    if (nhwc && !im.watch_as_stored[vi]) {
+    const auto layout = static_cast<WatchLayout>((*watched)[vi] - 1);
+    const bool as_stored = layout == WatchLayout::kAsStored || (layout == WatchLayout::kLoaded && im.watch_as_stored[vi]);
+    if (nhwc && !as_stored) {
       Tensor plain(t.shape(), t.dtype());
       nhwc_to_nchw(t.raw(), plain.raw(), t.shape(), dtype_size(t.dtype()));
       (*on_value)(im.value_name[vi], plain);

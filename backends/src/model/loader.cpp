@@ -2,6 +2,7 @@
 // into int8 ops, float activations fused), value ids, checks that every input is
 // produced, and the first plan at the declared shapes, so that unsupported ops and
 // bad shapes fail at load.
+#include <atomic>
 #include <algorithm>
 #include <set>
 
@@ -41,12 +42,20 @@ Model::Model(Model&&) noexcept = default;
 Model& Model::operator=(Model&&) noexcept = default;
 Model::~Model() = default;
 
+namespace {
+std::atomic<int64_t> g_loads{0};
+}  // namespace
+
+int64_t Model::load_count() { return g_loads.load(); }
+
 Model Model::load(const std::string& path, const ModelOptions& options) {
+  ++g_loads;
   check_backend(options);
   return from_graph(ir::load_onnx(path), options, path);
 }
 
 Model Model::load_from_string(const std::string& bytes, const ModelOptions& options, const std::string& what) {
+  ++g_loads;
   check_backend(options);
   return from_graph(ir::load_onnx_bytes(bytes, what), options, what);
 }

@@ -12,7 +12,7 @@ namespace qfx::quant::detail {
 using pipeline::to_aten;
 using pipeline::wrap;
 
-nlohmann::json compare_arithmetic(const runtime::Model& target, const std::string& onnx_path, const std::string& backend,
+void compare_arithmetic(const runtime::Model& target, const std::string& onnx_path, const std::string& backend,
                                   const ExportResult& conv, Dataset& data, int64_t n, int64_t batch, const std::string& output,
                                   bool top1, PtqEvaluation& E) {
   runtime::ModelOptions float_opt(backend);
@@ -64,18 +64,12 @@ nlohmann::json compare_arithmetic(const runtime::Model& target, const std::strin
   std::sort(E.arithmetic_layers.begin(), E.arithmetic_layers.end(), [](const auto& a, const auto& b) {
     return a.differing * std::max<int64_t>(b.codes, 1) > b.differing * std::max<int64_t>(a.codes, 1);
   });
-  nlohmann::json jl = nlohmann::json::array();
-  for (const auto& d : E.arithmetic_layers)
-    jl.push_back({{"node", d.node}, {"codes", d.codes}, {"differing", d.differing}, {"max_abs_diff", d.max_abs_diff}});
-  nlohmann::json j = {{"arithmetic", nlohmann::json::parse(target.arithmetic().to_json())},
-                      {"images", std::min(n, total)},
-                      {"layers_vs_float_requantization", jl}};
+  E.arithmetic = target.arithmetic().to_json();
+  E.arithmetic_images = std::min(n, total);
   if (labels.defined()) {
     E.has_top1_float_requant = true;
     E.top1_float_requant = static_cast<double>(correct) / static_cast<double>(std::max<int64_t>(total, 1));
-    j["top1_float_requantization"] = E.top1_float_requant;
   }
-  return j;
 }
 
 }  // namespace qfx::quant::detail

@@ -18,9 +18,9 @@ namespace qfx::quant::detail {
 /// samples of `data` (batches of `batch`), and compares the int8 codes of every
 /// per-tensor encoding both models compute. Fills `E.arithmetic_layers` (most
 /// differing first) and, when `top1` (the evaluation metric is top-1, so `data`
-/// has labels), `E.top1_float_requant` (all of `data`, output `output`); returns the report.json section. Differences compound downstream: a
+/// has labels), `E.top1_float_requant` (all of `data`, output `output`), and `E.arithmetic`. Differences compound downstream: a
 /// layer's codes differ by its own rounding and by its inputs'.
-nlohmann::json compare_arithmetic(const runtime::Model& target, const std::string& onnx_path, const std::string& backend,
+void compare_arithmetic(const runtime::Model& target, const std::string& onnx_path, const std::string& backend,
                                   const ExportResult& conv, Dataset& data, int64_t n, int64_t batch, const std::string& output,
                                   bool top1, PtqEvaluation& E);
 

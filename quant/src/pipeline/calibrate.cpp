@@ -6,10 +6,12 @@
 
 #include <chrono>
 #include <map>
+#include <optional>
 
 #include "qfx/error.h"
 #include "qfx/quant/convert.h"
 #include "qfx/quant/fake_quantize.h"
+#include "qfx/quant/lowered_model.h"
 #include "qfx/quant/dataset.h"
 #include "qfx/quant/distributed.h"
 #include "../distributed/lockstep.h"
@@ -29,74 +31,83 @@ NextBatch batches(Dataset& data, int64_t batch_size, int rank, int world) {
   };
 }
 
-CalibrationResult calibrate(fx::GraphModule& gm, const NextBatch& next, const CalibrateOptions& options) {
-  using Clock = std::chrono::steady_clock;
-  at::NoGradGuard ng;
-  CalibrationResult res;
-  res.threads = at::get_num_threads();
-  // 1. Weight observers: the deployed weights, once (they do not change with data).
+namespace {
+using Clock = std::chrono::steady_clock;
+
+// Weight observers: the deployed (batch-norm folded) weights, once (they do not change with data).
+void observe_weights(fx::GraphModule& gm) {
   for (const auto& item : gm.named_modules("", /*include_self=*/false)) {
     auto* f = dynamic_cast<FusedConvLinear*>(item.value().get());
     if (!f || !f->weight_fake_quant() || !f->weight_fake_quant()->observer_enabled()) continue;
     f->weight_fake_quant()->forward(f->folded_weight_bias().first);
   }
-  // 2. The float graph on the runtime.
-  ExportOptions co;
-  co.float_model = true;
-  co.input_shapes = options.input_shapes;
-  ExportResult cr;
-  std::string bytes;
+}
+
+// The data loop's end: its time, and no samples is an error (observers that saw
+// nothing would give scale 1 and zero point 0: a model that looks calibrated and is not).
+CalibrationResult finish(CalibrationResult res, Clock::time_point t0) {
+  res.seconds = std::chrono::duration<double>(Clock::now() - t0).count();
+  if (res.images == 0)
+    throw DataError("calibration saw no samples (the calibration data is empty): nothing to compute qparams from");
+  return res;
+}
+
+// The prepared model's own forward on libtorch (a graph the runtime cannot run).
+CalibrationResult calibrate_libtorch(fx::GraphModule& gm, const NextBatch& next, const CalibrateOptions& options,
+                                     CalibrationResult res) {
+  const auto t0 = Clock::now();
+  res.engine = "libtorch";
+  for (auto batch = next(); !batch.empty(); batch = next()) {
+    std::vector<c10::IValue> in(batch.begin(), batch.end());
+    gm.forward(std::move(in));
+    res.images += batch[0].size(0);
+    ++res.batches;
+    if (options.progress) options.progress(res.images);
+  }
+  return finish(std::move(res), t0);
+}
+
+}  // namespace
+
+CalibrationResult calibrate(fx::GraphModule& gm, const NextBatch& next, const CalibrateOptions& options) {
+  std::optional<LoweredModel> lowered;
   try {
-    bytes = export_onnx_bytes(gm, co, &cr);
+    lowered.emplace(gm, LowerOptions{options.backend, options.input_shapes, {}});
   } catch (const UnsupportedOpError& e) {
     if (!options.allow_libtorch_fallback) throw;
+    if (options.distributed && options.distributed->active())
+      throw ConfigError("distributed calibration runs on the runtime, but this model falls back to libtorch (" +
+                        std::string(e.what()) + "): calibrate it in one process");
+    CalibrationResult res;
+    res.threads = at::get_num_threads();
     res.fallback_reason = e.what();
+    at::NoGradGuard ng;
+    observe_weights(gm);
+    return calibrate_libtorch(gm, next, options, std::move(res));
   }
+  return calibrate(gm, *lowered, next, options);
+}
+
+CalibrationResult calibrate(fx::GraphModule& gm, LoweredModel& lowered, const NextBatch& next, const CalibrateOptions& options) {
+  at::NoGradGuard ng;
+  CalibrationResult res;
+  res.threads = at::get_num_threads();
+  observe_weights(gm);
   distributed::Context* dist = options.distributed && options.distributed->active() ? options.distributed : nullptr;
-  // Ranks reach this point at different times (loading, tracing): the data loop's
-  // clock starts when all are here, so `seconds` measures calibration, not start-up skew.
-  if (dist) dist->barrier("calibration start");
-  const auto t0 = Clock::now();
-  auto finish = [&] {
-    res.seconds = std::chrono::duration<double>(Clock::now() - t0).count();
-    // Observers that saw nothing would give scale 1 and zero point 0: a model that
-    // looks calibrated and is not.
-    if (res.images == 0)
-      throw DataError("calibration saw no samples (the calibration data is empty): nothing to compute qparams from");
-    return res;
-  };
-  if (bytes.empty() && dist)
-    throw ConfigError("distributed calibration runs on the runtime, but this model falls back to libtorch (" + res.fallback_reason +
-                      "): calibrate it in one process");
-  if (bytes.empty()) {  // libtorch: the prepared model's own forward.
-    res.engine = "libtorch";
-    for (auto batch = next(); !batch.empty(); batch = next()) {
-      std::vector<c10::IValue> in(batch.begin(), batch.end());
-      gm.forward(std::move(in));
-      res.images += batch[0].size(0);
-      ++res.batches;
-      if (options.progress) options.progress(res.images);
-    }
-    return finish();
-  }
   // Which FakeQuantize modules observe each value.
   std::map<std::string, std::vector<FakeQuantize*>> observers;
-  for (const auto& o : cr.observed) {
+  for (const auto& o : lowered.observed()) {
     auto* fq = dynamic_cast<FakeQuantize*>(gm.get_submodule(o.module).get());
     if (fq && fq->observer_enabled()) observers[o.tensor].push_back(fq);
   }
   res.observed_tensors = static_cast<int>(observers.size());
-  runtime::ModelOptions mo;
-  mo.backend = options.backend;
-  mo.fuse_qdq = false;
-  for (const auto& kv : observers) mo.keep_values.push_back(kv.first);
   // Per-tensor statistics ignore element order: the watched values may stay in the
   // channels-last layout the convolutions run in (no reorders around each one).
-  mo.keep_values_any_layout = true;
+  auto layout = runtime::Model::WatchLayout::kAsStored;
   for (const auto& kv : observers)
     for (FakeQuantize* fq : kv.second)
-      if (fq->observer().spec().per_channel) mo.keep_values_any_layout = false;
-  auto model = runtime::Model::load_from_string(bytes, mo, "the float graph of the prepared model");
+      if (fq->observer().spec().per_channel) layout = runtime::Model::WatchLayout::kPlain;
+  const runtime::Model& model = lowered.model();
   // A parameter observed as an activation (ViT's position embedding added to the
   // tokens) is a constant of the float graph: observed once here, as every batch
   // would show it the same values; the runs watch the computed values.
@@ -125,11 +136,15 @@ CalibrationResult calibrate(fx::GraphModule& gm, const NextBatch& next, const Ca
                       std::to_string(inputs.size()) + " inputs");
     std::map<std::string, runtime::Tensor> in;
     for (size_t i = 0; i < batch.size(); ++i) in[inputs[i].name] = runtime_view(batch[i]);
-    model.run(in, watch, cb);
+    model.run(in, watch, cb, layout);
   };
+  // Ranks reach this point at different times (loading, tracing): the data loop's
+  // clock starts when all are here, so `seconds` measures calibration, not start-up skew.
+  if (dist) dist->barrier("calibration start");
+  const auto t0 = Clock::now();
   if (dist) {
     detail::calibrate_lockstep(gm, next, *dist, observers, run_batch, options.progress, &res);
-    return finish();
+    return finish(std::move(res), t0);
   }
   for (auto batch = next(); !batch.empty(); batch = next()) {
     run_batch(batch, feed);
@@ -137,7 +152,7 @@ CalibrationResult calibrate(fx::GraphModule& gm, const NextBatch& next, const Ca
     ++res.batches;
     if (options.progress) options.progress(res.images);
   }
-  return finish();
+  return finish(std::move(res), t0);
 }
 
 }  // namespace qfx::quant

@@ -182,6 +182,22 @@ class Model {
   /// tensor the model does not compute.
   std::map<std::string, Tensor> run(const std::map<std::string, Tensor>& inputs, const std::vector<std::string>& watch,
                                     const ValueCallback& on_value) const;
+  /// How `run` hands a watched value that is stored channels last to its callback.
+  enum class WatchLayout {
+    kLoaded,    ///< as ModelOptions::keep_values_any_layout said at load
+    kPlain,     ///< reordered into the logical (NCHW) layout: element order as ONNX defines it
+    kAsStored,  ///< as stored, the channels-last bytes under the logical shape (for statistics that ignore order)
+  };
+  /// `run(inputs, watch, on_value)` with the layout of the watched values chosen
+  /// for this run: one loaded model serves callers that need the plain layout
+  /// (per-layer errors) and callers that do not (calibration's per-tensor
+  /// statistics). Same errors.
+  std::map<std::string, Tensor> run(const std::map<std::string, Tensor>& inputs, const std::vector<std::string>& watch,
+                                    const ValueCallback& on_value, WatchLayout layout) const;
+  /// Models loaded in this process so far (`load` and `load_from_string`, whether
+  /// or not they succeeded): how a pipeline's tests check that it loads each model
+  /// once.
+  static int64_t load_count();
 
   /// The graph inputs and outputs.
   const std::vector<TensorInfo>& inputs() const;

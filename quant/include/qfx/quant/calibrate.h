@@ -79,4 +79,13 @@ struct CalibrationResult {
 /// the limits above, DistributedError when a rank fails.
 CalibrationResult calibrate(fx::GraphModule& gm, const NextBatch& next, const CalibrateOptions& options = {});
 
+class LoweredModel;
+/// Steps 1 and 3 of `calibrate` on a float graph already lowered from `gm`
+/// (LoweredModel of this prepared model: no export, no load). A pipeline lowers
+/// once and shares the loaded model between calibration and evaluation.
+/// `options.backend` names the engine in the result only (the lowered model's
+/// backend runs); `input_shapes` and `allow_libtorch_fallback` are not used.
+/// Same errors as `calibrate`, minus UnsupportedOpError.
+CalibrationResult calibrate(fx::GraphModule& gm, LoweredModel& lowered, const NextBatch& next, const CalibrateOptions& options = {});
+
 }  // namespace qfx::quant

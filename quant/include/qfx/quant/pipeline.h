@@ -13,6 +13,8 @@
 #include "qfx/quant/calibrate.h"
 #include "qfx/quant/job_config.h"
 #include "qfx/quant/passes.h"
+#include "qfx/quant/ptq_algorithms.h"
+#include "qfx/runtime/model.h"
 #include "qfx/runtime/registry.h"
 
 namespace qfx::quant {
@@ -52,7 +54,12 @@ struct PtqEvaluation {
   double fp32_runtime_vs_libtorch_max_rel_error = 0;  ///< first batch: runtime fp32 vs libtorch
   double cosine_int8_vs_fp32 = 0;               ///< whole output tensor
   double sqnr_db_int8_vs_fp32 = 0;              ///< dB
+  /// The float model's output is the same for every sample: agreement metrics say nothing.
+  bool fp32_output_constant = false;
   double fp32_ms_per_image = 0, int8_ms_per_image = 0;  ///< runtime latency, first (planning) batch left out
+  /// Where the int8 time goes: kernel milliseconds per node, summed over the
+  /// evaluated images (runtime::Model::profile), in execution order.
+  std::vector<runtime::NodeTime> profile_int8;
   bool has_top1 = false;                        ///< metric top1 with labels
   double top1_fp32 = 0, top1_int8 = 0;          ///< fractions in [0, 1]
   double prediction_agreement = 0;              ///< int8 argmax == fp32 argmax, fraction
@@ -69,9 +76,30 @@ struct PtqEvaluation {
   /// A target arithmetic other than ONNX's (BackendConfig::arithmetic): per layer,
   /// the target's codes against float requantization on the per-layer SQNR images,
   /// most differing first; and top-1 of the same int8 model with float requantization.
+  std::string arithmetic;                       ///< the target's arithmetic (runtime::Arithmetic::to_json), "" for ONNX's
+  int64_t arithmetic_images = 0;                ///< images of the per-layer code comparison
   std::vector<ArithmeticLayerDiff> arithmetic_layers;
   bool has_top1_float_requant = false;
   double top1_float_requant = 0;
+};
+
+/// What the PTQ algorithms did (report.json "algorithms", "sensitivity",
+/// "auto_fallback"); a vector stays empty for an algorithm that did not run.
+struct PtqAlgorithmReports {
+  std::vector<EqualizedPair> cross_layer_equalization;  ///< ptq.cross_layer_equalization
+  std::vector<SmoothedNorm> smoothquant;                ///< ptq.smoothquant
+  std::vector<LayerAlgorithmReport> adaround;           ///< ptq.adaround
+  std::vector<LayerAlgorithmReport> bias_correction;    ///< ptq.bias_correction
+  bool has_sensitivity = false;                         ///< ptq.sensitivity ran
+  int64_t sensitivity_samples = 0;
+  double sensitivity_all_db = 0;                        ///< output SQNR with every layer quantized, dB
+  std::vector<LayerSensitivity> sensitivity;            ///< most sensitive first
+  bool has_auto_fallback = false;                       ///< ptq.auto_fallback ran
+  AutoFallbackResult auto_fallback;
+  std::string auto_fallback_config;                     ///< config_final.yaml as committed
+  /// The deployed model on the held-out samples (the search measures fake
+  /// quantization in libtorch): top-1 in percent (metric top1) or output SQNR in dB.
+  double deployed_fp32 = 0, deployed_int8 = 0, deployed_sqnr_db = 0;
 };
 
 /// Everything `qfx ptq` prints and writes to report.json.
@@ -90,6 +118,8 @@ struct PtqResult {
   /// split_host_postprocess: the post-processing left to the host (float, not in
   /// the deployed model) and the deployed model's outputs it reads; empty if none.
   HostSplit host_postprocess;
+  size_t traced_nodes = 0;                        ///< nodes of the traced graph
+  PtqAlgorithmReports algorithms;
   bool evaluated = false;                         ///< an evaluation section was given
   PtqEvaluation evaluation;
   std::vector<std::string> outputs;               ///< files written (model_int8.onnx, encodings.json, report.json)

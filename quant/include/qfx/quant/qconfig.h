@@ -54,6 +54,8 @@ ObserverSpec resolve_tensor_qconfig(const TensorQConfig& req, const BackendConfi
 class QConfigMapping {
  public:
   QConfigMapping& set_global(QConfigPtr q);
+  /// The global qconfig (all defaults unless set).
+  const QConfigPtr& global() const { return global_; }
   QConfigMapping& set_object_type(const std::string& type, QConfigPtr q);
   /// Module paths that `regex` matches in full (RE2 syntax, as Python's `re` for
   /// the usual patterns; linear-time matching with bounded memory, so a pattern

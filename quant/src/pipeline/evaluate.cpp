@@ -1,0 +1,78 @@
+// Evaluate stage: the fp32 model (lowered) against the int8 model on the
+// evaluation data, on the runtime; and libtorch's fp32 output as the check of both.
+#include "../algorithms/layers.h"
+#include "metrics.h"
+#include "qfx/quant/fake_quantize.h"
+#include "stages.h"
+
+namespace qfx::quant::pipeline {
+
+at::Tensor libtorch_first_batch(const Job& job, fx::GraphModule& gm, Dataset* ev, const runtime::Model& fp32) {
+  if (!ev || ev->size() == 0) return {};
+  output_name(fp32, job.cfg.evaluation.output, job.config());  // ConfigError for an output the model lacks
+  set_quant_state(gm, QuantState::kFloat);
+  at::Tensor out = forward_output(gm, ev->batch(0, std::min(job.cfg.evaluation.batch_size, ev->size())), job.cfg.evaluation.output);
+  set_quant_state(gm, QuantState::kFakeQuant);
+  disable_observer(gm);
+  return out;
+}
+
+namespace {
+
+// Top-1 of both models when the metric is top1 (labels checked when the data was opened).
+void top1(const at::Tensor& fp, const at::Tensor& q, const at::Tensor& labels, PtqEvaluation* E) {
+  E->has_top1 = true;
+  E->top1_fp32 = fp.argmax(1).eq(labels).to(at::kDouble).mean().item<double>();
+  E->top1_int8 = q.argmax(1).eq(labels).to(at::kDouble).mean().item<double>();
+  E->prediction_agreement = q.argmax(1).eq(fp.argmax(1)).to(at::kDouble).mean().item<double>();
+}
+
+}  // namespace
+
+at::Tensor evaluate_stage(const Job& job, const runtime::Model& fp32, runtime::Model& int8, const std::string& out_name,
+                          Dataset& ev, const at::Tensor& libtorch_first, PtqEvaluation* E) {
+  const int64_t n = ev.size(), ebs = job.cfg.evaluation.batch_size;
+  std::vector<at::Tensor> fp_outs, q_outs;
+  // Latency leaves out the first batch, which also builds the plans (kernels, packed weights).
+  double t_fp32 = 0, t_int8 = 0;
+  int64_t timed = 0;
+  int8.set_profiling(true);  // where the int8 time goes, per node
+  for (int64_t i = 0; i < n; i += ebs) {
+    const at::Tensor b = ev.batch(i, std::min(i + ebs, n));
+    std::map<std::string, runtime::Tensor> in{{"input", wrap(b)}};
+    const bool time_it = i > 0 || n <= ebs;
+    auto t0 = Clock::now();
+    fp_outs.push_back(to_aten(fp32.run(in).at(out_name)));
+    if (time_it) t_fp32 += secs(t0);
+    t0 = Clock::now();
+    q_outs.push_back(to_aten(int8.run(in).at(out_name)));
+    if (time_it) {
+      t_int8 += secs(t0);
+      timed += b.size(0);
+    }
+    if (i == 0)  // independent check: the runtime's fp32 against libtorch on the first batch
+      E->fp32_runtime_vs_libtorch_max_rel_error =
+          ((fp_outs[0] - libtorch_first).abs().max() / libtorch_first.abs().max().clamp_min(1e-12)).item<double>();
+    progress(job.hooks, "evaluation (fp32 + int8)", i + b.size(0), n);
+  }
+  const at::Tensor fp = at::cat(fp_outs), q = at::cat(q_outs);
+  E->profile_int8 = int8.profile();
+  int8.set_profiling(false);
+  E->images = n;
+  E->batch_size = ebs;
+  E->metric = job.cfg.evaluation.metric;
+  E->cosine_int8_vs_fp32 = cosine(q, fp);
+  E->sqnr_db_int8_vs_fp32 = detail::sqnr_db(fp, q);
+  // A float model whose output is the same for every sample (all zero, a dead
+  // network) makes any agreement metric meaningless: say so.
+  E->fp32_output_constant = n > 1 && (fp - fp.select(0, 0).unsqueeze(0)).abs().max().item<double>() == 0.0;
+  if (E->fp32_output_constant)
+    info(job.hooks, "warning: the float model's output is the same for every evaluated sample; cosine, SQNR and "
+                    "top-1 agreement say nothing about the quantization");
+  E->fp32_ms_per_image = 1000.0 * t_fp32 / static_cast<double>(std::max<int64_t>(timed, 1));
+  E->int8_ms_per_image = 1000.0 * t_int8 / static_cast<double>(std::max<int64_t>(timed, 1));
+  if (job.cfg.evaluation.metric == "top1") top1(fp, q, ev.labels(), E);
+  return q;
+}
+
+}  // namespace qfx::quant::pipeline

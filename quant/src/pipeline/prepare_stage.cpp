@@ -1,0 +1,33 @@
+// Prepare stage: trace, split the host post-processing off, prepare_fx, and the
+// algorithms that change the float model before calibration.
+#include "qfx/fx/tracer.h"
+#include "stages.h"
+
+namespace qfx::quant::pipeline {
+
+PreparedModel prepare_stage(const Job& job, const QConfigMapping& qc, Dataset& cal, bool say_warnings,
+                            PtqAlgorithmReports* alg) {
+  const JobConfig& cfg = job.cfg;
+  PreparedModel p;
+  p.gm = fx::trace_file(cfg.model.path, cfg.tracer.options);
+  p.traced_nodes = p.gm->graph().size();
+  p.host = split_host_postprocess(*p.gm);  // wrapped post-processing stays on the host, in float
+  p.gm->eval();
+  const PassReport prepared = prepare_fx(*p.gm, qc, job.backend);
+  if (say_warnings)
+    for (const std::string& w : prepared.warnings) info(job.hooks, "warning: " + w);
+  if (cfg.ptq.cross_layer_equalization) {
+    alg->cross_layer_equalization = cross_layer_equalization(*p.gm);
+    info(job.hooks, "cross-layer equalisation: " + std::to_string(alg->cross_layer_equalization.size()) + " layer pairs");
+  }
+  if (cfg.ptq.smoothquant) {
+    alg->smoothquant = smooth_quant(*p.gm, batches(cal, cfg.calibration.batch_size), cfg.ptq.smoothquant_alpha,
+                                    cfg.ptq.smoothquant_samples);
+    info(job.hooks, "SmoothQuant: " + std::to_string(alg->smoothquant.size()) + " LayerNorm outputs smoothed");
+  }
+  return p;
+}
+
+LowerOptions lower_options(const Job& job) { return {job.runtime(), {job.cfg.model.input_shape}, {"input"}}; }
+
+}  // namespace qfx::quant::pipeline

@@ -1,0 +1,145 @@
+// report.json of a PTQ run, written from its PtqResult.
+#include <algorithm>
+
+#include "held_out.h"
+#include "stages.h"
+
+namespace qfx::quant::pipeline {
+namespace {
+using nlohmann::json;
+
+json layers_json(const std::vector<LayerAlgorithmReport>& rs) {
+  json j = json::array();
+  for (const auto& r : rs) {
+    j.push_back({{"layer", r.layer}, {"sqnr_before_db", r.sqnr_before_db}, {"sqnr_after_db", r.sqnr_after_db}, {"seconds", r.seconds}});
+    if (!r.kept.empty()) j.back()["kept"] = r.kept;
+  }
+  return j;
+}
+
+json algorithms_json(const PtqAlgorithmReports& a, const PtqAlgorithmsConfig& c) {
+  json out = json::object();
+  if (c.cross_layer_equalization) {
+    json j = json::array();
+    for (const auto& p : a.cross_layer_equalization)
+      j.push_back({{"first", p.first}, {"second", p.second}, {"spread_first_before", p.spread_first_before},
+                   {"spread_first_after", p.spread_first_after}, {"spread_second_before", p.spread_second_before},
+                   {"spread_second_after", p.spread_second_after}});
+    out["cross_layer_equalization"] = j;
+  }
+  if (c.smoothquant) {
+    json j = json::array();
+    for (const auto& s : a.smoothquant)
+      j.push_back({{"norm", s.norm}, {"linears", s.linears}, {"spread_before", s.spread_before}, {"spread_after", s.spread_after}});
+    out["smoothquant"] = j;
+  }
+  if (c.adaround) out["adaround"] = layers_json(a.adaround);
+  if (c.bias_correction) out["bias_correction"] = layers_json(a.bias_correction);
+  return out;
+}
+
+json sensitivity_json(const PtqAlgorithmReports& a) {
+  json layers = json::array();
+  for (const auto& s : a.sensitivity)
+    layers.push_back({{"layer", s.layer}, {"only_this_db", s.only_this_db}, {"all_but_this_db", s.all_but_this_db}});
+  return {{"metric", "output SQNR (dB) against fp32 on calibration samples, fake-quantized in libtorch"},
+          {"samples", a.sensitivity_samples}, {"all_quantized_db", a.sensitivity_all_db}, {"layers", layers}};
+}
+
+json fallback_json(const PtqAlgorithmReports& a) {
+  json j = auto_fallback_json(a.auto_fallback);
+  j["config"] = a.auto_fallback_config;
+  j["deployed"] = a.auto_fallback.metric == "top1" ? json{{"fp32", a.deployed_fp32}, {"int8", a.deployed_int8}}
+                                                    : json{{"sqnr_db", a.deployed_sqnr_db}};
+  return j;
+}
+
+json calibration_json(const PtqResult& r) {
+  const CalibrationResult& c = r.calibration;
+  json j = {{"images", c.images}, {"images_per_s", r.calibration_images_per_s}, {"engine", c.engine}, {"threads", c.threads},
+            {"processes", r.world_size}, {"seconds", c.seconds}, {"observed_tensors", c.observed_tensors}};
+  if (!c.fallback_reason.empty()) j["fallback_reason"] = c.fallback_reason;
+  return j;
+}
+
+json profile_json(const PtqEvaluation& E) {
+  auto nodes = E.profile_int8;
+  std::stable_sort(nodes.begin(), nodes.end(), [](const runtime::NodeTime& a, const runtime::NodeTime& b) { return a.ms > b.ms; });
+  json a = json::array();
+  const double per = 1.0 / static_cast<double>(std::max<int64_t>(E.images, 1));
+  for (const auto& t : nodes) a.push_back({{"node", t.node}, {"op", t.op}, {"impl", t.impl}, {"ms_per_image", t.ms * per}});
+  return {{"images", E.images}, {"nodes", a}};
+}
+
+json evaluation_json(const PtqEvaluation& E) {
+  json j = {{"images", E.images},
+            {"batch_size", E.batch_size},
+            {"metric", E.metric},
+            {"fp32_runtime_vs_libtorch_max_rel_error", E.fp32_runtime_vs_libtorch_max_rel_error},
+            {"cosine_int8_vs_fp32", E.cosine_int8_vs_fp32},
+            {"sqnr_db_int8_vs_fp32", E.sqnr_db_int8_vs_fp32},
+            {"fp32_output_constant", E.fp32_output_constant},
+            {"fp32_ms_per_image", E.fp32_ms_per_image},
+            {"int8_ms_per_image", E.int8_ms_per_image}};
+  if (E.has_top1) {
+    j["top1_fp32"] = E.top1_fp32;
+    j["top1_int8"] = E.top1_int8;
+    j["prediction_agreement"] = E.prediction_agreement;
+  }
+  if (E.reference_images > 0)
+    j["reference_check"] = {{"images", E.reference_images}, {"identical_outputs", E.reference_identical},
+                            {"max_abs_diff", E.reference_max_abs_diff}, {"exact_expected", E.reference_exact_expected}};
+  return j;
+}
+
+json layer_sqnr_json(const PtqEvaluation& E) {
+  json jl = json::array();
+  for (const auto& l : E.layers) {
+    json j = {{"node", l.node}, {"sqnr_db_fakequant", l.sqnr_db_fakequant}};
+    if (l.has_int8) j["sqnr_db_int8"] = l.sqnr_db_int8;
+    jl.push_back(j);
+  }
+  return {{"images", E.sqnr_images}, {"layers", jl}};
+}
+
+json arithmetic_json(const PtqEvaluation& E) {
+  json jl = json::array();
+  for (const auto& d : E.arithmetic_layers)
+    jl.push_back({{"node", d.node}, {"codes", d.codes}, {"differing", d.differing}, {"max_abs_diff", d.max_abs_diff}});
+  json j = {{"arithmetic", json::parse(E.arithmetic)}, {"images", E.arithmetic_images}, {"layers_vs_float_requantization", jl}};
+  if (E.has_top1_float_requant) j["top1_float_requantization"] = E.top1_float_requant;
+  return j;
+}
+
+}  // namespace
+
+json ptq_report_json(const PtqResult& r, const PtqAlgorithmsConfig& algorithms) {
+  json report;
+  report["versions"] = versions_json();
+  report["model"] = r.model;
+  report["config"] = r.config;
+  report["backend"] = r.backend;
+  report["runtime_backend"] = r.runtime_backend;
+  report["algorithms"] = algorithms_json(r.algorithms, algorithms);
+  report["traced_nodes"] = r.traced_nodes;
+  if (!r.host_postprocess.empty())
+    report["host_postprocess"] = {{"nodes", r.host_postprocess.host_nodes}, {"model_outputs", r.host_postprocess.outputs}};
+  if (r.algorithms.has_sensitivity) report["sensitivity"] = sensitivity_json(r.algorithms);
+  if (r.algorithms.has_auto_fallback) report["auto_fallback"] = fallback_json(r.algorithms);
+  report["calibration"] = calibration_json(r);
+  report["float_fallbacks"] = r.float_fallbacks;
+  report["runtime_float_groups"] = r.runtime_float_groups;
+  report["export_float_ops"] = r.export_float_ops;
+  report["kernels"] = kernel_report_json(r.kernel_report);
+  if (r.evaluated) {
+    const PtqEvaluation& E = r.evaluation;
+    report["evaluation"] = evaluation_json(E);
+    report["profile_int8"] = profile_json(E);
+    if (E.sqnr_images > 0) report["per_layer_sqnr"] = layer_sqnr_json(E);
+    if (!E.arithmetic.empty()) report["target_arithmetic"] = arithmetic_json(E);
+  }
+  report["outputs"] = r.outputs;
+  return report;
+}
+
+}  // namespace qfx::quant::pipeline

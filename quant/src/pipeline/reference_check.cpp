@@ -1,0 +1,45 @@
+// The reference-backend check: the int8 model's outputs on the reference
+// kernels against the runtime backend's, bit for bit where no op computes in float.
+#include <set>
+
+#include "stages.h"
+
+namespace qfx::quant::pipeline {
+namespace {
+
+// Bit for bit is the claim for int8 ops. Float groups in the int8 model (layers
+// kept float, ops without int8 kernels) sum in each backend's own order, so their
+// outputs (and codes requantized from them) may differ by rounding. Float ops that
+// only move values (or dequantize the output) are exact everywhere; any other
+// float op (a conv whose input went through a float reshape, a sum) counts.
+bool exact_expected(const runtime::Model& int8) {
+  static const std::set<std::string> moves = {"DequantizeLinear", "Identity", "Reshape", "Transpose", "Slice", "Concat",
+                                              "Flatten", "Squeeze", "Unsqueeze", "Gather", "Expand", "Split", "MaxPool"};
+  if (!int8.float_fallbacks().empty()) return false;
+  for (const auto& k : int8.kernel_report())
+    if (!k.folded && k.dtype == "float32" && !moves.count(k.op)) return false;
+  return true;
+}
+
+}  // namespace
+
+ReferenceCheck reference_check(const Job& job, const Int8Model& int8, Dataset& ev, const at::Tensor& int8_outputs) {
+  ReferenceCheck c;
+  const int64_t n = ev.size(), ebs = job.cfg.evaluation.batch_size;
+  const int64_t nr = job.cfg.evaluation.reference_check < 0 ? n : std::min(job.cfg.evaluation.reference_check, n);
+  if (nr <= 0 || job.runtime() == "reference") return c;
+  const auto ref_model = runtime::Model::load(int8.path, {"reference"});
+  for (int64_t i = 0; i < nr; i += ebs) {
+    const int64_t end = std::min(i + ebs, nr);
+    const at::Tensor r = to_aten(ref_model.run({{"input", wrap(ev.batch(i, end))}}).at(int8.output));
+    const at::Tensor o = int8_outputs.slice(0, i, end);
+    c.identical += (r == o).flatten(1).all(1).sum().item<int64_t>();
+    c.max_abs_diff = std::max(c.max_abs_diff, (r - o).abs().max().item<double>());
+    progress(job.hooks, "reference backend check", end, nr);
+  }
+  c.images = nr;
+  c.exact_expected = exact_expected(int8.model);
+  return c;
+}
+
+}  // namespace qfx::quant::pipeline

@@ -1,0 +1,44 @@
+// Refine stage: per-layer sensitivity, AdaRound and bias correction on the
+// calibrated model (libtorch, fake quantization).
+#include <string>
+
+#include "stages.h"
+
+namespace qfx::quant::pipeline {
+namespace {
+std::string db(double v) { return std::to_string(v).substr(0, 5); }
+}  // namespace
+
+void sensitivity_stage(const Job& job, fx::GraphModule& gm, Dataset& cal, PtqAlgorithmReports* alg) {
+  const PtqAlgorithmsConfig& c = job.cfg.ptq;
+  alg->has_sensitivity = true;
+  alg->sensitivity_samples = c.sensitivity_samples;
+  alg->sensitivity = layer_sensitivity(gm, batches(cal, job.cfg.calibration.batch_size), c.sensitivity_samples,
+                                       &alg->sensitivity_all_db);
+  const auto& s = alg->sensitivity;
+  for (size_t i = 0; i < std::min<size_t>(3, s.size()); ++i)
+    info(job.hooks, "sensitivity #" + std::to_string(i + 1) + ": " + s[i].layer + " (only it quantized: " + db(s[i].only_this_db) +
+                        " dB; all but it: " + db(s[i].all_but_this_db) + " dB; all: " + db(alg->sensitivity_all_db) + " dB)");
+}
+
+FloatWeights refine_stage(const Job& job, fx::GraphModule& gm, Dataset& cal, PtqAlgorithmReports* alg) {
+  const PtqAlgorithmsConfig& c = job.cfg.ptq;
+  const int64_t bs = job.cfg.calibration.batch_size;
+  FloatWeights reference;
+  if (!c.adaround && !c.bias_correction) return reference;
+  reference = snapshot_float_weights(gm);
+  if (c.adaround) {
+    AdaRoundOptions o = c.adaround_options;
+    o.progress = [&](const std::string& layer, int64_t done, int64_t total) {
+      progress(job.hooks, "adaround (layers)", done, total, layer);
+    };
+    const auto t0 = Clock::now();
+    alg->adaround = adaround(gm, batches(cal, bs), o, &reference);
+    info(job.hooks, "adaround: " + std::to_string(alg->adaround.size()) + " layers in " +
+                        std::to_string(static_cast<int>(secs(t0))) + " s");
+  }
+  if (c.bias_correction) alg->bias_correction = bias_correction(gm, batches(cal, bs), c.bias_correction_samples, &reference);
+  return reference;
+}
+
+}  // namespace qfx::quant::pipeline

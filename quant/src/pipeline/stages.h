@@ -1,0 +1,163 @@
+// Internal: the stages `quant::ptq` and `quant::qat` are composed of. Each stage
+// is a function in its own file with explicit inputs and outputs:
+//
+//   open data -> prepare (trace, host split, prepare_fx, CLE, SmoothQuant)
+//   -> lower (float ONNX once, one runtime model) -> calibrate -> refine
+//   (sensitivity, AdaRound, bias correction) -> auto_fallback (a change to the
+//   QConfigMapping; prepare, lower, calibrate again) -> convert (int8 ONNX)
+//   -> evaluate (fp32 vs int8, per-layer SQNR, target arithmetic, reference check)
+//   -> write (encodings, report.json from the result struct, report.html).
+#pragma once
+
+#include <ATen/core/Tensor.h>
+#include <nlohmann/json.hpp>
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "artifacts.h"
+#include "qfx/quant/backend_config.h"
+#include "qfx/quant/dataset.h"
+#include "qfx/quant/lowered_model.h"
+#include "qfx/quant/pipeline.h"
+#include "qfx/quant/ptq_algorithms.h"
+
+namespace qfx::quant::pipeline {
+
+/// What every stage reads: the job's config, its resolved backend, the hooks.
+struct Job {
+  const JobConfig& cfg;
+  const BackendConfig& backend;
+  const PipelineHooks& hooks;
+  /// The config file, for error messages.
+  const std::string& config() const { return cfg.path; }
+  /// The runtime backend that calibrates and runs the int8 model.
+  const std::string& runtime() const { return backend.runtime; }
+};
+
+/// Checks what every job needs before any work: the model file exists (IoError
+/// naming model.path and the config).
+void check_model_file(const Job& job);
+
+// ---- ptq_data.cpp
+
+/// The data of a PTQ job, opened and checked before any long work.
+struct PtqData {
+  std::unique_ptr<Dataset> cal;  ///< calibration samples
+  std::unique_ptr<Dataset> ev;   ///< evaluation samples; null without an evaluation section
+  HeldOutData held;              ///< ptq.auto_fallback's held-out batches
+  bool int16_available = false;  ///< the backend offers s16 activations
+};
+/// Opens calibration, evaluation and held-out data. Throws ConfigError (auto_fallback
+/// candidates the backend cannot give, metric top1 without labels, fewer
+/// calibration batches than processes), IoError, DataError (no samples).
+PtqData open_ptq_data(const Job& job, int world);
+
+// ---- prepare_stage.cpp
+
+/// A traced, prepared model and what preparing it found.
+struct PreparedModel {
+  std::shared_ptr<fx::GraphModule> gm;  ///< prepare_fx's output, eval mode
+  HostSplit host;                       ///< post-processing left on the host
+  size_t traced_nodes = 0;              ///< nodes of the traced graph
+};
+/// Traces model.path, splits the host post-processing off, prepares for `qc`
+/// (its warnings said when `say_warnings`) and runs the algorithms that change
+/// the float model: cross-layer equalisation, SmoothQuant (reports into `alg`).
+PreparedModel prepare_stage(const Job& job, const QConfigMapping& qc, Dataset& cal, bool say_warnings,
+                            PtqAlgorithmReports* alg);
+/// The options that lower a job's prepared model (LoweredModel).
+LowerOptions lower_options(const Job& job);
+
+// ---- calibrate_stage.cpp
+
+/// Calibrates `gm` on its lowered float model with the calibration data (this
+/// rank's shard with an active `dist`); afterwards the model is in fake-quant
+/// state with its observers off.
+CalibrationResult calibrate_stage(const Job& job, fx::GraphModule& gm, LoweredModel& lowered, Dataset& cal,
+                                  distributed::Context* dist);
+
+// ---- refine_stage.cpp
+
+/// ptq.sensitivity: per-layer sensitivity on calibration samples (into `alg`).
+void sensitivity_stage(const Job& job, fx::GraphModule& gm, Dataset& cal, PtqAlgorithmReports* alg);
+/// ptq.adaround and ptq.bias_correction on the calibrated model (reports into
+/// `alg`). Returns the float weights they started from (empty when neither runs).
+FloatWeights refine_stage(const Job& job, fx::GraphModule& gm, Dataset& cal, PtqAlgorithmReports* alg);
+
+// ---- fallback_stage.cpp
+
+/// The layers ptq.auto_fallback moves out of int8.
+struct FallbackMoves {
+  std::vector<std::string> to_float, to_int16;  ///< module paths
+  bool empty() const { return to_float.empty() && to_int16.empty(); }
+};
+/// Runs the search on the calibrated (and refined) model; its report into `alg`.
+FallbackMoves fallback_stage(const Job& job, fx::GraphModule& gm, const PtqData& data, const FloatWeights& reference,
+                             PtqAlgorithmReports* alg);
+/// `qc` with the moved layers float (null qconfig) or with s16 activations (the
+/// global qconfig otherwise): the mapping config_final.yaml loads to.
+QConfigMapping with_fallback(const QConfigMapping& qc, const FallbackMoves& moves);
+/// Stages config_final.yaml, the config that reproduces the deployed model.
+void write_final_config(const Job& job, const FallbackMoves& moves, const Staging& out, PtqAlgorithmReports* alg);
+/// The deployed fp32 and int8 models on the held-out samples (into `alg`).
+void fallback_deployed(const Job& job, const runtime::Model& fp32, const runtime::Model& int8, const HeldOutData& held,
+                       const std::string& out_name, PtqAlgorithmReports* alg);
+
+// ---- convert_stage.cpp
+
+/// The int8 model: its export and the runtime model that runs it.
+struct Int8Model {
+  std::string path;       ///< the staged model_int8.onnx
+  ExportResult exported;  ///< encodings, float ops
+  runtime::Model model;   ///< loaded on the job's runtime backend
+  std::string output;     ///< the ONNX name of evaluation.output
+};
+/// convert_fx + export_onnx into the staging folder, loaded on the runtime.
+/// Fills `converted`, the float fallbacks, runtime float groups and kernel report of `r`.
+template <typename Result>
+Int8Model convert_stage(const Job& job, fx::GraphModule& gm, const Staging& out, Result* r);
+
+// ---- evaluate.cpp
+
+/// The fp32 model's output on the first evaluation batch in libtorch, before any
+/// algorithm changes weights: the independent check of the runtime's fp32 graph.
+/// Undefined without evaluation data.
+at::Tensor libtorch_first_batch(const Job& job, fx::GraphModule& gm, Dataset* ev, const runtime::Model& fp32);
+/// fp32 (the lowered float model) against int8 on every evaluation sample:
+/// cosine, SQNR, top-1, latency, the int8 profile (into `E`). Returns the int8 outputs.
+at::Tensor evaluate_stage(const Job& job, const runtime::Model& fp32, runtime::Model& int8, const std::string& out_name,
+                          Dataset& ev, const at::Tensor& libtorch_first, PtqEvaluation* E);
+
+// ---- layer_sqnr.cpp
+
+/// Per-layer SQNR of every quantized activation, fake-quant (Q/DQ on the runtime)
+/// and int8, against the lowered fp32 values, on evaluation.sqnr_samples (into `E`).
+void layer_sqnr_stage(const Job& job, const LoweredModel& fp32, const Int8Model& int8, Dataset& ev, PtqEvaluation* E);
+
+// ---- reference_check.cpp
+
+/// evaluation.reference_check: the int8 model on the reference backend against
+/// the job's runtime backend.
+struct ReferenceCheck {
+  int64_t images = 0;          ///< 0: no check (none asked, or the runtime is the reference)
+  int64_t identical = 0;       ///< outputs bit-identical
+  double max_abs_diff = 0;
+  bool exact_expected = true;  ///< no op of the int8 model computes in float
+};
+/// Runs the first evaluation.reference_check samples of `ev` on the reference
+/// backend and compares with `int8_outputs` (the runtime backend's outputs of
+/// `ev`, in order). Bit for bit is required only of models whose ops all run in
+/// integers (float sums round in each backend's own order).
+ReferenceCheck reference_check(const Job& job, const Int8Model& int8, Dataset& ev, const at::Tensor& int8_outputs);
+
+// ---- ptq_report.cpp
+
+/// report.json of a PTQ run, from its result (`algorithms`: which ran, so that an
+/// algorithm that found nothing to change still has its empty entry). The
+/// observers, weights and seconds are added by write_reports.
+nlohmann::json ptq_report_json(const PtqResult& r, const PtqAlgorithmsConfig& algorithms);
+
+}  // namespace qfx::quant::pipeline
