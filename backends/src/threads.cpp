@@ -5,11 +5,12 @@
 
 #include <stdexcept>
 #include <string>
+#include "qfx/error.h"
 
 namespace qfx::runtime {
 
 void set_num_threads(int n) {
-  if (n < 1) throw std::invalid_argument("set_num_threads: " + std::to_string(n) + " threads; give 1 or more");
+  if (n < 1) throw ArgumentError("set_num_threads: " + std::to_string(n) + " threads; give 1 or more");
   omp_set_num_threads(n);
 }
 

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "qfx/fx/module_matcher.h"
+#include "qfx/error.h"
 
 namespace qfx::fx {
 
@@ -14,14 +15,14 @@ std::pair<at::Tensor, at::Tensor> fuse_conv_bn_weights(const at::Tensor& conv_w,
   at::NoGradGuard ng;
   const int64_t out_dim = transpose ? 1 : 0;
   if (conv_w.dim() < 3)
-    throw std::invalid_argument("fuse_conv_bn_weights: the convolution weight has rank " + std::to_string(conv_w.dim()) +
+    throw ArgumentError("fuse_conv_bn_weights: the convolution weight has rank " + std::to_string(conv_w.dim()) +
                                 ", expected 3 or more");
   const int64_t c_out = bn_rm.numel();
   if (bn_rv.numel() != c_out || (bn_w.defined() && bn_w.numel() != c_out) || (bn_b.defined() && bn_b.numel() != c_out) ||
       (conv_b.defined() && conv_b.numel() != c_out))
-    throw std::invalid_argument("fuse_conv_bn_weights: the bias and batch-norm tensors have different channel counts");
+    throw ArgumentError("fuse_conv_bn_weights: the bias and batch-norm tensors have different channel counts");
   if (conv_w.size(out_dim) != c_out)
-    throw std::invalid_argument("fuse_conv_bn_weights: the convolution weight has " + std::to_string(conv_w.size(out_dim)) +
+    throw ArgumentError("fuse_conv_bn_weights: the convolution weight has " + std::to_string(conv_w.size(out_dim)) +
                                 " output channels in dimension " + std::to_string(out_dim) + ", the batch norm " +
                                 std::to_string(c_out));
   const at::Tensor w = bn_w.defined() ? bn_w : at::ones_like(bn_rm);
@@ -40,9 +41,9 @@ namespace {
 template <typename ConvImpl, typename BnImpl>
 void check_eval(const ConvImpl& conv, const BnImpl& bn) {
   if (conv.is_training() || bn.is_training())
-    throw std::logic_error("fuse_conv_bn_eval: only for eval mode (call eval() on both modules first)");
+    throw ArgumentError("fuse_conv_bn_eval: only for eval mode (call eval() on both modules first)");
   if (!bn.running_mean.defined() || !bn.running_var.defined())
-    throw std::invalid_argument("fuse_conv_bn_eval: the batch norm tracks no running statistics");
+    throw ArgumentError("fuse_conv_bn_eval: the batch norm tracks no running statistics");
 }
 
 template <typename Conv, typename Options, typename Bn>

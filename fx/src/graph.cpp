@@ -9,6 +9,7 @@
 #include <stdexcept>
 #include <unordered_map>
 #include <unordered_set>
+#include "qfx/error.h"
 
 namespace qfx::fx {
 
@@ -91,7 +92,7 @@ void Node::replace_input_with(Node* old_input, Node* new_input) {
 }
 
 std::vector<Node*> Node::replace_all_uses_with(Node* replacement) {
-  if (replacement == this) throw std::logic_error("replace_all_uses_with: node " + name_ + " cannot replace itself");
+  if (replacement == this) throw ArgumentError("replace_all_uses_with: node " + name_ + " cannot replace itself");
   std::vector<Node*> changed = users_;
   for (Node* u : changed) u->replace_input_with(this, replacement);
   return changed;
@@ -187,7 +188,7 @@ Node* Graph::call_method(const std::string& target, std::vector<Argument> args,
 }
 
 Node* Graph::output(Argument result) {
-  if (output_node()) throw std::logic_error("graph already has an output node");
+  if (output_node()) throw ArgumentError("graph already has an output node");
   Node* saved = insert_before_;
   insert_before_ = nullptr;
   Node* n = create(Opcode::kOutput, "output", {std::move(result)}, {}, "output");
@@ -196,9 +197,9 @@ Node* Graph::output(Argument result) {
 }
 
 void Graph::erase_node(Node* n) {
-  if (n->graph_ != this) throw std::logic_error("erase_node: node " + n->name() + " is not in this graph");
+  if (n->graph_ != this) throw ArgumentError("erase_node: node " + n->name() + " is not in this graph");
   if (!n->users_.empty()) {
-    throw std::logic_error("erase_node: node " + n->name() + " still has " + std::to_string(n->users_.size()) +
+    throw ArgumentError("erase_node: node " + n->name() + " still has " + std::to_string(n->users_.size()) +
                            " user(s), first " + n->users_.front()->name());
   }
   if (insert_before_ == n) insert_before_ = n->next();
@@ -279,28 +280,28 @@ void Graph::lint() const {
   int outputs = 0;
   for (const auto& up : nodes_) {
     const Node* n = up.get();
-    if (n->graph_ != this) throw std::logic_error("lint: node " + n->name() + " belongs to another graph");
-    if (!names.insert(n->name()).second) throw std::logic_error("lint: duplicate node name " + n->name());
+    if (n->graph_ != this) throw InternalError("lint: node " + n->name() + " belongs to another graph");
+    if (!names.insert(n->name()).second) throw InternalError("lint: duplicate node name " + n->name());
     for (Node* in : n->input_nodes()) {
       if (!seen.count(in)) {
-        throw std::logic_error("lint: node " + n->name() + " uses " + in->name() +
+        throw InternalError("lint: node " + n->name() + " uses " + in->name() +
                                (in->graph_ == this ? ", which is defined after it" : ", which is not in this graph"));
       }
       if (std::find(in->users_.begin(), in->users_.end(), n) == in->users_.end())
-        throw std::logic_error("lint: " + in->name() + ".users is missing " + n->name());
+        throw InternalError("lint: " + in->name() + ".users is missing " + n->name());
     }
     for (const Node* u : n->users_) {
       auto ins = u->input_nodes();
       if (std::find(ins.begin(), ins.end(), n) == ins.end())
-        throw std::logic_error("lint: " + n->name() + ".users lists " + u->name() + ", which does not use it");
+        throw InternalError("lint: " + n->name() + ".users lists " + u->name() + ", which does not use it");
     }
     if (n->op() == Opcode::kOutput) {
       ++outputs;
-      if (n != nodes_.back().get()) throw std::logic_error("lint: output node " + n->name() + " is not last");
+      if (n != nodes_.back().get()) throw InternalError("lint: output node " + n->name() + " is not last");
     }
     seen.insert(n);
   }
-  if (outputs != 1) throw std::logic_error("lint: graph has " + std::to_string(outputs) + " output nodes, expected 1");
+  if (outputs != 1) throw InternalError("lint: graph has " + std::to_string(outputs) + " output nodes, expected 1");
 }
 
 namespace {

@@ -37,7 +37,7 @@ GraphModule::GraphModule(std::shared_ptr<Graph> graph)
 
 std::shared_ptr<torch::nn::Module> GraphModule::container_for(const std::string& path, std::string* leaf_name,
                                                               bool create) {
-  if (path.empty()) throw std::invalid_argument("GraphModule: empty attribute path");
+  if (path.empty()) throw ArgumentError("GraphModule: empty attribute path");
   auto parts = split_path(path);
   *leaf_name = parts.back();
   torch::nn::Module* cur = this;
@@ -61,7 +61,7 @@ std::shared_ptr<torch::nn::Module> GraphModule::container_for(const std::string&
 void GraphModule::add_submodule(const std::string& path, std::shared_ptr<torch::nn::Module> module, CallFn fn) {
   std::string leaf;
   auto parent = container_for(path, &leaf, /*create=*/true);
-  if (find_child(*parent, leaf)) throw std::invalid_argument("GraphModule: a module is already registered at '" + path + "'");
+  if (find_child(*parent, leaf)) throw ArgumentError("GraphModule: a module is already registered at '" + path + "'");
   parent->register_module(leaf, std::move(module));
   module_fns_[path] = std::move(fn);
 }
@@ -69,7 +69,7 @@ void GraphModule::add_submodule(const std::string& path, std::shared_ptr<torch::
 void GraphModule::replace_submodule(const std::string& path, std::shared_ptr<torch::nn::Module> module, CallFn fn) {
   std::string leaf;
   auto parent = container_for(path, &leaf, /*create=*/false);
-  if (!parent || !find_child(*parent, leaf)) throw std::out_of_range("GraphModule: no module at '" + path + "' to replace");
+  if (!parent || !find_child(*parent, leaf)) throw ArgumentError("GraphModule: no module at '" + path + "' to replace");
   parent->replace_module(leaf, std::move(module));
   module_fns_[path] = std::move(fn);
 }
@@ -89,7 +89,7 @@ std::shared_ptr<torch::nn::Module> GraphModule::get_submodule(const std::string&
 
 const CallFn& GraphModule::module_fn(const std::string& path) const {
   auto it = module_fns_.find(path);
-  if (it == module_fns_.end()) throw std::out_of_range("GraphModule: no callable module at '" + path + "'");
+  if (it == module_fns_.end()) throw ArgumentError("GraphModule: no callable module at '" + path + "'");
   return it->second;
 }
 
@@ -113,14 +113,14 @@ at::Tensor GraphModule::get_attr(const std::string& path) const {
     const auto buffers = parent->named_buffers(false);
     if (const auto* b = buffers.find(leaf)) return *b;
   }
-  throw std::out_of_range("GraphModule: no parameter or buffer at '" + path + "'");
+  throw ArgumentError("GraphModule: no parameter or buffer at '" + path + "'");
 }
 
 bool GraphModule::has_attr(const std::string& path) const {
   try {
     get_attr(path);
     return true;
-  } catch (const std::out_of_range&) {
+  } catch (const ArgumentError&) {
     return false;
   }
 }
@@ -149,7 +149,7 @@ std::shared_ptr<GraphModule> GraphModule::copy() const {
   auto c = std::make_shared<GraphModule>(std::shared_ptr<Graph>(graph_->copy()));
   for (const auto& [path, fn] : module_fns_) {
     auto m = get_submodule(path);
-    if (!m) throw std::logic_error("GraphModule::copy: callable module '" + path + "' is not in the module tree");
+    if (!m) throw InternalError("GraphModule::copy: callable module '" + path + "' is not in the module tree");
     c->add_submodule(path, m, fn);
   }
   for (const Node* n : graph_->nodes()) {

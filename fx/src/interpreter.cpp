@@ -92,7 +92,7 @@ c10::IValue Interpreter::load_arg(const Argument& a) const {
   switch (a.kind) {
     case Argument::Kind::kNode: {
       auto it = env_.find(a.node);
-      if (it == env_.end()) throw std::runtime_error("value of node " + a.node->name() + " is not available");
+      if (it == env_.end()) throw ExecutionError("value of node " + a.node->name() + " is not available");
       return it->second;
     }
     case Argument::Kind::kConst: return a.value;
@@ -174,7 +174,7 @@ c10::IValue Interpreter::call_function(const Node* n, std::vector<c10::IValue> a
     }
     if (!found) {
       if (!sa.default_value()) {
-        throw std::runtime_error("node " + n->name() + ": missing argument '" + sa.name() + "' of " + n->target());
+        throw ExecutionError("node " + n->name() + ": missing argument '" + sa.name() + "' of " + n->target());
       }
       stack.push_back(*sa.default_value());
     }

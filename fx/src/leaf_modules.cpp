@@ -17,6 +17,7 @@
 #include <functional>
 #include <map>
 #include <cctype>
+#include "qfx/error.h"
 
 namespace qfx::fx::detail {
 
@@ -119,7 +120,7 @@ std::vector<int64_t> ints(const IValue& v, size_t n) {
     for (const auto& e : v.toListRef()) out.push_back(e.toInt());
   }
   if (out.size() == 1 && n > 1) out.assign(n, out[0]);
-  if (out.size() != n) throw std::runtime_error("unexpected hyper-parameter shape");
+  if (out.size() != n) throw TraceError("unexpected hyper-parameter shape");
   return out;
 }
 
@@ -330,13 +331,13 @@ UpsampleLeaf::UpsampleLeaf(std::vector<int64_t> sizes, std::vector<double> scale
                            c10::optional<bool> align)
     : torch::nn::Module("Upsample"), sizes_(std::move(sizes)), scales_(std::move(scales)), mode_(std::move(mode)),
       align_(align) {
-  if (sizes_.empty() == scales_.empty()) throw std::invalid_argument("Upsample: exactly one of size and scale_factor");
+  if (sizes_.empty() == scales_.empty()) throw ArgumentError("Upsample: exactly one of size and scale_factor");
   if (mode_ == "nearest") interp_mode_ = torch::kNearest;
   else if (mode_ == "bilinear") interp_mode_ = torch::kBilinear;
   else if (mode_ == "linear") interp_mode_ = torch::kLinear;
   else if (mode_ == "bicubic") interp_mode_ = torch::kBicubic;
   else if (mode_ == "trilinear") interp_mode_ = torch::kTrilinear;
-  else throw std::invalid_argument("Upsample: unknown mode '" + mode_ + "'");
+  else throw ArgumentError("Upsample: unknown mode '" + mode_ + "'");
 }
 
 at::Tensor UpsampleLeaf::forward(const at::Tensor& x) {

@@ -14,6 +14,7 @@
 #include "leaf_modules.h"
 #include "qfx/fx/serialize.h"
 #include "qfx/fx/torch_compat.h"
+#include "qfx/error.h"
 
 namespace qfx::fx::detail {
 namespace {
@@ -28,7 +29,7 @@ std::vector<int64_t> vec(const torch::ExpandingArray<D>& a) {
 template <size_t D>
 torch::ExpandingArray<D> arr(const IValue& v) {
   auto x = v.toIntVector();
-  if (x.size() != D) throw std::runtime_error("expected " + std::to_string(D) + " values, got " + std::to_string(x.size()));
+  if (x.size() != D) throw IoError("expected " + std::to_string(D) + " values, got " + std::to_string(x.size()));
   return torch::ExpandingArray<D>(c10::IntArrayRef(x));
 }
 
@@ -69,7 +70,7 @@ torch::nn::detail::conv_padding_mode_t parse_padding_mode(const std::string& s) 
   if (s == "reflect") return torch::kReflect;
   if (s == "replicate") return torch::kReplicate;
   if (s == "circular") return torch::kCircular;
-  throw std::runtime_error("unknown padding_mode '" + s + "'");
+  throw IoError("unknown padding_mode '" + s + "'");
 }
 
 // Conv1d/2d/3d and ConvTranspose2d share ConvNdOptions.
@@ -263,7 +264,7 @@ void register_all() {
         std::vector<c10::optional<int64_t>> out;
         for (const auto& e : config_at(c, "output_size").toListRef())
           out.push_back(e.isNone() ? c10::optional<int64_t>() : c10::optional<int64_t>(e.toInt()));
-        if (out.size() != 2) throw std::runtime_error("output_size needs 2 entries");
+        if (out.size() != 2) throw IoError("output_size needs 2 entries");
         return torch::nn::AdaptiveAvgPool2d(torch::nn::AdaptiveAvgPool2dOptions({out[0], out[1]})).ptr();
       });
   reg<UpsampleLeaf>(

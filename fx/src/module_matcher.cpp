@@ -3,6 +3,7 @@
 
 #include <set>
 #include <stdexcept>
+#include "qfx/error.h"
 
 namespace qfx::fx {
 
@@ -33,7 +34,7 @@ bool consumes_only(const Node* user, const Node* producer) {
 }
 
 std::vector<std::vector<Node*>> match_module_pattern(const GraphModule& gm, const std::vector<std::string>& types) {
-  if (types.empty()) throw std::invalid_argument("match_module_pattern: empty pattern");
+  if (types.empty()) throw ArgumentError("match_module_pattern: empty pattern");
   std::vector<std::vector<Node*>> chains;
   std::set<const Node*> taken;
   for (Node* n : gm.graph().nodes()) {

@@ -103,7 +103,7 @@ Argument decode_arg(const IValue& v, const std::map<std::string, Node*>& nodes) 
   const std::string& kind = t.at(0).toStringRef();
   if (kind == "node") {
     auto it = nodes.find(t.at(1).toStringRef());
-    if (it == nodes.end()) throw std::runtime_error("argument names node '" + t.at(1).toStringRef() + "' before it is defined");
+    if (it == nodes.end()) throw IoError("argument names node '" + t.at(1).toStringRef() + "' before it is defined");
     return Argument(it->second);
   }
   if (kind == "const") return Argument(t.at(1));
@@ -114,7 +114,7 @@ Argument decode_arg(const IValue& v, const std::map<std::string, Node*>& nodes) 
     const std::string& elem = t.at(2).toStringRef();
     return Argument::list(std::move(items), elem.empty() ? c10::TypePtr() : c10::parseType(elem));
   }
-  throw std::runtime_error("unknown argument kind '" + kind + "'");
+  throw IoError("unknown argument kind '" + kind + "'");
 }
 
 Opcode parse_opcode(const std::string& s) {
@@ -122,7 +122,7 @@ Opcode parse_opcode(const std::string& s) {
                     Opcode::kCallMethod, Opcode::kOutput}) {
     if (s == opcode_name(op)) return op;
   }
-  throw std::runtime_error("unknown opcode '" + s + "'");
+  throw IoError("unknown opcode '" + s + "'");
 }
 
 /// The submodule at dotted `path` of a TorchScript module ("" = the module).
@@ -133,7 +133,7 @@ torch::jit::Module script_submodule(const torch::jit::Module& root, const std::s
     const size_t dot = path.find('.', start);
     const std::string part = path.substr(start, dot - start);
     if (!cur.hasattr(part) || !cur.attr(part).isModule())
-      throw std::runtime_error("the TorchScript model has no submodule '" + path + "'");
+      throw IoError("the TorchScript model has no submodule '" + path + "'");
     cur = cur.attr(part).toModule();
     if (dot == std::string::npos) break;
     start = dot + 1;
@@ -195,10 +195,10 @@ std::vector<char> read_bytes(const std::string& path) {
 ModuleConfig make_config() { return ModuleConfig(c10::StringType::get(), c10::AnyType::get()); }
 
 c10::IValue config_at(const c10::IValue& config, const std::string& key) {
-  if (!config.isGenericDict()) throw std::runtime_error("module configuration is not a dictionary");
+  if (!config.isGenericDict()) throw IoError("module configuration is not a dictionary");
   auto d = config.toGenericDict();
   auto it = d.find(IValue(key));
-  if (it == d.end()) throw std::runtime_error("module configuration lacks '" + key + "'");
+  if (it == d.end()) throw IoError("module configuration lacks '" + key + "'");
   return it->value();
 }
 
@@ -291,7 +291,7 @@ void save_graph_module(const GraphModule& gm, const std::string& path) {
       if (!root) fail("node '" + n->name() + "' calls wrapped method '" + n->target() + "' but the module has no TorchScript model");
       auto [owner, method] = split_method(n->target());
       try {
-        if (!script_submodule(*root, owner).find_method(method)) throw std::runtime_error("no such method");
+        if (!script_submodule(*root, owner).find_method(method)) throw IoError("no such method");
       } catch (const std::exception& e) {
         fail("node '" + n->name() + "': wrapped method '" + n->target() + "' is not in the TorchScript model (" + what_of(e) + ")");
       }
@@ -440,11 +440,11 @@ std::shared_ptr<GraphModule> load_graph_module(const std::string& path) {
         case Opcode::kCallModule: n = g.call_module(target, std::move(args), std::move(kwargs), name); break;
         case Opcode::kCallMethod: n = g.call_method(target, std::move(args), std::move(kwargs), name); break;
         case Opcode::kOutput:
-          if (args.size() != 1) throw std::runtime_error("output node needs one argument");
+          if (args.size() != 1) throw IoError("output node needs one argument");
           n = g.output(args[0]);
           break;
       }
-      if (n->name() != name) throw std::runtime_error("duplicate node name");
+      if (n->name() != name) throw IoError("duplicate node name");
       n->meta().clear();
       for (const auto& kv : config_at(rv, "meta").toGenericDict()) n->meta()[kv.key().toStringRef()] = kv.value();
       by_name[name] = n;
@@ -456,7 +456,7 @@ std::shared_ptr<GraphModule> load_graph_module(const std::string& path) {
       const std::string type = config_at(rv, "type").toStringRef();
       where = "module '" + mpath + "' (" + type + ")";
       if (type == kScriptType) {
-        if (!root) throw std::runtime_error("the file has no TorchScript model");
+        if (!root) throw IoError("the file has no TorchScript model");
         torch::jit::Module sm = script_submodule(*root, mpath);
         gm->add_submodule(mpath, std::make_shared<detail::ScriptModuleWrapper>(sm),
                           [sm](std::vector<IValue>& a) mutable -> IValue { return sm.forward(a); });
@@ -474,10 +474,10 @@ std::shared_ptr<GraphModule> load_graph_module(const std::string& path) {
     for (const Node* n : g.nodes()) {
       if (n->op() != Opcode::kCallMethod || gm->method_fn(n->target())) continue;
       where = "node '" + n->name() + "'";
-      if (!root) throw std::runtime_error("wrapped method '" + n->target() + "' but the file has no TorchScript model");
+      if (!root) throw IoError("wrapped method '" + n->target() + "' but the file has no TorchScript model");
       auto [owner, method] = split_method(n->target());
       torch::jit::Module m = script_submodule(*root, owner);
-      if (!m.find_method(method)) throw std::runtime_error("the TorchScript model has no method '" + n->target() + "'");
+      if (!m.find_method(method)) throw IoError("the TorchScript model has no method '" + n->target() + "'");
       gm->add_method(n->target(), [m, method = method](std::vector<IValue>& a) mutable -> IValue {
         return m.get_method(method)(a);
       });
@@ -487,7 +487,7 @@ std::shared_ptr<GraphModule> load_graph_module(const std::string& path) {
       const std::string qname = fv.toStringRef();
       where = "wrapped function '" + qname + "'";
       torch::jit::Function* fn = root ? find_script_function(*root, qname) : nullptr;
-      if (!fn) throw std::runtime_error("not in the file's TorchScript model");
+      if (!fn) throw IoError("not in the file's TorchScript model");
       auto cu = root->_ivalue()->compilation_unit();
       gm->add_function(qname, [fn, cu](std::vector<IValue>& a) -> IValue { return (*fn)(a); });
     }
@@ -527,7 +527,7 @@ std::shared_ptr<GraphModule> load_graph_module(const std::string& path) {
     }
     for (const auto& [name, t] : have) {
       where = "tensor '" + name + "'";
-      if (!loaded.count(name)) throw std::runtime_error("the rebuilt module has it but the file does not");
+      if (!loaded.count(name)) throw IoError("the rebuilt module has it but the file does not");
     }
     where = "graph";
     gm->train(entry("training").toBool());

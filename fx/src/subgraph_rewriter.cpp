@@ -17,18 +17,18 @@ namespace {
 // The pattern's returned nodes: the output node's argument, a node or a tuple/list of nodes.
 std::vector<const Node*> returned_nodes(const Graph& g, const char* what) {
   const Node* out = g.output_node();
-  if (!out || out->args().empty()) throw std::invalid_argument(std::string(what) + " graph has no output");
+  if (!out || out->args().empty()) throw ArgumentError(std::string(what) + " graph has no output");
   const Argument& a = out->args()[0];
   std::vector<const Node*> nodes;
   if (a.is_node()) {
     nodes.push_back(a.node);
   } else if (a.kind == Argument::Kind::kTuple || a.kind == Argument::Kind::kList) {
     for (const auto& it : a.items) {
-      if (!it.is_node()) throw std::invalid_argument(std::string(what) + " graph returns a literal; patterns return values");
+      if (!it.is_node()) throw ArgumentError(std::string(what) + " graph returns a literal; patterns return values");
       nodes.push_back(it.node);
     }
   } else {
-    throw std::invalid_argument(std::string(what) + " graph returns a literal; patterns return values");
+    throw ArgumentError(std::string(what) + " graph returns a literal; patterns return values");
   }
   return nodes;
 }
@@ -78,7 +78,7 @@ std::shared_ptr<GraphModule> trace_function(const TensorFn& fn, int num_inputs, 
   if (example_inputs.empty())
     for (int i = 0; i < num_inputs; ++i) example_inputs.push_back(at::randn({2, 3, 4, 5}));
   if (static_cast<int>(example_inputs.size()) != num_inputs)
-    throw std::invalid_argument("trace_function: " + std::to_string(example_inputs.size()) + " example inputs for " +
+    throw ArgumentError("trace_function: " + std::to_string(example_inputs.size()) + " example inputs for " +
                                 std::to_string(num_inputs) + " inputs");
   std::vector<c10::IValue> in(example_inputs.begin(), example_inputs.end());
   auto holder = std::make_shared<torch::nn::Module>("TensorFunction");
@@ -254,15 +254,15 @@ std::vector<ReplacedMatch> replace_pattern(GraphModule& gm, const GraphModule& p
   const std::vector<const Node*> r_outputs = returned_nodes(rg, "replacement");
   const std::vector<Node*> r_placeholders = rg.placeholders();
   if (r_placeholders.size() != pattern.graph().placeholders().size())
-    throw std::invalid_argument("replace_pattern: the pattern has " + std::to_string(pattern.graph().placeholders().size()) +
+    throw ArgumentError("replace_pattern: the pattern has " + std::to_string(pattern.graph().placeholders().size()) +
                                 " inputs, the replacement " + std::to_string(r_placeholders.size()));
   if (r_outputs.size() != returned_nodes(pattern.graph(), "pattern").size())
-    throw std::invalid_argument("replace_pattern: the pattern and the replacement return different numbers of values");
+    throw ArgumentError("replace_pattern: the pattern and the replacement return different numbers of values");
   Graph& g = gm.graph();
   const std::vector<Match> matches = SubgraphMatcher(pattern.graph(), options).match(g);
   if (matches.empty() && options.on_no_match != MatchOptions::OnNoMatch::kIgnore) {
     const std::string msg = no_match_message(pattern.graph(), gm);
-    if (options.on_no_match == MatchOptions::OnNoMatch::kError) throw std::runtime_error(msg);
+    if (options.on_no_match == MatchOptions::OnNoMatch::kError) throw ArgumentError(msg);
     TORCH_WARN(msg);
   }
   std::unordered_map<const Node*, size_t> pos;
@@ -325,7 +325,7 @@ std::vector<ReplacedMatch> replace_pattern(GraphModule& gm, const GraphModule& p
           case Opcode::kCallMethod: {
             if (!gm.method_fn(rn->target())) {
               const CallFn* fn = replacement.method_fn(rn->target());
-              if (!fn) throw std::invalid_argument("replace_pattern: method '" + rn->target() + "' of the replacement is not bound");
+              if (!fn) throw ArgumentError("replace_pattern: method '" + rn->target() + "' of the replacement is not bound");
               gm.add_method(rn->target(), *fn);
             }
             nn = g.call_method(rn->target(), std::move(args), std::move(kwargs), rn->name());

@@ -1,6 +1,7 @@
 // The tracer: running a traced graph, modules and attributes, wrap decisions,
 // messages, C++ leaf patterns (see trace_impl.h).
 #include "trace_impl.h"
+#include "qfx/error.h"
 
 namespace qfx::fx::detail {
 
@@ -165,7 +166,7 @@ IValue TraceImpl::materialize(const Sym& s) const {
       for (const auto& i : *s.items) v.push_back(materialize(i));
       return c10::ivalue::Tuple::create(std::move(v));
     }
-    default: throw std::logic_error("materialize of a non-constant");
+    default: throw InternalError("materialize of a non-constant");
   }
 }
 

@@ -1,5 +1,7 @@
 #include "qfx/fx/tracer.h"
 
+#include "qfx/fx/exported_program.h"
+
 #include "archive_size.h"
 
 #include <torch/csrc/jit/api/function_impl.h>
@@ -258,6 +260,7 @@ std::shared_ptr<GraphModule> QuantizationTracer::trace(torch::jit::Module module
 std::shared_ptr<GraphModule> trace_file(const std::string& path, const TracerOptions& options) {
   QuantizationTracer tracer(options);
   for (const auto& lib : options.libraries) load_operator_library(lib);
+  if (is_exported_program(path)) return load_exported_program(path);  // torch.export: already a graph
   auto module = load_torchscript(path);
   try {
     return tracer.trace(module);

@@ -482,7 +482,7 @@ check "qfx ptq: two identical runs give byte-identical model_int8.onnx and encod
 # output folder: the previous run's files and the user's own file stay as they were.
 check "qfx ptq: a failure at commit leaves the previous output untouched" 0 "^untouched$" -- bash -c \
   "echo mine > '$tmp/det1/notes.txt'; before=\$(cd '$tmp/det1' && ls -A | sort | xargs md5sum);
-   QFX_FAULT_BEFORE_COMMIT=1 '$QFX' ptq --set calibration.num_samples=32 --set calibration.seed=5 --set evaluation=null \
+   QFX_FAULT_BEFORE_COMMIT=1 '$QFX_FAULTS' ptq --set calibration.num_samples=32 --set calibration.seed=5 --set evaluation=null \
      --set output.dir='$tmp/det1' >/dev/null 2>&1; rc=\$?
    after=\$(cd '$tmp/det1' && ls -A | sort | xargs md5sum)
    [ \$rc -eq 7 ] && [ \"\$before\" = \"\$after\" ] && ! ls -A '$tmp' | grep -q qfx-staging && echo untouched || echo \"rc \$rc changed\""

@@ -49,7 +49,7 @@ check "ranks 0 and 2 of 3: rank 1 never joined; no output folder left" 0 "^10 ra
 
 # A rank killed mid-calibration: the survivor names it and exits non-zero within the timeout; no output.
 check "a killed rank: the job fails naming it" 10 "rank 1 stopped" -- \
-  env QFX_TEST_KILL_RANK=1 QFX_DIST_TIMEOUT=20 timeout 120 "$QFX" ptq --nproc 2 "${ptq_args[@]}" --set output.dir="$tmp/killed"
+  env QFX_TEST_KILL_RANK=1 QFX_DIST_TIMEOUT=20 timeout 120 "$QFX_FAULTS" ptq --nproc 2 "${ptq_args[@]}" --set output.dir="$tmp/killed"
 check "a killed rank: no output files, no staging folder left" 0 "^none$" -- bash -c \
   "{ ls -A '$tmp/killed' 2>/dev/null; ls -A '$tmp' | grep -E 'staging'; } | grep . || echo none"
 

@@ -153,7 +153,7 @@ TEST(QParams, PowerOfTwoAndBounds) {
   b.scale_min = 0.01;
   auto q2 = compute_qparams(at::full({}, 0.0f), at::full({}, 0.1f), b);
   EXPECT_FLOAT_EQ(q2.scale.item<float>(), 0.01f);
-  EXPECT_THROW(compute_qparams(at::full({}, 1.0f), at::full({}, 0.0f), b), std::invalid_argument);
+  EXPECT_THROW(compute_qparams(at::full({}, 1.0f), at::full({}, 0.0f), b), qfx::ArgumentError);
   EXPECT_THROW(QuantSpec::make(QDType::kInt8, QScheme::kSymmetric, 1), qfx::ConfigError);
   auto n = QuantSpec::make(QDType::kInt8, QScheme::kSymmetric, 8, /*narrow_range=*/true);
   EXPECT_EQ(n.quant_min, -127);

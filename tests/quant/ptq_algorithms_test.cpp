@@ -20,6 +20,7 @@
 #include "qfx/quant/passes.h"
 #include "qfx/quant/ptq_algorithms.h"
 #include "qfx/quant/quantized_modules.h"
+#include "qfx/error.h"
 
 using namespace qfx;
 using namespace qfx::quant;
@@ -150,7 +151,7 @@ TEST(CrossLayerEqualization, KeepsTheFloatFunctionAndEqualisesRanges) {
   EXPECT_LT((after - before).abs().max().item<double>(), 1e-4 * before.abs().max().item<double>());
   // An observer that already saw data refuses.
   calibrate_in_libtorch(*gm, calibration_data());
-  EXPECT_THROW(cross_layer_equalization(*gm), std::logic_error);
+  EXPECT_THROW(cross_layer_equalization(*gm), qfx::ArgumentError);
 }
 
 TEST(CrossLayerEqualization, Raises4BitPerTensorAccuracy) {
@@ -426,11 +427,11 @@ TEST(AutoFallback, MovesLayersUntilTheTargetAndMeasuresItRight) {
   held.labels = at::zeros({64}, at::kLong);
   EXPECT_TRUE(auto_fallback(*gm, batches_of(data, 32), held, t).steps.empty());
   held.labels = at::zeros({63}, at::kLong);
-  EXPECT_THROW(auto_fallback(*gm, batches_of(data, 32), held, t), std::invalid_argument);
+  EXPECT_THROW(auto_fallback(*gm, batches_of(data, 32), held, t), qfx::ArgumentError);
   t.candidates = {"int16"};  // the target offers no s16 (int16_available false)
-  EXPECT_THROW(auto_fallback(*gm, batches_of(data, 32), held, t), std::invalid_argument);
+  EXPECT_THROW(auto_fallback(*gm, batches_of(data, 32), held, t), qfx::ArgumentError);
   o.metric = "top5";
-  EXPECT_THROW(auto_fallback(*gm, batches_of(data, 32), held, o), std::invalid_argument);
+  EXPECT_THROW(auto_fallback(*gm, batches_of(data, 32), held, o), qfx::ArgumentError);
 }
 
 // Where the target offers s16, a move requantizes the layer's output to 16 bits:

@@ -269,6 +269,10 @@ int main(int argc, char** argv) {
     if (*ptq) return qfx::cli::run_ptq(ptq_config.empty() ? qfx::quant::find_config("ptq/default.yaml") : ptq_config, ptq_set);
     if (*qat)
       return qfx::cli::run_qat(qat_config.empty() ? qfx::quant::find_config("qat/fashion_mobilenet.yaml") : qat_config, qat_set);
+  } catch (const qfx::InternalError& e) {  // a broken invariant: a bug
+    std::cerr << "qfx " << app.get_subcommands().at(0)->get_name() << ": internal error (please report it with the command line): "
+              << e.what() << "\n";
+    return e.exit_code();
   } catch (const qfx::Error& e) {
     std::cerr << "qfx: error: " << qfx::cli::clip_message(e.what()) << "\n";
     return e.exit_code();

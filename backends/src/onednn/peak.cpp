@@ -9,6 +9,7 @@
 #include <cstring>
 #include <stdexcept>
 #include <vector>
+#include "qfx/error.h"
 
 namespace qfx::runtime {
 namespace {
@@ -57,8 +58,8 @@ double best_rate(dt a_t, dt b_t, dt c_t, int64_t n, int iters, std::string* impl
 }  // namespace
 
 Peak measure_peak(int64_t size, int iters) {
-  if (size < 64) throw std::invalid_argument("measure_peak: size must be at least 64");
-  if (iters < 1) throw std::invalid_argument("measure_peak: iters must be at least 1");
+  if (size < 64) throw ArgumentError("measure_peak: size must be at least 64");
+  if (iters < 1) throw ArgumentError("measure_peak: iters must be at least 1");
   Peak p;
   p.size = size;
   p.threads = omp_get_max_threads();

@@ -14,8 +14,8 @@ class Error : public std::runtime_error {
  public:
   /// @param message full human-readable message, context included.
   explicit Error(const std::string& message) : std::runtime_error(message) {}
-  /// Process exit code the `qfx` CLI uses for this error kind (2..8 and 10; 1
-  /// is an unexpected internal error, 9 a failed reference check).
+  /// Process exit code the `qfx` CLI uses for this error kind (2..8, 10 and 11;
+  /// 1 is an internal error, 9 a failed reference check).
   virtual int exit_code() const noexcept { return 2; }
 };
 
@@ -74,6 +74,27 @@ class DistributedError : public Error {
  public:
   using Error::Error;
   int exit_code() const noexcept override { return 10; }
+};
+
+/// A library call got an argument outside its documented contract: an empty or
+/// unknown module path, a count that must be positive, alpha outside (0, 1), a
+/// pattern that does not compile or matches nothing. Names the function and the
+/// argument. (A value read from a config file is reported as a ConfigError
+/// naming its key.)
+class ArgumentError : public Error {
+ public:
+  using Error::Error;
+  int exit_code() const noexcept override { return 11; }
+};
+
+/// A broken invariant inside qfx: a bug, not bad input (a node erased while still
+/// used, a graph with two outputs, an observer asked to commit what it never
+/// held). Names the function and the state found. The CLI reports it as an
+/// internal error.
+class InternalError : public Error {
+ public:
+  using Error::Error;
+  int exit_code() const noexcept override { return 1; }
 };
 
 }  // namespace qfx

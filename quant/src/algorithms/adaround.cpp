@@ -8,6 +8,7 @@
 
 #include "layers.h"
 #include "qfx/quant/fake_quantize.h"
+#include "qfx/error.h"
 
 namespace qfx::quant {
 namespace {
@@ -43,11 +44,11 @@ at::Tensor dequant(const at::Tensor& codes_minus_zp_free, const WeightGrid& g) {
 std::vector<LayerAlgorithmReport> adaround(fx::GraphModule& gm, const NextBatch& data, const AdaRoundOptions& o,
                                            const FloatWeights* reference) {
   if (o.iterations < 1 || o.batch_size < 1 || o.num_samples < 1 || !(o.lr > 0) || o.warmup < 0 || o.warmup >= 1)
-    throw std::invalid_argument("adaround: iterations, batch_size, num_samples and lr must be positive, warmup in [0, 1)");
+    throw ArgumentError("adaround: iterations, batch_size, num_samples and lr must be positive, warmup in [0, 1)");
   const FloatWeights own = reference ? FloatWeights{} : snapshot_float_weights(gm);
   const FloatWeights& ref = reference ? *reference : own;
   const auto samples = detail::take_samples(data, o.num_samples);
-  if (samples.empty()) throw std::invalid_argument("adaround: no calibration data");
+  if (samples.empty()) throw ArgumentError("adaround: no calibration data");
   const auto layers = detail::weighted_layers(gm);
   std::vector<LayerAlgorithmReport> out;
   std::mt19937_64 rng(o.seed);

@@ -8,6 +8,7 @@
 
 #include "layers.h"
 #include "qfx/quant/fake_quantize.h"
+#include "qfx/error.h"
 
 namespace qfx::quant {
 namespace {
@@ -15,7 +16,7 @@ namespace {
 // The metric of `out` ([N, classes] for top1) against the float output or the labels.
 double metric_of(const AutoFallbackOptions& o, const at::Tensor& out, const at::Tensor& ref, const at::Tensor& labels) {
   if (o.metric == "sqnr") return detail::sqnr_db(ref, out);
-  if (out.dim() != 2) throw std::invalid_argument("auto_fallback: metric top1 needs an [N, classes] output, the model gives rank " + std::to_string(out.dim()));
+  if (out.dim() != 2) throw ArgumentError("auto_fallback: metric top1 needs an [N, classes] output, the model gives rank " + std::to_string(out.dim()));
   return 100.0 * out.argmax(1).eq(labels).to(at::kDouble).mean().item<double>();
 }
 
@@ -59,13 +60,13 @@ AutoFallbackResult auto_fallback(fx::GraphModule& gm, const NextBatch& ranking_d
                                  const AutoFallbackOptions& o, const FloatWeights* reference) {
   at::NoGradGuard ng;
   if (o.metric != "top1" && o.metric != "sqnr")
-    throw std::invalid_argument("auto_fallback: metric must be top1 or sqnr, not '" + o.metric + "'");
+    throw ArgumentError("auto_fallback: metric must be top1 or sqnr, not '" + o.metric + "'");
   AutoFallbackResult r;
   r.metric = o.metric;
   std::string move_to;  // the first available candidate
   for (const auto& c : o.candidates) {
     if (c != "float" && c != "int16")
-      throw std::invalid_argument("auto_fallback: candidates are int16 and float, not '" + c + "'");
+      throw ArgumentError("auto_fallback: candidates are int16 and float, not '" + c + "'");
     if (c == "int16" && !o.int16_available) {
       r.notes.push_back("int16: the target does not list s16 among its activation dtypes; skipped");
       continue;
@@ -73,12 +74,12 @@ AutoFallbackResult auto_fallback(fx::GraphModule& gm, const NextBatch& ranking_d
     if (move_to.empty()) move_to = c;
   }
   if (move_to.empty())
-    throw std::invalid_argument("auto_fallback: no available candidate (the target offers no s16 activations; add float)");
+    throw ArgumentError("auto_fallback: no available candidate (the target offers no s16 activations; add float)");
   const bool to_int16 = move_to == "int16";
-  if (held.batches.empty()) throw std::invalid_argument("auto_fallback: no held-out samples");
+  if (held.batches.empty()) throw ArgumentError("auto_fallback: no held-out samples");
   for (const auto& b : held.batches) r.held_out_samples += b.at(0).size(0);
   if (o.metric == "top1" && (!held.labels.defined() || held.labels.numel() != r.held_out_samples))
-    throw std::invalid_argument("auto_fallback: metric top1 needs one label per held-out sample (" +
+    throw ArgumentError("auto_fallback: metric top1 needs one label per held-out sample (" +
                                 std::to_string(r.held_out_samples) + " samples, " +
                                 std::to_string(held.labels.defined() ? held.labels.numel() : 0) + " labels)");
 
@@ -86,7 +87,7 @@ AutoFallbackResult auto_fallback(fx::GraphModule& gm, const NextBatch& ranking_d
   // The float model's outputs: float weights (before AdaRound and bias correction) when given.
   set_quant_state(gm, QuantState::kFloat);
   const auto rank_samples = detail::take_samples(ranking_data, o.ranking_samples);
-  if (rank_samples.empty()) throw std::invalid_argument("auto_fallback: no calibration data for the ranking");
+  if (rank_samples.empty()) throw ArgumentError("auto_fallback: no calibration data for the ranking");
   at::Tensor held_ref, rank_ref;
   {
     std::unique_ptr<detail::UseFloatWeights> fw;

@@ -5,16 +5,17 @@
 
 #include "layers.h"
 #include "qfx/quant/fake_quantize.h"
+#include "qfx/error.h"
 
 namespace qfx::quant {
 
 std::vector<LayerAlgorithmReport> bias_correction(fx::GraphModule& gm, const NextBatch& data, int64_t num_samples,
                                                   const FloatWeights* reference) {
-  if (num_samples < 1) throw std::invalid_argument("bias_correction: num_samples must be positive");
+  if (num_samples < 1) throw ArgumentError("bias_correction: num_samples must be positive");
   const FloatWeights own = reference ? FloatWeights{} : snapshot_float_weights(gm);
   const FloatWeights& ref = reference ? *reference : own;
   const auto samples = detail::take_samples(data, num_samples);
-  if (samples.empty()) throw std::invalid_argument("bias_correction: no calibration data");
+  if (samples.empty()) throw ArgumentError("bias_correction: no calibration data");
   std::vector<LayerAlgorithmReport> out;
   for (const auto& l : detail::weighted_layers(gm)) {
     const auto t0 = std::chrono::steady_clock::now();

@@ -5,6 +5,7 @@
 
 #include "layers.h"
 #include "qfx/quant/fake_quantize.h"
+#include "qfx/error.h"
 
 namespace qfx::quant {
 namespace {
@@ -55,7 +56,7 @@ std::vector<Pair> find_pairs(fx::GraphModule& gm) {
                                                      : nullptr;
     if (fq) {
       if (fq->observer().has_data())
-        throw std::logic_error("cross_layer_equalization: the observer '" + next->target() +
+        throw ArgumentError("cross_layer_equalization: the observer '" + next->target() +
                                "' already saw data; equalise before calibration");
       if (next->users().size() != 1) continue;
       prev = next;

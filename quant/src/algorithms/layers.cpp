@@ -7,6 +7,7 @@
 #include <stdexcept>
 
 #include "qfx/quant/fake_quantize.h"
+#include "qfx/error.h"
 
 namespace qfx::quant {
 
@@ -65,7 +66,7 @@ at::Tensor capture_input(fx::GraphModule& gm, const std::string& path, const std
     ~Restore() { gm.replace_submodule(path, module, fn); }
   } restore{gm, path, module, original};
   for (const auto& b : batches) gm.forward(std::vector<c10::IValue>(b.begin(), b.end()));
-  if (got->empty()) throw std::logic_error("layer '" + path + "' did not run on the calibration data");
+  if (got->empty()) throw InternalError("layer '" + path + "' did not run on the calibration data");
   return at::cat(*got, 0);
 }
 
@@ -123,7 +124,7 @@ at::Tensor run_all(fx::GraphModule& gm, const std::vector<std::vector<at::Tensor
   std::vector<at::Tensor> outs;
   for (const auto& b : samples) {
     const c10::IValue v = gm.forward(std::vector<c10::IValue>(b.begin(), b.end()));
-    if (!v.isTensor()) throw std::invalid_argument(std::string(who) + ": the model's output is not one tensor");
+    if (!v.isTensor()) throw ArgumentError(std::string(who) + ": the model's output is not one tensor");
     outs.push_back(v.toTensor());
   }
   return at::cat(outs, 0);

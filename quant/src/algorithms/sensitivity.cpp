@@ -5,6 +5,7 @@
 
 #include "layers.h"
 #include "qfx/quant/fake_quantize.h"
+#include "qfx/error.h"
 
 namespace qfx::quant {
 namespace {
@@ -27,7 +28,7 @@ std::vector<LayerSensitivity> layer_sensitivity(fx::GraphModule& gm, const NextB
                                                 double* all_db) {
   at::NoGradGuard ng;
   const auto samples = detail::take_samples(data, num_samples);
-  if (samples.empty()) throw std::invalid_argument("layer_sensitivity: no calibration data");
+  if (samples.empty()) throw ArgumentError("layer_sensitivity: no calibration data");
   set_quant_state(gm, QuantState::kFakeQuant);
   disable_observer(gm);
   std::vector<FakeQuantize*> all;

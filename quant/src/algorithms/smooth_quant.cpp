@@ -6,6 +6,7 @@
 
 #include "layers.h"
 #include "qfx/quant/fake_quantize.h"
+#include "qfx/error.h"
 
 namespace qfx::quant {
 namespace {
@@ -63,9 +64,9 @@ double spread(const at::Tensor& r) {
 }  // namespace
 
 std::vector<SmoothedNorm> smooth_quant(fx::GraphModule& gm, const NextBatch& data, double alpha, int64_t num_samples) {
-  if (!(alpha > 0 && alpha < 1)) throw std::invalid_argument("smooth_quant: alpha must be in (0, 1)");
+  if (!(alpha > 0 && alpha < 1)) throw ArgumentError("smooth_quant: alpha must be in (0, 1)");
   const auto samples = detail::take_samples(data, num_samples);
-  if (samples.empty()) throw std::invalid_argument("smooth_quant: no calibration data");
+  if (samples.empty()) throw ArgumentError("smooth_quant: no calibration data");
   std::vector<SmoothedNorm> out;
   for (fx::Node* n : gm.graph().nodes()) {
     auto norm = as_norm(gm, n);
@@ -78,7 +79,7 @@ std::vector<SmoothedNorm> smooth_quant(fx::GraphModule& gm, const NextBatch& dat
       if (u->op() == fx::Opcode::kCallModule) {
         if (auto* fq = dynamic_cast<FakeQuantize*>(gm.get_submodule(u->target()).get())) {
           if (fq->observer().has_data())
-            throw std::logic_error("smooth_quant: the observer '" + u->target() + "' already saw data; smooth before calibration");
+            throw ArgumentError("smooth_quant: the observer '" + u->target() + "' already saw data; smooth before calibration");
           readers = u->users();
         }
       }

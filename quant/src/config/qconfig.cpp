@@ -8,6 +8,7 @@
 #include "qfx/runtime/model.h"
 
 #include "yaml_util.h"
+#include "qfx/error.h"
 
 namespace qfx::quant {
 
@@ -102,7 +103,7 @@ struct QConfigMapping::CompiledRegex {
 
 QConfigMapping& QConfigMapping::set_module_name_regex(const std::string& regex, QConfigPtr q) {
   auto c = std::make_shared<const CompiledRegex>(regex);
-  if (!c->re.ok()) throw std::invalid_argument("bad regular expression '" + regex + "': " + c->re.error());
+  if (!c->re.ok()) throw ArgumentError("bad regular expression '" + regex + "': " + c->re.error());
   regex_.emplace_back(std::move(c), q);
   regex_src_.emplace_back(regex, std::move(q));
   return *this;
@@ -241,7 +242,7 @@ QConfigMapping qconfig_mapping_from_yaml(const std::string& path, const YAML::No
   each("module_name_regex", [&](const std::string& k, QConfigPtr c, const YAML::Node& at) {
     try {
       m.set_module_name_regex(k, c);
-    } catch (const std::invalid_argument& e) {
+    } catch (const ArgumentError& e) {
       bad(path, at, e.what());
     }
   });

@@ -116,7 +116,7 @@ Context::Context() = default;
 Context::~Context() = default;
 
 c10d::ProcessGroupGloo& Context::process_group() {
-  if (!impl_) throw std::logic_error("distributed::Context: a single-process context has no process group");
+  if (!impl_) throw ArgumentError("distributed::Context: a single-process context has no process group");
   return *impl_->pg;
 }
 
@@ -214,7 +214,7 @@ std::function<at::Tensor(const std::string&)> Context::all_gather_start(const at
   }
   return [this, work, outs, launch_error](const std::string& what) {
     try {
-      if (!work) throw std::runtime_error(launch_error);
+      if (!work) throw DistributedError(launch_error);
       work->wait();
     } catch (const std::exception& e) {
       fail(what, e);

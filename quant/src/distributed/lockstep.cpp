@@ -8,6 +8,7 @@
 #include <limits>
 
 #include "qfx/error.h"
+#include "qfx/quant/fault_injection.h"
 #include "qfx/quant/observer.h"
 #include "qfx/quant/runtime_tensor.h"
 
@@ -120,12 +121,8 @@ void calibrate_lockstep(fx::GraphModule& gm, const NextBatch& next, distributed:
     if (progress) progress(res->images);
     return true;
   };
-  // Test hook: QFX_TEST_KILL_RANK=r makes rank r die (SIGKILL) at its second step,
-  // as a crashed or OOM-killed process would.
-  const char* kill_env = std::getenv("QFX_TEST_KILL_RANK");
-  const int kill_rank = kill_env && *kill_env ? std::atoi(kill_env) : -1;
   for (int64_t step = 0;; ++step) {
-    if (step == 1 && rank == kill_rank) ::raise(SIGKILL);
+    testing::fault_point(testing::FaultPoint::kCalibrationStep, rank, step);
     st = &steps[step % 2];
     st->held.clear();
     ranges.clear();
@@ -136,7 +133,7 @@ void calibrate_lockstep(fx::GraphModule& gm, const NextBatch& next, distributed:
       if (slots.empty())
         for (const auto& h : st->held) slots.push_back(h.fq);
       if (st->held.size() != slots.size() || st->held.size() > per_run)
-        throw std::logic_error("distributed calibration: a run made " + std::to_string(st->held.size()) + " observations, the first " +
+        throw InternalError("distributed calibration: a run made " + std::to_string(st->held.size()) + " observations, the first " +
                                std::to_string(slots.size()));
     }
     // Row: [has a batch, images, then lo, hi per observation] (doubles hold the floats exactly).

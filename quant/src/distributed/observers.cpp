@@ -16,7 +16,7 @@ namespace {
 at::Tensor buffer(torch::nn::Module& m, const std::string& name) {
   const auto all = m.named_buffers(/*recurse=*/false);
   const at::Tensor* t = all.find(name);
-  if (!t) throw std::logic_error("observer " + m.name() + " has no buffer '" + name + "'");
+  if (!t) throw InternalError("observer " + m.name() + " has no buffer '" + name + "'");
   return *t;
 }
 
@@ -89,7 +89,7 @@ void all_reduce_observers(fx::GraphModule& gm, Context& ctx) {
   min_max_all_reduce(ctx, lo_n, hi_n, "all_reduce_observers (channel counts)");
   for (size_t i = 0; i < names.size(); ++i)
     if (lo_n[i].item<double>() != hi_n[i].item<double>())
-      throw std::logic_error("all_reduce_observers: observer '" + names[i] + "' has different channel counts on different ranks");
+      throw InternalError("all_reduce_observers: observer '" + names[i] + "' has different channel counts on different ranks");
   // One collective for every observer (their buffers are small and many).
   min_max_all_reduce(ctx, mins, maxs, "all_reduce_observers (min/max)");
 }

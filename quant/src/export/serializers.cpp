@@ -10,6 +10,7 @@
 #include "qfx/quant/modules.h"
 #include "qfx/quant/observer.h"
 #include "qfx/quant/quantized_modules.h"
+#include "qfx/error.h"
 
 namespace qfx::quant {
 namespace {
@@ -38,7 +39,7 @@ QuantSpec spec_from(const IValue& c) {
   const std::string scheme = config_at(c, "qscheme").toStringRef();
   if (scheme == qscheme_name(QScheme::kAffine)) s.qscheme = QScheme::kAffine;
   else if (scheme == qscheme_name(QScheme::kSymmetric)) s.qscheme = QScheme::kSymmetric;
-  else throw std::runtime_error("unknown qscheme '" + scheme + "'");
+  else throw IoError("unknown qscheme '" + scheme + "'");
   s.quant_min = config_at(c, "quant_min").toInt();
   s.quant_max = config_at(c, "quant_max").toInt();
   s.per_channel = config_at(c, "per_channel").toBool();
@@ -70,7 +71,7 @@ IValue observer_config(const ObserverBase& o) {
   } else if (const auto* p = dynamic_cast<const PerChannelMinMaxObserver*>(&o)) {
     c.insert("averaging_constant", p->averaging_constant());
   } else {
-    throw std::runtime_error("observer class '" + cls + "' has no serializer");
+    throw IoError("observer class '" + cls + "' has no serializer");
   }
   return c;
 }
@@ -98,7 +99,7 @@ std::shared_ptr<ObserverBase> observer_from(const IValue& c) {
   } else if (cls == "MovingAveragePerChannelMinMaxObserver") {
     o = std::make_shared<MovingAveragePerChannelMinMaxObserver>(spec, config_at(c, "averaging_constant").toDouble());
   } else {
-    throw std::runtime_error("unknown observer class '" + cls + "'");
+    throw IoError("unknown observer class '" + cls + "'");
   }
   o->set_tensor_name(config_at(c, "tensor_name").toStringRef());
   return o;

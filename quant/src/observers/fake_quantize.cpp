@@ -4,6 +4,7 @@
 #include <torch/csrc/autograd/grad_mode.h>
 
 #include <cmath>
+#include "qfx/error.h"
 
 namespace qfx::quant {
 
@@ -29,7 +30,7 @@ FakeQuantize::FakeQuantize(std::shared_ptr<ObserverBase> observer, bool learnabl
 bool FakeQuantize::qparams_frozen() const { return frozen_.item<uint8_t>() != 0; }
 
 void FakeQuantize::freeze_qparams() {
-  if (learnable_) throw std::logic_error("FakeQuantize::freeze_qparams: a learnable (LSQ) scale cannot be frozen");
+  if (learnable_) throw ArgumentError("FakeQuantize::freeze_qparams: a learnable (LSQ) scale cannot be frozen");
   if (stale_ && observer_->has_data()) calculate_qparams();
   observer_enabled_.fill_(0);
   frozen_.fill_(1);

@@ -401,7 +401,7 @@ void HistogramObserver::commit(const DeferredObservation& d) {
                     "(to 2^50 / bins times its first batch's) that its bin lattice restarted; calibrate in one process, or use "
                     "a minmax observer for this tensor");
   if (k_ % d.k != 0 || floor_div(d.off - off_, d.k) * d.k != d.off - off_)
-    throw std::logic_error("histogram of '" + tensor_name_ + "': a deferred observation does not lie on the current grid");
+    throw InternalError("histogram of '" + tensor_name_ + "': a deferred observation does not lie on the current grid");
   double* h = hist_.data_ptr<double>();
   for (size_t i = 0; i < d.counts.size(); ++i) {
     if (d.counts[i] == 0) continue;
@@ -435,7 +435,7 @@ std::string HistogramObserver::algorithm() const {
 
 void HistogramObserver::merge(const ObserverBase& other) {
   const auto* o = dynamic_cast<const HistogramObserver*>(&other);
-  if (!o) throw std::invalid_argument("merge: observer types differ");
+  if (!o) throw ArgumentError("merge: observer types differ");
   if (!o->has_data()) return;
   Histogram oh = o->histogram();
   float* mn = min_val_.data_ptr<float>();

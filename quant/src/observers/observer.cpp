@@ -49,7 +49,7 @@ void ObserverBase::check_finite(const at::Tensor& lo, const at::Tensor& hi) cons
 }
 
 void ObserverBase::commit(const DeferredObservation&) {
-  throw std::logic_error("observer of '" + tensor_name_ + "' (" + name() + ") cannot commit a deferred observation");
+  throw InternalError("observer of '" + tensor_name_ + "' (" + name() + ") cannot commit a deferred observation");
 }
 
 void ObserverBase::set_spec(const QuantSpec& spec) {
@@ -123,7 +123,7 @@ bool MinMaxObserver::replay_range(float lo, float hi) {
 
 void MinMaxObserver::merge(const ObserverBase& other) {
   const auto* o = dynamic_cast<const MinMaxObserver*>(&other);
-  if (!o) throw std::invalid_argument("merge: observer types differ");
+  if (!o) throw ArgumentError("merge: observer types differ");
   at::NoGradGuard ng;
   min_val_.copy_(at::minimum(min_val_, o->min_val_));
   max_val_.copy_(at::maximum(max_val_, o->max_val_));
@@ -183,7 +183,7 @@ at::Tensor PerChannelMinMaxObserver::forward(const at::Tensor& x_in) {
 
 void PerChannelMinMaxObserver::merge(const ObserverBase& other) {
   const auto* o = dynamic_cast<const PerChannelMinMaxObserver*>(&other);
-  if (!o) throw std::invalid_argument("merge: observer types differ");
+  if (!o) throw ArgumentError("merge: observer types differ");
   if (o->min_val_.numel() == 0) return;
   at::NoGradGuard ng;
   if (min_val_.numel() == 0) {
@@ -191,7 +191,7 @@ void PerChannelMinMaxObserver::merge(const ObserverBase& other) {
     max_val_.resize_(o->max_val_.sizes()).copy_(o->max_val_);
     return;
   }
-  if (min_val_.sizes() != o->min_val_.sizes()) throw std::invalid_argument("merge: channel counts differ");
+  if (min_val_.sizes() != o->min_val_.sizes()) throw ArgumentError("merge: channel counts differ");
   min_val_.copy_(at::minimum(min_val_, o->min_val_));
   max_val_.copy_(at::maximum(max_val_, o->max_val_));
 }

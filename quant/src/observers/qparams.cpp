@@ -86,10 +86,10 @@ int64_t symmetric_zero_point(const QuantSpec& spec) {
 }  // namespace
 
 QParams compute_qparams(const at::Tensor& min_in, const at::Tensor& max_in, const QuantSpec& spec) {
-  if (min_in.sizes() != max_in.sizes()) throw std::invalid_argument("compute_qparams: min/max shapes differ");
+  if (min_in.sizes() != max_in.sizes()) throw ArgumentError("compute_qparams: min/max shapes differ");
   at::Tensor min_val = min_in.to(at::kFloat), max_val = max_in.to(at::kFloat);
   if (min_val.numel() > 0 && at::gt(min_val, max_val).any().item<bool>())
-    throw std::invalid_argument("compute_qparams: min > max");
+    throw ArgumentError("compute_qparams: min > max");
   const auto opts = at::TensorOptions().dtype(at::kFloat);
   at::Tensor zeros = at::zeros(min_val.sizes(), opts);
   at::Tensor min_neg = at::minimum(min_val, zeros);

@@ -7,6 +7,7 @@
 
 #include "qfx/fx/serialize.h"
 #include "qfx/quant/modules.h"
+#include "qfx/error.h"
 
 namespace qfx::quant::detail {
 
@@ -31,7 +32,7 @@ inline void save_conv_settings(fx::ModuleConfig& c, const ConvSettings& s) {
 inline ConvSettings load_conv_settings(const c10::IValue& c) {
   using fx::config_at;
   const int64_t op = config_at(c, "op").toInt(), act = config_at(c, "activation").toInt();
-  if (op < 0 || op > 2 || act < 0 || act > 2) throw std::runtime_error("op or activation out of range");
+  if (op < 0 || op > 2 || act < 0 || act > 2) throw InternalError("op or activation out of range");
   ConvSettings s;
   s.op = static_cast<FusedConvLinear::Op>(op);
   s.act = static_cast<FusedActivation>(act);

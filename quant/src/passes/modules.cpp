@@ -8,6 +8,7 @@
 #include "conv_settings.h"
 #include "qfx/fx/serialize.h"
 #include "qfx/fx/torch_compat.h"
+#include "qfx/error.h"
 
 namespace qfx::quant {
 namespace {
@@ -180,8 +181,8 @@ void FusedConvLinear::unshare_parameters() {
 }
 
 void FusedConvLinear::add_bias(const at::Tensor& b) {
-  if (bias_.defined()) throw std::logic_error("FusedConvLinear::add_bias: the module already has a bias");
-  if (bn_) throw std::logic_error("FusedConvLinear::add_bias: not with a simulated batch norm");
+  if (bias_.defined()) throw ArgumentError("FusedConvLinear::add_bias: the module already has a bias");
+  if (bn_) throw ArgumentError("FusedConvLinear::add_bias: not with a simulated batch norm");
   bias_ = register_parameter("bias", b.detach().clone().set_requires_grad(weight_.requires_grad()),
                              weight_.requires_grad());
 }
@@ -304,7 +305,7 @@ std::shared_ptr<FusedConvLinear> FusedConvLinear::from_config(const c10::IValue&
   f->base_op_ = config_at(config, "base_op").toStringRef();
   f->dims_ = static_cast<int>(config_at(config, "dims").toInt());
   const auto shape = config_at(config, "weight_shape").toIntVector();
-  if (shape.empty()) throw std::runtime_error("empty weight shape");
+  if (shape.empty()) throw IoError("empty weight shape");
   f->weight_ = f->register_parameter("weight", at::zeros(shape));
   if (config_at(config, "has_bias").toBool()) {
     f->bias_ = f->register_parameter("bias", at::zeros({f->out_channels()}));
@@ -314,7 +315,7 @@ std::shared_ptr<FusedConvLinear> FusedConvLinear::from_config(const c10::IValue&
   if (!bn.isNone()) {
     std::string why;
     auto m = fx::load_module_record(bn).module;
-    if (!f->read_bn(m, &why)) throw std::runtime_error("batch norm: " + why);
+    if (!f->read_bn(m, &why)) throw IoError("batch norm: " + why);
     f->bn_ = m;
     f->register_module("bn", f->bn_);
   }
@@ -322,7 +323,7 @@ std::shared_ptr<FusedConvLinear> FusedConvLinear::from_config(const c10::IValue&
   const c10::IValue wfq = config_at(config, "weight_fake_quant");
   if (!wfq.isNone()) {
     auto fq = std::dynamic_pointer_cast<FakeQuantize>(fx::load_module_record(wfq).module);
-    if (!fq) throw std::runtime_error("weight_fake_quant is not a FakeQuantize");
+    if (!fq) throw IoError("weight_fake_quant is not a FakeQuantize");
     f->set_weight_fake_quant(fq);
   }
   return f;

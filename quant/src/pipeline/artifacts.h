@@ -44,9 +44,8 @@ inline double secs(Clock::time_point a) { return std::chrono::duration<double>(C
 /// inside itself (".qfx-staging-<pid>") and its files are renamed into place one by
 /// one, each atomically. Destroyed before commit (a failure), the staging folder is
 /// removed: the output folder never holds a file of a failed run. Throws IoError
-/// (naming the folder) when the folder cannot be created or written. Test hook: the
-/// environment variable QFX_FAULT_BEFORE_COMMIT makes `commit()` fail as a full
-/// disk would, after every file was written.
+/// (naming the folder) when the folder cannot be created or written. `commit()`
+/// is a fault injection point (testing::FaultPoint::kBeforeCommit).
 class Staging {
  public:
   explicit Staging(const std::string& dir);

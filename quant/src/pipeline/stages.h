@@ -23,6 +23,7 @@
 #include "qfx/quant/lowered_model.h"
 #include "qfx/quant/pipeline.h"
 #include "qfx/quant/ptq_algorithms.h"
+#include "qfx/error.h"
 
 namespace qfx::quant::pipeline {
 
@@ -152,6 +153,29 @@ struct ReferenceCheck {
 /// `ev`, in order). Bit for bit is required only of models whose ops all run in
 /// integers (float sums round in each backend's own order).
 ReferenceCheck reference_check(const Job& job, const Int8Model& int8, Dataset& ev, const at::Tensor& int8_outputs);
+
+// ---- qat_train.cpp
+
+/// QAT's training loop on `train` (optimizer, learning-rate schedule,
+/// freeze_bn_after / disable_observer_after, resume, a checkpoint at `ckpt` after
+/// every epoch from rank 0; data-parallel with r->world_size > 1). Fills the
+/// steps, loss, step time and training curve of `r`.
+void train_stage(const Job& job, fx::GraphModule& gm, Dataset& train, distributed::Context* dist, const std::string& ckpt,
+                 QatResult* r);
+/// Forward + backward time of one training batch with fake quantization on and
+/// off (observers and batch-norm statistics frozen afterwards).
+void fake_quant_cost_stage(const Job& job, fx::GraphModule& gm, Dataset& train, QatResult* r);
+
+// ---- qat_eval.cpp
+
+/// Top-1 of `gm` in libtorch on `d` (labelled), its predictions into `pred`.
+double top1_libtorch(const Job& job, fx::GraphModule& gm, Dataset& d, at::Tensor* pred, const std::string& what);
+/// The int8 model's outputs on every sample of `d`, in order.
+at::Tensor run_int8(const Job& job, const Int8Model& int8, Dataset& d);
+/// Data-parallel: whether every rank's scales and zero points equal rank 0's.
+bool qparams_identical_on_all_ranks(fx::GraphModule& gm, distributed::Context& dist);
+/// report.json of a QAT run, from its result.
+nlohmann::json qat_report_json(const QatResult& r, const TrainingConfig& training);
 
 // ---- ptq_report.cpp
 

@@ -11,6 +11,7 @@
 #include <sstream>
 
 #include "artifacts.h"
+#include "qfx/quant/fault_injection.h"
 
 namespace qfx::quant::pipeline {
 
@@ -131,7 +132,7 @@ Staging::~Staging() {
 }
 
 void Staging::commit() {
-  if (std::getenv("QFX_FAULT_BEFORE_COMMIT")) throw IoError(dir_ + ": fault injected before commit (QFX_FAULT_BEFORE_COMMIT)");
+  testing::fault_point(testing::FaultPoint::kBeforeCommit);
   std::error_code ec;
   if (!in_place_) {
     // Keep what the folder holds besides this run's files: hard links (no copy, no

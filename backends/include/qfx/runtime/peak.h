@@ -23,7 +23,7 @@ struct Peak {
 /// `iters` after one warm-up each. The int8 operands hold 7-bit values, which CPUs
 /// without VNNI multiply without int16 saturation (the backend's default weights
 /// there); the speed does not depend on the values. Takes about a second at size
-/// 2048 on two cores. Throws std::invalid_argument if size < 64 or iters < 1.
+/// 2048 on two cores. Throws ArgumentError if size < 64 or iters < 1.
 Peak measure_peak(int64_t size = 2048, int iters = 5);
 
 }  // namespace qfx::runtime

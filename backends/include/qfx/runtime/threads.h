@@ -9,7 +9,7 @@ namespace qfx::runtime {
 /// pool `at::set_num_threads` sizes). The default is OpenMP's: `OMP_NUM_THREADS`,
 /// else every CPU. On a machine shared with other busy processes, fewer threads
 /// and `OMP_WAIT_POLICY=passive` (set before the program starts) avoid threads
-/// spinning against each other. Throws std::invalid_argument for `n` < 1.
+/// spinning against each other. Throws ArgumentError for `n` < 1.
 void set_num_threads(int n);
 
 /// The number of threads a parallel region of the runtime uses now

@@ -17,7 +17,7 @@ namespace qfx::fx {
 /// `conv_w` is [C_out, C_in/groups, k...] ([C_in, C_out/groups, k...] when
 /// `transpose`); `conv_b`, `bn_w` and `bn_b` may be undefined (zeros, ones,
 /// zeros); the statistics are [C_out] float tensors. Returns new tensors
-/// (`conv_w`'s dtype), computed without autograd. Throws std::invalid_argument
+/// (`conv_w`'s dtype), computed without autograd. Throws ArgumentError
 /// if the channel counts disagree (a grouped transposed convolution, whose
 /// weight holds C_out/groups channels, is one such case).
 std::pair<at::Tensor, at::Tensor> fuse_conv_bn_weights(const at::Tensor& conv_w, const at::Tensor& conv_b,
@@ -28,8 +28,8 @@ std::pair<at::Tensor, at::Tensor> fuse_conv_bn_weights(const at::Tensor& conv_w,
 /// A new convolution equal, in eval mode, to `bn(conv(x))`
 /// (torch.nn.utils.fusion.fuse_conv_bn_eval): same hyper-parameters, a bias
 /// always, weights from `fuse_conv_bn_weights`. The inputs are left as they are.
-/// Throws std::logic_error if either module is in training mode, and
-/// std::invalid_argument if the batch norm tracks no running statistics or its
+/// Throws ArgumentError if either module is in training mode, and
+/// ArgumentError if the batch norm tracks no running statistics or its
 /// channel count is not the convolution's output channel count.
 torch::nn::Conv1d fuse_conv_bn_eval(const torch::nn::Conv1d& conv, const torch::nn::BatchNorm1d& bn);
 torch::nn::Conv2d fuse_conv_bn_eval(const torch::nn::Conv2d& conv, const torch::nn::BatchNorm2d& bn);

@@ -43,7 +43,7 @@ class Graph {
   /// The graph's result. A graph has at most one output node; it must be last.
   Node* output(Argument result);
 
-  /// Removes `n`. Throws `std::logic_error` if `n` still has users.
+  /// Removes `n`. Throws `ArgumentError` if `n` still has users.
   void erase_node(Node* n);
   /// Every use of `old_node` now reads `new_node`; returns the changed users.
   std::vector<Node*> replace_all_uses_with(Node* old_node, Node* new_node) {
@@ -67,7 +67,7 @@ class Graph {
 
   /// Checks invariants: every argument is defined before its use and belongs to
   /// this graph, users lists match the arguments, names are unique, exactly one
-  /// output node and it is last. Throws `std::logic_error` naming the node.
+  /// output node and it is last. Throws `InternalError` naming the node.
   void lint() const;
 
   /// Prints the table torch.fx's `print_tabular` prints: opcode, name, target,

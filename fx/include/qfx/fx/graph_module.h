@@ -46,24 +46,24 @@ class GraphModule : public torch::nn::Module {
   const Graph& graph() const { return *graph_; }
 
   /// Registers `module` at dotted `path` (creating containers) and binds `fn` as
-  /// what call_module nodes targeting `path` run. Throws `std::invalid_argument`
+  /// what call_module nodes targeting `path` run. Throws `ArgumentError`
   /// if something is already registered at `path`.
   void add_submodule(const std::string& path, std::shared_ptr<torch::nn::Module> module, CallFn fn);
   /// Replaces the module at dotted `path` (which must exist) and its callable.
-  /// Throws `std::out_of_range` naming `path` if nothing is registered there.
+  /// Throws `ArgumentError` naming `path` if nothing is registered there.
   void replace_submodule(const std::string& path, std::shared_ptr<torch::nn::Module> module, CallFn fn);
   /// Removes the module at dotted `path` and its callable (no-op if absent).
   /// Graph nodes that still target it fail when run: erase them first.
   void remove_submodule(const std::string& path);
   /// The module at dotted `path`, or nullptr.
   std::shared_ptr<torch::nn::Module> get_submodule(const std::string& path) const;
-  /// The callable for call_module `path`. Throws `std::out_of_range` naming it.
+  /// The callable for call_module `path`. Throws `ArgumentError` naming it.
   const CallFn& module_fn(const std::string& path) const;
 
   /// Registers a parameter (`is_buffer=false`) or buffer at dotted `path`. The
   /// tensor is held as is (no copy): it is shared with whoever else holds it.
   void add_tensor(const std::string& path, const at::Tensor& tensor, bool is_buffer);
-  /// The parameter or buffer at dotted `path`. Throws `std::out_of_range`.
+  /// The parameter or buffer at dotted `path`. Throws `ArgumentError`.
   at::Tensor get_attr(const std::string& path) const;
   /// True if a parameter or buffer is registered at `path`.
   bool has_attr(const std::string& path) const;
@@ -108,7 +108,7 @@ class GraphModule : public torch::nn::Module {
   /// Python code, so graph edits take effect on the next `forward` without it;
   /// the only cache is each node's resolved operator, which `Node::set_target`
   /// drops. Provided so torch.fx-style passes read the same: it lints the graph
-  /// (std::logic_error naming the node on a broken invariant).
+  /// (InternalError naming the node on a broken invariant).
   void recompile() const { graph_->lint(); }
 
   /// The readable forward function (see `Graph::python_code`).

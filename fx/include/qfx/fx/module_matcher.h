@@ -25,7 +25,7 @@ bool consumes_only(const Node* user, const Node* producer);
 /// `types` in order (module_type_name), where each n(i+1) consumes only n(i)'s
 /// value (consumes_only) and n(i) has no other user, so the chain can be fused
 /// into one module. Chains do not overlap; they come in graph order. Throws
-/// std::invalid_argument for an empty `types`.
+/// ArgumentError for an empty `types`.
 std::vector<std::vector<Node*>> match_module_pattern(const GraphModule& gm, const std::vector<std::string>& types);
 
 }  // namespace qfx::fx

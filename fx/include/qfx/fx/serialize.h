@@ -49,7 +49,7 @@ using ModuleConfig = c10::impl::GenericDict;
 /// An empty configuration dictionary (str keys, any values).
 ModuleConfig make_config();
 
-/// `config[key]`. Throws std::runtime_error naming `key` if `config` is not a
+/// `config[key]`. Throws IoError naming `key` if `config` is not a
 /// dictionary or lacks it (the loader reports it with the file and module).
 c10::IValue config_at(const c10::IValue& config, const std::string& key);
 

@@ -58,7 +58,7 @@ struct MatchOptions {
   /// (TORCH_WARN, stderr unless the program installs its own c10 warning
   /// handler) that names the ops the graph lacks and, where nn modules play
   /// their part (an `aten::relu` pattern on a graph of `ReLU` call_module
-  /// leaves), says so; kError throws std::runtime_error with that message;
+  /// leaves), says so; kError throws ArgumentError with that message;
   /// kIgnore returns the empty list as torch.fx does.
   enum class OnNoMatch { kWarn, kError, kIgnore };
   OnNoMatch on_no_match = OnNoMatch::kWarn;
@@ -75,7 +75,7 @@ struct MatchOptions {
 ///   the tensor it overwrites;
 /// - a match is refused if one of its internal nodes (not a returned one) is
 ///   used outside the match.
-/// The pattern graph must outlive the matcher. Throws std::invalid_argument if
+/// The pattern graph must outlive the matcher. Throws ArgumentError if
 /// `pattern` has no output node or returns something other than nodes.
 class SubgraphMatcher {
  public:
@@ -111,7 +111,7 @@ struct ReplacedMatch {
 /// get_attr nodes of the replacement copy their tensor into `gm` (as buffers
 /// named `_rewrite_const_N`), call_module nodes register the same module (shared)
 /// under `_rewrite_module_N`. `pattern` and `replacement` must have the same
-/// number of placeholders and of outputs (std::invalid_argument otherwise).
+/// number of placeholders and of outputs (ArgumentError otherwise).
 /// Returns one entry per replaced match; none is reported as
 /// `options.on_no_match` says.
 std::vector<ReplacedMatch> replace_pattern(GraphModule& gm, const GraphModule& pattern, const GraphModule& replacement,

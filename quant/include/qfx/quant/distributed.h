@@ -49,7 +49,7 @@ class Context {
   std::chrono::milliseconds timeout() const { return timeout_; }
 
   /// The c10d Gloo process group (a `c10d::ProcessGroup` in libtorch 1.13, a
-  /// `c10d::Backend` in 2.x). Throws std::logic_error for a single-process context.
+  /// `c10d::Backend` in 2.x). Throws ArgumentError for a single-process context.
   c10d::ProcessGroupGloo& process_group();
 
   /// In-place all-reduce of CPU tensors (each reduced elementwise over ranks).

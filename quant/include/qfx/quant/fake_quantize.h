@@ -70,7 +70,7 @@ class FakeQuantize : public torch::nn::Module {
   /// and `qparams()` / `calculate_qparams()` never change them again. For
   /// weight-rounding algorithms (AdaRound) whose integer codes hold only for
   /// these qparams. The flag is the buffer "qparams_frozen" (saved with the
-  /// model). Throws std::logic_error for the learnable (LSQ) form.
+  /// model). Throws ArgumentError for the learnable (LSQ) form.
   void freeze_qparams();
   bool qparams_frozen() const;
   /// Called right after the observer records a tensor in `forward`, before the

@@ -102,7 +102,7 @@ class FusedConvLinear : public torch::nn::Module {
   /// weights in place. No-op once done.
   void unshare_parameters();
   /// Gives a module without bias one: registers `b` ([C_out] float) as parameter
-  /// "bias" (bias correction needs it). Throws std::logic_error if a bias exists
+  /// "bias" (bias correction needs it). Throws ArgumentError if a bias exists
   /// or with a simulated batch norm.
   void add_bias(const at::Tensor& b);
   /// op(x, w, b) without the activation (and without fake quantization or a
@@ -118,7 +118,7 @@ class FusedConvLinear : public torch::nn::Module {
   c10::IValue config() const;
   /// Rebuilds a module from `config()` with placeholder tensors of the right
   /// names and shapes (the loader then sets their values). Throws
-  /// std::runtime_error or qfx::IoError for a malformed configuration.
+  /// qfx::IoError for a malformed configuration.
   static std::shared_ptr<FusedConvLinear> from_config(const c10::IValue& config);
 
  private:

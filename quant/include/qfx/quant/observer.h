@@ -53,7 +53,7 @@ class ObserverBase : public torch::nn::Module {
   /// data, returns scale 1, zero_point 0 (torch.ao's default).
   virtual QParams calculate_qparams() const;
   /// Folds another observer's statistics (same class and spec) into this one, as
-  /// if it had seen that data too. Throws std::invalid_argument on a mismatch.
+  /// if it had seen that data too. Throws ArgumentError on a mismatch.
   virtual void merge(const ObserverBase& other) = 0;
   /// Forgets all statistics.
   virtual void reset() = 0;
@@ -77,7 +77,7 @@ class ObserverBase : public torch::nn::Module {
     (void)x, (void)out;
     return false;
   }
-  /// Records a `defer`red observation (see there). Throws std::logic_error if this
+  /// Records a `defer`red observation (see there). Throws InternalError if this
   /// observer cannot (it never deferred one).
   virtual void commit(const DeferredObservation& d);
   /// True once some data was observed.

@@ -143,6 +143,13 @@ struct PtqResult {
 /// runs the rest and writes the outputs; DistributedError if a rank fails.
 PtqResult ptq(const JobConfig& cfg, const PipelineHooks& hooks = {}, distributed::Context* dist = nullptr);
 
+/// One point of the QAT training curve (about 100 over a run, and each epoch's end).
+struct TrainingPoint {
+  int64_t step = 0, epoch = 0;  ///< after this optimizer step (1-based), in this epoch (1-based)
+  double loss = 0;              ///< moving average of the training loss over the run
+  double train_accuracy = 0;    ///< moving average of the training batches' accuracy, fraction
+};
+
 /// Everything `qfx qat` prints and writes to report.json.
 struct QatResult {
   int rank = 0, world_size = 1;        ///< this process in a data-parallel run (outputs come from rank 0)
@@ -162,7 +169,9 @@ struct QatResult {
   /// many outputs were bit-identical to the runtime backend's (required when the
   /// int8 model has no float groups, `reference_exact_expected`).
   int64_t reference_images = 0, reference_identical = 0;
+  double reference_max_abs_diff = 0;
   bool reference_exact_expected = true;
+  std::vector<TrainingPoint> curve;     ///< the training curve, in step order
   std::vector<std::string> float_fallbacks, runtime_float_groups;
   std::vector<runtime::KernelChoice> kernel_report;
   std::vector<std::string> outputs;

@@ -41,7 +41,7 @@ struct EqualizedPair {
 /// so the float function is unchanged (ReLU(x / s) = ReLU(x) / s for s > 0) and
 /// both ranges become sqrt(r1_i r2_i). `iterations` sweeps over all pairs
 /// (chains converge over sweeps). Returns the pairs (last sweep's spreads).
-/// Throws std::logic_error if an activation observer between a pair already
+/// Throws ArgumentError if an activation observer between a pair already
 /// saw data (its statistics would no longer fit the equalised model).
 std::vector<EqualizedPair> cross_layer_equalization(fx::GraphModule& gm, int iterations = 4);
 
@@ -64,8 +64,8 @@ struct SmoothedNorm {
 /// multiplied by it: the float function is unchanged and outlier channels of the
 /// activation move into the weights. Run between prepare_fx and calibration; the
 /// user's model keeps its parameters (the norm and linears get copies). alpha in
-/// (0, 1). Leaves the model in the calibration state. Throws std::logic_error if
-/// an observer between already saw data, std::invalid_argument for a bad alpha.
+/// (0, 1). Leaves the model in the calibration state. Throws ArgumentError if
+/// an observer between already saw data, ArgumentError for a bad alpha.
 std::vector<SmoothedNorm> smooth_quant(fx::GraphModule& gm, const NextBatch& data, double alpha = 0.5,
                                        int64_t num_samples = 256);
 
@@ -217,7 +217,7 @@ struct AutoFallbackResult {
 /// read and write them). The moves stay in place on return; the model to deploy
 /// is prepared again with the moved layers' qconfig (null, or s16 activations:
 /// `quant::ptq` does this and writes that config). "int16" is noted as skipped
-/// where the target offers no s16. Throws std::invalid_argument for
+/// where the target offers no s16. Throws ArgumentError for
 /// an unknown metric or candidate, no available candidate, no held-out data,
 /// "top1" without labels or a label count different from the samples', or a
 /// model output that is not one tensor ([N, classes] for top1). With

@@ -60,7 +60,7 @@ class QConfigMapping {
   /// Module paths that `regex` matches in full (RE2 syntax, as Python's `re` for
   /// the usual patterns; linear-time matching with bounded memory, so a pattern
   /// from a config file cannot make matching run away). Throws
-  /// std::invalid_argument with RE2's reason for a pattern that does not compile.
+  /// ArgumentError with RE2's reason for a pattern that does not compile.
   QConfigMapping& set_module_name_regex(const std::string& regex, QConfigPtr q);
   QConfigMapping& set_module_name(const std::string& name, QConfigPtr q);
   /// The qconfig for a node in module `module_path` of class / op `type`, and

@@ -81,7 +81,7 @@ constexpr float kScaleEps = std::numeric_limits<float>::epsilon();
 /// u8), then `spec`'s constraints: scale clamped to [scale_min, scale_max], rounded
 /// up to a power of two if asked (zero_point recomputed for affine).
 /// min_val/max_val: 0-dim (per-tensor) or [C] (per-channel) float tensors.
-/// Throws std::invalid_argument if min > max anywhere or the shapes differ.
+/// Throws ArgumentError if min > max anywhere or the shapes differ.
 QParams compute_qparams(const at::Tensor& min_val, const at::Tensor& max_val, const QuantSpec& spec);
 
 /// Scalar form for search loops (calibration algorithms): same formulas in float32.

@@ -1,0 +1,206 @@
+// QAT training stage: the libtorch loop with fake quantization (optimizer,
+// learning-rate schedule, freeze_bn_after / disable_observer_after, a checkpoint
+// after every epoch, resume, data-parallel gradient averaging).
+#include <torch/nn/functional/loss.h>
+#include <torch/optim/adam.h>
+#include <torch/optim/sgd.h>
+
+#include <cmath>
+#include <numeric>
+#include <random>
+
+#include "qfx/quant/checkpoint.h"
+#include "qfx/quant/distributed.h"
+#include "qfx/quant/fake_quantize.h"
+#include "qfx/quant/modules.h"
+#include "stages.h"
+
+namespace qfx::quant::pipeline {
+namespace {
+
+// Learning rate at `step` of `total` (see TrainingConfig::lr_schedule).
+double lr_at(const TrainingConfig& t, int64_t step, int64_t total) {
+  if (t.lr_schedule == "cosine") return 0.5 * t.lr * (1.0 + std::cos(M_PI * static_cast<double>(step) / std::max<int64_t>(total, 1)));
+  if (t.lr_schedule == "step") {
+    double lr = t.lr;
+    for (int64_t m : t.lr_steps)
+      if (step >= m) lr *= 0.1;
+    return lr;
+  }
+  return t.lr;
+}
+
+void set_lr(torch::optim::Optimizer& opt, double lr) {
+  for (auto& g : opt.param_groups()) {
+    if (auto* o = dynamic_cast<torch::optim::SGDOptions*>(&g.options())) o->lr(lr);
+    if (auto* o = dynamic_cast<torch::optim::AdamOptions*>(&g.options())) o->lr(lr);
+  }
+}
+
+std::unique_ptr<torch::optim::Optimizer> make_optimizer(const TrainingConfig& tc, fx::GraphModule& gm) {
+  if (tc.optimizer == "adam")
+    return std::make_unique<torch::optim::Adam>(gm.parameters(), torch::optim::AdamOptions(tc.lr).weight_decay(tc.weight_decay));
+  return std::make_unique<torch::optim::SGD>(gm.parameters(),
+                                             torch::optim::SGDOptions(tc.lr).momentum(tc.momentum).weight_decay(tc.weight_decay));
+}
+
+// The run's shape: a step takes one global batch of batch_size x world samples.
+struct Schedule {
+  int64_t n = 0, bs = 0, gbs = 0, steps_per_epoch = 0, total = 0;
+};
+
+Schedule schedule(const Job& job, int64_t n, int world) {
+  const TrainingConfig& tc = job.cfg.training;
+  Schedule s{n, tc.batch_size, tc.batch_size * world, 0, 0};
+  s.steps_per_epoch = (n + s.gbs - 1) / s.gbs;
+  s.total = tc.epochs * s.steps_per_epoch;
+  if (tc.max_steps > 0) s.total = std::min(s.total, tc.max_steps);
+  // Every rank must have samples in every step it takes (the observer synchronisation
+  // runs inside the forward): checked here, the same on every rank, before any training.
+  if (const int64_t last = n % s.gbs; world > 1 && s.total >= s.steps_per_epoch && last != 0 && last <= (world - 1) * s.bs)
+    throw ConfigError(job.config() + ": the last global batch of each epoch (" + std::to_string(last) + " samples) leaves rank " +
+                      std::to_string(world - 1) + " without samples; make training.num_samples a multiple of batch_size x processes (" +
+                      std::to_string(s.gbs) + ")");
+  return s;
+}
+
+// The moving averages the training curve draws (over the whole run, no reset per epoch).
+struct Curve {
+  int64_t every = 1, n = 0;
+  double loss = 0, acc = 0;
+  void add(double l, double batch_acc) {
+    const double a = n++ == 0 ? 1.0 : 0.05;
+    loss += a * (l - loss);
+    acc += a * (batch_acc - acc);
+  }
+};
+
+// The state one training step reads and advances.
+struct Loop {
+  const Job& job;
+  fx::GraphModule& gm;
+  Dataset& train;
+  torch::optim::Optimizer& opt;
+  distributed::GradientReducer* reducer;
+  const Schedule& s;
+  int rank, world;
+  QatResult* r;
+  Curve curve;
+  double step_seconds = 0;
+  int64_t timed_steps = 0;
+};
+
+// One optimizer step on this rank's slice of global batch `k` of the epoch.
+void train_step(Loop& L, const std::vector<int64_t>& order, int64_t k, int64_t step, int64_t* correct, int64_t* seen) {
+  const TrainingConfig& tc = L.job.cfg.training;
+  const int64_t g0 = k * L.s.gbs, g1 = std::min(g0 + L.s.gbs, L.s.n);  // this step's global batch
+  const int64_t b0 = std::min(g0 + L.rank * L.s.bs, g1), b1 = std::min(b0 + L.s.bs, g1);
+  std::vector<int64_t> pos(order.begin() + b0, order.begin() + b1);
+  const auto t0 = Clock::now();
+  set_lr(L.opt, lr_at(tc, step, L.s.total));
+  L.opt.zero_grad();
+  at::Tensor x = L.train.gather(pos), y = L.train.labels().index_select(0, at::tensor(pos, at::kLong));
+  at::Tensor logits = forward_output(L.gm, x, L.job.cfg.evaluation.output);
+  at::Tensor loss = torch::nn::functional::cross_entropy(logits, y);
+  // Averaged over ranks, the gradients are those of the global batch's mean loss.
+  (loss * (static_cast<double>(pos.size() * L.world) / static_cast<double>(g1 - g0))).backward();
+  if (L.reducer) L.reducer->reduce();
+  L.opt.step();
+  L.step_seconds += secs(t0);
+  ++L.timed_steps;
+  const double l = loss.item<double>();
+  L.r->final_loss_ema = (step == 0 || k == 0) ? l : 0.95 * L.r->final_loss_ema + 0.05 * l;
+  *correct += logits.argmax(1).eq(y).sum().item<int64_t>();
+  *seen += static_cast<int64_t>(pos.size());
+  L.curve.add(l, logits.argmax(1).eq(y).to(at::kDouble).mean().item<double>());
+  char extra[96];
+  std::snprintf(extra, sizeof extra, "loss %.3f  acc %.1f%%  lr %.4f", L.r->final_loss_ema,
+                100.0 * static_cast<double>(*correct) / static_cast<double>(std::max<int64_t>(*seen, 1)), lr_at(tc, step, L.s.total));
+  progress(L.job.hooks, "epoch " + std::to_string(step / L.s.steps_per_epoch + 1) + "/" + std::to_string(tc.epochs), g1, L.s.n, extra);
+}
+
+// The rest of the epoch that `step` is in; returns the step reached.
+int64_t train_epoch(Loop& L, int64_t step, const std::function<void(int64_t)>& apply_schedule) {
+  const TrainingConfig& tc = L.job.cfg.training;
+  const int64_t epoch = step / L.s.steps_per_epoch;
+  std::vector<int64_t> order(static_cast<size_t>(L.s.n));
+  std::iota(order.begin(), order.end(), int64_t{0});
+  std::mt19937_64 rng(static_cast<uint64_t>(tc.seed) * 1000003u + static_cast<uint64_t>(epoch));
+  std::shuffle(order.begin(), order.end(), rng);
+  int64_t correct = 0, seen = 0;
+  L.gm.train();
+  for (int64_t k = step % L.s.steps_per_epoch; k < L.s.steps_per_epoch && step < L.s.total; ++k, ++step) {
+    apply_schedule(step);
+    train_step(L, order, k, step, &correct, &seen);
+    if ((step + 1) % L.curve.every == 0 || k + 1 == L.s.steps_per_epoch || step + 1 == L.s.total)
+      L.r->curve.push_back({step + 1, epoch + 1, L.curve.loss, L.curve.acc});
+  }
+  return step;
+}
+
+}  // namespace
+
+void train_stage(const Job& job, fx::GraphModule& gm, Dataset& train, distributed::Context* dist, const std::string& ckpt,
+                 QatResult* r) {
+  const TrainingConfig& tc = job.cfg.training;
+  const int rank = r->rank, world = r->world_size;
+  // Data-parallel: rank 0's model everywhere, observers synchronised in every
+  // observed forward, gradients averaged before each step.
+  std::unique_ptr<distributed::GradientReducer> reducer;
+  if (world > 1) {
+    distributed::broadcast_parameters(gm, *dist);
+    distributed::synchronize_observers(gm, *dist);
+    reducer = std::make_unique<distributed::GradientReducer>(gm, *dist);
+  }
+  auto opt = make_optimizer(tc, gm);
+  const Schedule s = schedule(job, train.size(), world);
+  int64_t step = 0;
+  if (!tc.resume.empty()) {
+    step = load_qat_checkpoint(tc.resume, gm, *opt);
+    r->resumed_at = step;
+    info(job.hooks, "resumed from " + tc.resume + " at step " + std::to_string(step));
+  }
+  // The schedule is a function of the step, so a resumed run re-applies it.
+  auto apply_schedule = [&](int64_t at_step) {
+    if (tc.freeze_bn_after >= 0 && at_step >= tc.freeze_bn_after) freeze_bn_stats(gm);
+    if (tc.disable_observer_after >= 0 && at_step >= tc.disable_observer_after) disable_observer(gm);
+  };
+  apply_schedule(step);
+  Loop L{job, gm, train, *opt, reducer.get(), s, rank, world, r, {}, 0, 0};
+  L.curve.every = std::max<int64_t>(1, (s.total - step) / 100);
+  while (step < s.total) {
+    step = train_epoch(L, step, apply_schedule);
+    if (rank == 0) save_qat_checkpoint(ckpt, gm, *opt, step);
+  }
+  r->steps = step;
+  r->ms_per_step = L.timed_steps ? 1000.0 * L.step_seconds / static_cast<double>(L.timed_steps) : 0.0;
+}
+
+void fake_quant_cost_stage(const Job& job, fx::GraphModule& gm, Dataset& train, QatResult* r) {
+  // Forward + backward on one training batch with fake quant on and off (observers
+  // and batch-norm statistics frozen, no optimizer step); medians of 7.
+  disable_observer(gm);
+  freeze_bn_stats(gm);
+  std::vector<int64_t> pos(static_cast<size_t>(std::min(job.cfg.training.batch_size, train.size())));
+  std::iota(pos.begin(), pos.end(), int64_t{0});
+  at::Tensor x = train.gather(pos), y = train.labels().index_select(0, at::tensor(pos, at::kLong));
+  auto time_steps = [&]() {
+    std::vector<double> t;
+    for (int i = 0; i < 7; ++i) {
+      const auto t0 = Clock::now();
+      gm.zero_grad();
+      torch::nn::functional::cross_entropy(gm.forward(x), y).backward();
+      t.push_back(1000.0 * secs(t0));
+    }
+    std::sort(t.begin(), t.end());
+    return t[t.size() / 2];
+  };
+  set_quant_state(gm, QuantState::kFloat);
+  r->fwd_bwd_ms_float = time_steps();
+  set_quant_state(gm, QuantState::kFakeQuant);
+  disable_observer(gm);
+  r->fwd_bwd_ms_fake_quant = time_steps();
+  gm.zero_grad();
+}
+
+}  // namespace qfx::quant::pipeline
