@@ -16,6 +16,7 @@
 #include "qat.h"
 #include "qfx/error.h"
 #include "qfx/fx/op_libraries.h"
+#include "qfx/fx/exported_program.h"
 #include "qfx/fx/tracer.h"
 #include "qfx/quant/backend_config.h"
 #include "qfx/quant/config.h"
@@ -50,16 +51,22 @@ int run_inspect(const std::string& model, const std::vector<std::string>& wraps,
   if (!config.empty()) opts = qfx::quant::load_tracer_config(config).options;
   for (const auto& w : wraps) opts.wrap.push_back(qfx::fx::WrapSpec::parse(w));
   if (!prep.input_shape.empty()) opts.input_shapes = {prep.input_shape};
-  auto module = qfx::fx::load_torchscript(model);
-  module.train(train_mode);
   qfx::fx::QuantizationTracer tracer(opts);
   std::shared_ptr<qfx::fx::GraphModule> gm;
-  try {
-    gm = tracer.trace(module);
-  } catch (const qfx::TraceError& e) {
-    throw qfx::TraceError(model + ": " + e.what());
+  if (qfx::fx::is_exported_program(model)) {  // torch.export: the program is the graph
+    gm = qfx::fx::load_exported_program(model);
+    gm->train(train_mode);
+    std::cout << "# " << model << " (torch.export program, " << (train_mode ? "train" : "eval") << " mode)\n";
+  } else {
+    auto module = qfx::fx::load_torchscript(model);
+    module.train(train_mode);
+    try {
+      gm = tracer.trace(module);
+    } catch (const qfx::TraceError& e) {
+      throw qfx::TraceError(model + ": " + e.what());
+    }
+    std::cout << "# " << model << " (traced in " << (train_mode ? "train" : "eval") << " mode)\n";
   }
-  std::cout << "# " << model << " (traced in " << (train_mode ? "train" : "eval") << " mode)\n";
   if (!tracer.effective_wrap().empty()) {
     std::cout << "# wrap:";
     for (const auto& w : tracer.effective_wrap()) std::cout << " " << w.str();

@@ -163,6 +163,8 @@ std::optional<LoadedModule> activation(const std::string& cls, const std::string
   }
   if (cls == "Softmax" && is({"aten::softmax.int", "aten::_softmax"}) && a.arg("dim"))
     return leaf(torch::nn::Softmax(torch::nn::SoftmaxOptions(integer(a, "dim", -1))));
+  if (cls == "Dropout" && is({"aten::dropout", "aten::dropout_"}) && !boolean(a, "train", false))
+    return leaf(torch::nn::Dropout(torch::nn::DropoutOptions(num(a, "p", 0.5))));
   if (cls == "Flatten" && is({"aten::flatten.using_ints"}))
     return leaf(torch::nn::Flatten(torch::nn::FlattenOptions().start_dim(integer(a, "start_dim", 0)).end_dim(integer(a, "end_dim", -1))));
   return std::nullopt;

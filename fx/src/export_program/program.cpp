@@ -12,6 +12,7 @@
 #include "archive.h"
 #include "leaves.h"
 #include "qfx/error.h"
+#include "qfx/fx/decompositions.h"
 #include "qfx/fx/exported_program.h"
 
 namespace qfx::fx {
@@ -69,6 +70,7 @@ class ProgramBuilder {
     count_uses(graph);
     for (const auto& n : graph.at("nodes")) node(n);
     outputs(gmj.at("signature"), graph);
+    decompose_attention(*gm_);  // each matmul and the softmax quantized, as the TorchScript tracer gives them
     gm_->eval();
     return gm_;
   }
@@ -102,23 +104,29 @@ class ProgramBuilder {
     }
   }
 
-  void placeholder(const std::string& name, const json& graph) {
+  void placeholder(const std::string& name, const json&) {
     Node* p = g_.placeholder(name);
     p->meta()["is_tensor"] = true;
-    const auto& tv = graph.at("tensor_values");
-    if (tv.contains(name)) {
-      std::vector<int64_t> shape;
-      for (const auto& s : tv.at(name).at("sizes")) shape.push_back(static_int(s));
-      p->meta()["traced_shape"] = c10::IValue(shape);
-    }
+    shape_meta(name, p);
     env_[name] = p;
+  }
+
+  // meta["traced_shape"]: the value's sizes as the program recorded them (-1: symbolic).
+  void shape_meta(const std::string& value, Node* n) {
+    const auto& tv = a_.model.at("graph_module").at("graph").at("tensor_values");
+    if (!tv.contains(value)) return;
+    std::vector<int64_t> shape;
+    for (const auto& s : tv.at(value).at("sizes")) shape.push_back(static_int(s));
+    n->meta()["traced_shape"] = c10::IValue(shape);
   }
 
   void lift(const json& spec, const char* key, const std::map<std::string, at::Tensor>& from, bool buffer) {
     const std::string name = spec.at("arg").at("name").get<std::string>(), fqn = spec.at(key).get<std::string>();
     auto it = from.find(fqn);
     if (it == from.end()) throw IoError(a_.path + ": tensor '" + fqn + "' (graph input " + name + ") is missing from the archive");
-    lifted_[name] = {fqn, it->second, buffer};
+    at::Tensor t = it->second;
+    if (!buffer && t.is_floating_point()) t.requires_grad_(true);  // a parameter: trainable (QAT)
+    lifted_[name] = {fqn, t, buffer};
   }
 
   void count_uses(const json& graph) {
@@ -317,6 +325,8 @@ class ProgramBuilder {
   void bind_outputs(const json& outs, Node* fxn) {
     auto bind = [&](const std::string& v, Node* node, bool tensor) {
       node->meta()["is_tensor"] = tensor;
+      node->meta()["type"] = std::string(tensor ? "Tensor" : "int");
+      if (tensor) shape_meta(v, node);
       env_[v] = node;
     };
     auto name_of = [](const json& o, bool* tensor) -> std::string {

@@ -29,7 +29,7 @@ const std::map<std::string, std::string>& aten_aliases() {
       {"t", "transpose"}, {"feature_dropout", "dropout"}, {"upsample_nearest2d", "upsample"},
       {"upsample_bilinear2d", "upsample"}, {"constant_pad_nd", "pad"}, {"contiguous", "identity"},
       {"detach", "identity"}, {"clone", "identity"}, {"clamp_min", "clamp"}, {"clamp_max", "clamp"},
-      {"batch_norm", "batchnorm2d"}, {"__getitem__", "getitem"},
+      {"batch_norm", "batchnorm2d"}, {"__getitem__", "getitem"}, {"sym_size", "size"},
   };
   return m;
 }

@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# torch.export programs (.pt2) through the command line: the same model through the
+# TorchScript frontend and the export frontend gives a byte-identical int8 model
+# (PTQ and QAT); inspect reads programs; bad archives are clear errors with their
+# exit codes. Needs $QFX, $FIXTURES (export_programs.py and train_fashion_mnist.py
+# write the .pt2 files with torch 2.x).
+set -u
+pass=0; fail=0
+tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
+source "$(dirname "$0")/check.sh"
+
+same_int8() {  # NAME DIR_A DIR_B: model_int8.onnx equal, encodings equal but for the graph hash
+  check "$1" 0 "^same$" -- bash -c \
+    "cmp -s '$2/model_int8.onnx' '$3/model_int8.onnx' && $PY -c \"
+import json
+a, b = (json.load(open(d + '/encodings.json')) for d in ('$2', '$3'))
+a.pop('graph_hash'); b.pop('graph_hash')
+assert a == b
+print('same')\""
+}
+
+quick=(--set calibration.num_samples=128 --set evaluation.num_samples=500 --set evaluation.reference_check=100
+       --set evaluation.sqnr_samples=16)
+for ext in pt pt2; do
+  check "qfx ptq fashion_resnet.$ext" 0 "reference backend: 100 of 100 int8 outputs identical" -- \
+    "$QFX" ptq --set model.path="$FIXTURES/fashion_resnet.$ext" "${quick[@]}" --set output.dir="$tmp/ptq_$ext"
+done
+same_int8 "PTQ: TorchScript and torch.export give the same int8 model" "$tmp/ptq_pt" "$tmp/ptq_pt2"
+
+qat=(--set training.num_samples=1280 --set training.max_steps=20 --set calibration.num_samples=128
+     --set evaluation.num_samples=500 --set evaluation.reference_check=100)
+for ext in pt pt2; do
+  check "qfx qat fashion_mobilenet.$ext (20 steps)" 0 "int8 \\(runtime\\)" -- \
+    "$QFX" qat --set model.path="$FIXTURES/fashion_mobilenet.$ext" "${qat[@]}" --set output.dir="$tmp/qat_$ext"
+done
+same_int8 "QAT: TorchScript and torch.export train to the same int8 model" "$tmp/qat_pt" "$tmp/qat_pt2"
+
+check "qfx inspect reads a program" 0 "conv1: conv2d\\+batchnorm2d\\+relu -> ConvBnReLU2d" -- \
+  "$QFX" inspect "$FIXTURES/dynamic_batch.pt2" --backend onednn
+check "qfx inspect: a program is not a TorchScript trace" 0 "torch.export program, eval mode" -- \
+  "$QFX" inspect "$FIXTURES/dynamic_batch.pt2"
+
+bad() {  # FILE RC PATTERN
+  check "qfx ptq on $1" "$2" "$3" -- "$QFX" ptq --set model.path="$FIXTURES/$1" --set output.dir="$tmp/bad"
+}
+bad truncated.pt2 7 "truncated.pt2: "
+bad newer_schema.pt2 7 "schema 99\\..* reads schema 8\\.x"
+bad missing_op.pt2 5 "node relu: no loaded library registers operator 'qfx_missing::relu'"
+bad training_mode.pt2 5 "writes bn1.num_batches_tracked in place; export the model in eval mode"
+check "no output folder after the failures" 0 "^none$" -- bash -c "[ -e '$tmp/bad' ] && echo left || echo none"
+
+echo "$pass passed, $fail failed"
+[ "$fail" -eq 0 ]
