@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Every torchvision classification architecture of the zoo (tools/zoo/zoo.py list)
-# through `qfx ptq` with the cosine metric, compared with torch.ao FX PTQ (the installed torch) on the
-# same random weights and inputs, and the int8 model run by ONNX Runtime. Prints the
+# through `qfx ptq` from its torch.export program (its TorchScript file where torch.export
+# fails) with the cosine metric, compared with torch.ao FX PTQ and PT2E (torchao's
+# X86InductorQuantizer) on the same random weights and inputs, and the int8 model run
+# by ONNX Runtime. Prints the
 # docs/zoo.md's table; exit status 1 if any row fails its rule (zoo.py row).
 #
 #   tools/zoo/run.sh [-o DIR] [ARCH ...]      (default: all, DIR build/zoo)
@@ -27,20 +29,23 @@ for arch in "${archs[@]}"; do
   log=$out/$arch.log
   : >"$log"
   echo "== $arch" >&2
-  if [ ! -f "$out/$arch.torch_ao.json" ] || [ ! -f "$out/$arch.pt" ]; then
+  if [ ! -f "$out/$arch.torch_ao.json" ] || [ ! -f "$out/$arch.pt" ] ||
+     ! grep -q '"pt2e"' "$out/$arch.torch_ao.json"; then
     "$PY" "$here/zoo.py" export "$arch" "$out" >>"$log" 2>&1 || {
-      echo "   export failed (see $log)" >&2; rows+=("| $arch | export failed | | | | | | | **no** |"); fail=1; continue; }
+      echo "   export failed (see $log)" >&2; rows+=("| $arch | export failed | | | | | | | | | **no** |"); fail=1; continue; }
   fi
   size=$("$PY" -c "import json; print(json.load(open('$out/$arch.torch_ao.json'))['size'])")
+  model=$out/$arch.pt2  # the exported program; the TorchScript file where torch.export failed
+  [ -f "$model" ] || model=$out/$arch.pt
   rm -rf "${out:?}/$arch"
-  if ! "$QFX" ptq --set model.path="$out/$arch.pt" --set "model.input_shape=[-1, 3, $size, $size]" \
+  if ! "$QFX" ptq --set model.path="$model" --set "model.input_shape=[-1, 3, $size, $size]" \
       --set "calibration.data={format: npy, images: $out/$arch.cal.npy}" --set calibration.num_samples=32 \
       --set calibration.batch_size=8 --set "evaluation.data={format: npy, images: $out/$arch.eval.npy}" \
       --set evaluation.metric=cosine --set evaluation.batch_size=8 --set evaluation.sqnr_samples=0 \
       --set evaluation.reference_check=4 \
       --set output.dir="$out/$arch" >>"$log" 2>&1; then
     echo "   qfx ptq failed: $(grep 'qfx: error' "$log" | head -1)" >&2
-    rows+=("| $arch | $size | qfx ptq failed: $(grep 'qfx: error' "$log" | head -1 | cut -c1-200 | tr '|' '/') | | | | | | **no** |")
+    rows+=("| $arch | $size | qfx ptq failed: $(grep 'qfx: error' "$log" | head -1 | cut -c1-200 | tr '|' '/') | | | | | | | | **no** |")
     fail=1; continue
   fi
   if ! { "$QFX" run "$out/$arch/model_int8.onnx" -i "$out/$arch.eval.npy" -o "$out/$arch.qfx.npy" &&
@@ -48,7 +53,7 @@ for arch in "${archs[@]}"; do
          ORT_OPT=disabled "$PY" "$root/tools/ort_check/run.py" "$out/$arch/model_int8.onnx" "$out/$arch.ort_plain.npy" \
            "$out/$arch.eval.npy"; } >>"$log" 2>&1; then
     echo "   qfx run / ONNX Runtime failed (see $log)" >&2
-    rows+=("| $arch | $size | ONNX Runtime failed | | | | | | **no** |"); fail=1; continue
+    rows+=("| $arch | $size | ONNX Runtime failed | | | | | | | | **no** |"); fail=1; continue
   fi
   r=$("$PY" "$here/zoo.py" row "$arch" "$out") || fail=1
   echo "   $r" >&2

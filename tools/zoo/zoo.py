@@ -5,11 +5,13 @@ requirements.txt, used only as users export their models).
     zoo.py list                       the architectures, one "name size" per line
     zoo.py export ARCH DIR            DIR/ARCH.pt (TorchScript, random weights,
                                       batch-norm statistics re-estimated on random
-                                      inputs), DIR/ARCH.cal.npy and DIR/ARCH.eval.npy
+                                      inputs) and DIR/ARCH.pt2 (torch.export of the same
+                                      model), DIR/ARCH.cal.npy and DIR/ARCH.eval.npy
                                       (random N(0, 1) images), DIR/ARCH.torch_ao.json
                                       (torch.ao FX PTQ's int8 output cosine
                                       against fp32 on the same weights and inputs,
-                                      or why torch.ao could not quantize the model)
+                                      or why torch.ao could not quantize the model;
+                                      PT2E's, under "pt2e")
     zoo.py header                     the table's header (markdown)
     zoo.py row ARCH DIR               one table row from DIR/ARCH/report.json (qfx ptq),
                                       DIR/ARCH.torch_ao.json, DIR/ARCH.qfx.npy and
@@ -120,6 +122,44 @@ def torch_ao_cosine(m, size, cal, ev):
         return {"cosine": None, "reason": "%s: %s" % (type(e).__name__, str(e).splitlines()[0][:160])}
 
 
+def export_program(m, size, path):
+    """ARCH.pt2 (torch.export.save) with a dynamic batch, or batch 8 (the batch
+    run.sh calibrates and evaluates with) where the model does not export with one;
+    None, or why torch.export could not export the model."""
+    x = torch.randn(8, 3, size, size)
+    try:
+        batch = torch.export.Dim("batch", min=1, max=1024)
+        ep = torch.export.export(m, (x,), dynamic_shapes=({0: batch},))
+    except Exception:
+        try:
+            ep = torch.export.export(m, (x,))
+        except Exception as e:
+            return "%s: %s" % (type(e).__name__, str(e).splitlines()[0][:160])
+    torch.export.save(ep, path)
+    return None
+
+
+def pt2e_cosine(m, cal, ev):
+    """PyTorch 2's own quantization flow (PT2E, torchao): the exported program,
+    X86InductorQuantizer with its default static config, the same calibration and
+    evaluation batches (8 at a time); the converted reference model run in eager mode."""
+    try:
+        from torchao.quantization.pt2e.quantize_pt2e import convert_pt2e, prepare_pt2e
+        import torchao.quantization.pt2e.quantizer.x86_inductor_quantizer as xiq
+        quantizer = xiq.X86InductorQuantizer().set_global(xiq.get_default_x86_inductor_quantization_config())
+        with torch.no_grad():
+            fp = m(ev)
+            gm = torch.export.export(m, (cal[:8],)).module()
+            p = prepare_pt2e(gm, quantizer)
+            for i in range(0, len(cal), 8):
+                p(cal[i:i + 8])
+            q = convert_pt2e(p)
+            out = torch.cat([q(ev[i:i + 8]) for i in range(0, len(ev), 8)])
+            return {"cosine": cosine(out, fp)}
+    except Exception as e:  # PT2E cannot export or quantize every model
+        return {"cosine": None, "reason": "%s: %s" % (type(e).__name__, str(e).splitlines()[0][:160])}
+
+
 def export(arch, out):
     os.makedirs(out, exist_ok=True)
     m, size = build(arch)
@@ -133,17 +173,19 @@ def export(arch, out):
     np.save(os.path.join(out, arch + ".eval.npy"), ev)
     res = torch_ao_cosine(m, size, torch.from_numpy(cal), torch.from_numpy(ev))
     res["size"] = size
+    res["pt2"] = export_program(m, size, os.path.join(out, arch + ".pt2"))
+    res["pt2e"] = pt2e_cosine(m, torch.from_numpy(cal), torch.from_numpy(ev))
     with open(os.path.join(out, arch + ".torch_ao.json"), "w") as f:
         json.dump(res, f)
 
 
-HEADER = ("| architecture | input | traced nodes | int8 ops | float ops | int8 cosine | PyTorch FX PTQ cosine "
-          "| ONNX Runtime vs qfx | pass |\n|---|---|---|---|---|---|---|---|---|")
+HEADER = ("| architecture | input | qfx read | traced nodes | int8 ops | float ops | int8 cosine | PyTorch FX PTQ cosine "
+          "| PT2E cosine | ONNX Runtime vs qfx | pass |\n|---|---|---|---|---|---|---|---|---|---|---|")
 
 
 def row(arch, d):
     """The rule: cosine >= torch.ao's - 0.01 where torch.ao quantizes the model, >= 0.98
-    elsewhere; ONNX Runtime agrees with qfx's runtime: the cosine between their
+    elsewhere, and >= PT2E's - 0.002 where PT2E quantizes it; ONNX Runtime agrees with qfx's runtime: the cosine between their
     outputs is >= 0.999, or, for deep models whose float groups (softmax, LayerNorm,
     GELU) round differently in every implementation, at least the cosine between
     ONNX Runtime's own two runs (fused int8 kernels, and the plain QDQ graph in float
@@ -170,12 +212,16 @@ def row(arch, d):
     diff = float(np.abs(a - b).max() / max(np.abs(b).max(), 1e-30)) if a.shape == b.shape else float("inf")
     bar = ao["cosine"] - 0.01 if ao["cosine"] is not None else 0.98
     ort_cos = cosine(torch.from_numpy(a), torch.from_numpy(b)) if a.shape == b.shape else 0.0
-    ok = c >= bar and ort_cos >= min(0.999, ort_self - 0.0005)
-    pt = "%.5f" % ao["cosine"] if ao["cosine"] is not None else "n/a (%s)" % ao["reason"].split(". ")[0].replace("|", "/")
+    pt2e = ao.get("pt2e") or {"cosine": None, "reason": "not measured"}
+    ok = c >= bar and ort_cos >= min(0.999, ort_self - 0.0005) and (pt2e["cosine"] is None or c >= pt2e["cosine"] - 0.002)
+
+    def cell(r):
+        return "%.5f" % r["cosine"] if r["cosine"] is not None else "n/a (%s)" % r["reason"].split(". ")[0].replace("|", "/")
     fls = ", ".join("%s %d" % kv for kv in sorted(fl.items())) or "none"
-    print("| %s | %d | %d | %d | %s | %.5f | %s | cosine %.5f (its own two runs: %.5f), max diff %.4f, same class %d/%d | %s |"
-          % (arch, ao["size"], rep.get("traced_nodes", 0), int8, fls, c, pt, ort_cos, ort_self, diff, round(agree * len(a)), len(a),
-             "yes" if ok else "**no**"))
+    read = ".pt2" if rep["model"].endswith(".pt2") else ".pt (torch.export: %s)" % (ao.get("pt2") or "not tried").replace("|", "/")
+    print("| %s | %d | %s | %d | %d | %s | %.5f | %s | %s | cosine %.5f (its own two runs: %.5f), max diff %.4f, same class %d/%d | %s |"
+          % (arch, ao["size"], read, rep.get("traced_nodes", 0), int8, fls, c, cell(ao), cell(pt2e), ort_cos, ort_self, diff,
+             round(agree * len(a)), len(a), "yes" if ok else "**no**"))
     return ok
 
 

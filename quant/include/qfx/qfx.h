@@ -10,6 +10,7 @@
 #include "qfx/version.h"
 
 #include "qfx/fx/decompositions.h"
+#include "qfx/fx/exported_program.h"
 #include "qfx/fx/graph.h"
 #include "qfx/fx/graph_module.h"
 #include "qfx/fx/interpreter.h"
@@ -31,8 +32,10 @@
 #include "qfx/quant/dataset.h"
 #include "qfx/quant/distributed.h"
 #include "qfx/quant/fake_quantize.h"
+#include "qfx/quant/fault_injection.h"
 #include "qfx/quant/horizon.h"
 #include "qfx/quant/job_config.h"
+#include "qfx/quant/lowered_model.h"
 #include "qfx/quant/modules.h"
 #include "qfx/quant/observer.h"
 #include "qfx/quant/op_names.h"

@@ -170,17 +170,6 @@ inline nlohmann::json kernel_report_json(const std::vector<runtime::KernelChoice
   return out;
 }
 
-/// A profiled model's kernel time per node over `images` images, slowest first:
-/// {"images", "nodes": [{"node", "op", "impl", "ms_per_image"}]}.
-inline nlohmann::json profile_json(const runtime::Model& m, int64_t images) {
-  auto nodes = m.profile();
-  std::sort(nodes.begin(), nodes.end(), [](const runtime::NodeTime& a, const runtime::NodeTime& b) { return a.ms > b.ms; });
-  nlohmann::json a = nlohmann::json::array();
-  const double per = 1.0 / static_cast<double>(std::max<int64_t>(images, 1));
-  for (const auto& t : nodes) a.push_back({{"node", t.node}, {"op", t.op}, {"impl", t.impl}, {"ms_per_image", t.ms * per}});
-  return {{"images", images}, {"nodes", a}};
-}
-
 /// Says when a data section has fewer samples than its num_samples asks for (the
 /// reader then takes them all): "calibration.num_samples is 1000, the data holds 64:
 /// using 64". Throws DataError ("evaluation saw no samples: ...") when it holds none.
