@@ -35,6 +35,16 @@ for ext in pt pt2; do
 done
 same_int8 "QAT: TorchScript and torch.export train to the same int8 model" "$tmp/qat_pt" "$tmp/qat_pt2"
 
+# A 1-D model (Conv1d, BatchNorm1d, 1-D pooling) through both frontends.
+$PY -c "import numpy; numpy.save('$tmp/audio.npy', numpy.random.default_rng(4).normal(0, 1, (32, 40, 100)).astype(numpy.float32))"
+for ext in pt pt2; do
+  check "qfx ptq kws_1d.$ext" 0 "reference backend: 32 of 32 int8 outputs identical" -- \
+    "$QFX" ptq --set model.path="$FIXTURES/kws_1d.$ext" --set "model.input_shape=[-1, 40, 100]" \
+    --set "calibration.data={format: npy, images: $tmp/audio.npy}" --set "evaluation.data={format: npy, images: $tmp/audio.npy}" \
+    --set evaluation.metric=cosine --set evaluation.reference_check=-1 --set output.dir="$tmp/kws_$ext"
+done
+same_int8 "1-D: TorchScript and torch.export give the same int8 model" "$tmp/kws_pt" "$tmp/kws_pt2"
+
 check "qfx inspect reads a program" 0 "conv1: conv2d\\+batchnorm2d\\+relu -> ConvBnReLU2d" -- \
   "$QFX" inspect "$FIXTURES/dynamic_batch.pt2" --backend onednn
 check "qfx inspect: a program is not a TorchScript trace" 0 "torch.export program, eval mode" -- \

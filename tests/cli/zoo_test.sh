@@ -61,6 +61,17 @@ mm = sum(1 for k in r['kernels'] if k['op'] == 'QLinearMatMul'); fm = sum(1 for 
 print('ok' if c >= 0.98 and mm >= 12 and fm == 0 else 'low', c, mm, fm)"
   ort_agrees "$arch" "$data"
 done
+# Audio: a keyword-spotting 1-D CNN on [N, 40, 100] (Conv1d + BatchNorm1d + ReLU fused,
+# MaxPool1d, AvgPool1d, AdaptiveAvgPool1d), every layer int8.
+$PY -c "import numpy; numpy.save('$tmp/audio.npy', numpy.random.default_rng(4).normal(0, 1, (32, 40, 100)).astype(numpy.float32))"
+ptq_arch kws_1d audio "[-1, 40, 100]"
+check "kws_1d: int8 cosine against fp32 >= 0.98; every conv and pooling int8, nothing float" 0 "^ok" -- $PY -c "
+import json; r = json.load(open('$tmp/kws_1d/report.json')); c = r['evaluation']['cosine_int8_vs_fp32']
+ops = [k['op'] for k in r['kernels']]
+fl = [k['op'] for k in r['kernels'] if k['dtype'] == 'float32' and k['op'] not in ('QuantizeLinear', 'DequantizeLinear', 'Identity')]
+ok = c >= 0.98 and ops.count('QLinearConv') == 3 and 'QLinearAveragePool' in ops and 'QLinearGlobalAveragePool' in ops and not fl
+print('ok' if ok else 'low', c, ops, fl)"
+ort_agrees kws_1d audio
 # A detector: backbone and two heads (int8, deployed), post-processing with
 # torchvision's nms and data-dependent branches kept whole by a wrap entry and left to
 # the host. No environment variable: torchvision's operator library loads by itself.

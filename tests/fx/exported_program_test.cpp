@@ -99,7 +99,7 @@ TEST(ExportedProgramSample, TraceFileReadsPrograms) {
 }
 
 TEST(ExportedProgram, TorchvisionModelsRunToPyTorchsOutputs) {
-  for (const char* name : {"resnet18", "mobilenet_v3_small", "vit_tiny", "dynamic_batch"}) {
+  for (const char* name : {"resnet18", "mobilenet_v3_small", "vit_tiny", "kws_1d", "dynamic_batch"}) {
     SCOPED_TRACE(name);
     auto gm = qfx::fx::load_exported_program(fixture(std::string(name) + ".pt2"));
     expect_outputs(*gm, fixture(""), name);

@@ -44,6 +44,17 @@ void Exporter::adaptive_avg_pool(fx::Node* n, std::vector<int64_t> out) {
   rank_[n] = 4;
 }
 
+void Exporter::adaptive_avg_pool1d(fx::Node* n, const std::vector<int64_t>& out) {
+  if (out.size() != 1 || out[0] <= 0) unsupported(*n, "adaptive average pooling 1-D needs one positive output size");
+  if (out[0] == 1) return unary(n, "GlobalAveragePool");
+  const auto& d = dims_of(*n, n->args().at(0));
+  if (d.size() != 3 || d[2].batch || d[2].value < 0) unsupported(*n, "adaptive average pooling 1-D needs a static length (give model.input_shape)");
+  const int64_t L = d[2].value;
+  if (L % out[0] != 0)
+    unsupported(*n, "adaptive average pooling of length " + std::to_string(L) + " to " + std::to_string(out[0]) + " (not a divisor)");
+  pool(n, false, {L / out[0]}, {L / out[0]}, {0}, {}, false, false);
+}
+
 // F.pad / constant_pad_nd: torch lists (begin, end) per dim from the last one back;
 // ONNX Pad takes all begins, then all ends, from the first dim. All zero: the input.
 void Exporter::pad(fx::Node* n) {

@@ -554,6 +554,7 @@ class Exporter {
   // AdaptiveAvgPool2d to `out` ([h, w] or [s]; -1: the input's size), from the
   // input's static dims. Defined in export_pool_ops.cpp.
   void adaptive_avg_pool(fx::Node* n, std::vector<int64_t> out);
+  void adaptive_avg_pool1d(fx::Node* n, const std::vector<int64_t>& out);  // [N, C, L]: global, or windows of L / out
   void pad(fx::Node* n);   // F.pad / constant_pad_nd: ONNX Pad (constant, reflect, edge)
   void roll(fx::Node* n);  // torch.roll: Slice + Concat per dim
   // True for get_attr and aten ops reading only such nodes; fold_constant evaluates
@@ -612,24 +613,24 @@ class Exporter {
       rank_[n] = list.items.empty() ? -1 : rank_of(list.items[0]);
       return;
     }
-    if (op == "max_pool2d" || op == "avg_pool2d") {
-      const bool max = op == "max_pool2d";
-      auto k = ints_arg(*n, 1);
-      if (k.size() == 1) k.push_back(k[0]);
-      // A 2-D pooling argument: empty if absent, [v, v] for a single v.
-      auto two = [&](size_t i) {
+    if (op == "max_pool2d" || op == "avg_pool2d" || op == "max_pool1d" || op == "avg_pool1d") {
+      const bool max = op[0] == 'm';
+      const size_t dims = op.back() == 'd' && op[op.size() - 2] == '1' ? 1 : 2;
+      // A pooling argument: empty if absent, one value per spatial dim for a single v.
+      auto per_dim = [&](size_t i) {
         std::vector<int64_t> v = i < n->args().size() ? ints_arg(*n, i) : std::vector<int64_t>{};
-        if (v.size() == 1) v.push_back(v[0]);
+        if (v.size() == 1) v.assign(dims, v[0]);
         return v;
       };
-      auto s = two(2), p = two(3);
-      if (p.empty()) p = {0, 0};
-      if (max) return pool(n, true, k, s, p, two(4), num_arg(*n, 5, 0) != 0, false);
+      auto k = per_dim(1), s = per_dim(2), p = per_dim(3);
+      if (p.empty()) p.assign(dims, 0);
+      if (max) return pool(n, true, k, s, p, per_dim(4), num_arg(*n, 5, 0) != 0, false);
       return pool(n, false, k, s, p, {}, num_arg(*n, 4, 0) != 0, num_arg(*n, 5, 1) != 0);
     }
     if (op == "adaptive_avg_pool2d") {
       return adaptive_avg_pool(n, ints_arg(*n, 1));
     }
+    if (op == "adaptive_avg_pool1d") return adaptive_avg_pool1d(n, ints_arg(*n, 1));
     if (op == "mean") {
       auto dims = ints_arg(*n, 1);
       const bool keep = num_arg(*n, 2, 0) != 0;
