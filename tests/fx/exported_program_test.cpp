@@ -161,4 +161,7 @@ TEST(ExportedProgram, BadArchivesAreClearErrors) {
   expect("newer_schema.pt2", qfx::IoError(""), "reads schema 8.x");
   expect("missing_op.pt2", qfx::UnsupportedOpError(""), "qfx_missing::relu");
   expect("training_mode.pt2", qfx::UnsupportedOpError(""), "eval mode");
+  expect("short_weight.pt2", qfx::IoError(""), "the tensor needs");
+  expect("dangling.pt2", qfx::IoError(""), "reads 'nowhere', which no node computes");
+  expect("two_programs.pt2", qfx::IoError(""), "holds 2 programs");
 }
