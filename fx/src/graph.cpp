@@ -213,9 +213,11 @@ int Graph::eliminate_dead_code() {
   const auto order = nodes();
   for (auto it = order.rbegin(); it != order.rend(); ++it) {
     Node* n = *it;
-    bool side_effect = n->op() == Opcode::kPlaceholder || n->op() == Opcode::kOutput ||
-                       (n->op() == Opcode::kCallFunction && !n->target().empty() &&
-                        short_name(n->target()).back() == '_') ||
+    // In-place aten ops end in one underscore (add_, relu_); dunder names
+    // (__getitem__, __and__) are pure.
+    const std::string op = n->op() == Opcode::kCallFunction ? short_name(n->target()) : std::string();
+    const bool in_place = op.size() > 1 && op.back() == '_' && op[op.size() - 2] != '_';
+    bool side_effect = n->op() == Opcode::kPlaceholder || n->op() == Opcode::kOutput || in_place ||
                        n->op() == Opcode::kCallMethod;
     if (n->users().empty() && !side_effect) {
       erase_node(n);

@@ -45,6 +45,16 @@ for ext in pt pt2; do
 done
 same_int8 "1-D: TorchScript and torch.export give the same int8 model" "$tmp/kws_pt" "$tmp/kws_pt2"
 
+# GroupNorm and InstanceNorm2d through both frontends.
+$PY -c "import numpy; numpy.save('$tmp/x32.npy', numpy.random.default_rng(3).normal(0, 1, (32, 3, 32, 32)).astype(numpy.float32))"
+for ext in pt pt2; do
+  check "qfx ptq norm_net.$ext" 0 "output: cosine int8 vs fp32 0\\.9[89]" -- \
+    "$QFX" ptq --set model.path="$FIXTURES/norm_net.$ext" --set "model.input_shape=[-1, 3, 32, 32]" \
+    --set "calibration.data={format: npy, images: $tmp/x32.npy}" --set "evaluation.data={format: npy, images: $tmp/x32.npy}" \
+    --set evaluation.metric=cosine --set output.dir="$tmp/norm_$ext"
+done
+same_int8 "GroupNorm / InstanceNorm: TorchScript and torch.export give the same int8 model" "$tmp/norm_pt" "$tmp/norm_pt2"
+
 check "qfx inspect reads a program" 0 "conv1: conv2d\\+batchnorm2d\\+relu -> ConvBnReLU2d" -- \
   "$QFX" inspect "$FIXTURES/dynamic_batch.pt2" --backend onednn
 check "qfx inspect: a program is not a TorchScript trace" 0 "torch.export program, eval mode" -- \

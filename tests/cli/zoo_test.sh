@@ -72,6 +72,15 @@ fl = [k['op'] for k in r['kernels'] if k['dtype'] == 'float32' and k['op'] not i
 ok = c >= 0.98 and ops.count('QLinearConv') == 3 and 'QLinearAveragePool' in ops and 'QLinearGlobalAveragePool' in ops and not fl
 print('ok' if ok else 'low', c, ops, fl)"
 ort_agrees kws_1d audio
+# GroupNorm and InstanceNorm2d: float between DequantizeLinear and QuantizeLinear on the
+# built-in targets (as LayerNorm), the convolutions int8.
+ptq_arch norm_net x32 "[-1, 3, 32, 32]"
+check "norm_net: int8 cosine against fp32 >= 0.98; convs int8, the norms float" 0 "^ok" -- $PY -c "
+import json; r = json.load(open('$tmp/norm_net/report.json')); c = r['evaluation']['cosine_int8_vs_fp32']
+ops = [k['op'] for k in r['kernels']]
+ok = c >= 0.98 and ops.count('QLinearConv') == 2 and 'ReduceMean' in ops
+print('ok' if ok else 'low', c, ops)"
+ort_agrees norm_net x32
 # A detector: backbone and two heads (int8, deployed), post-processing with
 # torchvision's nms and data-dependent branches kept whole by a wrap entry and left to
 # the host. No environment variable: torchvision's operator library loads by itself.

@@ -253,9 +253,14 @@ TEST(GraphModule, DeadCodeElimination) {
   g.call_function("aten::neg", {x});
   Node* inplace = g.call_function("aten::relu_", {x});
   (void)inplace;
+  // A shape check whose result nothing reads: dunder ops are pure, not in place.
+  Node* size = g.call_function("aten::size", {x});
+  g.call_function("aten::__getitem__.t", {size, c10::IValue(int64_t{0})});
   Node* r = g.call_function("aten::sigmoid", {x});
   g.output(r);
-  EXPECT_EQ(g.eliminate_dead_code(), 1);
+  EXPECT_EQ(g.eliminate_dead_code(), 3);
   EXPECT_EQ(g.find_node("neg"), nullptr);
+  EXPECT_EQ(g.find_node("__getitem__"), nullptr);
+  EXPECT_EQ(g.find_node("size"), nullptr);
   EXPECT_NE(g.find_node("relu_"), nullptr);
 }

@@ -29,7 +29,7 @@ const std::vector<std::string>& known_op_names() {
       "relu", "relu6", "hardtanh", "clamp", "leaky_relu", "hardswish", "hardsigmoid", "silu", "gelu", "sigmoid",
       "tanh", "softmax", "max_pool1d", "max_pool2d", "avg_pool1d", "avg_pool2d", "adaptive_avg_pool1d",
       "adaptive_avg_pool2d", "mean", "dropout", "identity",
-      "flatten", "reshape", "transpose", "permute", "layer_norm", "upsample", "add", "sub", "mul", "div", "cat",
+      "flatten", "reshape", "transpose", "permute", "layer_norm", "group_norm", "instance_norm", "upsample", "add", "sub", "mul", "div", "cat",
       "matmul", "pad", "squeeze", "unsqueeze", "unflatten", "select", "slice"};
   return names;
 }

@@ -110,7 +110,15 @@ void Exporter::layer_norm(fx::Node* n, int64_t dims, const std::string& weight, 
   // (x - mean) / sqrt(var + eps) * weight + bias over the last `dims` axes.
   std::vector<int64_t> axes;
   for (int64_t d = -dims; d < 0; ++d) axes.push_back(d);
-  const std::string x = value(*n, n->args().at(0)), b = n->name();
+  const std::string b = n->name();
+  std::string y = normalize(value(*n, n->args().at(0)), b, axes, eps);
+  if (!weight.empty()) y = two_input("Mul", y, weight, b + "_scaled");
+  if (!bias.empty()) y = two_input("Add", y, bias, b + "_shifted");
+  names_[n] = y;
+  rank_[n] = rank_of(n->args().at(0));
+}
+
+std::string Exporter::normalize(const std::string& x, const std::string& b, const std::vector<int64_t>& axes, double eps) {
   auto reduce = [&](const std::string& in, const std::string& name) {
     const std::string y = fresh(name);
     auto* p = node("ReduceMean", {in}, y, y);
@@ -123,11 +131,7 @@ void Exporter::layer_norm(fx::Node* n, int64_t dims, const std::string& weight, 
   const std::string var = reduce(two_input("Mul", d, d, b + "_square"), b + "_var");
   const std::string den = fresh(b + "_std");
   node("Sqrt", {two_input("Add", var, init(b + "_eps", at::full({}, static_cast<float>(eps))), b + "_var_eps")}, den, den);
-  std::string y = two_input("Div", d, den, b + "_normalized");
-  if (!weight.empty()) y = two_input("Mul", y, weight, b + "_scaled");
-  if (!bias.empty()) y = two_input("Add", y, bias, b + "_shifted");
-  names_[n] = y;
-  rank_[n] = rank_of(n->args().at(0));
+  return two_input("Div", d, den, b + "_normalized");
 }
 
 void Exporter::gelu(fx::Node* n, bool tanh) {

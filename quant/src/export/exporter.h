@@ -529,6 +529,12 @@ class Exporter {
   bool transformer_module(fx::Node* n, const std::shared_ptr<torch::nn::Module>& m);
   // LayerNorm over the last `dims` axes; weight / bias: ONNX value names or empty.
   void layer_norm(fx::Node* n, int64_t dims, const std::string& weight, const std::string& bias, double eps);
+  // (x - mean) / sqrt(var + eps) over `axes` of value `x` (statistics kept per the other axes).
+  std::string normalize(const std::string& x, const std::string& base, const std::vector<int64_t>& axes, double eps);
+  // GroupNorm / InstanceNorm (export_norm_ops.cpp): normalisation per group / per
+  // channel, then the per-channel affine ([C] weight and bias broadcast over [N, C, ...]).
+  bool norm_function(fx::Node* n, const std::string& op);
+  void channel_affine(fx::Node* n, std::string y, const fx::Argument* weight, const fx::Argument* bias, int rank);
   void gelu(fx::Node* n, bool tanh);
   // A node `op`(a, b) writing a fresh value named after `name`; returns that value.
   std::string two_input(const char* op, const std::string& a, const std::string& b, const std::string& name);
@@ -661,6 +667,7 @@ class Exporter {
     if (op == "expand") return expand(n);
     if (op == "slice" || op == "select") return slice(n);
     if (transformer_function(n, op)) return;
+    if (norm_function(n, op)) return;
     unsupported(*n, "op '" + op + "' has no ONNX export in qfx yet");
   }
 
