@@ -462,4 +462,20 @@ std::string Graph::python_code(const std::string& fn_name) const {
 Graph::InsertPoint::InsertPoint(Graph& g, Node* before) : g_(g), saved_(g.insert_before_) { g.insert_before_ = before; }
 Graph::InsertPoint::~InsertPoint() { g_.insert_before_ = saved_; }
 
+std::vector<std::string> output_keys(const Graph& g) {
+  const Node* out = g.output_node();
+  if (!out) return {};
+  auto it = out->meta().find("output_keys");
+  if (it == out->meta().end() || !it->second.isList()) return {};
+  std::vector<std::string> keys;
+  for (const auto& k : it->second.toListRef()) keys.push_back(k.toStringRef());
+  return keys;
+}
+
+void set_output_keys(Node* output, const std::vector<c10::IValue>& keys) {
+  c10::List<std::string> k;
+  for (const auto& key : keys) k.push_back(key.isString() ? key.toStringRef() : key.isInt() ? std::to_string(key.toInt()) : key.tagKind());
+  output->meta()["output_keys"] = k;
+}
+
 }  // namespace qfx::fx

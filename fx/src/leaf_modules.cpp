@@ -327,6 +327,10 @@ std::optional<LeafModule> make_upsample(torch::jit::Module& sm, const Reader& r)
 at::Tensor HardswishLeaf::forward(const at::Tensor& x) { return at::hardswish(x); }
 at::Tensor HardsigmoidLeaf::forward(const at::Tensor& x) { return at::hardsigmoid(x); }
 
+}  // namespace qfx::fx::detail
+
+namespace qfx::fx {
+
 UpsampleLeaf::UpsampleLeaf(std::vector<int64_t> sizes, std::vector<double> scales, std::string mode,
                            c10::optional<bool> align)
     : torch::nn::Module("Upsample"), sizes_(std::move(sizes)), scales_(std::move(scales)), mode_(std::move(mode)),
@@ -350,6 +354,10 @@ at::Tensor UpsampleLeaf::forward(const at::Tensor& x) {
   else o.scale_factor(scales_.size() == 1 ? std::vector<double>(spatial, scales_[0]) : scales_);
   return F::interpolate(x, o);
 }
+
+}  // namespace qfx::fx
+
+namespace qfx::fx::detail {
 
 std::optional<LeafModule> make_leaf(torch::jit::Module& sm) {
   const std::string type = demangle_type(sm.type()->name()->qualifiedName());

@@ -10,6 +10,7 @@
 
 #include "qfx/fx/graph_module.h"
 #include "qfx/fx/serialize.h"
+#include "qfx/fx/upsample.h"
 
 namespace qfx::fx::detail {
 
@@ -34,25 +35,7 @@ class HardsigmoidLeaf : public torch::nn::Module {
   at::Tensor forward(const at::Tensor& x);
 };
 
-/// torch.nn.Upsample: interpolates x [N, C, ...spatial] to `sizes` or by
-/// `scales` (one value applies to every spatial dim, since the rank is only
-/// known at run time). `mode`: nearest, linear, bilinear, bicubic, trilinear.
-class UpsampleLeaf : public torch::nn::Module {
- public:
-  UpsampleLeaf(std::vector<int64_t> sizes, std::vector<double> scales, std::string mode, c10::optional<bool> align);
-  at::Tensor forward(const at::Tensor& x);
-  const std::vector<int64_t>& sizes() const { return sizes_; }
-  const std::vector<double>& scales() const { return scales_; }
-  const std::string& mode() const { return mode_; }
-  c10::optional<bool> align_corners() const { return align_; }
-
- private:
-  std::vector<int64_t> sizes_;
-  std::vector<double> scales_;
-  std::string mode_;
-  torch::nn::functional::InterpolateFuncOptions::mode_t interp_mode_;  // mode_, resolved once
-  c10::optional<bool> align_;
-};
+using ::qfx::fx::UpsampleLeaf;
 
 /// Registers the serializers of the torch.nn leaves above and of the native
 /// libtorch modules the tracers create (serialize.cpp calls it once).

@@ -48,7 +48,8 @@ std::shared_ptr<GraphModule> TraceImpl::run() {
   frames_.push_back({"", modules_[root_idx].type, "forward", ""});
   auto outs = run_graph(*graph, inputs);
   frames_.pop_back();
-  g_.output(outs.size() == 1 ? to_arg(outs[0], nullptr) : tuple_arg(outs));
+  Node* out = g_.output(outs.size() == 1 ? to_arg(outs[0], nullptr) : tuple_arg(outs));
+  if (outs.size() == 1 && outs[0].k == Sym::K::kDict) set_output_keys(out, *outs[0].keys);
 
   // Parameters that only wrapped methods read still belong to the model.
   std::unordered_set<c10::TensorImpl*> have;
@@ -187,6 +188,11 @@ Argument TraceImpl::to_arg(const Sym& s, const JNode* n) {
     case Sym::K::kFunction:
       if (n) fail(n, "a function is used as a value");
       throw TraceError("a function is used as a value");
+    case Sym::K::kDict: {  // the values, in insertion order (the output node names the keys)
+      std::vector<Argument> items;
+      for (const auto& i : *s.items) items.push_back(to_arg(i, n));
+      return Argument::tuple(std::move(items));
+    }
     case Sym::K::kParam: {
       Node* p = param_node(s.param);
       if (!s.transposed) return Argument(p);

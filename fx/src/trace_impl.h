@@ -42,12 +42,13 @@ struct Sym;
 using SymItems = std::shared_ptr<std::vector<Sym>>;
 
 struct Sym {
-  enum class K { kConst, kProxy, kModule, kList, kTuple, kFunction, kParam };
+  enum class K { kConst, kProxy, kModule, kList, kTuple, kFunction, kParam, kDict };
   K k = K::kConst;
   IValue c;
   Node* node = nullptr;
   int module = -1;
-  SymItems items;
+  SymItems items;  // kList / kTuple: the elements; kDict: the values
+  std::shared_ptr<std::vector<IValue>> keys;  // kDict: the keys (constants), in insertion order
   c10::TypePtr elem;
   torch::jit::Function* fn = nullptr;
   int param = -1;  // kParam: index into the traced C++ module's tensors
@@ -209,6 +210,9 @@ class TraceImpl {
   // Ops on Python lists whose elements may be traced values: handled on the
   // symbolic list itself (aliasing kept), as torch.fx does with Python lists.
   bool structural_list_op(JNode* n, Env& env);
+  // A dictionary that holds traced values (`result["out"] = x`, as torchvision's
+  // segmentation models return): keys are constants, values symbolic.
+  bool structural_dict_op(JNode* n, Env& env);
 
   void run_isinstance(JNode* n, Env& env);
 

@@ -55,6 +55,11 @@ void TraceImpl::run_node(JNode* n, Env& env) {
     env[n->output()] = s;
     return;
   }
+  if (n->kind().toQualString() == std::string("aten::dict") && n->inputs().empty()) {  // `OrderedDict()`: filled by _set_item
+    auto dt = n->output()->type()->expect<c10::DictType>();
+    env[n->output()] = Sym::constant(IValue(c10::impl::GenericDict(dt->getKeyType(), dt->getValueType())));
+    return;
+  }
   if (kind == c10::prim::DictConstruct) {  // e.g. the empty dicts of libtorch 2.x's fast-path checks
     auto dt = n->output()->type()->expect<c10::DictType>();
     c10::impl::GenericDict d(dt->getKeyType(), dt->getValueType());
@@ -144,9 +149,62 @@ Sym TraceImpl::element(const JNode* n, const Sym& s, int64_t i) {
   fail(n, "cannot index this value");
 }
 
+bool TraceImpl::structural_dict_op(JNode* n, Env& env) {
+  const Sym& first = in(n, 0, env);
+  const bool const_dict = first.k == Sym::K::kConst && first.c.isGenericDict();
+  if (!const_dict && first.k != Sym::K::kDict) return false;
+  const std::string op = n->kind().toQualString();
+  auto find = [&](const Sym& d, const IValue& key) -> int64_t {
+    for (size_t i = 0; i < d.keys->size(); ++i)
+      if ((*d.keys)[i] == key) return static_cast<int64_t>(i);
+    return -1;
+  };
+  if (op == "aten::_set_item") {
+    const Sym& key = in(n, 1, env);
+    const Sym& v = in(n, 2, env);
+    if (key.k != Sym::K::kConst) fail(n, "dictionary key depends on tensor values");
+    if (const_dict && v.is_const()) return false;  // folds as a constant
+    Sym d = first;
+    if (const_dict) {  // becomes symbolic: its constant entries first, in order
+      d = Sym();
+      d.k = Sym::K::kDict;
+      d.items = std::make_shared<std::vector<Sym>>();
+      d.keys = std::make_shared<std::vector<IValue>>();
+      for (const auto& e : first.c.toGenericDict()) {
+        d.keys->push_back(e.key());
+        d.items->push_back(Sym::constant(e.value()));
+      }
+    }
+    const int64_t at = find(d, key.c);
+    if (at >= 0) {
+      (*d.items)[static_cast<size_t>(at)] = v;
+    } else {
+      d.keys->push_back(key.c);
+      d.items->push_back(v);
+    }
+    env[n->input(0)] = d;  // the mutated dictionary, for every later use of this value
+    return true;
+  }
+  if (first.k != Sym::K::kDict) return false;
+  if (op == "aten::__getitem__") {
+    const Sym& key = in(n, 1, env);
+    if (key.k != Sym::K::kConst) fail(n, "dictionary key depends on tensor values");
+    const int64_t at = find(first, key.c);
+    if (at < 0) fail(n, "dictionary has no such key");
+    env[n->output()] = (*first.items)[static_cast<size_t>(at)];
+    return true;
+  }
+  if (op == "aten::len") {
+    env[n->output()] = Sym::constant(IValue(static_cast<int64_t>(first.keys->size())));
+    return true;
+  }
+  fail(n, "operation " + op + " on a dictionary of traced values");
+}
+
 bool TraceImpl::structural_list_op(JNode* n, Env& env) {
   if (n->inputs().empty()) return false;
   const Sym& first = in(n, 0, env);
+  if (structural_dict_op(n, env)) return true;
   if (first.k != Sym::K::kList && first.k != Sym::K::kTuple) return false;
   if (first.is_const() && !n->hasUses()) {
     // fine to fold below unless it mutates

@@ -55,6 +55,20 @@ for ext in pt pt2; do
 done
 same_int8 "GroupNorm / InstanceNorm: TorchScript and torch.export give the same int8 model" "$tmp/norm_pt" "$tmp/norm_pt2"
 
+# A dictionary output (segmentation) through both frontends, selected by its key.
+$PY -c "import numpy; numpy.save('$tmp/x64.npy', numpy.random.default_rng(5).normal(0, 1, (16, 3, 64, 64)).astype(numpy.float32))"
+for ext in pt pt2; do
+  check "qfx ptq lraspp_mobilenet_v3_large.$ext (evaluation.output: out)" 0 "segmentation: mean IoU" -- \
+    "$QFX" ptq --set model.path="$FIXTURES/lraspp_mobilenet_v3_large.$ext" --set "model.input_shape=[-1, 3, 64, 64]" \
+    --set "calibration.data={format: npy, images: $tmp/x64.npy}" --set "evaluation.data={format: npy, images: $tmp/x64.npy}" \
+    --set evaluation.metric=miou --set evaluation.output=out --set evaluation.sqnr_samples=0 --set output.dir="$tmp/seg_$ext"
+done
+same_int8 "segmentation: TorchScript and torch.export give the same int8 model" "$tmp/seg_pt" "$tmp/seg_pt2"
+check "evaluation.output names a key the model lacks" 3 "evaluation.output 'aux': the model's dictionary has keys out" -- \
+  "$QFX" ptq --set model.path="$FIXTURES/lraspp_mobilenet_v3_large.pt2" --set "model.input_shape=[-1, 3, 64, 64]" \
+  --set "calibration.data={format: npy, images: $tmp/x64.npy}" --set "evaluation.data={format: npy, images: $tmp/x64.npy}" \
+  --set evaluation.metric=miou --set evaluation.output=aux --set output.dir="$tmp/seg_bad"
+
 check "qfx inspect reads a program" 0 "conv1: conv2d\\+batchnorm2d\\+relu -> ConvBnReLU2d" -- \
   "$QFX" inspect "$FIXTURES/dynamic_batch.pt2" --backend onednn
 check "qfx inspect: a program is not a TorchScript trace" 0 "torch.export program, eval mode" -- \

@@ -81,6 +81,23 @@ ops = [k['op'] for k in r['kernels']]
 ok = c >= 0.98 and ops.count('QLinearConv') == 2 and 'ReduceMean' in ops
 print('ok' if ok else 'low', c, ops)"
 ort_agrees norm_net x32
+# Segmentation: torchvision's LRASPP and DeepLabV3 (MobileNetV3-Large) return
+# {"out": [N, 21, H, W]}; evaluation.output names the key; the per-pixel classes of the
+# int8 model against the fp32 model (mean IoU), and ONNX Runtime agreeing with qfx.
+$PY -c "import numpy; numpy.save('$tmp/x64_16.npy', numpy.random.default_rng(5).normal(0, 1, (16, 3, 64, 64)).astype(numpy.float32))"
+for arch in lraspp_mobilenet_v3_large deeplabv3_mobilenet_v3_large; do
+  check "qfx ptq $arch (dictionary output 'out', mean IoU)" 0 "segmentation: mean IoU of int8 against fp32" -- \
+    "$QFX" ptq --set model.path="$FIXTURES/$arch.pt" --set "model.input_shape=[-1, 3, 64, 64]" \
+    --set "calibration.data={format: npy, images: $tmp/x64_16.npy}" --set calibration.batch_size=8 \
+    --set "evaluation.data={format: npy, images: $tmp/x64_16.npy}" --set evaluation.batch_size=8 --set evaluation.metric=miou \
+    --set evaluation.output=out --set evaluation.sqnr_samples=0 --set evaluation.reference_check=-1 --set output.dir="$tmp/$arch"
+  check "$arch: int8 cosine >= 0.98, pixels agreeing >= 95%, the int8 model's output is named 'out'" 0 "^ok" -- $PY -c "
+import json; r = json.load(open('$tmp/$arch/report.json'))['evaluation']
+import onnx; names = [o.name for o in onnx.load('$tmp/$arch/model_int8.onnx').graph.output]
+ok = r['cosine_int8_vs_fp32'] >= 0.98 and r['pixel_agreement'] >= 0.95 and names == ['out']
+print('ok' if ok else 'low', r['cosine_int8_vs_fp32'], r['pixel_agreement'], r['miou_int8_vs_fp32'], names)"
+  ort_agrees "$arch" x64_16
+done
 # A detector: backbone and two heads (int8, deployed), post-processing with
 # torchvision's nms and data-dependent branches kept whole by a wrap entry and left to
 # the host. No environment variable: torchvision's operator library loads by itself.

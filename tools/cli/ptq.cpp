@@ -34,6 +34,9 @@ int run_ptq(const std::string& config_path, const std::vector<std::string>& over
       std::printf("top-1: fp32 %.2f%%, int8 %.2f%% (%+.2f points); int8 and fp32 agree on %.2f%% of %lld images\n",
                   100 * e.top1_fp32, 100 * e.top1_int8, 100 * (e.top1_int8 - e.top1_fp32), 100 * e.prediction_agreement,
                   static_cast<long long>(e.images));
+    if (e.has_miou)
+      std::printf("segmentation: mean IoU of int8 against fp32 %.4f over %lld classes; %.2f%% of pixels agree\n",
+                  e.miou_int8_vs_fp32, static_cast<long long>(e.miou_classes), 100 * e.pixel_agreement);
     if (e.sqnr_images > 0) {
       std::printf("per-layer SQNR vs fp32 on %lld images, worst first (%zu layers; all in report.json):\n",
                   static_cast<long long>(e.sqnr_images), e.layers.size());

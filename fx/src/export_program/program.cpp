@@ -364,8 +364,34 @@ class ProgramBuilder {
                                  " (a buffer or input it mutates: batch-norm statistics in training mode); export the model in eval mode");
     std::vector<Argument> outs;
     for (const auto& o : graph.at("outputs")) outs.push_back(argument(o, "output"));
-    const bool single = graph.value("is_single_tensor_return", false) || outs.size() == 1;
-    g_.output(single && outs.size() == 1 ? outs[0] : Argument::tuple(std::move(outs)));
+    const std::vector<c10::IValue> keys = dict_output_keys(outs.size());
+    const bool single = keys.empty() && (graph.value("is_single_tensor_return", false) || outs.size() == 1);
+    Node* out = g_.output(single && outs.size() == 1 ? outs[0] : Argument::tuple(std::move(outs)));
+    if (!keys.empty()) set_output_keys(out, keys);
+  }
+
+  // The keys when the program returns one flat dictionary of `n` values (its output
+  // pytree spec, module_call_graph[0]: {"type": "builtins.dict" or
+  // "collections.OrderedDict", "context": "[keys]"}); empty otherwise.
+  std::vector<c10::IValue> dict_output_keys(size_t n) const {
+    const json& gmj = a_.model.at("graph_module");
+    if (!gmj.contains("module_call_graph") || gmj.at("module_call_graph").empty()) return {};
+    const json& sig = gmj.at("module_call_graph").at(0).at("signature");
+    if (!sig.contains("out_spec") || !sig.at("out_spec").is_string()) return {};
+    const json spec = json::parse(sig.at("out_spec").get<std::string>(), nullptr, false);
+    if (!spec.is_array() || spec.size() < 2 || !spec[1].is_object()) return {};
+    const json& top = spec[1];
+    const std::string type = top.value("type", json()).is_string() ? top.at("type").get<std::string>() : "";
+    if (type != "builtins.dict" && type != "collections.OrderedDict") return {};
+    const json ctx = json::parse(top.value("context", std::string("null")), nullptr, false);
+    if (!ctx.is_array() || ctx.size() != n) return {};
+    std::vector<c10::IValue> keys;
+    for (const auto& k : ctx) {
+      if (k.is_string()) keys.emplace_back(k.get<std::string>());
+      else if (k.is_number_integer()) keys.emplace_back(k.get<int64_t>());
+      else return {};
+    }
+    return keys;
   }
 
   const ExportedArchive& a_;

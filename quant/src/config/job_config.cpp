@@ -279,8 +279,12 @@ JobConfig load_job_config(const std::string& path, const std::vector<std::string
       e.reference_check = as_int(path, n, "evaluation.reference_check");
       if (e.reference_check < -1) bad(path, n, "evaluation.reference_check must be -1 (all), 0 (off) or a count");
     }
-    if (auto n = ev["output"]) e.output = positive(path, n, "evaluation.output", true);
-    if (auto mt = ev["metric"]) e.metric = as_choice(path, mt, "evaluation.metric", {"top1", "cosine"});
+    if (auto n = ev["output"]) {  // an index, or the key of a dictionary output
+      int64_t index = 0;
+      if (n.IsScalar() && !YAML::convert<int64_t>::decode(n, index)) e.output_key = as_string(path, n, "evaluation.output");
+      else e.output = positive(path, n, "evaluation.output", true);
+    }
+    if (auto mt = ev["metric"]) e.metric = as_choice(path, mt, "evaluation.metric", {"top1", "cosine", "miou"});
     if (e.metric == "top1" && e.data.labels.empty()) bad(path, ev["data"], "evaluation.metric top1 needs evaluation.data.labels");
   }
   if (const YAML::Node t = root["training"]; t && !t.IsNull()) {

@@ -188,15 +188,34 @@ class Exporter {
       for (const auto& it : a.items) flatten_outputs(it, outs);
   }
 
+  // A value name the graph already uses (a node output, an initializer or an input).
+  bool name_taken(const std::string& name) const {
+    for (const auto& nd : g_->node())
+      for (const auto& o : nd.output())
+        if (o == name) return true;
+    for (const auto& t : g_->initializer())
+      if (t.name() == name) return true;
+    for (const auto& in : g_->input())
+      if (in.name() == name) return true;
+    return false;
+  }
+
+  // Output i of `count`: the caller's name, a dictionary output's key ("out"), or
+  // "output" / "output_K".
+  std::string output_name(size_t i, size_t count, const std::vector<std::string>& keys) const {
+    if (i < opt_.output_names.size()) return opt_.output_names[i];
+    if (keys.size() == count && !keys[i].empty() && !name_taken(keys[i])) return keys[i];
+    return count == 1 ? std::string("output") : "output_" + std::to_string(i);
+  }
+
   void output(fx::Node* n) {
     std::vector<fx::Argument> outs;
     flatten_outputs(n->args().at(0), &outs);
     if (outs.empty()) unsupported(*n, "the model returns no tensor");
+    const std::vector<std::string> keys = fx::output_keys(gm_.graph());
     for (size_t i = 0; i < outs.size(); ++i) {
       const std::string src = value(*n, outs[i]);
-      const std::string name = i < opt_.output_names.size() ? opt_.output_names[i]
-                               : outs.size() == 1                ? std::string("output")
-                                                                 : "output_" + std::to_string(i);
+      const std::string name = output_name(i, outs.size(), keys);
       node("Identity", {src}, name, "output_" + std::to_string(i));
       auto* vi = g_->add_output();
       vi->set_name(name);
@@ -464,6 +483,7 @@ class Exporter {
       return;
     }
     if (op == "dropout" || op == "identity") return alias(n);
+    if (upsample_module(n, *m)) return;
     if (auto* fl = dynamic_cast<torch::nn::FlattenImpl*>(m.get())) {
       const int r = rank_of(n->args().at(0));
       const int64_t end = fl->options.end_dim();
@@ -560,6 +580,10 @@ class Exporter {
   // AdaptiveAvgPool2d to `out` ([h, w] or [s]; -1: the input's size), from the
   // input's static dims. Defined in export_pool_ops.cpp.
   void adaptive_avg_pool(fx::Node* n, std::vector<int64_t> out);
+  // Interpolation as ONNX Resize (export_resize_ops.cpp).
+  void resize(fx::Node* n, bool linear, std::vector<int64_t> sizes, std::vector<double> scales, bool align_corners);
+  void upsample_function(fx::Node* n);
+  bool upsample_module(fx::Node* n, const torch::nn::Module& m);
   void adaptive_avg_pool1d(fx::Node* n, const std::vector<int64_t>& out);  // [N, C, L]: global, or windows of L / out
   void pad(fx::Node* n);   // F.pad / constant_pad_nd: ONNX Pad (constant, reflect, edge)
   void roll(fx::Node* n);  // torch.roll: Slice + Concat per dim
@@ -637,6 +661,7 @@ class Exporter {
       return adaptive_avg_pool(n, ints_arg(*n, 1));
     }
     if (op == "adaptive_avg_pool1d") return adaptive_avg_pool1d(n, ints_arg(*n, 1));
+    if (op == "upsample") return upsample_function(n);
     if (op == "mean") {
       auto dims = ints_arg(*n, 1);
       const bool keep = num_arg(*n, 2, 0) != 0;

@@ -9,7 +9,7 @@ Int8Model convert_stage(const Job& job, fx::GraphModule& gm, const Staging& out,
   const std::string path = out.path("model_int8.onnx");
   ExportResult exported = convert_model(gm, path, job.cfg.model.input_shape, &r->converted, job.backend.arithmetic);
   runtime::Model model = runtime::Model::load(path, {job.runtime()});
-  const std::string output = output_name(model, job.cfg.evaluation.output, job.config());
+  const std::string output = output_name(model, job.output, job.config());
   r->float_fallbacks = float_fallbacks(gm);
   r->runtime_float_groups = model.float_fallbacks();
   r->kernel_report = model.kernel_report();

@@ -9,9 +9,9 @@ namespace qfx::quant::pipeline {
 
 at::Tensor libtorch_first_batch(const Job& job, fx::GraphModule& gm, Dataset* ev, const runtime::Model& fp32) {
   if (!ev || ev->size() == 0) return {};
-  output_name(fp32, job.cfg.evaluation.output, job.config());  // ConfigError for an output the model lacks
+  output_name(fp32, job.output, job.config());  // ConfigError for an output the model lacks
   set_quant_state(gm, QuantState::kFloat);
-  at::Tensor out = forward_output(gm, ev->batch(0, std::min(job.cfg.evaluation.batch_size, ev->size())), job.cfg.evaluation.output);
+  at::Tensor out = forward_output(gm, ev->batch(0, std::min(job.cfg.evaluation.batch_size, ev->size())), job.output);
   set_quant_state(gm, QuantState::kFakeQuant);
   disable_observer(gm);
   return out;
@@ -25,6 +25,22 @@ void top1(const at::Tensor& fp, const at::Tensor& q, const at::Tensor& labels, P
   E->top1_fp32 = fp.argmax(1).eq(labels).to(at::kDouble).mean().item<double>();
   E->top1_int8 = q.argmax(1).eq(labels).to(at::kDouble).mean().item<double>();
   E->prediction_agreement = q.argmax(1).eq(fp.argmax(1)).to(at::kDouble).mean().item<double>();
+}
+
+// Mean IoU of the per-pixel classes of `q` against `fp` ([N, K, ...]: class axis 1).
+void miou(const Job& job, const at::Tensor& fp, const at::Tensor& q, PtqEvaluation* E) {
+  if (fp.dim() < 3)
+    throw ConfigError(job.config() + ": evaluation.metric miou needs per-pixel class scores [N, classes, H, W]; output " +
+                      std::to_string(job.output) + " has rank " + std::to_string(fp.dim()));
+  const int64_t K = fp.size(1);
+  const at::Tensor a = fp.argmax(1).flatten(), b = q.argmax(1).flatten();
+  const at::Tensor inter = at::bincount(a.masked_select(a.eq(b)), {}, K).to(at::kDouble);
+  const at::Tensor ca = at::bincount(a, {}, K).to(at::kDouble), cb = at::bincount(b, {}, K).to(at::kDouble);
+  const at::Tensor uni = ca + cb - inter, present = uni.gt(0);
+  E->has_miou = true;
+  E->miou_classes = present.sum().item<int64_t>();
+  E->miou_int8_vs_fp32 = E->miou_classes ? (inter.masked_select(present) / uni.masked_select(present)).mean().item<double>() : 1.0;
+  E->pixel_agreement = a.eq(b).to(at::kDouble).mean().item<double>();
 }
 
 }  // namespace
@@ -72,6 +88,7 @@ at::Tensor evaluate_stage(const Job& job, const runtime::Model& fp32, runtime::M
   E->fp32_ms_per_image = 1000.0 * t_fp32 / static_cast<double>(std::max<int64_t>(timed, 1));
   E->int8_ms_per_image = 1000.0 * t_int8 / static_cast<double>(std::max<int64_t>(timed, 1));
   if (job.cfg.evaluation.metric == "top1") top1(fp, q, ev.labels(), E);
+  if (job.cfg.evaluation.metric == "miou") miou(job, fp, q, E);
   return q;
 }
 

@@ -28,6 +28,25 @@ PreparedModel prepare_stage(const Job& job, const QConfigMapping& qc, Dataset& c
   return p;
 }
 
+void resolve_output(Job& job, const fx::GraphModule& gm) {
+  const std::string& key = job.cfg.evaluation.output_key;
+  if (key.empty()) {
+    job.output = job.cfg.evaluation.output;
+    return;
+  }
+  const std::vector<std::string> keys = fx::output_keys(gm.graph());
+  for (size_t i = 0; i < keys.size(); ++i)
+    if (keys[i] == key) {
+      job.output = static_cast<int64_t>(i);
+      return;
+    }
+  std::string have;
+  for (const auto& k : keys) have += (have.empty() ? "" : ", ") + k;
+  throw ConfigError(job.config() + ": evaluation.output '" + key + "': " +
+                    (keys.empty() ? std::string("the model returns no dictionary (give an output index)")
+                                  : "the model's dictionary has keys " + have));
+}
+
 LowerOptions lower_options(const Job& job) { return {job.runtime(), {job.cfg.model.input_shape}, {"input"}}; }
 
 }  // namespace qfx::quant::pipeline

@@ -49,7 +49,7 @@ PtqResult ptq(const JobConfig& cfg, const PipelineHooks& hooks, distributed::Con
   const auto t_start = Clock::now();
   if (!cfg.calibration.enabled) throw ConfigError(cfg.path + ": 'calibration' is required for qfx ptq");
   const BackendConfig backend = BackendConfig::resolve(cfg.backend);
-  const Job job{cfg, backend, hooks};
+  Job job{cfg, backend, hooks};
   check_model_file(job);
   PtqResult res;
   set_inputs(&res, cfg, backend.name, job.runtime());
@@ -62,6 +62,7 @@ PtqResult ptq(const JobConfig& cfg, const PipelineHooks& hooks, distributed::Con
   at::NoGradGuard no_grad;
 
   PreparedModel p = prepare_stage(job, cfg.qconfig, *data.cal, true, &res.algorithms);
+  resolve_output(job, *p.gm);
   auto lowered = std::make_unique<LoweredModel>(*p.gm, lower_options(job));
   res.calibration = calibrate_stage(job, *p.gm, *lowered, *data.cal, dist);
   res.calibration_images_per_s = static_cast<double>(res.calibration.images) / std::max(res.calibration.seconds, 1e-9);

@@ -86,6 +86,11 @@ json evaluation_json(const PtqEvaluation& E) {
     j["top1_int8"] = E.top1_int8;
     j["prediction_agreement"] = E.prediction_agreement;
   }
+  if (E.has_miou) {
+    j["miou_int8_vs_fp32"] = E.miou_int8_vs_fp32;
+    j["pixel_agreement"] = E.pixel_agreement;
+    j["miou_classes"] = E.miou_classes;
+  }
   if (E.reference_images > 0)
     j["reference_check"] = {{"images", E.reference_images}, {"identical_outputs", E.reference_identical},
                             {"max_abs_diff", E.reference_max_abs_diff}, {"exact_expected", E.reference_exact_expected}};

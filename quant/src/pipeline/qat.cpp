@@ -49,7 +49,7 @@ QatResult qat(const JobConfig& cfg, const PipelineHooks& hooks_in, distributed::
   const PipelineHooks hooks = res.rank == 0 ? hooks_in : PipelineHooks{};  // the other ranks work silently
   if (!cfg.training.enabled) throw ConfigError(cfg.path + ": 'training' is required for qfx qat");
   const BackendConfig backend = BackendConfig::resolve(cfg.backend);
-  const Job job{cfg, backend, hooks};
+  Job job{cfg, backend, hooks};
   check_model_file(job);
   if (!cfg.evaluation.enabled) throw ConfigError(cfg.path + ": qfx qat needs an 'evaluation' section with labels");
   set_inputs(&res, cfg, backend.name, job.runtime());
@@ -66,6 +66,7 @@ QatResult qat(const JobConfig& cfg, const PipelineHooks& hooks_in, distributed::
   torch::manual_seed(static_cast<uint64_t>(cfg.training.seed));
   auto gm = fx::trace_file(cfg.model.path, cfg.tracer.options);
   gm->eval();
+  resolve_output(job, *gm);
   at::Tensor pred;
   if (res.rank == 0) res.top1_fp32 = top1_libtorch(job, *gm, *ev, &pred, "fp32 evaluation");
   for (const std::string& w : prepare_qat_fx(*gm, cfg.qconfig, backend).warnings) info(hooks, "warning: " + w);

@@ -12,7 +12,7 @@ double top1_libtorch(const Job& job, fx::GraphModule& gm, Dataset& d, at::Tensor
   std::vector<at::Tensor> preds;
   for (int64_t i = 0; i < d.size(); i += bs) {
     at::Tensor b = d.batch(i, std::min(i + bs, d.size()));
-    preds.push_back(forward_output(gm, b, job.cfg.evaluation.output).argmax(1));
+    preds.push_back(forward_output(gm, b, job.output).argmax(1));
     progress(job.hooks, what, i + b.size(0), d.size());
   }
   *pred = at::cat(preds);

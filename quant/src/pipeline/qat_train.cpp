@@ -100,7 +100,7 @@ void train_step(Loop& L, const std::vector<int64_t>& order, int64_t k, int64_t s
   set_lr(L.opt, lr_at(tc, step, L.s.total));
   L.opt.zero_grad();
   at::Tensor x = L.train.gather(pos), y = L.train.labels().index_select(0, at::tensor(pos, at::kLong));
-  at::Tensor logits = forward_output(L.gm, x, L.job.cfg.evaluation.output);
+  at::Tensor logits = forward_output(L.gm, x, L.job.output);
   at::Tensor loss = torch::nn::functional::cross_entropy(logits, y);
   // Averaged over ranks, the gradients are those of the global batch's mean loss.
   (loss * (static_cast<double>(pos.size() * L.world) / static_cast<double>(g1 - g0))).backward();

@@ -32,6 +32,9 @@ struct Job {
   const JobConfig& cfg;
   const BackendConfig& backend;
   const PipelineHooks& hooks;
+  /// Index of the evaluated output among the model's outputs (evaluation.output; a
+  /// dictionary key is resolved on the traced graph by resolve_output).
+  int64_t output = 0;
   /// The config file, for error messages.
   const std::string& config() const { return cfg.path; }
   /// The runtime backend that calibrates and runs the int8 model.
@@ -71,6 +74,10 @@ PreparedModel prepare_stage(const Job& job, const QConfigMapping& qc, Dataset& c
                             PtqAlgorithmReports* alg);
 /// The options that lower a job's prepared model (LoweredModel).
 LowerOptions lower_options(const Job& job);
+/// Sets job.output from evaluation.output: the index, or the position of the key
+/// among the keys of the dictionary `gm` returns. Throws ConfigError naming the key
+/// and the model's keys when it has no such key.
+void resolve_output(Job& job, const fx::GraphModule& gm);
 
 // ---- calibrate_stage.cpp
 

@@ -124,4 +124,12 @@ class Graph {
 /// lists in brackets and tuples in parentheses.
 std::string format_argument(const Argument& a);
 
+/// The keys of the dictionary a graph returns (torchvision's segmentation models
+/// return {"out": ..., "aux": ...}): the output node then returns the tuple of the
+/// values in this order, and its meta["output_keys"] lists the keys (as strings).
+/// Empty when the graph returns no dictionary.
+std::vector<std::string> output_keys(const Graph& g);
+/// Records `keys` (strings, or ints written in decimal) on output node `output`.
+void set_output_keys(Node* output, const std::vector<c10::IValue>& keys);
+
 }  // namespace qfx::fx

@@ -34,10 +34,16 @@ struct EvaluationConfig {
   DataSpec data;
   int64_t num_samples = 0;             ///< 0: all
   int64_t batch_size = 64;             ///< also the latency batch
-  std::string metric = "top1";         ///< top1 (needs labels) or cosine (int8 vs fp32 outputs only)
+  /// top1 (needs labels), cosine (int8 vs fp32 outputs only) or miou (segmentation:
+  /// mean IoU of the int8 model's per-pixel classes against the fp32 model's, [N, K, H, W]
+  /// outputs; cosine reported too)
+  std::string metric = "top1";
   int64_t sqnr_samples = 256;          ///< images for the per-layer SQNR table (0: none)
   int64_t reference_check = 0;         ///< images also run on the reference backend (-1: all)
   int64_t output = 0;                  ///< which model output is evaluated, by index (models with several)
+  /// evaluation.output given as a name: the key of the dictionary the model returns
+  /// (torchvision's segmentation models: "out"); resolved on the traced graph.
+  std::string output_key;
 };
 
 /// The `training:` section of a `qfx qat` config.

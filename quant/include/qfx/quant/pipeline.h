@@ -63,6 +63,12 @@ struct PtqEvaluation {
   bool has_top1 = false;                        ///< metric top1 with labels
   double top1_fp32 = 0, top1_int8 = 0;          ///< fractions in [0, 1]
   double prediction_agreement = 0;              ///< int8 argmax == fp32 argmax, fraction
+  /// metric miou: per-pixel classes (argmax over axis 1 of [N, K, H, W]) of int8 against
+  /// fp32: intersection over union per class present in either map, averaged over
+  /// those classes, and the fraction of pixels whose class agrees.
+  bool has_miou = false;
+  double miou_int8_vs_fp32 = 0, pixel_agreement = 0;
+  int64_t miou_classes = 0;                     ///< classes present in either map
   int64_t sqnr_images = 0;                      ///< images of the per-layer table
   std::vector<LayerSqnr> layers;                ///< worst first
   int64_t reference_images = 0;                 ///< images also run on the reference backend (0: no check)
