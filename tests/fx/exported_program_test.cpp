@@ -28,7 +28,12 @@ namespace {
 std::string sample(const std::string& name) { return std::string(QFX_SOURCE_DIR) + "/tests/data/pt2/" + name; }
 std::string fixture(const std::string& name) { return std::string(QFX_FIXTURE_DIR) + "/" + name; }
 
-at::Tensor npy(const std::string& path) { return qfx::quant::aten_view(qfx::runtime::load_npy(path)).clone(); }
+at::Tensor npy(const std::string& path) {
+  const qfx::runtime::Tensor t = qfx::runtime::load_npy(path);
+  if (t.dtype() == qfx::runtime::DType::kInt64)  // indices (nms)
+    return at::from_blob(const_cast<void*>(t.raw()), t.shape(), at::kLong).clone();
+  return qfx::quant::aten_view(t).clone();
+}
 
 double rel_error(const at::Tensor& a, const at::Tensor& b) {
   const at::Tensor fa = a.to(at::kDouble), fb = b.to(at::kDouble);
@@ -104,6 +109,19 @@ TEST(ExportedProgram, TorchvisionModelsRunToPyTorchsOutputs) {
     auto gm = qfx::fx::load_exported_program(fixture(std::string(name) + ".pt2"));
     expect_outputs(*gm, fixture(""), name);
   }
+}
+
+// An operator from a library (torchvision::nms): loaded on demand, run by the Interpreter.
+TEST(ExportedProgram, CustomOperatorsFromLibraries) {
+  auto gm = qfx::fx::load_exported_program(fixture("custom_op.pt2"));
+  bool found = false;
+  for (const auto* n : gm->graph().nodes()) found |= n->target() == "torchvision::nms";
+  EXPECT_TRUE(found);
+  at::NoGradGuard ng;
+  const c10::IValue y = gm->forward(std::vector<c10::IValue>{npy(fixture("custom_op.in0.npy")), npy(fixture("custom_op.in1.npy"))});
+  const at::Tensor want = npy(fixture("custom_op.out0.npy"));
+  ASSERT_TRUE(y.isTensor());
+  EXPECT_TRUE(at::equal(y.toTensor(), want.to(y.toTensor().scalar_type()))) << y.toTensor() << want;
 }
 
 TEST(ExportedProgram, DynamicBatchRunsAtOtherBatchSizes) {

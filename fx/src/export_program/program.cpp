@@ -14,6 +14,7 @@
 #include "qfx/error.h"
 #include "qfx/fx/decompositions.h"
 #include "qfx/fx/exported_program.h"
+#include "qfx/fx/op_libraries.h"
 
 namespace qfx::fx {
 namespace detail {
@@ -24,8 +25,13 @@ using nlohmann::json;
 // -> "aten::relu"; Python's int arithmetic on sizes -> the TorchScript int ops.
 std::string operator_name(const std::string& target, const std::string& node) {
   static const std::map<std::string, std::string> python_ops = {
-      {"_operator.add", "aten::add.int"},  {"_operator.sub", "aten::sub.int"},     {"_operator.mul", "aten::mul.int"},
-      {"_operator.floordiv", "aten::floordiv.int"}, {"_operator.neg", "aten::neg.int"}, {"_operator.getitem", "getitem"}};
+      {"_operator.add", "aten::add.int"},   {"_operator.sub", "aten::sub.int"},   {"_operator.mul", "aten::mul.int"},
+      {"_operator.floordiv", "aten::floordiv.int"}, {"_operator.neg", "aten::neg.int"}, {"_operator.mod", "aten::remainder.int"},
+      {"_operator.truediv", "aten::div.int"}, {"_operator.eq", "aten::eq.int"}, {"_operator.ne", "aten::ne.int"},
+      {"_operator.ge", "aten::ge.int"},     {"_operator.gt", "aten::gt.int"},     {"_operator.le", "aten::le.int"},
+      {"_operator.lt", "aten::lt.int"},     {"_operator.and_", "aten::__and__.bool"}, {"_operator.or_", "aten::__or__.bool"},
+      {"_operator.not_", "aten::__not__"},  {"torch.sym_max", "prim::max.int"},   {"torch.sym_min", "prim::min.int"},
+      {"_operator.getitem", "getitem"}};
   if (auto it = python_ops.find(target); it != python_ops.end()) return it->second;
   const std::string prefix = "torch.ops.";
   if (target.rfind(prefix, 0) != 0)
@@ -316,6 +322,8 @@ class ProgramBuilder {
   void check_registered(const std::string& target, const std::string& name) {
     const auto sep = target.find("::"), dot = target.find('.', sep);
     c10::OperatorName op(target.substr(0, dot), dot == std::string::npos ? "" : target.substr(dot + 1));
+    // torchvision's operators (nms, roi_align) load on demand, as for TorchScript files.
+    if (!torch::jit::findOperatorFor(op) && target.rfind("torchvision::", 0) == 0) load_torchvision_operators();
     if (!torch::jit::findOperatorFor(op))
       throw UnsupportedOpError(a_.path + ": node " + name + ": no loaded library registers operator '" + target +
                                "' (a custom op: load its library with model.libraries / --library)");
