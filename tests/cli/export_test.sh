@@ -35,35 +35,35 @@ for ext in pt pt2; do
 done
 same_int8 "QAT: TorchScript and torch.export train to the same int8 model" "$tmp/qat_pt" "$tmp/qat_pt2"
 
-# A 1-D model (Conv1d, BatchNorm1d, 1-D pooling) through both frontends.
-$PY -c "import numpy; numpy.save('$tmp/audio.npy', numpy.random.default_rng(4).normal(0, 1, (32, 40, 100)).astype(numpy.float32))"
-for ext in pt pt2; do
-  check "qfx ptq kws_1d.$ext" 0 "reference backend: 32 of 32 int8 outputs identical" -- \
-    "$QFX" ptq --set model.path="$FIXTURES/kws_1d.$ext" --set "model.input_shape=[-1, 40, 100]" \
-    --set "calibration.data={format: npy, images: $tmp/audio.npy}" --set "evaluation.data={format: npy, images: $tmp/audio.npy}" \
-    --set evaluation.metric=cosine --set evaluation.reference_check=-1 --set output.dir="$tmp/kws_$ext"
-done
-same_int8 "1-D: TorchScript and torch.export give the same int8 model" "$tmp/kws_pt" "$tmp/kws_pt2"
+# qfx ptq on FIXTURE.pt and FIXTURE.pt2 with DATA.npy as calibration and evaluation data
+# (each run's output must match PATTERN; extra arguments are --set overrides), then the
+# two int8 models compared.
+both_frontends() {  # WHAT FIXTURE INPUT_SHAPE DATA PATTERN [ARGS...]
+  local what=$1 fixture=$2 shape=$3 data=$4 pattern=$5; shift 5
+  for ext in pt pt2; do
+    check "qfx ptq $fixture.$ext" 0 "$pattern" -- \
+      "$QFX" ptq --set model.path="$FIXTURES/$fixture.$ext" --set "model.input_shape=$shape" \
+      --set "calibration.data={format: npy, images: $tmp/$data.npy}" --set "evaluation.data={format: npy, images: $tmp/$data.npy}" \
+      "$@" --set output.dir="$tmp/${fixture}_$ext"
+  done
+  same_int8 "$what: TorchScript and torch.export give the same int8 model" "$tmp/${fixture}_pt" "$tmp/${fixture}_pt2"
+}
+npy() {  # NAME SEED SHAPE
+  $PY -c "import numpy; numpy.save('$tmp/$1.npy', numpy.random.default_rng($2).normal(0, 1, $3).astype(numpy.float32))"
+}
 
-# GroupNorm and InstanceNorm2d through both frontends.
-$PY -c "import numpy; numpy.save('$tmp/x32.npy', numpy.random.default_rng(3).normal(0, 1, (32, 3, 32, 32)).astype(numpy.float32))"
-for ext in pt pt2; do
-  check "qfx ptq norm_net.$ext" 0 "output: cosine int8 vs fp32 0\\.9[89]" -- \
-    "$QFX" ptq --set model.path="$FIXTURES/norm_net.$ext" --set "model.input_shape=[-1, 3, 32, 32]" \
-    --set "calibration.data={format: npy, images: $tmp/x32.npy}" --set "evaluation.data={format: npy, images: $tmp/x32.npy}" \
-    --set evaluation.metric=cosine --set output.dir="$tmp/norm_$ext"
-done
-same_int8 "GroupNorm / InstanceNorm: TorchScript and torch.export give the same int8 model" "$tmp/norm_pt" "$tmp/norm_pt2"
-
-# A dictionary output (segmentation) through both frontends, selected by its key.
-$PY -c "import numpy; numpy.save('$tmp/x64.npy', numpy.random.default_rng(5).normal(0, 1, (16, 3, 64, 64)).astype(numpy.float32))"
-for ext in pt pt2; do
-  check "qfx ptq lraspp_mobilenet_v3_large.$ext (evaluation.output: out)" 0 "segmentation: mean IoU" -- \
-    "$QFX" ptq --set model.path="$FIXTURES/lraspp_mobilenet_v3_large.$ext" --set "model.input_shape=[-1, 3, 64, 64]" \
-    --set "calibration.data={format: npy, images: $tmp/x64.npy}" --set "evaluation.data={format: npy, images: $tmp/x64.npy}" \
-    --set evaluation.metric=miou --set evaluation.output=out --set evaluation.sqnr_samples=0 --set output.dir="$tmp/seg_$ext"
-done
-same_int8 "segmentation: TorchScript and torch.export give the same int8 model" "$tmp/seg_pt" "$tmp/seg_pt2"
+# A 1-D model (Conv1d, BatchNorm1d, 1-D pooling).
+npy audio 4 "(32, 40, 100)"
+both_frontends "1-D" kws_1d "[-1, 40, 100]" audio "reference backend: 32 of 32 int8 outputs identical" \
+  --set evaluation.metric=cosine --set evaluation.reference_check=-1
+# GroupNorm and InstanceNorm2d.
+npy x32 3 "(32, 3, 32, 32)"
+both_frontends "GroupNorm / InstanceNorm" norm_net "[-1, 3, 32, 32]" x32 "output: cosine int8 vs fp32 0\\.9[89]" \
+  --set evaluation.metric=cosine
+# A dictionary output (segmentation), selected by its key.
+npy x64 5 "(16, 3, 64, 64)"
+both_frontends "segmentation" lraspp_mobilenet_v3_large "[-1, 3, 64, 64]" x64 "segmentation: mean IoU" \
+  --set evaluation.metric=miou --set evaluation.output=out --set evaluation.sqnr_samples=0
 check "evaluation.output names a key the model lacks" 3 "evaluation.output 'aux': the model's dictionary has keys out" -- \
   "$QFX" ptq --set model.path="$FIXTURES/lraspp_mobilenet_v3_large.pt2" --set "model.input_shape=[-1, 3, 64, 64]" \
   --set "calibration.data={format: npy, images: $tmp/x64.npy}" --set "evaluation.data={format: npy, images: $tmp/x64.npy}" \
