@@ -112,7 +112,7 @@ void TraceImpl::run_node(JNode* n, Env& env) {
       return;
     }
   }
-  if (structural_list_op(n, env)) return;
+  if (structural_dict_op(n, env) || structural_list_op(n, env)) return;
   run_operator(n, env);
 }
 
@@ -150,6 +150,7 @@ Sym TraceImpl::element(const JNode* n, const Sym& s, int64_t i) {
 }
 
 bool TraceImpl::structural_dict_op(JNode* n, Env& env) {
+  if (n->inputs().empty()) return false;
   const Sym& first = in(n, 0, env);
   const bool const_dict = first.k == Sym::K::kConst && first.c.isGenericDict();
   if (!const_dict && first.k != Sym::K::kDict) return false;
@@ -204,7 +205,6 @@ bool TraceImpl::structural_dict_op(JNode* n, Env& env) {
 bool TraceImpl::structural_list_op(JNode* n, Env& env) {
   if (n->inputs().empty()) return false;
   const Sym& first = in(n, 0, env);
-  if (structural_dict_op(n, env)) return true;
   if (first.k != Sym::K::kList && first.k != Sym::K::kTuple) return false;
   if (first.is_const() && !n->hasUses()) {
     // fine to fold below unless it mutates

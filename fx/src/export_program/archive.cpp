@@ -32,7 +32,7 @@ json parse(const std::string& text, const std::string& what) {
 std::string model_record(const std::vector<std::string>& records, const std::string& path) {
   std::vector<std::string> models;
   for (const auto& r : records)
-    if (r.rfind("models/", 0) == 0 && r.size() > 12 && r.compare(r.size() - 5, 5, ".json") == 0) models.push_back(r);
+    if (is_model_record(r)) models.push_back(r);
   if (models.empty()) throw IoError(path + ": not an exported program (no models/*.json; torch.export.save writes one)");
   if (models.size() > 1) {
     std::string names;
@@ -108,6 +108,10 @@ c10::ScalarType scalar_type_of(int64_t code, const std::string& what) {
     case 13: return at::kBFloat16;
     default: throw IoError(what + ": dtype code " + std::to_string(code) + " (complex, 8-bit float or unsigned wide) is not supported");
   }
+}
+
+bool is_model_record(const std::string& r) {
+  return r.rfind("models/", 0) == 0 && r.size() > 12 && r.compare(r.size() - 5, 5, ".json") == 0;
 }
 
 int64_t static_int(const json& j) {

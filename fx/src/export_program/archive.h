@@ -17,6 +17,9 @@ struct ExportedArchive {
   std::map<std::string, at::Tensor> constants; ///< lifted tensor constants by name
 };
 
+/// True for an archive record that holds a serialized program ("models/<name>.json").
+bool is_model_record(const std::string& record);
+
 /// Reads `path` (see load_exported_program for the errors).
 ExportedArchive read_exported_archive(const std::string& path);
 

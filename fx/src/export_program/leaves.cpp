@@ -170,19 +170,22 @@ std::optional<LoadedModule> activation(const std::string& cls, const std::string
   return std::nullopt;
 }
 
+// A 2-D pooling's stride: its kernel size when the node gives none (PyTorch's default).
+torch::ExpandingArray<2> pool_stride(const LeafArgs& a) {
+  const json* s = a.arg("stride");
+  const bool given = s && s->contains("as_ints") && !s->at("as_ints").empty();
+  return given ? ints<2>(a, "stride", 1) : ints<2>(a, "kernel_size", 1);
+}
+
 std::optional<LoadedModule> pooling(const std::string& cls, const std::string& t, const LeafArgs& a) {
   if (cls == "MaxPool2d" && t == "aten::max_pool2d") {
     torch::nn::MaxPool2dOptions o(ints<2>(a, "kernel_size", 1));
-    const json* s = a.arg("stride");
-    o.stride(s && s->contains("as_ints") && !s->at("as_ints").empty() ? ints<2>(a, "stride", 1) : ints<2>(a, "kernel_size", 1));
-    o.padding(ints<2>(a, "padding", 0)).dilation(ints<2>(a, "dilation", 1)).ceil_mode(boolean(a, "ceil_mode", false));
+    o.stride(pool_stride(a)).padding(ints<2>(a, "padding", 0)).dilation(ints<2>(a, "dilation", 1)).ceil_mode(boolean(a, "ceil_mode", false));
     return leaf(torch::nn::MaxPool2d(o));
   }
   if (cls == "AvgPool2d" && t == "aten::avg_pool2d") {
     torch::nn::AvgPool2dOptions o(ints<2>(a, "kernel_size", 1));
-    const json* s = a.arg("stride");
-    o.stride(s && s->contains("as_ints") && !s->at("as_ints").empty() ? ints<2>(a, "stride", 1) : ints<2>(a, "kernel_size", 1));
-    o.padding(ints<2>(a, "padding", 0)).ceil_mode(boolean(a, "ceil_mode", false)).count_include_pad(boolean(a, "count_include_pad", true));
+    o.stride(pool_stride(a)).padding(ints<2>(a, "padding", 0)).ceil_mode(boolean(a, "ceil_mode", false)).count_include_pad(boolean(a, "count_include_pad", true));
     if (const json* d = a.arg("divisor_override"); d && d->contains("as_int")) o.divisor_override(d->at("as_int").get<int64_t>());
     return leaf(torch::nn::AvgPool2d(o));
   }

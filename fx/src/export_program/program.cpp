@@ -434,7 +434,7 @@ bool is_exported_program(const std::string& path) {
   try {
     caffe2::serialize::PyTorchStreamReader r(path);
     for (const auto& rec : r.getAllRecords())
-      if (rec.rfind("models/", 0) == 0 && rec.size() > 12 && rec.compare(rec.size() - 5, 5, ".json") == 0) return true;
+      if (detail::is_model_record(rec)) return true;
   } catch (...) {
   }
   return false;

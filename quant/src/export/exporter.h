@@ -182,46 +182,13 @@ class Exporter {
   // Every tensor of a (nested) output: a tuple, list or named tuple (GoogLeNet's
   // GoogLeNetOutputs, detection heads) gives one ONNX output per tensor, in order;
   // None and other constants (GoogLeNet's absent aux logits) are left out.
-  static void flatten_outputs(const fx::Argument& a, std::vector<fx::Argument>* outs) {
-    if (a.is_node()) outs->push_back(a);
-    else
-      for (const auto& it : a.items) flatten_outputs(it, outs);
-  }
-
+  static void flatten_outputs(const fx::Argument& a, std::vector<fx::Argument>* outs);
   // A value name the graph already uses (a node output, an initializer or an input).
-  bool name_taken(const std::string& name) const {
-    for (const auto& nd : g_->node())
-      for (const auto& o : nd.output())
-        if (o == name) return true;
-    for (const auto& t : g_->initializer())
-      if (t.name() == name) return true;
-    for (const auto& in : g_->input())
-      if (in.name() == name) return true;
-    return false;
-  }
-
+  bool name_taken(const std::string& name) const;
   // Output i of `count`: the caller's name, a dictionary output's key ("out"), or
   // "output" / "output_K".
-  std::string output_name(size_t i, size_t count, const std::vector<std::string>& keys) const {
-    if (i < opt_.output_names.size()) return opt_.output_names[i];
-    if (keys.size() == count && !keys[i].empty() && !name_taken(keys[i])) return keys[i];
-    return count == 1 ? std::string("output") : "output_" + std::to_string(i);
-  }
-
-  void output(fx::Node* n) {
-    std::vector<fx::Argument> outs;
-    flatten_outputs(n->args().at(0), &outs);
-    if (outs.empty()) unsupported(*n, "the model returns no tensor");
-    const std::vector<std::string> keys = fx::output_keys(gm_.graph());
-    for (size_t i = 0; i < outs.size(); ++i) {
-      const std::string src = value(*n, outs[i]);
-      const std::string name = output_name(i, outs.size(), keys);
-      node("Identity", {src}, name, "output_" + std::to_string(i));
-      auto* vi = g_->add_output();
-      vi->set_name(name);
-      vi->mutable_type()->mutable_tensor_type()->set_elem_type(onnx::TensorProto::FLOAT);
-    }
-  }
+  std::string output_name(size_t i, size_t count, const std::vector<std::string>& keys) const;
+  void output(fx::Node* n);
 
   // A parameter or buffer read by a function (F.linear's weight, a layer scale): an
   // initializer, in float (a tensor of another dtype keeps its type).

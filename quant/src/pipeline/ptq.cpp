@@ -7,6 +7,11 @@ namespace qfx::quant {
 using namespace pipeline;
 namespace {
 
+void set_calibration(PtqResult* r, const CalibrationResult& c) {
+  r->calibration = c;
+  r->calibration_images_per_s = static_cast<double>(c.images) / std::max(c.seconds, 1e-9);
+}
+
 // Evaluation, per-layer SQNR, the target arithmetic's differences and the
 // reference check, all on the evaluation data (into r.evaluation).
 void evaluate_all(const Job& job, const LoweredModel& fp32, Int8Model& int8, Dataset& ev, const at::Tensor& libtorch_first,
@@ -64,8 +69,7 @@ PtqResult ptq(const JobConfig& cfg, const PipelineHooks& hooks, distributed::Con
   PreparedModel p = prepare_stage(job, cfg.qconfig, *data.cal, true, &res.algorithms);
   resolve_output(job, *p.gm);
   auto lowered = std::make_unique<LoweredModel>(*p.gm, lower_options(job));
-  res.calibration = calibrate_stage(job, *p.gm, *lowered, *data.cal, dist);
-  res.calibration_images_per_s = static_cast<double>(res.calibration.images) / std::max(res.calibration.seconds, 1e-9);
+  set_calibration(&res, calibrate_stage(job, *p.gm, *lowered, *data.cal, dist));
   if (res.rank != 0) {  // a worker: its observers equal rank 0's
     res.seconds = secs(t_start);
     return res;
@@ -80,8 +84,7 @@ PtqResult ptq(const JobConfig& cfg, const PipelineHooks& hooks, distributed::Con
     if (!moves.empty()) {  // the deployed model is the one config_final.yaml reproduces
       p = prepare_stage(job, with_fallback(cfg.qconfig, moves), *data.cal, false, &res.algorithms);
       lowered = std::make_unique<LoweredModel>(*p.gm, lower_options(job));
-      res.calibration = calibrate_stage(job, *p.gm, *lowered, *data.cal, nullptr);  // the other ranks have finished
-      res.calibration_images_per_s = static_cast<double>(res.calibration.images) / std::max(res.calibration.seconds, 1e-9);
+      set_calibration(&res, calibrate_stage(job, *p.gm, *lowered, *data.cal, nullptr));  // the other ranks have finished
       refine_stage(job, *p.gm, *data.cal, &res.algorithms);
     }
   }
