@@ -19,10 +19,15 @@ namespace qfx::fx {
 class UpsampleLeaf : public torch::nn::Module {
  public:
   UpsampleLeaf(std::vector<int64_t> sizes, std::vector<double> scales, std::string mode, c10::optional<bool> align);
+  /// x [N, C, ...spatial] float -> [N, C, ...sizes] (or spatial x scales, floored).
   at::Tensor forward(const at::Tensor& x);
+  /// Output spatial sizes (one value: every spatial dim); empty when scales are given.
   const std::vector<int64_t>& sizes() const { return sizes_; }
+  /// Scale factors per spatial dim (one value: every dim); empty when sizes are given.
   const std::vector<double>& scales() const { return scales_; }
+  /// "nearest", "linear", "bilinear", "bicubic" or "trilinear".
   const std::string& mode() const { return mode_; }
+  /// align_corners as given (unset: PyTorch's default, false for the linear modes).
   c10::optional<bool> align_corners() const { return align_; }
 
  private:

@@ -67,7 +67,7 @@ struct PtqEvaluation {
   /// fp32: intersection over union per class present in either map, averaged over
   /// those classes, and the fraction of pixels whose class agrees.
   bool has_miou = false;
-  double miou_int8_vs_fp32 = 0, pixel_agreement = 0;
+  double miou_int8_vs_fp32 = 0, pixel_agreement = 0;   ///< mean IoU in [0, 1]; fraction of pixels
   int64_t miou_classes = 0;                     ///< classes present in either map
   int64_t sqnr_images = 0;                      ///< images of the per-layer table
   std::vector<LayerSqnr> layers;                ///< worst first
@@ -97,11 +97,11 @@ struct PtqAlgorithmReports {
   std::vector<LayerAlgorithmReport> adaround;           ///< ptq.adaround
   std::vector<LayerAlgorithmReport> bias_correction;    ///< ptq.bias_correction
   bool has_sensitivity = false;                         ///< ptq.sensitivity ran
-  int64_t sensitivity_samples = 0;
+  int64_t sensitivity_samples = 0;                      ///< calibration samples the sensitivity used
   double sensitivity_all_db = 0;                        ///< output SQNR with every layer quantized, dB
   std::vector<LayerSensitivity> sensitivity;            ///< most sensitive first
   bool has_auto_fallback = false;                       ///< ptq.auto_fallback ran
-  AutoFallbackResult auto_fallback;
+  AutoFallbackResult auto_fallback;                     ///< the search's steps and metrics
   std::string auto_fallback_config;                     ///< config_final.yaml as committed
   /// The deployed model on the held-out samples (the search measures fake
   /// quantization in libtorch): top-1 in percent (metric top1) or output SQNR in dB.
