@@ -62,7 +62,7 @@ else
     echo "install_deps: creating the virtual environment $venv"
     python3 -m venv "$venv"
   fi
-  echo "install_deps: installing requirements.txt into $venv (torch, torchvision, onnx, onnxruntime, numpy, pillow, pyyaml, torchao)"
+  echo "install_deps: installing requirements.txt into $venv (torch, torchvision, onnx, onnxruntime, numpy, pillow, pyyaml, torchao, onnxscript)"
   if ! "$venv/bin/python" -m pip install --quiet --disable-pip-version-check -r "$req"; then
     echo "install_deps: ERROR: pip could not install requirements.txt into $venv" >&2
     exit 1

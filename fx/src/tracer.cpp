@@ -1,6 +1,7 @@
 #include "qfx/fx/tracer.h"
 
 #include "qfx/fx/exported_program.h"
+#include "qfx/fx/onnx_model.h"
 
 #include "archive_size.h"
 
@@ -261,6 +262,11 @@ std::shared_ptr<GraphModule> trace_file(const std::string& path, const TracerOpt
   QuantizationTracer tracer(options);
   for (const auto& lib : options.libraries) load_operator_library(lib);
   if (is_exported_program(path)) return load_exported_program(path);  // torch.export: already a graph
+  if (is_onnx_model(path)) {                                           // ONNX: a graph of ONNX ops
+    OnnxModelOptions o;
+    o.input_shapes = options.input_shapes;
+    return load_onnx_model(path, o);
+  }
   auto module = load_torchscript(path);
   try {
     return tracer.trace(module);

@@ -17,6 +17,7 @@
 #include "qfx/error.h"
 #include "qfx/fx/op_libraries.h"
 #include "qfx/fx/exported_program.h"
+#include "qfx/fx/onnx_model.h"
 #include "qfx/fx/tracer.h"
 #include "qfx/quant/backend_config.h"
 #include "qfx/quant/config.h"
@@ -57,6 +58,12 @@ int run_inspect(const std::string& model, const std::vector<std::string>& wraps,
     gm = qfx::fx::load_exported_program(model);
     gm->train(train_mode);
     std::cout << "# " << model << " (torch.export program, " << (train_mode ? "train" : "eval") << " mode)\n";
+  } else if (qfx::fx::is_onnx_model(model)) {  // ONNX: read into the same graph
+    qfx::fx::OnnxModelOptions o;
+    o.input_shapes = opts.input_shapes;
+    gm = qfx::fx::load_onnx_model(model, o);
+    gm->train(train_mode);
+    std::cout << "# " << model << " (ONNX model, " << (train_mode ? "train" : "eval") << " mode)\n";
   } else {
     auto module = qfx::fx::load_torchscript(model);
     module.train(train_mode);
