@@ -114,10 +114,16 @@ std::shared_ptr<GraphModule> Builder::build() {
   torch::NoGradGuard no_grad;
   initializers();
   inputs();
-  for (const auto& n : m_.graph().node())
+  for (const auto& n : m_.graph().node()) {
     for (const auto& i : n.input()) consumers_[i].push_back(&n);
+    for (const auto& o : n.output()) producers_[o] = &n;
+  }
   for (const auto& o : m_.graph().output()) consumers_[o.name()].push_back(nullptr);
-  for (const auto& n : m_.graph().node()) convert(n);
+  // Constant nodes first: they read nothing, and patterns read ahead (GELU's 1 and 0.5).
+  for (const auto& n : m_.graph().node())
+    if (n.op_type() == "Constant") convert(n);
+  for (const auto& n : m_.graph().node())
+    if (n.op_type() != "Constant") convert(n);
   outputs();
   g_.eliminate_dead_code();
   gm_->eval();
@@ -265,7 +271,7 @@ at::Tensor Builder::constant(size_t i, const std::string& what) const {
 
 Argument Builder::ints(size_t i) {
   const Value& v = in(i);
-  if (!v.sym.empty()) return Argument::list(v.sym, c10::IntType::get());
+  if (!v.sym.empty()) return int_list(v.sym);
   const at::Tensor c = constant(i, "this int list").to(at::kLong).contiguous().reshape({-1});
   return Argument(c10::IValue(std::vector<int64_t>(c.data_ptr<int64_t>(), c.data_ptr<int64_t>() + c.numel())));
 }
@@ -348,8 +354,9 @@ void Builder::set_shape_meta(Node* n) {
 Value Builder::module(const std::string& cls, LoadedModule m, Node* x, const std::string& weight) {
   std::string hint = torch_path(weight);
   if (hint.empty()) hint = scope_path(cur_->name());
-  if (hint.empty() || gm_->get_submodule(hint) || gm_->has_attr(hint)) hint = identifier(cur_->name().empty() ? cls : cur_->name());
+  if (hint.empty() || gm_->has_attr(hint) || nests_with_a_layer(hint)) hint = identifier(cur_->name().empty() ? cls : cur_->name());
   const std::string path = unique_path(hint);
+  layer_paths_.insert(path);
   gm_->add_submodule(path, m.module, m.fn);
   Node* n = g_.call_module(path, {Argument(x)}, {}, path);
   n->meta()["module_type"] = cls;
@@ -368,9 +375,25 @@ void Builder::bind(size_t output, Value v) {
   values_[cur_->output(static_cast<int>(output))] = std::move(v);
 }
 
-const onnx::NodeProto* Builder::sole_consumer(size_t k) const {
-  if (k >= static_cast<size_t>(cur_->output_size())) return nullptr;
-  auto it = consumers_.find(cur_->output(static_cast<int>(k)));
+// A path that is, holds or lies inside a layer already rebuilt (a scope name can
+// be the module that calls a layer's functions, not the layer).
+bool Builder::nests_with_a_layer(const std::string& p) const {
+  for (const auto& l : layer_paths_)
+    if (l == p || p.rfind(l + ".", 0) == 0 || l.rfind(p + ".", 0) == 0) return true;
+  return false;
+}
+
+const onnx::NodeProto* Builder::producer(size_t i) const {
+  if (!has_input(i)) return nullptr;
+  auto it = producers_.find(cur_->input(static_cast<int>(i)));
+  return it == producers_.end() ? nullptr : it->second;
+}
+
+const onnx::NodeProto* Builder::sole_consumer(size_t k) const { return sole_consumer_of(*cur_, k); }
+
+const onnx::NodeProto* Builder::sole_consumer_of(const onnx::NodeProto& n, size_t k) const {
+  if (k >= static_cast<size_t>(n.output_size())) return nullptr;
+  auto it = consumers_.find(n.output(static_cast<int>(k)));
   if (it == consumers_.end() || it->second.size() != 1) return nullptr;
   return it->second[0];
 }
@@ -454,6 +477,14 @@ std::optional<std::vector<Argument>> shape_elements(const Value& v) {
   return e;
 }
 
+Argument int_list(const std::vector<Argument>& e) {
+  std::vector<int64_t> ints;
+  for (const auto& a : e)
+    if (a.kind == Argument::Kind::kConst && a.value.isInt()) ints.push_back(a.value.toInt());
+  if (ints.size() == e.size()) return Argument(c10::IValue(ints));
+  return Argument::list(e, c10::IntType::get());
+}
+
 Value shape_value(std::vector<Argument> e, bool scalar) {
   std::vector<int64_t> ints;
   for (const auto& a : e)
@@ -476,6 +507,24 @@ namespace qfx::fx {
 std::shared_ptr<GraphModule> load_onnx_model(const std::string& path, const OnnxModelOptions& options) {
   const onnx::ModelProto m = onnx_detail::read_model(path);
   return onnx_detail::Builder(m, path, options).build();
+}
+
+std::vector<OnnxInput> onnx_model_inputs(const std::string& path) {
+  const onnx::ModelProto m = onnx_detail::read_model(path);
+  std::set<std::string> inits;
+  for (const auto& t : m.graph().initializer()) inits.insert(t.name());
+  std::vector<OnnxInput> out;
+  for (const auto& vi : m.graph().input()) {
+    if (inits.count(vi.name())) continue;
+    OnnxInput in{vi.name(), "", {}};
+    const auto& tt = vi.type().tensor_type();
+    std::string t = onnx::TensorProto::DataType_Name(static_cast<onnx::TensorProto::DataType>(tt.elem_type()));
+    for (char& c : t) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    in.dtype = t == "float" ? "float32" : t;
+    for (const auto& d : tt.shape().dim()) in.shape.push_back(d.has_dim_value() && d.dim_value() > 0 ? d.dim_value() : -1);
+    out.push_back(std::move(in));
+  }
+  return out;
 }
 
 bool is_onnx_model(const std::string& path) {

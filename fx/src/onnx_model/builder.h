@@ -74,6 +74,8 @@ class Builder {
   Value module(const std::string& cls, LoadedModule m, Node* x, const std::string& weight);
   /// The node's tensor attribute `name` (Constant's value), or undefined.
   at::Tensor attr_tensor(const std::string& name) const;
+  /// The value of ONNX value `name` (computed by an earlier node).
+  const Value& value_named(const std::string& name) const { return values_.at(name); }
   /// The constant held by ONNX value `name`, or an undefined tensor.
   at::Tensor constant_named(const std::string& name) const;
   /// Binds output `k` to the value of input `i` unchanged (Identity, Dropout).
@@ -82,6 +84,10 @@ class Builder {
   static Value constant_value(at::Tensor t);
   void bind(size_t output, Value v);
   bool rebuild_modules() const { return o_.rebuild_modules; }
+  /// The node that computes input `i`, or nullptr (a graph input or initializer).
+  const onnx::NodeProto* producer(size_t i) const;
+  /// The single node consuming output `k` of `n` (default: the current node), or nullptr.
+  const onnx::NodeProto* sole_consumer_of(const onnx::NodeProto& n, size_t k) const;
   /// The single node consuming output `k` of the current node, or nullptr.
   const onnx::NodeProto* sole_consumer(size_t k) const;
   /// Marks a later node as converted by the current one (its output is `v`).
@@ -98,6 +104,7 @@ class Builder {
   void set_shape_meta(Node* n);
   Node* constant_node(const at::Tensor& c, const std::string& hint, bool trainable);
   std::string unique_path(const std::string& hint);
+  bool nests_with_a_layer(const std::string& p) const;
   Value fold_or_keep(Node* n);
 
   const onnx::ModelProto& m_;
@@ -110,8 +117,10 @@ class Builder {
   std::map<std::string, Value> values_;
   std::set<std::string> initializer_names_;
   std::map<std::string, std::vector<const onnx::NodeProto*>> consumers_;
+  std::map<std::string, const onnx::NodeProto*> producers_;
   std::map<const onnx::NodeProto*, Value> absorbed_;
   std::map<std::string, int> paths_;
+  std::set<std::string> layer_paths_;  // modules rebuilt so far
   const onnx::NodeProto* cur_ = nullptr;
 };
 
@@ -128,6 +137,10 @@ std::optional<std::vector<Argument>> shape_elements(const Value& v);
 /// A value of `e`: a constant int64 tensor when every element is a constant
 /// (0-d when `scalar`), else a shape value.
 Value shape_value(std::vector<Argument> e, bool scalar);
+
+/// An int-list argument of `e`: a constant list when every element is a constant,
+/// else a list argument over the int nodes.
+Argument int_list(const std::vector<Argument>& e);
 
 /// An ONNX TensorProto element type as a libtorch dtype; nullopt for others.
 std::optional<at::ScalarType> scalar_type(int64_t onnx_type);

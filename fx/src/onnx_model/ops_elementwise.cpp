@@ -27,6 +27,15 @@ bool scalar_operand(Builder& b, size_t c, size_t x) {
          v.constant.dim() <= b.rank(x);
 }
 
+bool equal_element(Builder& b, const Argument& x, const Argument& y) {
+  const bool cx = x.kind == Argument::Kind::kConst, cy = y.kind == Argument::Kind::kConst;
+  if (cx && cy) return x.value.toInt() == y.value.toInt();
+  const int64_t c = cx ? x.value.toInt() : cy ? y.value.toInt() : 0;
+  if ((cx || cy) && c < 0) return false;
+  b.fail("compares a dynamic size with " + (cx || cy ? std::to_string(c) : std::string("another dynamic size")) +
+         "; fix the input shape (model.input_shape) so qfx can fold it");
+}
+
 // Integer arithmetic on shape elements (broadcasting one element).
 bool shape_arith(Builder& b, char op) {
   if (b.in(0).sym.empty() && b.in(1).sym.empty()) return false;
@@ -39,7 +48,9 @@ bool shape_arith(Builder& b, char op) {
   for (size_t i = 0; i < n; ++i) {
     const Argument& x = (*ea)[ea->size() == 1 ? 0 : i];
     const Argument& y = (*eb)[eb->size() == 1 ? 0 : i];
-    if (x.kind == Argument::Kind::kConst && y.kind == Argument::Kind::kConst) {
+    if (op == '=') {  // a run-time element is a size (>= 0): equal to a negative constant never
+      out.emplace_back(c10::IValue(int64_t{equal_element(b, x, y)}));
+    } else if (x.kind == Argument::Kind::kConst && y.kind == Argument::Kind::kConst) {
       const int64_t p = x.value.toInt(), q = y.value.toInt();
       const int64_t r = op == '+' ? p + q : op == '-' ? p - q : op == '*' ? p * q : !q ? 0 : op == '/' ? p / q : ((p % q) + q) % q;
       out.emplace_back(c10::IValue(r));
@@ -112,6 +123,39 @@ void hard_sigmoid(Builder& b) {
 
 void leaky_relu(Builder& b) {
   b.bind(0, b.call("aten::leaky_relu", {Argument(b.tensor(0)), Argument(c10::IValue(static_cast<double>(attr_f(b.node(), "alpha", 0.01f))))}));
+}
+
+// The constant operand of a two-input node whose other input is `x`, or undefined.
+at::Tensor other_constant(const Builder& b, const onnx::NodeProto& n, const std::string& x) {
+  if (n.input_size() != 2) return at::Tensor();
+  const std::string& o = n.input(0) == x ? n.input(1) : n.input(1) == x ? n.input(0) : x;
+  return o == x ? at::Tensor() : b.constant_named(o);
+}
+
+bool near(const at::Tensor& c, double v) { return c.defined() && c.numel() == 1 && std::abs(c.item<double>() - v) < 1e-4 * std::abs(v); }
+
+// Erf inside GELU as the TorchScript-based exporter writes it,
+// Mul(Mul(x, Add(Erf(Div(x, sqrt 2)), 1)), 0.5), is read as aten::gelu(x): one
+// quantized op, as PyTorch has it. Any other Erf is aten::erf.
+void erf(Builder& b) {
+  const onnx::NodeProto* div = b.producer(0);
+  const onnx::NodeProto* add = b.sole_consumer(0);
+  const onnx::NodeProto* mul = add ? b.sole_consumer_of(*add, 0) : nullptr;
+  const onnx::NodeProto* half = mul ? b.sole_consumer_of(*mul, 0) : nullptr;
+  const std::string x = div && div->op_type() == "Div" && div->input_size() == 2 ? div->input(0) : "";
+  const bool gelu = !x.empty() && near(b.constant_named(div->input(1)), std::sqrt(2.0)) && add->op_type() == "Add" &&
+                    near(other_constant(b, *add, b.node().output(0)), 1.0) && mul->op_type() == "Mul" &&
+                    (mul->input(0) == x || mul->input(1) == x) && half && half->op_type() == "Mul" &&
+                    near(other_constant(b, *half, mul->output(0)), 0.5);
+  if (!gelu) {
+    b.bind(0, b.call("aten::erf", {Argument(b.tensor(0))}));
+    return;
+  }
+  const Value y = b.call("aten::gelu", {Argument(b.node_of(b.value_named(x))), Argument(c10::IValue(std::string("none")))});
+  b.absorb(*add, y);
+  b.absorb(*mul, y);
+  b.absorb(*half, y);
+  b.bind(0, y);
 }
 
 void gelu(Builder& b) {
@@ -190,7 +234,21 @@ Converter reduce(const char* op, bool input_from_13) {
   };
 }
 
+// Where over shape elements picks by a constant condition; over tensors it is aten::where.
 void where(Builder& b) {
+  if (!b.in(0).sym.empty() || !b.in(1).sym.empty() || !b.in(2).sym.empty()) {
+    auto c = shape_elements(b.in(0)), x = shape_elements(b.in(1)), y = shape_elements(b.in(2));
+    if (!c || !x || !y) b.fail("selects between a shape and a tensor computed at run time");
+    const size_t n = std::max({c->size(), x->size(), y->size()});
+    std::vector<Argument> out;
+    for (size_t i = 0; i < n; ++i) {
+      const Argument& ci = (*c)[c->size() == 1 ? 0 : i];
+      if (ci.kind != Argument::Kind::kConst) b.fail("a condition on dynamic sizes; fix the input shape (model.input_shape)");
+      out.push_back(ci.value.toInt() ? (*x)[x->size() == 1 ? 0 : i] : (*y)[y->size() == 1 ? 0 : i]);
+    }
+    b.bind(0, shape_value(std::move(out), false));
+    return;
+  }
   b.bind(0, b.call("aten::where.self", {Argument(b.tensor(0)), Argument(b.tensor(1)), Argument(b.tensor(2))}));
 }
 
@@ -199,7 +257,7 @@ void where(Builder& b) {
 void add_elementwise_ops(ConverterTable& t) {
   const std::pair<const char*, const char*> unaries[] = {
       {"Relu", "aten::relu"},   {"Sigmoid", "aten::sigmoid"}, {"Tanh", "aten::tanh"},   {"HardSwish", "aten::hardswish"},
-      {"Erf", "aten::erf"},     {"Sqrt", "aten::sqrt"},       {"Exp", "aten::exp"},     {"Log", "aten::log"},
+      {"Sqrt", "aten::sqrt"},       {"Exp", "aten::exp"},     {"Log", "aten::log"},
       {"Neg", "aten::neg"},     {"Abs", "aten::abs"},         {"Reciprocal", "aten::reciprocal"},
       {"Floor", "aten::floor"}, {"Ceil", "aten::ceil"},       {"Not", "aten::logical_not"}, {"Sin", "aten::sin"},
       {"Cos", "aten::cos"},     {"Softplus", "aten::softplus"}, {"Mish", "aten::mish"}};
@@ -213,7 +271,7 @@ void add_elementwise_ops(ConverterTable& t) {
     if (attr_i(b.node(), "fmod", 0)) b.bind(0, b.call("aten::fmod.Tensor", {Argument(b.tensor(0)), Argument(b.tensor(1))}));
     else binary("remainder", '%', false)(b);
   };
-  t["Equal"] = binary("eq", 0, true);
+  t["Equal"] = binary("eq", '=', true);
   t["Less"] = binary("lt", 0, false);
   t["Greater"] = binary("gt", 0, false);
   t["LessOrEqual"] = binary("le", 0, false);
@@ -225,6 +283,7 @@ void add_elementwise_ops(ConverterTable& t) {
   t["HardSigmoid"] = hard_sigmoid;
   t["LeakyRelu"] = leaky_relu;
   t["Gelu"] = gelu;
+  t["Erf"] = erf;
   t["Softmax"] = softmax("aten::softmax.int");
   t["LogSoftmax"] = softmax("aten::log_softmax.int");
   t["Cast"] = cast;

@@ -27,11 +27,6 @@ int64_t norm_axis(int64_t a, int64_t rank) { return a < 0 ? a + rank : a; }
 
 bool is_shape(const Value& v) { return !v.sym.empty(); }
 
-std::vector<int64_t> const_list(const std::vector<Argument>& e) {
-  std::vector<int64_t> v;
-  for (const auto& a : e) v.push_back(a.value.toInt());
-  return v;
-}
 
 void shape(Builder& b) {
   const int64_t r = b.rank(0);
@@ -146,13 +141,17 @@ void squeeze(Builder& b) {
 }
 
 void reshape(Builder& b) {
+  if (is_shape(b.in(0))) {  // a shape vector reshaped to 1-D stays itself
+    if (b.shape(1) != std::vector<int64_t>{1}) b.fail("reshapes a shape vector to more than one dim");
+    b.forward_input(0, 0);
+    return;
+  }
   auto e = shape_elements(b.in(1));
   if (!e) b.fail("the target shape is a tensor computed at run time");
   if (!attr_i(b.node(), "allowzero", 0))
     for (size_t d = 0; d < e->size(); ++d)
       if ((*e)[d].kind == Argument::Kind::kConst && (*e)[d].value.toInt() == 0) (*e)[d] = b.dim(0, static_cast<int64_t>(d));
-  Argument shape = shape_value(*e, false).constant.defined() ? Argument(c10::IValue(const_list(*e))) : Argument::list(*e, c10::IntType::get());
-  b.bind(0, b.call("aten::reshape", {Argument(b.tensor(0)), shape}));
+  b.bind(0, b.call("aten::reshape", {Argument(b.tensor(0)), int_list(*e)}));
 }
 
 void flatten(Builder& b) {
@@ -188,8 +187,7 @@ void expand(Builder& b) {
     const bool one = ei < 0 || ((*e)[ei].kind == Argument::Kind::kConst && (*e)[ei].value.toInt() == 1);
     out.push_back(one ? Argument(c10::IValue(int64_t{ii >= 0 ? -1 : 1})) : (*e)[ei]);
   }
-  Argument shape = shape_value(out, false).constant.defined() ? Argument(c10::IValue(const_list(out))) : Argument::list(out, c10::IntType::get());
-  b.bind(0, b.call("aten::expand", {Argument(b.tensor(0)), shape, Argument(c10::IValue(false))}));
+  b.bind(0, b.call("aten::expand", {Argument(b.tensor(0)), int_list(out), Argument(c10::IValue(false))}));
 }
 
 void split(Builder& b) {

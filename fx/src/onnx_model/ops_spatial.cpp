@@ -90,7 +90,7 @@ void resize(Builder& b) {
   if (b.has_input(3)) {
     auto e = shape_elements(b.in(3));
     if (!e || e->size() != static_cast<size_t>(r)) b.fail("sizes must have one value per dim");
-    sizes = Argument::list(std::vector<Argument>(e->begin() + 2, e->end()), c10::IntType::get());
+    sizes = int_list(std::vector<Argument>(e->begin() + 2, e->end()));
   } else {
     const at::Tensor s = b.constant(2, "scales").to(at::kDouble).contiguous();
     if (s.numel() != r || s[0].item<double>() != 1.0 || s[1].item<double>() != 1.0) b.fail("scales must be 1 on the batch and channel dims");

@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <functional>
 
+#include "qfx/fx/onnx_model.h"
 #include "yaml_util.h"
 
 namespace qfx::quant {
@@ -159,6 +160,43 @@ std::string resolve_path(const std::string& p_in, const std::string& base_dir) {
 
 namespace {
 
+std::string dims_text(const std::vector<int64_t>& s) {
+  std::string t = "[";
+  for (size_t i = 0; i < s.size(); ++i) t += (i ? ", " : "") + (s[i] < 0 ? std::string("?") : std::to_string(s[i]));
+  return t + "]";
+}
+
+// A float ONNX model: one float32 input with a dynamic batch; model.input_shape,
+// when absent, is the model's declared shape with the batch as -1.
+void onnx_input_shape(const std::string& path, const YAML::Node& m, ModelConfig* model) {
+  const std::vector<fx::OnnxInput> ins = fx::onnx_model_inputs(model->path);
+  const YAML::Node at = m["path"];
+  if (ins.size() != 1) {
+    std::string names;
+    for (const auto& i : ins) names += (names.empty() ? "" : ", ") + i.name;
+    bad(path, at, model->path + " has " + std::to_string(ins.size()) + " inputs (" + names + "); qfx feeds models with one input");
+  }
+  const fx::OnnxInput& in = ins[0];
+  if (in.dtype != "float32") bad(path, at, model->path + ": input '" + in.name + "' is " + in.dtype + "; qfx feeds one float32 input");
+  if (!in.shape.empty() && in.shape[0] > 0)
+    bad(path, at, model->path + ": input '" + in.name + "' " + dims_text(in.shape) + " has a static batch of " + std::to_string(in.shape[0]) +
+                      "; qfx runs batches of any size: export the model with a dynamic batch (torch.onnx.export: dynamic_shapes or dynamic_axes)");
+  if (!model->input_shape.empty()) {
+    bool fits = model->input_shape.size() == in.shape.size();
+    for (size_t d = 1; fits && d < in.shape.size(); ++d) fits = in.shape[d] < 0 || model->input_shape[d] == in.shape[d];
+    if (!fits)
+      bad(path, m["input_shape"] ? m["input_shape"] : m, "model.input_shape " + dims_text(model->input_shape) + " does not fit " +
+                                                          model->path + "'s input '" + in.name + "' " + dims_text(in.shape) +
+                                                          " (leave model.input_shape out to take the model's)");
+    return;
+  }
+  model->input_shape = in.shape;
+  if (!model->input_shape.empty()) model->input_shape[0] = -1;
+  for (size_t d = 1; d < model->input_shape.size(); ++d)
+    if (model->input_shape[d] < 0)
+      bad(path, m, model->path + ": input '" + in.name + "' " + dims_text(in.shape) + " has dynamic dims past the batch; set model.input_shape");
+}
+
 // ptq.auto_fallback: true, or {metric, tolerance, min_sqnr_db, candidates, max_layers,
 // ranking_samples, num_samples, data}.
 void read_auto_fallback(const std::string& path, const YAML::Node& v, JobConfig* c) {
@@ -243,8 +281,14 @@ JobConfig load_job_config(const std::string& path, const std::vector<std::string
   }
   if (!m["path"]) bad(path, m, "model.path is required");
   c.model.path = as_path(path, m["path"], "model.path", base);
-  if (!m["input_shape"] || !m["input_shape"].IsSequence()) bad(path, m, "model.input_shape is required, e.g. [-1, 1, 28, 28]");
-  for (const auto& d : m["input_shape"]) c.model.input_shape.push_back(as_int(path, d, "model.input_shape"));
+  const bool onnx = fx::is_onnx_model(c.model.path) && std::filesystem::exists(c.model.path);
+  if (!onnx && (!m["input_shape"] || !m["input_shape"].IsSequence()))
+    bad(path, m, "model.input_shape is required, e.g. [-1, 1, 28, 28]");
+  if (m["input_shape"]) {
+    if (!m["input_shape"].IsSequence()) bad(path, m["input_shape"], "model.input_shape must be a list, e.g. [-1, 1, 28, 28]");
+    for (const auto& d : m["input_shape"]) c.model.input_shape.push_back(as_int(path, d, "model.input_shape"));
+  }
+  if (onnx) onnx_input_shape(path, m, &c.model);  // before the tracer's shape, which it may fill
   c.tracer.options.input_shapes = {c.model.input_shape};  // shape specialisation while tracing
   if (auto b = root["backend"]) {
     c.backend = as_string(path, b, "backend");

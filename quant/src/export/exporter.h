@@ -363,6 +363,7 @@ class Exporter {
     else if (op == "tanh") unary(n, "Tanh");
     else if (op == "hardswish") hardswish(n);
     else if (op == "silu") silu(n);
+    else if (op == "hardsigmoid") hardsigmoid(n);
     else return false;
     return true;
   }
@@ -371,6 +372,11 @@ class Exporter {
   // (export_activation_ops.cpp).
   void silu(fx::Node* n);
   void hardswish(fx::Node* n);
+  /// PyTorch's hardsigmoid: ONNX HardSigmoid with alpha 1/6 (beta 0.5).
+  void hardsigmoid(fx::Node* n) {
+    unary(n, "HardSigmoid");
+    attr_f(last_, "alpha", 1.0f / 6.0f);
+  }
 
   // An op that passes its input through (dropout and identity in eval mode).
   void alias(fx::Node* n) {
@@ -434,11 +440,6 @@ class Exporter {
     }
     if (activation(n, op)) return;
     if (transformer_module(n, m)) return;
-    if (op == "hardsigmoid") {
-      unary(n, "HardSigmoid");
-      attr_f(last_, "alpha", 1.0f / 6.0f);
-      return;
-    }
     if (auto* lr = dynamic_cast<torch::nn::LeakyReLUImpl*>(m.get())) {
       unary(n, "LeakyRelu");
       attr_f(last_, "alpha", static_cast<float>(lr->options.negative_slope()));

@@ -51,6 +51,17 @@ struct OnnxModelOptions {
 /// (fix the input shape); DataError for an input dim that must be fixed.
 std::shared_ptr<GraphModule> load_onnx_model(const std::string& path, const OnnxModelOptions& options = {});
 
+/// A graph input of an ONNX model as the model declares it.
+struct OnnxInput {
+  std::string name;
+  std::string dtype;            ///< "float32", "int64", ... (ONNX's element type names, lowercase)
+  std::vector<int64_t> shape;   ///< -1 for a symbolic or unknown dim
+};
+
+/// The graph inputs of the ONNX model at `path` (initializers listed as inputs
+/// left out), in order. Throws IoError as load_onnx_model does.
+std::vector<OnnxInput> onnx_model_inputs(const std::string& path);
+
 /// True if `path` names an ONNX model: its extension is ".onnx" (any case).
 /// Never throws.
 bool is_onnx_model(const std::string& path);

@@ -14,8 +14,8 @@ namespace qfx::quant {
 
 /// The `model:` section.
 struct ModelConfig {
-  std::string path;                    ///< TorchScript file (model.path)
-  std::vector<int64_t> input_shape;    ///< [-1, C, H, W]; -1 marks the batch dimension
+  std::string path;                    ///< TorchScript file, torch.export program (.pt2) or float ONNX model (.onnx)
+  std::vector<int64_t> input_shape;    ///< [-1, C, H, W]; -1 marks the batch dimension (an ONNX model's own when not given)
   // model.libraries (operator libraries, .so) lands in TracerConfig::options.libraries.
 };
 

@@ -1,0 +1,83 @@
+#!/usr/bin/env bash
+# Float ONNX models (model.path: x.onnx) through the command line: the same accuracy
+# as the TorchScript frontend on the trained Fashion-MNIST ResNet, QAT on an ONNX
+# model, models from both of torch's ONNX exporters (1-D, transformer, segmentation)
+# with ONNX Runtime running qfx's int8 model to the same outputs, model.input_shape
+# read from the model, and bad files as clear errors with their exit codes.
+# Needs $QFX, $FIXTURES (export_float_onnx.py, train_fashion_mnist.py); $1 = tools/ort_check.
+set -u
+pass=0; fail=0
+ort=$1
+tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
+source "$(dirname "$0")/check.sh"
+
+quick=(--set calibration.num_samples=128 --set evaluation.num_samples=500 --set evaluation.reference_check=100
+       --set evaluation.sqnr_samples=16)
+for ext in pt onnx; do
+  check "qfx ptq fashion_resnet.$ext" 0 "reference backend: 100 of 100 int8 outputs identical" -- \
+    "$QFX" ptq --set model.path="$FIXTURES/fashion_resnet.$ext" "${quick[@]}" --set output.dir="$tmp/ptq_$ext"
+done
+check "PTQ: the ONNX model's int8 top-1 within 0.4 points of the TorchScript model's" 0 "^ok" -- $PY -c "
+import json
+a, b = (json.load(open('$tmp/ptq_%s/report.json' % e))['evaluation'] for e in ('pt', 'onnx'))
+ok = abs(a['top1_int8'] - b['top1_int8']) <= 0.004 and abs(a['top1_fp32'] - b['top1_fp32']) < 1e-9
+print('ok' if ok else 'differ', a['top1_int8'], b['top1_int8'])"
+check "qfx qat fashion_mobilenet.onnx (20 steps)" 0 "reference backend: 100 of 100 int8 outputs identical" -- \
+  "$QFX" qat --set model.path="$FIXTURES/fashion_mobilenet.onnx" --set training.num_samples=1280 --set training.max_steps=20 \
+  --set calibration.num_samples=128 --set evaluation.num_samples=500 --set evaluation.reference_check=100 --set output.dir="$tmp/qat"
+
+npy() {  # NAME SEED SHAPE
+  $PY -c "import numpy; numpy.save('$tmp/$1.npy', numpy.random.default_rng($2).normal(0, 1, $3).astype(numpy.float32))"
+}
+# qfx ptq on FIXTURE.onnx from a config without model.input_shape (the model's own),
+# then ONNX Runtime runs the int8 model: every output within 5% of the largest.
+onnx_ptq() {  # FIXTURE DATA PATTERN [ARGS...]
+  local fixture=$1 data=$2 pattern=$3; shift 3
+  cat > "$tmp/$fixture.yaml" <<YAML
+model: {path: $FIXTURES/$fixture.onnx}
+calibration: {data: {format: npy, images: $tmp/$data.npy}, num_samples: 32}
+evaluation: {data: {format: npy, images: $tmp/$data.npy}, metric: cosine, reference_check: -1}
+output: {dir: $tmp/$fixture}
+YAML
+  check "qfx ptq $fixture.onnx" 0 "$pattern" -- "$QFX" ptq "$tmp/$fixture.yaml" "$@"
+  check "$fixture: ONNX Runtime runs the int8 model and agrees" 0 "^ok" -- bash -c \
+    "'$QFX' run '$tmp/$fixture/model_int8.onnx' -i '$tmp/$data.npy' -o '$tmp/$fixture.qfx.npy' >/dev/null &&
+     ORT_OPT=disabled $PY '$ort/run.py' '$tmp/$fixture/model_int8.onnx' '$tmp/$fixture.ort.npy' '$tmp/$data.npy' 2>/dev/null &&
+     $PY -c \"
+import numpy as np; a, b = np.load('$tmp/$fixture.qfx.npy'), np.load('$tmp/$fixture.ort.npy')
+d = float(np.abs(a - b).max() / np.abs(b).max())
+print('ok' if a.shape == b.shape and d < 0.05 else 'differ', d)\""
+}
+npy audio 4 "(32, 40, 100)"
+onnx_ptq kws_1d audio "output: cosine int8 vs fp32 0\\.99"
+npy x32 3 "(32, 3, 32, 32)"
+onnx_ptq vit_tiny x32 "output: cosine int8 vs fp32 0\\.99"
+onnx_ptq vit_tiny_legacy x32 "output: cosine int8 vs fp32 0\\.99"
+npy x64 5 "(16, 3, 64, 64)"
+onnx_ptq mobilenet_v2_legacy x64 "output: cosine int8 vs fp32 0\\.99"
+onnx_ptq lraspp_mobilenet_v3_large x64 "segmentation: mean IoU" --set evaluation.metric=miou --set evaluation.sqnr_samples=0
+
+check "qfx inspect reads an ONNX model" 0 "features.2.conv.0.0: conv2d\\+relu6 -> ConvReLU6_2d" -- \
+  "$QFX" inspect "$FIXTURES/mobilenet_v2_legacy.onnx" --backend onednn
+
+npy x16 6 "(8, 3, 16, 16)"
+bad() {  # FILE RC PATTERN [ARGS...]: data that fits the small CNN the bad files are made from
+  local file=$1 rc=$2 pattern=$3; shift 3
+  check "qfx ptq on $file" "$rc" "$pattern" -- "$QFX" ptq --set model.path="$FIXTURES/$file" --set "model.input_shape=[-1, 3, 16, 16]" \
+    --set "calibration.data={format: npy, images: $tmp/x16.npy}" --set "evaluation.data={format: npy, images: $tmp/x16.npy}" \
+    --set evaluation.metric=cosine "$@" --set output.dir="$tmp/bad"
+}
+bad bad_truncated.onnx 7 "bad_truncated.onnx: not an ONNX model"
+bad bad_domain.onnx 5 "domain 'com.example'"
+bad bad_op.onnx 5 "\\(NonMaxSuppression\\): qfx does not read this op type \\(it reads: .*Conv"
+bad small_cnn.onnx 3 "model.input_shape \\[\\?, 1, 28, 28\\] does not fit .*small_cnn.onnx's input 'input' \\[\\?, 3, 16, 16\\]" \
+  --set "model.input_shape=[-1, 1, 28, 28]"
+bad bad_external.onnx 7 "external data location '../outside.bin' is not a file inside the model's folder"
+bad static_batch.onnx 3 "static batch of 2; .* export the model with a dynamic batch"
+check "an ONNX input with a dynamic height and no model.input_shape" 3 "dynamic dims past the batch; set model.input_shape" -- \
+  bash -c "printf 'model: {path: $FIXTURES/bad_dynamic_dim.onnx}\ncalibration: {data: {format: npy, images: $tmp/x32.npy}}\n' > '$tmp/dyn.yaml' &&
+           '$QFX' ptq '$tmp/dyn.yaml'"
+test ! -e "$tmp/bad" || { echo "FAIL a refused model left an output folder"; fail=$((fail+1)); }
+
+echo "onnx input tests: $pass passed, $fail failed"
+[ "$fail" -eq 0 ]
