@@ -122,4 +122,12 @@ model("qdq_add", [helper.make_node("QuantizeLinear", ["x", "s", "z"], ["q"]),
                   helper.make_node("Add", ["d", "d"], ["a"]),
                   helper.make_node("QuantizeLinear", ["a", "s", "z"], ["q2"]),
                   helper.make_node("DequantizeLinear", ["q2", "s", "z"], ["y"])], [x], [y], [s, z])
+# --- onnx_model (the float ONNX reader): the float models above and the small CNN of
+# export_float_onnx.py (torch's TorchScript-based exporter: Constant nodes, scoped names)
+for f in sorted(os.listdir(os.path.join(out, "onnx"))):
+    if not f.startswith("qdq_"):
+        with open(os.path.join(out, "onnx", f), "rb") as fh:
+            put("onnx_model", f, fh.read())
+with open(os.path.join(sys.argv[1], "small_cnn.onnx"), "rb") as fh:
+    put("onnx_model", "legacy_small_cnn.onnx", fh.read())
 print("corpus written to", out)

@@ -160,6 +160,11 @@ void Builder::inputs() {
       b.push_back(v < 0 ? 3 : v);
       traced.push_back(v);
     }
+    int64_t n = 1;
+    for (int64_t d : b) {
+      if (d > 0 && n > Builder::kMaxElements / d) throw DataError(what + ": its declared shape has more than 2^30 elements");
+      n *= d;
+    }
     Node* p = g_.placeholder(identifier(vi.name()));
     p->meta()["is_tensor"] = true;
     p->meta()["traced_shape"] = c10::IValue(traced);
@@ -194,6 +199,8 @@ void Builder::convert(const onnx::NodeProto& n) {
     c->second(*this);
   } catch (const c10::Error& e) {
     fail(std::string("libtorch rejects it: ") + e.what_without_backtrace());
+  } catch (const std::out_of_range&) {
+    invalid("an index or count in the node is out of range");
   }
   for (const auto& o : n.output())
     if (!o.empty() && !values_.count(o)) fail("output '" + o + "' is not produced (an optional output qfx does not compute)");
@@ -406,6 +413,32 @@ std::string Builder::unique_path(const std::string& hint) {
   while (gm_->get_submodule(p) || gm_->has_attr(p) || (k > 0 && p == hint)) p = hint + "_" + std::to_string(k++);
   if (k == 0) k = 1;
   return p;
+}
+
+void Builder::invalid(const std::string& why) const {
+  throw IoError(path_ + ": node " + (cur_ && !cur_->name().empty() ? cur_->name() : std::string("(unnamed)")) + " (" +
+                (cur_ ? cur_->op_type() : std::string("?")) + "): not a valid ONNX node: " + why);
+}
+
+int64_t Builder::axis(int64_t a, int64_t rank, const std::string& what) const {
+  const int64_t v = a < 0 ? a + rank : a;
+  if (v < 0 || v >= rank) invalid(what + " " + std::to_string(a) + " for a rank-" + std::to_string(rank) + " input");
+  return v;
+}
+
+std::vector<int64_t> Builder::attr_ints_n(const std::string& name, size_t n, std::vector<int64_t> def) const {
+  std::vector<int64_t> v = attr_ints(*cur_, name, std::move(def));
+  if (v.size() != n) invalid(name + " holds " + std::to_string(v.size()) + " values, " + std::to_string(n) + " expected");
+  return v;
+}
+
+void Builder::check_size(const std::vector<int64_t>& shape, const std::string& what) const {
+  int64_t n = 1;
+  for (int64_t d : shape) {
+    if (d < 0) invalid(what + " has a negative size");
+    if (d > 0 && n > kMaxElements / d) invalid(what + " has more than 2^30 elements");
+    n *= d;
+  }
 }
 
 void Builder::fail(const std::string& why) const {

@@ -93,7 +93,18 @@ class Builder {
   /// Marks a later node as converted by the current one (its output is `v`).
   void absorb(const onnx::NodeProto& later, Value v);
 
+  /// UnsupportedOpError naming the file, the node and its op type: a valid model qfx cannot read.
   [[noreturn]] void fail(const std::string& why) const;
+  /// IoError naming the file, the node and its op type: the model breaks the ONNX spec.
+  [[noreturn]] void invalid(const std::string& why) const;
+  /// `a` (negative: from the end) as a dim of a rank-`rank` tensor; invalid() when out of range.
+  int64_t axis(int64_t a, int64_t rank, const std::string& what) const;
+  /// The int-list attribute `name` (or `def`), which must hold `n` values.
+  std::vector<int64_t> attr_ints_n(const std::string& name, size_t n, std::vector<int64_t> def) const;
+  /// invalid() unless a tensor of `shape` has at most kMaxElements elements (no
+  /// allocation a file can make unbounded).
+  void check_size(const std::vector<int64_t>& shape, const std::string& what) const;
+  static constexpr int64_t kMaxElements = int64_t{1} << 30;
 
  private:
   struct Shadows;

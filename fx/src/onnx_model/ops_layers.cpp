@@ -35,9 +35,10 @@ void conv(Builder& b) {
   Node* x = b.tensor(0);
   const bool const_w = b.in(1).constant.defined() && (!b.has_input(2) || b.in(2).constant.defined());
   const std::vector<int64_t> wshape = b.shape(1);
+  if (static_cast<int64_t>(wshape.size()) != d + 2) b.invalid("the weight's rank is not the input's");
   const std::vector<int64_t> kernel(wshape.begin() + 2, wshape.end());
-  const std::vector<int64_t> s = attr_ints(b.node(), "strides", std::vector<int64_t>(d, 1));
-  const std::vector<int64_t> dil = attr_ints(b.node(), "dilations", std::vector<int64_t>(d, 1));
+  const std::vector<int64_t> s = b.attr_ints_n("strides", static_cast<size_t>(d), std::vector<int64_t>(d, 1));
+  const std::vector<int64_t> dil = b.attr_ints_n("dilations", static_cast<size_t>(d), std::vector<int64_t>(d, 1));
   const int64_t g = attr_i(b.node(), "group", 1);
   const std::vector<int64_t> p = symmetric_pads(b, &x, kernel, s, dil, 0.0);
   if (!const_w || !b.rebuild_modules()) {
@@ -55,6 +56,7 @@ void conv(Builder& b) {
 
 void conv_transpose(Builder& b) {
   if (b.rank(0) != 4) b.fail("qfx reads 2-D transposed convolutions");
+  if (b.rank(1) != 4) b.invalid("the weight's rank is not the input's");
   if (attribute(b.node(), "output_shape")) b.fail("output_shape is not supported; export with pads and output_padding");
   const std::string ap = attr_s(b.node(), "auto_pad", "NOTSET");
   if (ap != "NOTSET" && ap != "VALID") b.fail("auto_pad " + ap + " is not supported for ConvTranspose");
@@ -159,8 +161,7 @@ void batch_norm(Builder& b) {
 void layer_norm(Builder& b) {
   if (b.node().output_size() > 1 && !b.node().output(1).empty()) b.fail("the Mean / InvStdDev outputs are not supported");
   const std::vector<int64_t> s = b.shape(0);
-  int64_t axis = attr_i(b.node(), "axis", -1);
-  if (axis < 0) axis += static_cast<int64_t>(s.size());
+  const int64_t axis = b.axis(attr_i(b.node(), "axis", -1), static_cast<int64_t>(s.size()), "axis");
   const std::vector<int64_t> normalized(s.begin() + axis, s.end());
   for (int64_t d : normalized)
     if (d < 0) b.fail("the normalized dims must be static");

@@ -6,6 +6,8 @@
 #include <ATen/ops/full.h>
 #include <ATen/ops/tensor.h>
 
+#include <cmath>
+
 #include "builder.h"
 #include "proto.h"
 
@@ -69,6 +71,8 @@ void slice(Builder& b) {
   const std::vector<int64_t> steps = b.has_input(4) ? const_ints(b, 4, "steps") : std::vector<int64_t>(starts.size(), 1);
   if (axes.empty())
     for (size_t i = 0; i < starts.size(); ++i) axes.push_back(static_cast<int64_t>(i));
+  if (ends.size() != starts.size() || axes.size() != starts.size() || steps.size() != starts.size())
+    b.invalid("starts, ends, axes and steps differ in length");
   if (is_shape(b.in(0))) {
     const std::vector<Argument> e = *shape_elements(b.in(0));
     const auto n = static_cast<int64_t>(e.size());
@@ -187,12 +191,20 @@ void expand(Builder& b) {
     const bool one = ei < 0 || ((*e)[ei].kind == Argument::Kind::kConst && (*e)[ei].value.toInt() == 1);
     out.push_back(one ? Argument(c10::IValue(int64_t{ii >= 0 ? -1 : 1})) : (*e)[ei]);
   }
+  std::vector<int64_t> sizes;  // the output's static sizes (1 for a dynamic one), bounded
+  for (int64_t d = 0; d < n; ++d) {
+    const int64_t ii = d - (n - static_cast<int64_t>(in.size()));
+    const Argument& a = out[static_cast<size_t>(d)];
+    const int64_t v = a.kind == Argument::Kind::kConst ? a.value.toInt() : 1;
+    sizes.push_back(v == -1 ? std::max<int64_t>(in[static_cast<size_t>(ii)], 1) : std::max<int64_t>(v, 0));
+  }
+  b.check_size(sizes, "the output");
   b.bind(0, b.call("aten::expand", {Argument(b.tensor(0)), int_list(out), Argument(c10::IValue(false))}));
 }
 
 void split(Builder& b) {
   const int64_t r = b.rank(0);
-  const int64_t axis = norm_axis(attr_i(b.node(), "axis", 0), r);
+  const int64_t axis = b.axis(attr_i(b.node(), "axis", 0), r, "axis");
   const int64_t size = b.shape(0)[axis];
   std::vector<int64_t> sizes;
   if (b.opset() >= 13 && b.has_input(1)) sizes = const_ints(b, 1, "split");
@@ -200,6 +212,7 @@ void split(Builder& b) {
   if (sizes.empty()) {
     const int64_t parts = attr_i(b.node(), "num_outputs", b.node().output_size());
     if (size < 0) b.fail("an even split of a dynamic dim");
+    if (parts < 1) b.invalid("num_outputs " + std::to_string(parts));
     const int64_t chunk = (size + parts - 1) / parts;
     for (int64_t k = 0, left = size; k < parts; ++k, left -= chunk) sizes.push_back(std::min(chunk, left));
   }
@@ -213,17 +226,29 @@ void split(Builder& b) {
 
 void constant_of_shape(Builder& b) {
   const std::vector<int64_t> shape = const_ints(b, 0, "the shape (a dynamic one: fix the input shape)");
+  b.check_size(shape, "the output");
   at::Tensor value = b.attr_tensor("value");
   if (!value.defined()) value = at::zeros({1}, at::kFloat);
+  if (value.numel() != 1) b.invalid("value must hold one element");
   b.bind(0, Builder::constant_value(at::full(shape, value.reshape({-1})[0].item(), value.options())));
 }
 
 void range(Builder& b) {
   const at::Tensor s = b.constant(0, "start"), l = b.constant(1, "limit"), d = b.constant(2, "delta");
+  if (s.numel() != 1 || l.numel() != 1 || d.numel() != 1 || d.item<double>() == 0.0) b.invalid("start, limit and delta must be single values, delta not 0");
+  const double count = std::ceil((l.item<double>() - s.item<double>()) / d.item<double>());
+  if (!(count < static_cast<double>(Builder::kMaxElements))) b.invalid("the range has more than 2^30 elements");
   b.bind(0, Builder::constant_value(at::arange(s.item(), l.item(), d.item(), s.options())));
 }
 
-void tile(Builder& b) { b.bind(0, b.call("aten::repeat", {Argument(b.tensor(0)), b.ints(1)})); }
+void tile(Builder& b) {
+  std::vector<int64_t> out = b.shape(0);
+  const std::vector<int64_t> reps = const_ints(b, 1, "repeats");
+  if (reps.size() != out.size()) b.invalid("repeats must hold one value per dim");
+  for (size_t d = 0; d < out.size(); ++d) out[d] = std::max<int64_t>(out[d], 1) * reps[d];
+  b.check_size(out, "the output");
+  b.bind(0, b.call("aten::repeat", {Argument(b.tensor(0)), Argument(c10::IValue(reps))}));
+}
 
 }  // namespace
 

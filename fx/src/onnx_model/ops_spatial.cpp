@@ -20,8 +20,8 @@ PoolArgs pool_args(Builder& b, double pad_value) {
   if (b.node().output_size() > 1 && !b.node().output(1).empty()) b.fail("the Indices output is not supported");
   PoolArgs p{b.tensor(0), attr_ints(b.node(), "kernel_shape"), {}, {}, {}, attr_i(b.node(), "ceil_mode", 0) != 0};
   if (p.kernel.size() != static_cast<size_t>(d)) b.fail("kernel_shape must have one value per spatial dim");
-  p.strides = attr_ints(b.node(), "strides", std::vector<int64_t>(d, 1));
-  p.dilations = attr_ints(b.node(), "dilations", std::vector<int64_t>(d, 1));
+  p.strides = b.attr_ints_n("strides", static_cast<size_t>(d), std::vector<int64_t>(d, 1));
+  p.dilations = b.attr_ints_n("dilations", static_cast<size_t>(d), std::vector<int64_t>(d, 1));
   p.pads = symmetric_pads(b, &p.x, p.kernel, p.strides, p.dilations, pad_value);
   return p;
 }
@@ -90,10 +90,23 @@ void resize(Builder& b) {
   if (b.has_input(3)) {
     auto e = shape_elements(b.in(3));
     if (!e || e->size() != static_cast<size_t>(r)) b.fail("sizes must have one value per dim");
+    std::vector<int64_t> out = b.shape(0);
+    for (auto& v : out) v = std::max<int64_t>(v, 1);  // a dynamic dim counts as 1
+    for (size_t d = 2; d < e->size(); ++d)
+      out[d] = (*e)[d].kind == Argument::Kind::kConst ? (*e)[d].value.toInt() : 1;
+    b.check_size(out, "the output");
     sizes = int_list(std::vector<Argument>(e->begin() + 2, e->end()));
   } else {
     const at::Tensor s = b.constant(2, "scales").to(at::kDouble).contiguous();
     if (s.numel() != r || s[0].item<double>() != 1.0 || s[1].item<double>() != 1.0) b.fail("scales must be 1 on the batch and channel dims");
+    std::vector<int64_t> out = b.shape(0);
+    for (auto& v : out) v = std::max<int64_t>(v, 1);  // a dynamic dim counts as 1
+    for (int64_t d = 2; d < r; ++d) {
+      const double v = std::max<int64_t>(out[d], 1) * s[d].item<double>();
+      if (!(v >= 0 && v < static_cast<double>(Builder::kMaxElements))) b.invalid("scale " + std::to_string(s[d].item<double>()));
+      out[d] = static_cast<int64_t>(v);
+    }
+    b.check_size(out, "the output");
     scales = Argument(c10::IValue(std::vector<double>(s.data_ptr<double>() + 2, s.data_ptr<double>() + r)));
   }
   Node* x = b.tensor(0);
@@ -111,7 +124,7 @@ void pad(Builder& b) {
   std::vector<int64_t> axes;
   if (b.has_input(3)) {
     const at::Tensor a = b.constant(3, "axes").to(at::kLong).contiguous();
-    for (int64_t i = 0; i < a.numel(); ++i) axes.push_back(a.data_ptr<int64_t>()[i] < 0 ? a.data_ptr<int64_t>()[i] + r : a.data_ptr<int64_t>()[i]);
+    for (int64_t i = 0; i < a.numel(); ++i) axes.push_back(b.axis(a.data_ptr<int64_t>()[i], r, "axis"));
   } else {
     for (int64_t i = 0; i < r; ++i) axes.push_back(i);
   }
@@ -122,6 +135,9 @@ void pad(Builder& b) {
     begin[axes[i]] = p.data_ptr<int64_t>()[i];
     end[axes[i]] = p.data_ptr<int64_t>()[i + n];
   }
+  std::vector<int64_t> padded = b.shape(0);
+  for (int64_t d = 0; d < r; ++d) padded[d] = std::max<int64_t>(padded[d], 1) + std::max<int64_t>(begin[d], 0) + std::max<int64_t>(end[d], 0);
+  b.check_size(padded, "the output");
   int64_t last = 0;  // torch pads from the last dim; drop the unpadded leading dims
   for (int64_t d = 0; d < r; ++d)
     if (begin[d] || end[d]) last = r - d;
