@@ -5,6 +5,8 @@
 #include <ATen/ATen.h>
 #include <gtest/gtest.h>
 
+#include <filesystem>
+
 #include "qfx/error.h"
 #include "qfx/fx/onnx_model.h"
 #include "qfx/fx/tracer.h"
@@ -133,6 +135,28 @@ TEST(OnnxModel, PrepareFusesAsForTheTracedModel) {
   EXPECT_EQ(from_onnx, from_traced);
 }
 
+// Inputs fuzz_onnx_model found (tests/fuzz/regressions/onnx_model): each loads and
+// runs, or fails with a qfx::Error.
+TEST(OnnxModelRegressions, FuzzFindingsFailCleanly) {
+  int files = 0;
+  for (const auto& e : std::filesystem::directory_iterator(std::string(QFX_SOURCE_DIR) + "/tests/fuzz/regressions/onnx_model")) {
+    ++files;
+    try {
+      auto gm = qfx::fx::load_onnx_model(e.path().string());
+      std::vector<c10::IValue> inputs;
+      for (const auto* p : gm->graph().placeholders()) {
+        std::vector<int64_t> shape = p->meta().at("traced_shape").toIntVector();
+        for (auto& d : shape) d = d < 0 ? 1 : d;
+        inputs.emplace_back(at::zeros(shape));
+      }
+      at::NoGradGuard ng;
+      gm->forward(inputs);
+    } catch (const qfx::Error&) {
+    }
+  }
+  EXPECT_GE(files, 1);
+}
+
 TEST(OnnxModel, BadFilesAreRefusedWithTheirReason) {
   expect_error<qfx::IoError>("bad_truncated.onnx", "not an ONNX model");
   expect_error<qfx::UnsupportedOpError>("bad_domain.onnx", "com.example");
@@ -140,6 +164,8 @@ TEST(OnnxModel, BadFilesAreRefusedWithTheirReason) {
   expect_error<qfx::IoError>("bad_external.onnx", "inside the model's folder");
   expect_error<qfx::DataError>("bad_dynamic_dim.onnx", "height");
   expect_error<qfx::IoError>("no_such_model.onnx", "cannot open");
+  expect_error<qfx::IoError>("bad_axis.onnx", "(Split): not a valid ONNX node: axis 7 for a rank-2 input");
+  expect_error<qfx::IoError>("bad_huge.onnx", "(ConstantOfShape): not a valid ONNX node: the output has more than 2^30 elements");
   EXPECT_TRUE(qfx::fx::is_onnx_model("a/b/model.ONNX"));
   EXPECT_FALSE(qfx::fx::is_onnx_model("model.pt2"));
 }

@@ -143,9 +143,9 @@ void erf(Builder& b) {
   const onnx::NodeProto* mul = add ? b.sole_consumer_of(*add, 0) : nullptr;
   const onnx::NodeProto* half = mul ? b.sole_consumer_of(*mul, 0) : nullptr;
   const std::string x = div && div->op_type() == "Div" && div->input_size() == 2 ? div->input(0) : "";
-  const bool gelu = !x.empty() && near(b.constant_named(div->input(1)), std::sqrt(2.0)) && add->op_type() == "Add" &&
+  const bool gelu = !x.empty() && add && mul && half && near(b.constant_named(div->input(1)), std::sqrt(2.0)) && add->op_type() == "Add" &&
                     near(other_constant(b, *add, b.node().output(0)), 1.0) && mul->op_type() == "Mul" &&
-                    (mul->input(0) == x || mul->input(1) == x) && half && half->op_type() == "Mul" &&
+                    (mul->input(0) == x || mul->input(1) == x) && half->op_type() == "Mul" &&
                     near(other_constant(b, *half, mul->output(0)), 0.5);
   if (!gelu) {
     b.bind(0, b.call("aten::erf", {Argument(b.tensor(0))}));
