@@ -334,6 +334,55 @@ TEST(SimdKernels, FloatAddReluClipEqualReference) {
   }
 }
 
+TEST(SimdKernels, FloatAddOfARowBroadcastAlongTheLastDimEqualsReference) {
+  std::mt19937 rng(7);
+  for (int rep = 0; rep < 4; ++rep) {
+    const Shape s = {2, 5 + rep, 3 + 7 * rep};
+    const Shape row = rep % 2 ? Shape{1, 1, s.back()} : Shape{s.back()};
+    Tensor x = random_floats(s, 0.1f, rng), b = random_floats(row, 0.1f, rng);
+    ir::Node add;
+    add.op = "Add";
+    add.name = "add";
+    add.outputs = {"y"};
+    add.fused_act = rep == 3 ? "Relu" : "";
+    add.inputs = {"x", "b"};
+    expect_same(add, {{s, DType::kFloat32}, {row, DType::kFloat32}}, {}, {&x, &b}, "simd", "x + row, rep " + std::to_string(rep));
+    add.inputs = {"b", "x"};
+    expect_same(add, {{row, DType::kFloat32}, {s, DType::kFloat32}}, {}, {&b, &x}, "simd", "row + x, rep " + std::to_string(rep));
+  }
+}
+
+// MatMul of a [N, L, K] sequence by a constant [K, M] weight on oneDNN's inner
+// product: the reference's result up to float summation order.
+TEST(SimdKernels, FloatMatMulByAConstantWeightRunsOnOneDnn) {
+  std::mt19937 rng(8);
+  const Shape s = {3, 11, 40}, ws = {40, 24};
+  std::normal_distribution<float> nd(0.0f, 1.0f);
+  Tensor x(s, DType::kFloat32), w(ws, DType::kFloat32);
+  for (Tensor* t : {&x, &w})
+    for (int64_t i = 0; i < t->numel(); ++i) t->data<float>()[i] = nd(rng);
+  ir::Node mm;
+  mm.op = "MatMul";
+  mm.name = "mm";
+  mm.inputs = {"x", "w"};
+  mm.outputs = {"y"};
+  const std::vector<Meta> in = {{s, DType::kFloat32}, {ws, DType::kFloat32}};
+  Kernel ref = make_kernel(mm, in, {nullptr, &w}, "reference");
+  Kernel fast = make_kernel(mm, in, {nullptr, &w}, "onednn");
+  ASSERT_EQ(fast.impl, "onednn");
+  Tensor a(ref.outputs[0].shape, DType::kFloat32), b(fast.outputs[0].shape, DType::kFloat32);
+  ASSERT_EQ(b.shape(), (Shape{3, 11, 24}));
+  ref.run({&x, &w}, {&a});
+  fast.run({&x, &w}, {&b});
+  ASSERT_GT(std::abs(a.data<float>()[0]) + std::abs(a.data<float>()[1]), 0.0f) << "the reference computed nothing";
+  float worst = 0, largest = 0;
+  for (int64_t i = 0; i < a.numel(); ++i) {
+    worst = std::max(worst, std::abs(a.data<float>()[i] - b.data<float>()[i]));
+    largest = std::max(largest, std::abs(a.data<float>()[i]));
+  }
+  EXPECT_LT(worst, 1e-5f * largest);
+}
+
 TEST(SimdKernels, Int8MaxPoolRunsOnOneDnnAndEqualsReference) {
   std::mt19937 rng(5);
   for (DType dt : {DType::kUInt8, DType::kInt8})

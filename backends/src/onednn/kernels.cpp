@@ -154,19 +154,25 @@ bool conv_fp32(const KernelRequest& r, Kernel* k) {
   return true;
 }
 
+// Gemm, and MatMul by a constant 2-D weight (its leading dims flattened: a
+// Linear on a [N, L, C] sequence), as one oneDNN inner product.
 bool inner_product_fp32(const KernelRequest& r, Kernel* k) {
   const ir::Node& n = r.node;
   const auto& in = r.in;
   const auto& consts = r.consts;
-  if (in.size() < 2 || in[0].dtype != DType::kFloat32 || in[0].shape.size() != 2 || !consts[1]) return r.decline("needs a 2-D float32 input and constant weights");
+  const bool matmul = n.op == "MatMul";
+  if (in.size() < 2 || in[0].dtype != DType::kFloat32 || !consts[1] || in[0].shape.size() < 2 || (!matmul && in[0].shape.size() != 2))
+    return r.decline(matmul ? "needs a float32 input of rank >= 2 and a constant weight" : "needs a 2-D float32 input and constant weights");
   if (n.attr_i("transA", 0) != 0 || n.attr_f("alpha", 1.0f) != 1.0f || n.attr_f("beta", 1.0f) != 1.0f) return r.decline("transA, alpha or beta other than the defaults");
-  const bool tb = n.attr_i("transB", 0) != 0;
+  const bool tb = !matmul && n.attr_i("transB", 0) != 0;
   const Tensor& w = *consts[1];
   if (w.shape().size() != 2) return r.decline("weights are not 2-D");
-  const int64_t M = in[0].shape[0], K = in[0].shape[1], N = tb ? w.shape()[0] : w.shape()[1];
+  const int64_t K = in[0].shape.back(), N = tb ? w.shape()[0] : w.shape()[1];
+  int64_t M = 1;
+  for (size_t d = 0; d + 1 < in[0].shape.size(); ++d) M *= in[0].shape[d];
   if ((tb ? w.shape()[1] : w.shape()[0]) != K) return r.decline("weight shape does not match the input");
-  const Tensor* b = in.size() > 2 && !n.inputs[2].empty() ? consts[2] : nullptr;
-  if (in.size() > 2 && !n.inputs[2].empty() && (!b || b->numel() != N)) return r.decline("the bias is not a constant of N values");
+  const Tensor* b = !matmul && in.size() > 2 && !n.inputs[2].empty() ? consts[2] : nullptr;
+  if (!matmul && in.size() > 2 && !n.inputs[2].empty() && (!b || b->numel() != N)) return r.decline("the bias is not a constant of N values");
   auto& eng = engine();
   auto src_md = memory::desc({M, K}, dt::f32, tag::nc), dst_md = memory::desc({M, N}, dt::f32, tag::nc);
   auto w_any = memory::desc({N, K}, dt::f32, tag::any), b_md = memory::desc({N}, dt::f32, tag::a);
@@ -179,7 +185,9 @@ bool inner_product_fp32(const KernelRequest& r, Kernel* k) {
     keep.push_back(std::make_shared<Tensor>(*b));
     fixed[DNNL_ARG_BIAS] = memory(b_md, eng, const_cast<void*>(b->raw()));
   }
-  k->outputs = {{{M, N}, DType::kFloat32}};
+  Shape out_shape = in[0].shape;
+  out_shape.back() = N;
+  k->outputs = {{out_shape, DType::kFloat32}};
   k->run = make_exec(std::make_shared<dnnl::inner_product_forward>(pd), src_md, pd.src_desc(), dst_md, pd.dst_desc(),
                      pd.scratchpad_desc(), std::move(fixed), std::move(keep));
   return true;
@@ -462,7 +470,7 @@ bool onednn_int8_exact(DType src, const Tensor& weights) {
 
 void register_onednn_kernels() {
   add_kernel("onednn", "Conv", "onednn", guarded(conv_fp32));
-  add_kernel("onednn", "Gemm", "onednn", guarded(inner_product_fp32));
+  for (const char* op : {"Gemm", "MatMul"}) add_kernel("onednn", op, "onednn", guarded(inner_product_fp32));
   for (const char* op : {"MaxPool", "AveragePool"}) add_kernel("onednn", op, "onednn", guarded(pool_fp32));
   for (const char* op : {"QLinearConv", "QGemm", "QLinearMatMul"}) add_kernel("onednn", op, "onednn", guarded(qconv_qgemm));
 }

@@ -277,13 +277,28 @@ bool float_unary(const KernelRequest& r, Kernel* k) {
   return true;
 }
 
-// Float Add of two same-shape tensors, with a fused Relu / Clip: y = act(a + b).
+bool row_add(const KernelRequest& r, Kernel* k);
+
+// b broadcast along a's last dim: b is [C] or [1, ..., 1, C] with C a's last dim
+// (a bias after a MatMul, a LayerNorm's scale and shift).
+bool last_dim_broadcast(const Shape& a, const Shape& b) {
+  if (a.empty() || b.empty() || b.size() > a.size() || b.back() != a.back()) return false;
+  for (size_t d = 0; d + 1 < b.size(); ++d)
+    if (b[d] != 1) return false;
+  return true;
+}
+
+// Float Add of two same-shape tensors, or of a row vector broadcast along the last
+// dim, with a fused Relu / Clip: y = act(a + b).
 bool float_add(const KernelRequest& r, Kernel* k) {
   const ir::Node& n = r.node;
   const auto& in = r.in;
   const bool nhwc_out = r.nhwc_out;
+  if (in.size() == 2 && in[0].dtype == DType::kFloat32 && in[1].dtype == DType::kFloat32 && in[0].shape != in[1].shape &&
+      !in[0].nhwc && !in[1].nhwc && (last_dim_broadcast(in[0].shape, in[1].shape) || last_dim_broadcast(in[1].shape, in[0].shape)))
+    return row_add(r, k);
   if (in.size() != 2 || in[0].dtype != DType::kFloat32 || in[1].dtype != DType::kFloat32 || in[0].shape != in[1].shape)
-    return r.decline("needs two float32 inputs of the same shape (no broadcasting)");
+    return r.decline("needs two float32 inputs of the same shape, or a row broadcast along the last dim");
   float lo = -std::numeric_limits<float>::infinity(), hi = std::numeric_limits<float>::infinity();
   if (n.fused_act == "Relu") lo = 0.0f;
   if (n.fused_act == "Clip") {
@@ -299,6 +314,32 @@ bool float_add(const KernelRequest& r, Kernel* k) {
     const int64_t t = i[0]->numel();
 #pragma omp parallel for simd if (t > kParallelMin)
     for (int64_t p = 0; p < t; ++p) y[p] = std::min(std::max(a[p] + b[p], lo), hi);
+  };
+  return true;
+}
+
+// y = act(x + row) with `row` broadcast along x's last dim (either input may be the row).
+bool row_add(const KernelRequest& r, Kernel* k) {
+  const ir::Node& n = r.node;
+  const bool first_is_row = r.in[0].shape.size() < r.in[1].shape.size() ||
+                            (r.in[0].shape.size() == r.in[1].shape.size() && last_dim_broadcast(r.in[1].shape, r.in[0].shape));
+  const size_t xi = first_is_row ? 1 : 0;
+  float lo = -std::numeric_limits<float>::infinity(), hi = std::numeric_limits<float>::infinity();
+  if (n.fused_act == "Relu") lo = 0.0f;
+  if (n.fused_act == "Clip") {
+    lo = n.clip_lo;
+    hi = n.clip_hi;
+  }
+  k->outputs = {{r.in[xi].shape, DType::kFloat32}};
+  k->run = [lo, hi, xi](const In& i, const Out& o) {
+    const float* x = i[xi]->data<float>();
+    const float* row = i[1 - xi]->data<float>();
+    float* y = o[0]->data<float>();
+    const int64_t C = i[1 - xi]->numel(), rows = i[xi]->numel() / std::max<int64_t>(C, 1);
+#pragma omp parallel for if (rows * C > kParallelMin)
+    for (int64_t q = 0; q < rows; ++q)
+#pragma omp simd
+      for (int64_t c = 0; c < C; ++c) y[q * C + c] = std::min(std::max(x[q * C + c] + row[c], lo), hi);
   };
   return true;
 }
