@@ -75,7 +75,8 @@ TEST(OnnxModel, CnnsFromTheTorchExportExporterRunToOnnxRuntimesOutputs) {
 }
 
 TEST(OnnxModel, ModelsFromTheTorchScriptExporterRunToOnnxRuntimesOutputs) {
-  for (const char* name : {"mobilenet_v2_legacy", "mobilenet_v3_small_legacy", "small_cnn"}) expect_ort_outputs(name);
+  for (const char* name : {"mobilenet_v2_legacy", "mobilenet_v3_small_legacy", "small_cnn", "vit_tiny_opset14", "elementwise_net"})
+    expect_ort_outputs(name);
 }
 
 TEST(OnnxModel, VisionTransformersRunToOnnxRuntimesOutputs) {

@@ -568,6 +568,10 @@ class Exporter {
   // chunk(x, chunks, dim) as Slices (torch: pieces of ceil(D / chunks), the last smaller).
   void chunk(fx::Node* n);
 
+  // Float elementwise ops with a one-to-one ONNX operator (export_elementwise_ops.cpp);
+  // false for any other op.
+  bool elementwise_function(fx::Node* n, const std::string& op);
+
   void function(fx::Node* n) {
     const std::string op = canonical_op_name(*n, gm_);
     if (op == "size") return size_op(n);
@@ -584,6 +588,7 @@ class Exporter {
     if (op == "mul") return binary(n, "Mul");
     if (op == "div") return binary(n, "Div");
     if (activation(n, op)) return;
+    if (elementwise_function(n, op)) return;
     if (op == "dropout" || op == "identity") return alias(n);
     if (op == "softmax") {
       unary(n, "Softmax");
