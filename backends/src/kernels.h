@@ -28,6 +28,7 @@ void add_backend(const BackendInfo& info);
 // Built-in registrations, called once by the registry (builtin.cpp).
 void register_reference_conv_gemm();
 void register_reference_elementwise();
+void register_reference_logic();
 void register_reference_pooling();
 void register_reference_shape();
 void register_reference_quantize();

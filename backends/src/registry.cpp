@@ -40,6 +40,7 @@ void register_builtins() {
   add_backend({"reference", "", "plain C++ kernels that define the integer arithmetic", {}});
   register_reference_conv_gemm();
   register_reference_elementwise();
+  register_reference_logic();
   register_reference_pooling();
   register_reference_shape();
   register_reference_quantize();
@@ -146,7 +147,8 @@ size_t required_inputs(const std::string& op) {
   static const std::map<std::string, size_t> k = {
       {"Add", 2}, {"Sub", 2}, {"Mul", 2}, {"Div", 2}, {"MatMul", 2}, {"Gemm", 2}, {"Conv", 2},
       {"ConvTranspose", 2}, {"BatchNormalization", 5}, {"Reshape", 2}, {"QLinearAdd", 2}, {"QLinearMul", 2}, {"QLinearConv", 2}, {"QGemm", 2},
-      {"QLinearMatMul", 2}};
+      {"QLinearMatMul", 2}, {"Pow", 2}, {"Equal", 2}, {"Less", 2}, {"Greater", 2}, {"LessOrEqual", 2},
+      {"GreaterOrEqual", 2}, {"And", 2}, {"Or", 2}, {"Where", 3}};
   auto it = k.find(op);
   return it == k.end() ? 1 : it->second;
 }

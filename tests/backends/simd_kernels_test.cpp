@@ -402,3 +402,40 @@ TEST(SimdKernels, Int8MaxPoolRunsOnOneDnnAndEqualsReference) {
       expect_same(n, {{s, dt}}, {}, {&x}, "onednn", "int8 MaxPool k" + std::to_string(k) + " s" + std::to_string(st));
     }
 }
+
+// The reference's comparison, logic and Where kernels against the expectation
+// written out here, with ONNX (numpy) broadcasting.
+TEST(ReferenceKernels, ComparisonsLogicAndWhereBroadcast) {
+  const Shape s = {2, 3}, row = {3};
+  Tensor a(s, DType::kFloat32), b(row, DType::kFloat32), c(s, DType::kFloat32), zero({}, DType::kFloat32);
+  const float av[] = {-1, 0, 2, 3, -4, 5}, bv[] = {0, 0, 3};
+  for (int i = 0; i < 6; ++i) a.data<float>()[i] = av[i], c.data<float>()[i] = 10.0f * static_cast<float>(i);
+  for (int i = 0; i < 3; ++i) b.data<float>()[i] = bv[i];
+  zero.data<float>()[0] = -1.0f;
+  auto node = [](const std::string& op, std::vector<std::string> ins) {
+    ir::Node n;
+    n.op = op;
+    n.name = op;
+    n.inputs = std::move(ins);
+    n.outputs = {"y"};
+    return n;
+  };
+  Kernel gt = make_kernel(node("Greater", {"a", "b"}), {{s, DType::kFloat32}, {row, DType::kFloat32}}, {}, "reference");
+  ASSERT_EQ(gt.outputs[0].dtype, DType::kBool);
+  Tensor m(s, DType::kBool);
+  gt.run({&a, &b}, {&m});
+  const uint8_t want_gt[] = {0, 0, 0, 1, 0, 1};  // a > b row-wise
+  for (int i = 0; i < 6; ++i) EXPECT_EQ(static_cast<const uint8_t*>(m.raw())[i], want_gt[i]) << "Greater at " << i;
+  Kernel nt = make_kernel(node("Not", {"m"}), {{s, DType::kBool}}, {}, "reference");
+  Tensor nm(s, DType::kBool);
+  nt.run({&m}, {&nm});
+  for (int i = 0; i < 6; ++i) EXPECT_EQ(static_cast<const uint8_t*>(nm.raw())[i], 1 - want_gt[i]) << "Not at " << i;
+  Kernel wh = make_kernel(node("Where", {"m", "c", "z"}), {{s, DType::kBool}, {s, DType::kFloat32}, {{}, DType::kFloat32}}, {}, "reference");
+  Tensor y(s, DType::kFloat32);
+  wh.run({&m, &c, &zero}, {&y});
+  for (int i = 0; i < 6; ++i) EXPECT_EQ(y.data<float>()[i], want_gt[i] ? 10.0f * static_cast<float>(i) : -1.0f) << "Where at " << i;
+  Kernel pw = make_kernel(node("Pow", {"a", "b"}), {{s, DType::kFloat32}, {row, DType::kFloat32}}, {}, "reference");
+  Tensor p(s, DType::kFloat32);
+  pw.run({&a, &b}, {&p});
+  for (int i = 0; i < 6; ++i) EXPECT_FLOAT_EQ(p.data<float>()[i], std::pow(av[i], bv[i % 3])) << "Pow at " << i;
+}

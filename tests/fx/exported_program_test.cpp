@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "graph_counts.h"
 #include "qfx/error.h"
 #include "qfx/fx/exported_program.h"
 #include "qfx/fx/tracer.h"
@@ -49,15 +50,7 @@ void expect_outputs(GraphModule& gm, const std::string& dir, const std::string& 
   EXPECT_LT(rel_error(got, want), 1e-5) << name;
 }
 
-int count_modules(const GraphModule& gm, const std::string& type) {
-  int n = 0;
-  for (const auto* node : gm.graph().nodes())
-    if (node->op() == qfx::fx::Opcode::kCallModule) {
-      auto it = node->meta().find("module_type");
-      n += it != node->meta().end() && it->second.toStringRef() == type;
-    }
-  return n;
-}
+using qfx::test::count_modules;
 
 }  // namespace
 

@@ -7,6 +7,8 @@
 
 #include <filesystem>
 
+#include "../fuzz/onnx_model_harness.h"
+#include "graph_counts.h"
 #include "qfx/error.h"
 #include "qfx/fx/onnx_model.h"
 #include "qfx/fx/tracer.h"
@@ -45,15 +47,7 @@ std::shared_ptr<GraphModule> expect_ort_outputs(const std::string& name) {
   return gm;
 }
 
-int count_modules(const GraphModule& gm, const std::string& type) {
-  int n = 0;
-  for (const auto* node : gm.graph().nodes())
-    if (node->op() == qfx::fx::Opcode::kCallModule) {
-      auto it = node->meta().find("module_type");
-      n += it != node->meta().end() && it->second.toStringRef() == type;
-    }
-  return n;
-}
+using qfx::test::count_modules;
 
 template <typename E>
 void expect_error(const std::string& file, const std::string& needle) {
@@ -143,15 +137,7 @@ TEST(OnnxModelRegressions, FuzzFindingsFailCleanly) {
   for (const auto& e : std::filesystem::directory_iterator(std::string(QFX_SOURCE_DIR) + "/tests/fuzz/regressions/onnx_model")) {
     ++files;
     try {
-      auto gm = qfx::fx::load_onnx_model(e.path().string());
-      std::vector<c10::IValue> inputs;
-      for (const auto* p : gm->graph().placeholders()) {
-        std::vector<int64_t> shape = p->meta().at("traced_shape").toIntVector();
-        for (auto& d : shape) d = d < 0 ? 1 : d;
-        inputs.emplace_back(at::zeros(shape));
-      }
-      at::NoGradGuard ng;
-      gm->forward(inputs);
+      qfx::fuzz::load_and_run_onnx_model(e.path().string());
     } catch (const qfx::Error&) {
     }
   }

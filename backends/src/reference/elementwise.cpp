@@ -1,4 +1,4 @@
-// Reference kernels: float elementwise (broadcasting binary ops, activations),
+// Reference kernels: float elementwise (broadcasting binary ops and Pow, activations and math functions),
 // Softmax, BatchNormalization, and int8 QLinearAdd / QLinearMul / QRelu / QClip.
 #include "common.h"
 
@@ -23,6 +23,7 @@ Kernel binary(const Node& n, const std::vector<Meta>& in) {
       for_each_broadcast(o, a, b, [&](int64_t p, int64_t q, int64_t r) { z[p] = std::min(std::max(x[q] + y[r], lo), hi); });
     else if (op == "Sub") for_each_broadcast(o, a, b, [&](int64_t p, int64_t q, int64_t r) { z[p] = x[q] - y[r]; });
     else if (op == "Mul") for_each_broadcast(o, a, b, [&](int64_t p, int64_t q, int64_t r) { z[p] = x[q] * y[r]; });
+    else if (op == "Pow") for_each_broadcast(o, a, b, [&](int64_t p, int64_t q, int64_t r) { z[p] = std::pow(x[q], y[r]); });
     else for_each_broadcast(o, a, b, [&](int64_t p, int64_t q, int64_t r) { z[p] = x[q] / y[r]; });
   };
   return k;
@@ -41,6 +42,15 @@ Kernel unary(const Node& n, const std::vector<Meta>& in, const std::vector<const
   else if (op == "Sqrt") f = [](float x) { return std::sqrt(x); };
   else if (op == "Exp") f = [](float x) { return std::exp(x); };
   else if (op == "Neg") f = [](float x) { return -x; };
+  else if (op == "Abs") f = [](float x) { return std::fabs(x); };
+  else if (op == "Log") f = [](float x) { return std::log(x); };
+  else if (op == "Reciprocal") f = [](float x) { return 1.0f / x; };
+  else if (op == "Floor") f = [](float x) { return std::floor(x); };
+  else if (op == "Ceil") f = [](float x) { return std::ceil(x); };
+  else if (op == "Sin") f = [](float x) { return std::sin(x); };
+  else if (op == "Cos") f = [](float x) { return std::cos(x); };
+  else if (op == "Sign") f = [](float x) { return static_cast<float>((x > 0) - (x < 0)); };
+  else if (op == "Softplus") f = [](float x) { return x > 20.0f ? x : std::log1p(std::exp(x)); };
   else if (op == "HardSwish") f = [](float x) { return x * std::min(std::max(x / 6.0f + 0.5f, 0.0f), 1.0f); };
   else if (op == "LeakyRelu") {
     const float a = n.attr_f("alpha", 0.01f);
@@ -198,9 +208,9 @@ Kernel qunary(const Node& n, const std::vector<Meta>& in) {
 }  // namespace
 
 void register_reference_elementwise() {
-  add_reference({"Add", "Sub", "Mul", "Div"}, [](const Node& n, const std::vector<Meta>& in, const std::vector<const Tensor*>&) { return binary(n, in); });
+  add_reference({"Add", "Sub", "Mul", "Div", "Pow"}, [](const Node& n, const std::vector<Meta>& in, const std::vector<const Tensor*>&) { return binary(n, in); });
   add_reference({"Relu", "Sigmoid", "Tanh", "Erf", "Sqrt", "Exp", "Neg", "HardSwish", "LeakyRelu", "HardSigmoid", "Gelu",
-                 "Clip"},
+                 "Clip", "Abs", "Log", "Reciprocal", "Floor", "Ceil", "Sin", "Cos", "Sign", "Softplus"},
                 unary);
   add_reference({"Softmax"}, [](const Node& n, const std::vector<Meta>& in, const std::vector<const Tensor*>&) { return softmax(n, in); });
   add_reference({"BatchNormalization"}, batch_norm);
