@@ -40,7 +40,7 @@ at::Tensor first_output(const c10::IValue& v) {
 std::shared_ptr<GraphModule> expect_ort_outputs(const std::string& name) {
   at::NoGradGuard ng;
   auto gm = qfx::fx::load_onnx_model(fixture(name + ".onnx"));
-  const at::Tensor x = npy(fixture(name + ".in0.npy")), want = npy(fixture(name + ".ort0.npy"));
+  const at::Tensor x = npy(fixture(name + ".onnx_in0.npy")), want = npy(fixture(name + ".ort0.npy"));
   const at::Tensor got = first_output(gm->forward(std::vector<c10::IValue>{x}));
   EXPECT_EQ(got.sizes(), want.sizes()) << name;
   if (got.sizes() == want.sizes()) EXPECT_LT(rel_error(got, want), 1e-4) << name;
@@ -97,7 +97,7 @@ TEST(OnnxModel, DynamicBatchStaysDynamic) {
   at::NoGradGuard ng;
   for (const char* name : {"resnet18", "vit_tiny", "vit_tiny_legacy", "mobilenet_v2_legacy", "kws_1d"}) {
     auto gm = qfx::fx::load_onnx_model(fixture(std::string(name) + ".onnx"));
-    const at::Tensor x = npy(fixture(std::string(name) + ".in0.npy")), want = npy(fixture(std::string(name) + ".ort0.npy"));
+    const at::Tensor x = npy(fixture(std::string(name) + ".onnx_in0.npy")), want = npy(fixture(std::string(name) + ".ort0.npy"));
     const at::Tensor x5 = at::cat({x, x, x.slice(0, 0, 1)});
     const at::Tensor got = first_output(gm->forward(std::vector<c10::IValue>{x5}));
     ASSERT_EQ(got.size(0), 5) << name;
@@ -109,7 +109,7 @@ TEST(OnnxModel, DynamicBatchStaysDynamic) {
 TEST(OnnxModel, ExternalDataIsReadFromTheModelsFolder) {
   at::NoGradGuard ng;
   auto gm = qfx::fx::load_onnx_model(fixture("external_data/small_cnn.onnx"));
-  const at::Tensor got = first_output(gm->forward(std::vector<c10::IValue>{npy(fixture("small_cnn.in0.npy"))}));
+  const at::Tensor got = first_output(gm->forward(std::vector<c10::IValue>{npy(fixture("small_cnn.onnx_in0.npy"))}));
   EXPECT_LT(rel_error(got, npy(fixture("small_cnn.ort0.npy"))), 1e-4);
 }
 
