@@ -3,6 +3,7 @@
 // log_softmax and dtype casts (what a float ONNX model's graph carries between its
 // quantized groups; see exporter.h).
 #include <map>
+#include <set>
 
 #include "exporter.h"
 
@@ -43,7 +44,10 @@ bool Exporter::elementwise_function(fx::Node* n, const std::string& op) {
     binary(n, b->second);
     return true;
   }
-  const std::string y = fresh(n->name());
+  static const std::set<std::string> others = {"rsub", "where", "clamp", "hardtanh", "leaky_relu", "log_softmax", "to"};
+  if (!others.count(op) || (op == "to" && !(n->args().size() > 1 && n->args()[1].is_const() && n->args()[1].value.isInt())))
+    return false;
+  const std::string y = fresh(n->name());  // only for an op written here: names stay as without this file
   const int r0 = rank_of(n->args().at(0));
   if (op == "rsub") {  // other - self (alpha 1)
     if (n->args().size() > 2 && num_arg(*n, 2, 1.0) != 1.0) unsupported(*n, "alpha != 1");
@@ -64,13 +68,11 @@ bool Exporter::elementwise_function(fx::Node* n, const std::string& op) {
   } else if (op == "log_softmax") {
     last_ = node("LogSoftmax", {value(*n, n->args().at(0))}, y, n->name());
     attr_i(last_, "axis", ints_arg(*n, 1).at(0));
-  } else if (op == "to" && n->args().size() > 1 && n->args()[1].is_const() && n->args()[1].value.isInt()) {
+  } else {  // to(dtype)
     const int t = onnx_type(n->args()[1].value.toInt());
     if (t < 0) unsupported(*n, "a cast to a dtype ONNX lacks");
     last_ = node("Cast", {value(*n, n->args().at(0))}, y, n->name());
     attr_i(last_, "to", t);
-  } else {
-    return false;
   }
   names_[n] = y;
   int r = r0;
