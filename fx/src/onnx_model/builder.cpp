@@ -215,13 +215,7 @@ void Builder::outputs() {
     if (it == values_.end()) throw IoError(path_ + ": graph output '" + o.name() + "' is computed by no node");
     if (!it->second.sym.empty()) throw UnsupportedOpError(path_ + ": graph output '" + o.name() + "' is a shape, not a tensor");
     Node* n = it->second.node;
-    if (!n) {  // a constant output
-      Value& v = it->second;
-      const std::string attr = unique_path("onnx_constant_" + identifier(o.name()));
-      gm_->add_tensor(attr, v.constant, true);
-      n = g_.get_attr(attr, attr);
-      n->meta()["is_tensor"] = true;
-    }
+    if (!n) n = constant_node(it->second.constant, "onnx_constant_" + identifier(o.name()), false);  // a constant output
     outs.emplace_back(n);
     keys.emplace_back(o.name());
   }
