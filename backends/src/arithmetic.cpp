@@ -54,8 +54,14 @@ const std::vector<std::string>& lut_op_types() {
   return ops;
 }
 
+const std::vector<std::string>& integer_only_op_types() {
+  static const std::vector<std::string> ops = {"Gelu", "Softmax", "LayerNormalization"};
+  return ops;
+}
+
 bool Arithmetic::is_float() const {
-  return requantize == RequantMode::kFloat && accumulator_bits == 32 && elementwise == RequantMode::kFloat && lut.empty();
+  return requantize == RequantMode::kFloat && accumulator_bits == 32 && elementwise == RequantMode::kFloat && lut.empty() &&
+         integer_only.empty();
 }
 
 std::string Arithmetic::describe() const {
@@ -74,6 +80,10 @@ std::string Arithmetic::describe() const {
     s += ", lut";
     for (const auto& o : lut) s += " " + o;
   }
+  if (!integer_only.empty()) {
+    s += ", integer-only";
+    for (const auto& o : integer_only) s += " " + o;
+  }
   return s;
 }
 
@@ -87,6 +97,7 @@ std::string Arithmetic::to_json() const {
                       {"elementwise_multiplier_bits", elementwise_multiplier_bits},
                       {"elementwise_left_shift", elementwise_left_shift},
                       {"lut", lut}};
+  if (!integer_only.empty()) j["integer_only"] = integer_only;  // absent: models written before it load unchanged
   return j.dump();
 }
 
@@ -119,11 +130,11 @@ Arithmetic Arithmetic::from_json(const std::string& text, const std::string& wha
     else if (k == "elementwise") a.elementwise = parse_enum(str(k), kModes, what, "elementwise");
     else if (k == "elementwise_multiplier_bits") a.elementwise_multiplier_bits = integer(k);
     else if (k == "elementwise_left_shift") a.elementwise_left_shift = integer(k);
-    else if (k == "lut") {
-      if (!it.value().is_array()) throw DataError(what + ": arithmetic.lut must be a list of ONNX op types");
+    else if (k == "lut" || k == "integer_only") {
+      if (!it.value().is_array()) throw DataError(what + ": arithmetic." + k + " must be a list of ONNX op types");
       for (const auto& o : it.value()) {
-        if (!o.is_string()) throw DataError(what + ": arithmetic.lut must be a list of ONNX op types");
-        a.lut.push_back(o.get<std::string>());
+        if (!o.is_string()) throw DataError(what + ": arithmetic." + k + " must be a list of ONNX op types");
+        (k == "lut" ? a.lut : a.integer_only).push_back(o.get<std::string>());
       }
     } else {
       throw DataError(what + ": unknown arithmetic key '" + k + "'");
@@ -146,12 +157,16 @@ void Arithmetic::validate(const std::string& what) const {
   if (requantize == RequantMode::kFloat && elementwise == RequantMode::kFloat && rounding != Rounding::kHalfEven)
     throw DataError(what + ": arithmetic.rounding " + rounding_name(rounding) +
                     " has no effect with float requantization (ONNX rounds half to even); use fixed_point or shift");
-  for (const auto& o : lut)
-    if (std::find(lut_op_types().begin(), lut_op_types().end(), o) == lut_op_types().end()) {
-      std::string known;
-      for (const auto& k : lut_op_types()) known += (known.empty() ? "" : ", ") + k;
-      throw DataError(what + ": arithmetic.lut op '" + o + "' is not one of " + known);
-    }
+  auto known_ops = [&](const std::vector<std::string>& ops, const std::vector<std::string>& known, const char* key) {
+    for (const auto& o : ops)
+      if (std::find(known.begin(), known.end(), o) == known.end()) {
+        std::string list;
+        for (const auto& k : known) list += (list.empty() ? "" : ", ") + k;
+        throw DataError(what + ": arithmetic." + key + " op '" + o + "' is not one of " + list);
+      }
+  };
+  known_ops(lut, lut_op_types(), "lut");
+  known_ops(integer_only, integer_only_op_types(), "integer_only");
 }
 
 // --- primitives ---------------------------------------------------------------------

@@ -33,6 +33,7 @@ void register_reference_pooling();
 void register_reference_shape();
 void register_reference_quantize();
 void register_reference_lut();
+void register_reference_integer_only();
 void register_onednn_kernels();
 void register_simd_kernels();
 void register_simd_matmul();

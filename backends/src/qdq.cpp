@@ -7,129 +7,13 @@
 #include <set>
 
 #include "kernels.h"
+#include "qdq_match.h"
 #include "qfx/error.h"
 
 namespace qfx::runtime::ir {
 namespace {
 
-struct Ctx {
-  Graph& g;
-  std::map<std::string, size_t> producer;
-  std::map<std::string, int> uses;
-  std::set<std::string> graph_outputs;
-  std::vector<bool> removed;
-
-  explicit Ctx(Graph& gr) : g(gr), removed(gr.nodes.size(), false) {
-    for (size_t i = 0; i < g.nodes.size(); ++i) {
-      for (const auto& o : g.nodes[i].outputs) producer[o] = i;
-      for (const auto& in : g.nodes[i].inputs)
-        if (!in.empty()) ++uses[in];
-    }
-    for (const auto& o : g.outputs) graph_outputs.insert(o.name);
-  }
-
-  const Tensor* init(const std::string& name) const {
-    auto it = g.initializers.find(name);
-    return it == g.initializers.end() ? nullptr : &it->second;
-  }
-
-  // qparams of a Q/DQ node from its constant scale / zero point inputs; a group
-  // with a non-positive or non-finite scale stays float.
-  std::optional<QInfo> qparams(const Node& n, DType fallback) const {
-    const Tensor* s = n.inputs.size() > 1 ? init(n.inputs[1]) : nullptr;
-    const bool has_zp = n.inputs.size() > 2 && !n.inputs[2].empty();
-    const Tensor* z = has_zp ? init(n.inputs[2]) : nullptr;
-    if (!s || (has_zp && !z)) return std::nullopt;
-    std::string why;
-    auto q = read_qparams(*s, z, fallback, n.attr_i("axis", 1), &why);
-    if (!q) return std::nullopt;
-    for (float v : q->scale)
-      if (!(v > 0.0f) || !std::isfinite(v)) return std::nullopt;
-    return q;
-  }
-
-  // The DequantizeLinear producing `value`: (node index, its quantized input, qparams).
-  struct DQ {
-    size_t node;
-    std::string quantized;
-    QInfo q;
-  };
-  std::optional<DQ> dq(const std::string& value) const {
-    auto it = producer.find(value);
-    if (it == producer.end() || removed[it->second]) return std::nullopt;
-    const Node& n = g.nodes[it->second];
-    if (n.op != "DequantizeLinear") return std::nullopt;
-    auto q = qparams(n, DType::kUInt8);
-    if (!q) return std::nullopt;
-    return DQ{it->second, n.inputs[0], *q};
-  }
-
-  // The single consumer of `value` (nullopt if several, none, or a graph output).
-  std::optional<size_t> only_consumer(const std::string& value) const {
-    if (graph_outputs.count(value) || uses.count(value) == 0 || uses.at(value) != 1) return std::nullopt;
-    for (size_t i = 0; i < g.nodes.size(); ++i) {
-      if (removed[i]) continue;
-      for (const auto& in : g.nodes[i].inputs)
-        if (in == value) return i;
-    }
-    return std::nullopt;
-  }
-
-  // Follows `node`'s output through an optional Relu/Clip to a QuantizeLinear.
-  struct Tail {
-    std::vector<size_t> absorbed;  // act node (if any) and the Q node
-    std::string output;
-    QInfo q;
-    std::string act;
-    float lo = 0, hi = 0;
-  };
-  std::optional<Tail> tail(size_t node, bool allow_act) const {
-    Tail t;
-    std::string v = g.nodes[node].outputs.at(0);
-    auto c = only_consumer(v);
-    if (!c) return std::nullopt;
-    const Node* cn = &g.nodes[*c];
-    if (allow_act && (cn->op == "Relu" || cn->op == "Clip")) {
-      if (cn->op == "Clip") {
-        t.lo = -3.4e38f;
-        t.hi = 3.4e38f;
-        if (!clip_bound(g, *cn, 1, &t.lo) || !clip_bound(g, *cn, 2, &t.hi)) return std::nullopt;
-      }
-      t.act = cn->op;
-      t.absorbed.push_back(*c);
-      c = only_consumer(cn->outputs.at(0));
-      if (!c) return std::nullopt;
-      cn = &g.nodes[*c];
-    }
-    if (cn->op != "QuantizeLinear") return std::nullopt;
-    auto q = qparams(*cn, DType::kUInt8);
-    if (!q || q->per_channel() || q->dtype == DType::kInt32) return std::nullopt;
-    t.absorbed.push_back(*c);
-    t.output = cn->outputs.at(0);
-    t.q = *q;
-    return t;
-  }
-
-  // True if `node`'s output is quantized to int16 (through an optional activation).
-  bool wide_tail(size_t node) const {
-    auto t = tail(node, true);
-    return t && t->q.dtype == DType::kInt16;
-  }
-
-  void replace(size_t i, Node fused, const Tail& t) {
-    fused.out_q = t.q;
-    fused.fused_act = t.act;
-    fused.clip_lo = t.lo;
-    fused.clip_hi = t.hi;
-    fused.outputs = {t.output};
-    for (size_t a : t.absorbed) removed[a] = true;
-    for (const auto& in : g.nodes[i].inputs)
-      if (!in.empty()) --uses[in];
-    for (const auto& in : fused.inputs)
-      if (!in.empty()) ++uses[in];
-    g.nodes[i] = std::move(fused);
-  }
-};
+using qdq::Ctx;
 
 // The 256 codes of `xq` dequantized, lowest code first.
 Tensor dequantized_codes(const QInfo& xq) {
@@ -162,93 +46,10 @@ Attr lut_table(const Node& n, const QInfo& xq, const QInfo& yq) {
   return quantized_table(y, yq);
 }
 
-// Elementwise float ops a table can absorb: each output element depends only on the
-// same element of its inputs.
-bool elementwise_float_op(const std::string& op) {
-  static const std::set<std::string> ops = {"Sigmoid", "Tanh", "HardSigmoid", "HardSwish", "Relu", "Clip", "LeakyRelu",
-                                            "Exp", "Erf", "Neg", "Abs", "Mul", "Add", "Sub", "Div"};
-  return ops.count(op) > 0;
-}
-
-// A float region that computes a function of one 8-bit value element by element
-// (SiLU exported as x * Sigmoid(x), HardSwish as x * HardSigmoid(x), GELU's chain):
-// the nodes from `first` on whose inputs are the dequantized value `v`, outputs of
-// the region, or scalar constants, ending in one QuantizeLinear that alone reads the
-// region's result. Returns the region's nodes (the QuantizeLinear last), or nothing.
-std::optional<std::vector<size_t>> unary_region(const Graph& g, const std::vector<bool>& removed,
-                                                const std::map<std::string, int>& uses, const std::set<std::string>& outs,
-                                                const std::string& v, size_t first) {
-  std::set<std::string> inside = {v};
-  std::vector<size_t> region;
-  std::map<std::string, int> reads;  // uses of each value from inside the region
-  auto scalar_const = [&](const std::string& name) {
-    auto it = g.initializers.find(name);
-    return it != g.initializers.end() && it->second.numel() == 1 && it->second.dtype() == DType::kFloat32;
-  };
-  for (size_t j = first; j < g.nodes.size() && j < first + 16; ++j) {
-    const Node& n = g.nodes[j];
-    if (removed[j] || !elementwise_float_op(n.op) || n.outputs.size() != 1) continue;
-    bool reads_inside = false, ok = true;
-    for (const auto& in : n.inputs) {
-      if (in.empty()) continue;
-      if (inside.count(in)) reads_inside = true;
-      else if (!scalar_const(in)) ok = false;
-    }
-    if (!ok || !reads_inside) continue;
-    region.push_back(j);
-    inside.insert(n.outputs[0]);
-    for (const auto& in : n.inputs)
-      if (inside.count(in)) ++reads[in];
-  }
-  if (region.size() < 2 || region.front() != first) return std::nullopt;
-  // Closed: v and every region value but the last are read only inside; the last is
-  // read once, by a QuantizeLinear.
-  const std::string& last = g.nodes[region.back()].outputs[0];
-  for (const auto& val : inside) {
-    if (val == last || outs.count(val)) continue;
-    auto u = uses.find(val);
-    if (val != v && (u == uses.end() || u->second != reads[val])) return std::nullopt;
-  }
-  if (outs.count(last) || uses.count(last) == 0 || uses.at(last) != 1) return std::nullopt;
-  for (size_t j = region.back() + 1; j < g.nodes.size(); ++j) {
-    if (removed[j]) continue;
-    const Node& n = g.nodes[j];
-    if (std::find(n.inputs.begin(), n.inputs.end(), last) == n.inputs.end()) continue;
-    if (n.op != "QuantizeLinear" || n.inputs[0] != last) return std::nullopt;
-    region.push_back(j);
-    return region;
-  }
-  return std::nullopt;
-}
-
 // table[q - lowest code] = Q(f(DQ(q))) for the region's function f, run node by node
 // with the reference float kernels on the 256 dequantized codes.
 Attr region_table(const Graph& g, const std::vector<size_t>& region, const std::string& v, const QInfo& xq, const QInfo& yq) {
-  std::map<std::string, Tensor> env;
-  env.emplace(v, dequantized_codes(xq));
-  for (size_t r = 0; r + 1 < region.size(); ++r) {
-    const Node& n = g.nodes[region[r]];
-    std::vector<Meta> metas;
-    std::vector<const Tensor*> consts, ins;
-    for (const auto& in : n.inputs) {
-      if (in.empty()) {
-        metas.push_back({{}, DType::kFloat32});
-        consts.push_back(nullptr);
-        ins.push_back(nullptr);
-        continue;
-      }
-      auto e = env.find(in);
-      const Tensor* t = e != env.end() ? &e->second : &g.initializers.at(in);
-      metas.push_back({t->shape(), DType::kFloat32});
-      consts.push_back(e != env.end() ? nullptr : t);
-      ins.push_back(t);
-    }
-    Kernel k = make_kernel(n, metas, consts, "reference");
-    Tensor y(k.outputs.at(0).shape, DType::kFloat32);
-    k.run(ins, {&y});
-    env.emplace(n.outputs[0], std::move(y));
-  }
-  return quantized_table(env.at(g.nodes[region[region.size() - 2]].outputs[0]), yq);
+  return quantized_table(qdq::region_values(g, region, v, dequantized_codes(xq)), yq);
 }
 
 bool same_q(const QInfo& a, const QInfo& b) {
@@ -433,13 +234,14 @@ std::vector<std::string> fuse_qdq(Graph& g) {
                            op == "Clip" || op == "Flatten" || op == "Reshape" || op == "Squeeze" ||
                            op == "Unsqueeze" || op == "Transpose";
     std::string why;
+    if (qdq::fuse_integer_only(c, i, *d0, &report)) continue;
     // A target's tables are the ops its `arithmetic.lut` names. Under ONNX's arithmetic
     // every table op runs as one: the table equals the float group it replaces.
     const auto& lut_ops = g.arithmetic.is_float() ? lut_op_types() : g.arithmetic.lut;
     // A chain of elementwise float ops on one 8-bit value (SiLU as x * Sigmoid(x)):
     // one table, where the target has tables at all.
     if (!lut_ops.empty() && !d0->q.per_channel() && (d0->q.dtype == DType::kUInt8 || d0->q.dtype == DType::kInt8))
-      if (auto reg = unary_region(g, c.removed, c.uses, c.graph_outputs, n.inputs[0], i)) {
+      if (auto reg = qdq::unary_region(g, c.removed, c.uses, c.graph_outputs, n.inputs[0], i)) {
         const Node& qn = g.nodes[reg->back()];
         auto yq = c.qparams(qn, DType::kUInt8);
         std::optional<Attr> table;

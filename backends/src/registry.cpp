@@ -45,6 +45,7 @@ void register_builtins() {
   register_reference_shape();
   register_reference_quantize();
   register_reference_lut();
+  register_reference_integer_only();
   add_backend({"onednn", "reference", "oneDNN primitives, then vectorised kernels, then the reference",
                {"Conv", "QLinearConv", "MaxPool", "AveragePool", "Add", "QLinearAdd", "QLinearMul", "Relu", "Clip",
                 "QRelu", "QClip", "QLut", "QLinearGlobalAveragePool"}});

@@ -32,10 +32,38 @@ const std::map<std::string, std::string>& lut_op_names() {
   return m;
 }
 
+// qfx op names an `integer_only` entry may use, and the ONNX op each becomes.
+const std::map<std::string, std::string>& integer_only_op_names() {
+  static const std::map<std::string, std::string> m = {{"gelu", "Gelu"}, {"softmax", "Softmax"}, {"layer_norm", "LayerNormalization"}};
+  return m;
+}
+
+// The ONNX ops of a list of qfx op names (`key`: lut or integer_only) that the
+// target quantizes (fixed or quantized output); ConfigError naming the entry otherwise.
+std::vector<std::string> onnx_ops(const std::string& path, const YAML::Node& l, const std::string& key,
+                                  const std::map<std::string, std::string>& names, const BackendConfig& b) {
+  std::vector<std::string> out;
+  for (const auto& op : as_string_list(path, l, "arithmetic." + key)) {
+    auto it = names.find(op);
+    if (it == names.end()) {
+      std::string known;
+      for (const auto& kv : names) known += (known.empty() ? "" : ", ") + kv.first;
+      bad(path, l, "arithmetic." + key + ": '" + op + "' has no " + (key == "lut" ? "lookup-table" : "integer-only") +
+                       " form (known: " + known + ")");
+    }
+    const OpConfig oc = b.op(op);
+    if (oc.kind != OpKind::kFixed && oc.kind != OpKind::kQuantized)
+      bad(path, l, "arithmetic." + key + ": '" + op + "' runs in float on this target (ops." + op + " is " +
+                       op_kind_name(oc.kind) + "); give it fixed output qparams ({fixed: [lo, hi]}) or make it quantized");
+    out.push_back(it->second);
+  }
+  return out;
+}
+
 }  // namespace
 
 runtime::Arithmetic read_arithmetic(const std::string& path, const YAML::Node& a, const BackendConfig& b) {
-  check_keys(path, a, "arithmetic", {"requantize", "multiplier_bits", "rounding", "accumulator", "elementwise", "lut"});
+  check_keys(path, a, "arithmetic", {"requantize", "multiplier_bits", "rounding", "accumulator", "elementwise", "lut", "integer_only"});
   runtime::Arithmetic ar;
   if (auto r = a["requantize"]) ar.requantize = mode(path, r, "arithmetic.requantize");
   if (auto m = a["multiplier_bits"]) ar.multiplier_bits = bits(path, m, "arithmetic.multiplier_bits", 2, 32);
@@ -59,21 +87,8 @@ runtime::Arithmetic read_arithmetic(const std::string& path, const YAML::Node& a
     if (auto m = e["multiplier_bits"]) ar.elementwise_multiplier_bits = bits(path, m, "arithmetic.elementwise.multiplier_bits", 2, 32);
     if (auto l = e["left_shift"]) ar.elementwise_left_shift = bits(path, l, "arithmetic.elementwise.left_shift", 0, 22);
   }
-  if (auto l = a["lut"]) {
-    for (const auto& op : as_string_list(path, l, "arithmetic.lut")) {
-      auto it = lut_op_names().find(op);
-      if (it == lut_op_names().end()) {
-        std::string known;
-        for (const auto& kv : lut_op_names()) known += (known.empty() ? "" : ", ") + kv.first;
-        bad(path, l, "arithmetic.lut: '" + op + "' has no lookup-table form (known: " + known + ")");
-      }
-      const OpConfig oc = b.op(op);
-      if (oc.kind != OpKind::kFixed && oc.kind != OpKind::kQuantized)
-        bad(path, l, "arithmetic.lut: '" + op + "' runs in float on this target (ops." + op + " is " + op_kind_name(oc.kind) +
-                         "); give it fixed output qparams ({fixed: [lo, hi]}) or make it quantized");
-      ar.lut.push_back(it->second);
-    }
-  }
+  if (auto l = a["lut"]) ar.lut = onnx_ops(path, l, "lut", lut_op_names(), b);
+  if (auto l = a["integer_only"]) ar.integer_only = onnx_ops(path, l, "integer_only", integer_only_op_names(), b);
   const bool shift = ar.requantize == runtime::RequantMode::kShift || ar.elementwise == runtime::RequantMode::kShift;
   if (shift && !b.power_of_two_scale)
     bad(path, a, "arithmetic: 'shift' requantization needs power-of-two scales (scale: {power_of_two: true})");

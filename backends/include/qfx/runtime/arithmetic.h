@@ -68,6 +68,11 @@ struct Arithmetic {
   /// kernel of the op. Under ONNX's arithmetic (is_float()) every op of
   /// lut_op_types() runs so: the table equals the float group it replaces.
   std::vector<std::string> lut;
+  /// ONNX op types ("Gelu", "Softmax", "LayerNormalization") that run integer-only
+  /// between a DequantizeLinear and a QuantizeLinear, as I-BERT computes them
+  /// (qfx/runtime/integer_only.h). "Gelu" also matches GELU written out with Erf,
+  /// "LayerNormalization" the opset-14 ReduceMean / Sqrt / Div form.
+  std::vector<std::string> integer_only;
 
   /// True for ONNX's arithmetic (nothing to simulate).
   bool is_float() const;
@@ -75,7 +80,8 @@ struct Arithmetic {
   std::string describe() const;
   /// The JSON object stored in ONNX metadata and encodings.json:
   /// {"requantize", "multiplier_bits", "rounding", "accumulator_bits", "overflow",
-  ///  "elementwise", "elementwise_multiplier_bits", "elementwise_left_shift", "lut"}.
+  ///  "elementwise", "elementwise_multiplier_bits", "elementwise_left_shift", "lut",
+  ///  "integer_only"}.
   std::string to_json() const;
   /// Parses to_json's format (absent keys keep defaults). Throws DataError naming
   /// `what` and the key for malformed JSON, an unknown key or an out-of-range value.
@@ -89,6 +95,9 @@ inline constexpr const char* kArithmeticMetadataKey = "qfx.arithmetic";
 
 /// The ONNX ops Arithmetic::lut may name.
 const std::vector<std::string>& lut_op_types();
+
+/// The ONNX ops Arithmetic::integer_only may name: Gelu, Softmax, LayerNormalization.
+const std::vector<std::string>& integer_only_op_types();
 
 // --- fixed-point primitives (gemmlowp fixedpoint.h, TFLite kernels/internal/common.h) ---
 

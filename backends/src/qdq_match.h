@@ -1,0 +1,161 @@
+// Internal: what the QDQ matcher (qdq.cpp) and its integer-only groups
+// (qdq_integer_only.cpp) share: the graph's producers and uses, the
+// DequantizeLinear feeding a value, the QuantizeLinear ending a group, and float
+// regions of elementwise ops on one quantized value.
+#pragma once
+
+#include <cmath>
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "kernels.h"
+
+namespace qfx::runtime::ir::qdq {
+
+struct Ctx {
+  Graph& g;
+  std::map<std::string, size_t> producer;
+  std::map<std::string, int> uses;
+  std::set<std::string> graph_outputs;
+  std::vector<bool> removed;
+
+  explicit Ctx(Graph& gr) : g(gr), removed(gr.nodes.size(), false) {
+    for (size_t i = 0; i < g.nodes.size(); ++i) {
+      for (const auto& o : g.nodes[i].outputs) producer[o] = i;
+      for (const auto& in : g.nodes[i].inputs)
+        if (!in.empty()) ++uses[in];
+    }
+    for (const auto& o : g.outputs) graph_outputs.insert(o.name);
+  }
+
+  const Tensor* init(const std::string& name) const {
+    auto it = g.initializers.find(name);
+    return it == g.initializers.end() ? nullptr : &it->second;
+  }
+
+  // qparams of a Q/DQ node from its constant scale / zero point inputs; a group
+  // with a non-positive or non-finite scale stays float.
+  std::optional<QInfo> qparams(const Node& n, DType fallback) const {
+    const Tensor* s = n.inputs.size() > 1 ? init(n.inputs[1]) : nullptr;
+    const bool has_zp = n.inputs.size() > 2 && !n.inputs[2].empty();
+    const Tensor* z = has_zp ? init(n.inputs[2]) : nullptr;
+    if (!s || (has_zp && !z)) return std::nullopt;
+    std::string why;
+    auto q = read_qparams(*s, z, fallback, n.attr_i("axis", 1), &why);
+    if (!q) return std::nullopt;
+    for (float v : q->scale)
+      if (!(v > 0.0f) || !std::isfinite(v)) return std::nullopt;
+    return q;
+  }
+
+  // The DequantizeLinear producing `value`: (node index, its quantized input, qparams).
+  struct DQ {
+    size_t node;
+    std::string quantized;
+    QInfo q;
+  };
+  std::optional<DQ> dq(const std::string& value) const {
+    auto it = producer.find(value);
+    if (it == producer.end() || removed[it->second]) return std::nullopt;
+    const Node& n = g.nodes[it->second];
+    if (n.op != "DequantizeLinear") return std::nullopt;
+    auto q = qparams(n, DType::kUInt8);
+    if (!q) return std::nullopt;
+    return DQ{it->second, n.inputs[0], *q};
+  }
+
+  // The single consumer of `value` (nullopt if several, none, or a graph output).
+  std::optional<size_t> only_consumer(const std::string& value) const {
+    if (graph_outputs.count(value) || uses.count(value) == 0 || uses.at(value) != 1) return std::nullopt;
+    for (size_t i = 0; i < g.nodes.size(); ++i) {
+      if (removed[i]) continue;
+      for (const auto& in : g.nodes[i].inputs)
+        if (in == value) return i;
+    }
+    return std::nullopt;
+  }
+
+  // Follows `node`'s output through an optional Relu/Clip to a QuantizeLinear.
+  struct Tail {
+    std::vector<size_t> absorbed;  // act node (if any) and the Q node
+    std::string output;
+    QInfo q;
+    std::string act;
+    float lo = 0, hi = 0;
+  };
+  std::optional<Tail> tail(size_t node, bool allow_act) const {
+    Tail t;
+    std::string v = g.nodes[node].outputs.at(0);
+    auto c = only_consumer(v);
+    if (!c) return std::nullopt;
+    const Node* cn = &g.nodes[*c];
+    if (allow_act && (cn->op == "Relu" || cn->op == "Clip")) {
+      if (cn->op == "Clip") {
+        t.lo = -3.4e38f;
+        t.hi = 3.4e38f;
+        if (!clip_bound(g, *cn, 1, &t.lo) || !clip_bound(g, *cn, 2, &t.hi)) return std::nullopt;
+      }
+      t.act = cn->op;
+      t.absorbed.push_back(*c);
+      c = only_consumer(cn->outputs.at(0));
+      if (!c) return std::nullopt;
+      cn = &g.nodes[*c];
+    }
+    if (cn->op != "QuantizeLinear") return std::nullopt;
+    auto q = qparams(*cn, DType::kUInt8);
+    if (!q || q->per_channel() || q->dtype == DType::kInt32) return std::nullopt;
+    t.absorbed.push_back(*c);
+    t.output = cn->outputs.at(0);
+    t.q = *q;
+    return t;
+  }
+
+  // True if `node`'s output is quantized to int16 (through an optional activation).
+  bool wide_tail(size_t node) const {
+    auto t = tail(node, true);
+    return t && t->q.dtype == DType::kInt16;
+  }
+
+  void replace(size_t i, Node fused, const Tail& t) {
+    fused.out_q = t.q;
+    fused.fused_act = t.act;
+    fused.clip_lo = t.lo;
+    fused.clip_hi = t.hi;
+    fused.outputs = {t.output};
+    for (size_t a : t.absorbed) removed[a] = true;
+    for (const auto& in : g.nodes[i].inputs)
+      if (!in.empty()) --uses[in];
+    for (const auto& in : fused.inputs)
+      if (!in.empty()) ++uses[in];
+    g.nodes[i] = std::move(fused);
+  }
+};
+
+/// True for the elementwise float ops a region may hold (each output element depends
+/// only on the same element of its inputs).
+bool elementwise_float_op(const std::string& op);
+
+/// A float region that computes a function of one 8-bit value element by element
+/// (SiLU exported as x * Sigmoid(x), HardSwish as x * HardSigmoid(x), GELU's chain):
+/// the nodes from `first` on whose inputs are the dequantized value `v`, outputs of
+/// the region, or scalar constants, ending in one QuantizeLinear that alone reads the
+/// region's result. Returns the region's nodes (the QuantizeLinear last), or nothing.
+std::optional<std::vector<size_t>> unary_region(const Graph& g, const std::vector<bool>& removed,
+                                                const std::map<std::string, int>& uses, const std::set<std::string>& outs,
+                                                const std::string& v, size_t first);
+
+/// The region's function (all its nodes but the final QuantizeLinear) run node by
+/// node with the reference float kernels on float32 `x` standing for `v`.
+Tensor region_values(const Graph& g, const std::vector<size_t>& region, const std::string& v, const Tensor& x);
+
+/// The integer-only groups of the target's Arithmetic::integer_only starting at node
+/// `i`, whose first input `d0` dequantizes: GELU (one Gelu node or a region computing
+/// it), Softmax, LayerNormalization (one node or the opset-14 decomposition) up to a
+/// QuantizeLinear, replaced by QIntGelu / QIntSoftmax / QIntLayerNorm. Returns true
+/// if it replaced one; appends to `report` why a candidate stays float.
+bool fuse_integer_only(Ctx& c, size_t i, const Ctx::DQ& d0, std::vector<std::string>* report);
+
+}  // namespace qfx::runtime::ir::qdq
