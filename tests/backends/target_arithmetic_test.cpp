@@ -149,6 +149,37 @@ TEST(Int8Kernels, TargetArithmeticGemm) {
   }
 }
 
+// An empty batch (a plan for zero rows) never reaches oneDNN, whose primitive
+// descriptors divide by the dims: the onednn backend declines and the reference runs it.
+TEST(Int8Kernels, EmptyBatchRunsOnReference) {
+  for (const auto& tc : targets()) {
+    std::mt19937 rng(24);
+    Tensor x({0, 48}, DType::kUInt8);
+    Tensor w = random_codes({10, 48}, DType::kInt8, -64, 64, rng);
+    ir::Node n;
+    n.op = "QGemm";
+    n.name = "fc";
+    n.inputs = {"x", "w"};
+    n.attrs["transB"].i = 1;
+    n.arithmetic = tc.a;
+    ir::QInfo xq, wq, yq;
+    xq.dtype = yq.dtype = DType::kUInt8;
+    wq.dtype = DType::kInt8;
+    xq.scale = {0.015625f};
+    wq.scale = {0.00390625f};
+    yq.scale = {0.125f};
+    xq.zero_point = yq.zero_point = {128};
+    wq.zero_point = {0};
+    n.in_q = {xq, wq};
+    n.out_q = yq;
+    Kernel k = make_kernel(n, {{x.shape(), DType::kUInt8}, {w.shape(), DType::kInt8}}, {nullptr, &w}, "onednn");
+    EXPECT_NE(k.impl, "onednn") << tc.name;
+    ASSERT_EQ(k.outputs[0].shape, (Shape{0, 10})) << tc.name;
+    Tensor y(k.outputs[0].shape, DType::kUInt8);
+    k.run({&x, &w}, {&y});
+  }
+}
+
 // oneDNN's s32 output passes through float: beyond 2^24 it declines, naming why.
 TEST(Int8Kernels, TargetArithmeticLargeAccumulatorsRunOnReference) {
   std::mt19937 rng(23);

@@ -54,6 +54,27 @@ npy x32 3 "(32, 3, 32, 32)"
 onnx_ptq vit_tiny x32 "output: cosine int8 vs fp32 0\\.99"
 onnx_ptq vit_tiny_legacy x32 "output: cosine int8 vs fp32 0\\.99"
 onnx_ptq vit_tiny_opset14 x32 "output: cosine int8 vs fp32 0\\.99"
+# A target whose GELU, softmax and layer normalisation are integer-only (transformer_npu,
+# docs/targets.md), and the ViT under another target arithmetic (tflite_like).
+"$QFX" ptq "$tmp/vit_tiny.yaml" --set backend=transformer_npu --set output.dir="$tmp/vit_npu" >"$tmp/vit_npu.log" 2>&1
+check "vit_tiny on transformer_npu: integer-only kernels, reference == onednn" 0 "^ok" -- bash -c \
+  "grep -q 'reference backend: 32 of 32 int8 outputs identical' '$tmp/vit_npu.log' &&
+   grep -q '2 QIntGelu on reference, 5 QIntLayerNorm on reference, 2 QIntSoftmax on reference' '$tmp/vit_npu.log' &&
+   grep -qE 'output: cosine int8 vs fp32 0\.99' '$tmp/vit_npu.log' &&
+   grep -q 'integer_only' '$tmp/vit_npu/model_int8.onnx' && echo ok"
+# ONNX Runtime computes ONNX's arithmetic (float GELU, softmax, layer norm) on the same
+# file: it agrees with qfx run --onnx-arithmetic, and the target's arithmetic moves the
+# outputs a little.
+check "vit_tiny on transformer_npu: ONNX Runtime agrees with qfx's ONNX arithmetic; the target's is close" 0 "^ok" -- bash -c \
+  "'$QFX' run '$tmp/vit_npu/model_int8.onnx' -i '$tmp/x32.npy' -o '$tmp/vit_npu.qfx.npy' >/dev/null &&
+   '$QFX' run '$tmp/vit_npu/model_int8.onnx' -i '$tmp/x32.npy' -o '$tmp/vit_npu.onnx_ar.npy' --onnx-arithmetic >/dev/null &&
+   ORT_OPT=disabled $PY '$ort/run.py' '$tmp/vit_npu/model_int8.onnx' '$tmp/vit_npu.ort.npy' '$tmp/x32.npy' 2>/dev/null &&
+   $PY -c \"
+import numpy as np; t, o, r = (np.load('$tmp/vit_npu.%s.npy' % k) for k in ('qfx', 'onnx_ar', 'ort'))
+d = float(np.abs(o - r).max() / np.abs(r).max()); cos = float((t * o).sum() / np.sqrt((t * t).sum() * (o * o).sum()))
+print('ok' if d < 0.05 and 0.995 < cos < 1 else 'differ', d, cos)\""
+check "vit_tiny on tflite_like (oneDNN declines the empty batch a plan probes)" 0 "reference backend: 32 of 32 int8 outputs identical" -- \
+  "$QFX" ptq "$tmp/vit_tiny.yaml" --set backend=tflite_like --set output.dir="$tmp/vit_tfl"
 npy x16e 7 "(32, 3, 16, 16)"
 onnx_ptq elementwise_net x16e "output: cosine int8 vs fp32 0\\.9[89]"
 npy x64 5 "(16, 3, 64, 64)"

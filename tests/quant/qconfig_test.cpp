@@ -67,6 +67,11 @@ TEST(BackendConfig, ShippedFilesLoad) {
   EXPECT_EQ(tfl.arithmetic.rounding, qfx::runtime::Rounding::kHalfAwayFromZero);
   EXPECT_EQ(tfl.arithmetic.elementwise_left_shift, 20);
   EXPECT_TRUE(one.arithmetic.is_float()) << "no arithmetic section: ONNX's";
+  auto npu = BackendConfig::resolve("transformer_npu");
+  EXPECT_EQ(npu.arithmetic.integer_only, (std::vector<std::string>{"Gelu", "Softmax", "LayerNormalization"}));
+  EXPECT_EQ(npu.op("layer_norm").kind, OpKind::kQuantized);
+  EXPECT_FALSE(npu.arithmetic.is_float());
+  EXPECT_EQ(qfx::runtime::Arithmetic::from_json(npu.arithmetic.to_json(), "test").integer_only, npu.arithmetic.integer_only);
 
   auto ref = BackendConfig::resolve("reference");
   EXPECT_EQ(ref.name, "reference");
@@ -105,6 +110,10 @@ TEST(BackendConfig, BadFilesNameFileLineAndColumn) {
       {"arith_lut_float_op", head + "ops:\n  sigmoid: float\narithmetic:\n  lut: [sigmoid]\n", ":7:8", "runs in float on this target"},
       {"arith_lut_unknown", head + "ops:\n  softmax: {fixed: [0, 1]}\narithmetic:\n  lut: [softmax]\n", ":7:8", "no lookup-table form"},
       {"arith_float_rounding", head + "arithmetic:\n  rounding: half_up\n", ":5:13", "rounds half to even"},
+      {"arith_integer_only_unknown", head + "ops:\n  sigmoid: {fixed: [0, 1]}\narithmetic:\n  integer_only: [sigmoid]\n", ":7:17",
+       "'sigmoid' has no integer-only form (known: gelu, layer_norm, softmax)"},
+      {"arith_integer_only_float_op", head + "ops:\n  layer_norm: float\narithmetic:\n  integer_only: [layer_norm]\n", ":7:17",
+       "'layer_norm' runs in float on this target"},
   };
   for (const auto& c : cases) {
     const std::string p = write_yaml(c.name, c.text);

@@ -444,9 +444,14 @@ bool qconv_qgemm(const KernelRequest& r, Kernel* k) {
 }
 
 // oneDNN raises dnnl::error for a configuration it has no implementation of:
-// that is a decline, and the next implementation runs the node.
+// that is a decline, and the next implementation runs the node. An empty input
+// (a dimension of size 0) is declined before oneDNN sees it: its primitive
+// descriptors divide by the dims (SIGFPE in oneDNN 2.x).
 KernelFactory guarded(bool (*f)(const KernelRequest&, Kernel*)) {
   return [f](const KernelRequest& r, Kernel* k) {
+    for (const auto& m : r.in)
+      for (int64_t d : m.shape)
+        if (d == 0) return r.decline("an empty input (a dimension of size 0); the reference runs it");
     try {
       return f(r, k);
     } catch (const dnnl::error& e) {
