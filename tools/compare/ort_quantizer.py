@@ -20,7 +20,11 @@ than ONNX Runtime's best method on a model (top-1 where there are labels, then
 cosine). Models: fashion_resnet / fashion_mobilenet (trained on
 Fashion-MNIST, the committed weights; real test images and labels), minilm
 (all-MiniLM-L6-v2's trained weights, tools/fixtures/minilm.py; generated sentences),
-resnet18 / mobilenet_v2 / vit_tiny (torchvision, random weights with live batch
+ppocr_cls / ppocr_rec / ppocr_det (PaddleOCR's trained text-direction classifier,
+recogniser and detector from the rapidocr-onnxruntime wheel, tools/fixtures/
+ocr_models.py; text rendered here: the classifier's top-1 against the rotation
+labels, the recogniser's exactly read lines (CTC greedy decoding) in the top-1
+column), resnet18 / mobilenet_v2 / vit_tiny (torchvision, random weights with live batch
 norm statistics; random inputs). Needs a build (build/tools/qfx or $QFX) and the
 .venv that tools/install_deps.sh makes. About 10 minutes on 2 cores (--quick: 2).
 """
@@ -69,6 +73,10 @@ def export_model(name, path):
         subprocess.run([sys.executable, os.path.join(ROOT, "tools", "fixtures", "minilm.py"), os.path.dirname(path), "--onnx"],
                        check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         return
+    if name.startswith("ppocr_"):  # trained PaddleOCR models from a wheel, with rendered text
+        subprocess.run([sys.executable, os.path.join(ROOT, "tools", "fixtures", "ocr_models.py"), os.path.dirname(path)],
+                       check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        return
     if name.startswith("fashion_"):
         import train_fashion_mnist as t
         t.export(os.path.join(ROOT, "tools", "fixtures", name + ".state.pt"), path)
@@ -92,7 +100,38 @@ def export_model(name, path):
                           verbose=False)
 
 
+# Input shapes of the models whose float ONNX has dynamic spatial dims.
+INPUT_SHAPES = {"ppocr_cls": [-1, 3, 48, 192], "ppocr_rec": [-1, 3, 48, 320], "ppocr_det": [-1, 3, 256, 256]}
+
+
+class Lines(list):
+    """The recogniser's labels: the rendered text of each evaluation sample."""
+
+
+def ctc_accuracy(y, texts, out):
+    keys = open(os.path.join(out, "ppocr_rec_keys.txt"), encoding="utf-8").read().split("\n")[:-1]
+    read = 0
+    for p, text in zip(y, texts):
+        s, prev = [], -1
+        for k in p.argmax(-1):
+            if k != prev and k != 0:
+                s.append(keys[k])
+            prev = k
+        read += "".join(s) == text
+    return read / len(texts)
+
+
 def data_for(name, quick, out):
+    if name.startswith("ppocr_"):
+        cal = np.load(os.path.join(out, name + "_cal.npy"))
+        ev = np.load(os.path.join(out, name + "_eval.npy"))
+        if name == "ppocr_cls":
+            return cal, ev, np.load(os.path.join(out, "ppocr_cls_labels.npy"))
+        if name == "ppocr_rec":
+            n = 64 if quick else 100
+            texts = open(os.path.join(out, "ppocr_rec_eval.txt"), encoding="utf-8").read().split("\n")[:n]
+            return cal, ev[:n], Lines(texts)
+        return cal, ev, None
     if name == "minilm":  # the sentences minilm.py wrote: embedding sums [N, 11, 384]
         return np.load(os.path.join(out, "minilm_cal.npy")), np.load(os.path.join(out, "minilm_eval.npy")), None
     if name.startswith("fashion_"):
@@ -117,8 +156,10 @@ def run(path, x, batch=256):
     return np.concatenate([s.run(None, {name: x[i:i + batch]})[0] for i in range(0, len(x), batch)])
 
 
-def metrics(y, ref, labels):
+def metrics(y, ref, labels, out):
     cos = float((y * ref).sum() / np.sqrt((y * y).sum() * (ref * ref).sum()))
+    if isinstance(labels, Lines):
+        return cos, ctc_accuracy(y, labels, out)
     top1 = float((y.argmax(1) == labels).mean()) if labels is not None else None
     return cos, top1
 
@@ -145,11 +186,12 @@ def ort_quantize(src, dst, cal, method):
     return time.perf_counter() - t0
 
 
-def qfx_quantize(qfx, src, out, cal_npy, n_cal, ev_npy, labels_npy, bias_correction):
+def qfx_quantize(qfx, src, out, cal_npy, n_cal, ev_npy, labels_npy, bias_correction, input_shape=None):
     ev = "{format: npy, images: %s%s}" % (ev_npy, ", labels: " + labels_npy if labels_npy else "")
     cfg = os.path.join(out, "qfx.yaml")
     with open(cfg, "w") as f:
-        f.write("model: {path: %s}\nbackend: onednn\n" % src)
+        shape = ", input_shape: %s" % input_shape if input_shape else ""
+        f.write("model: {path: %s%s}\nbackend: onednn\n" % (src, shape))
         f.write("qconfig:\n  global:\n    activation: {observer: histogram, algorithm: mse}\n"
                 "    weight: {observer: minmax, granularity: per_channel}\n")
         f.write("calibration: {data: {format: npy, images: %s}, num_samples: %d, batch_size: 64}\n" % (cal_npy, n_cal))
@@ -170,22 +212,24 @@ def compare(name, out, qfx, quick):
     paths = {k: os.path.join(out, k + ".npy") for k in ("cal", "ev", "labels")}
     np.save(paths["cal"], cal)
     np.save(paths["ev"], ev)
-    if labels is not None:
+    npy_labels = labels is not None and not isinstance(labels, Lines)
+    if npy_labels:
         np.save(paths["labels"], labels)
     ref = run(src, ev)
     rows = []
     for method in METHODS:
         dst = os.path.join(out, "ort_%s.onnx" % method.lower())
         secs = ort_quantize(src, dst, cal, method)
-        rows.append(("ONNX Runtime " + method, secs) + metrics(run(dst, ev), ref, labels))
+        rows.append(("ONNX Runtime " + method, secs) + metrics(run(dst, ev), ref, labels, out))
     for bc in (False, True):
-        q8, secs = qfx_quantize(qfx, src, out, paths["cal"], len(cal), paths["ev"], paths["labels"] if labels is not None else None, bc)
+        q8, secs = qfx_quantize(qfx, src, out, paths["cal"], len(cal), paths["ev"], paths["labels"] if npy_labels else None, bc,
+                                INPUT_SHAPES.get(name))
         y_ort = run(q8, ev)
-        rows.append(("qfx (histogram, MSE%s)" % (", bias correction" if bc else ""), secs) + metrics(y_ort, ref, labels))
+        rows.append(("qfx (histogram, MSE%s)" % (", bias correction" if bc else ""), secs) + metrics(y_ort, ref, labels, out))
     qfx_out = os.path.join(out, "qfx_run.npy")
     subprocess.run([qfx, "run", q8, "-i", paths["ev"], "-o", qfx_out], check=True, stdout=subprocess.DEVNULL)
     y_qfx = np.load(qfx_out)
-    same = (float(np.abs(y_qfx - y_ort).max() / np.abs(y_ort).max()), float((y_qfx.argmax(1) == y_ort.argmax(1)).mean()))
+    same = (float(np.abs(y_qfx - y_ort).max() / np.abs(y_ort).max()), float((y_qfx.argmax(-1) == y_ort.argmax(-1)).mean()))
     return len(cal), len(ev), rows, same
 
 

@@ -112,7 +112,10 @@ int64_t default_opset(const onnx::ModelProto& m, const std::string& path) {
     if (!n.domain().empty() && n.domain() != "ai.onnx")
       throw UnsupportedOpError(path + ": node " + n.name() + " (" + n.op_type() + ") is of domain '" + n.domain() +
                                "'; qfx reads the default ONNX domain (a float model, not an already quantized one)");
-  if (opset < 13) throw UnsupportedOpError(path + ": opset " + std::to_string(opset) + "; qfx reads opset 13 and newer (re-export with opset_version=17)");
+  if (opset < 13)
+    throw UnsupportedOpError(path + ": opset " + std::to_string(opset) +
+                             "; qfx reads opset 13 and newer (re-export with opset_version=17, or upgrade the file: "
+                             "onnx.version_converter.convert_version(onnx.load(path), 17))");
   return opset;
 }
 

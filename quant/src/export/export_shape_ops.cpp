@@ -149,6 +149,45 @@ void Exporter::unflatten(fx::Node* n) {
   rank_[n] = static_cast<int>(shape.size());
 }
 
+void Exporter::flatten(fx::Node* n, int64_t start, int64_t end) {
+  const int r = rank_of(n->args().at(0));
+  if (r > 0) {
+    start = norm_dim(*n, start, static_cast<size_t>(r));
+    end = norm_dim(*n, end, static_cast<size_t>(r));
+  }
+  if (end == -1 || (r > 0 && end == r - 1)) {
+    unary(n, "Flatten");
+    attr_i(last_, "axis", start);
+    rank_[n] = static_cast<int>(start) + 1;
+    return;
+  }
+  if (r < 0 || start < 0 || end < start) unsupported(*n, "flatten of an input of unknown rank before its last dim");
+  const std::vector<Dim> in = dims_of(*n, n->args().at(0));
+  std::vector<int64_t> shape(static_cast<size_t>(start), 0);  // 0: ONNX Reshape copies the input's dim
+  bool minus_one = false;
+  auto dynamic = [&] {
+    if (minus_one) unsupported(*n, "a flatten ONNX Reshape cannot express (two dynamic dims)");
+    minus_one = true;
+    shape.push_back(-1);
+  };
+  int64_t merged = 1;
+  bool merged_dynamic = false;
+  for (int64_t i = start; i <= end; ++i) {
+    merged_dynamic |= in[static_cast<size_t>(i)].batch || in[static_cast<size_t>(i)].value < 0;
+    merged *= in[static_cast<size_t>(i)].value;
+  }
+  if (merged_dynamic) dynamic();
+  else shape.push_back(merged);
+  for (size_t i = static_cast<size_t>(end) + 1; i < in.size(); ++i) {
+    if (in[i].batch || in[i].value < 0) dynamic();
+    else shape.push_back(in[i].value);
+  }
+  const std::string y = fresh(n->name());
+  node("Reshape", {value(*n, n->args().at(0)), ints_init("shape", shape)}, y, n->name());
+  names_[n] = y;
+  rank_[n] = static_cast<int>(shape.size());
+}
+
 void Exporter::unsqueeze(fx::Node* n) {
   const int r = rank_of(n->args().at(0));
   int64_t d = ints_arg(*n, 1).at(0);

@@ -453,13 +453,7 @@ class Exporter {
     if (op == "dropout" || op == "identity") return alias(n);
     if (upsample_module(n, *m)) return;
     if (auto* fl = dynamic_cast<torch::nn::FlattenImpl*>(m.get())) {
-      const int r = rank_of(n->args().at(0));
-      const int64_t end = fl->options.end_dim();
-      if (end != -1 && !(r > 0 && end == r - 1)) unsupported(*n, "Flatten with end_dim other than the last");
-      unary(n, "Flatten");
-      attr_i(last_, "axis", fl->options.start_dim());
-      rank_[n] = static_cast<int>(fl->options.start_dim()) + 1;
-      return;
+      return flatten(n, fl->options.start_dim(), fl->options.end_dim());
     }
     if (auto* mp = dynamic_cast<torch::nn::MaxPool2dImpl*>(m.get())) {
       const auto& o = mp->options;
@@ -541,6 +535,9 @@ class Exporter {
   // aten::unflatten as an ONNX Reshape; aten::unsqueeze and squeeze.dim as
   // Unsqueeze / Squeeze (opset 13: axes as an input).
   void unflatten(fx::Node* n);
+  // flatten(start, end): ONNX Flatten when `end` is the last dim, else a Reshape
+  // built from the input's dims (at most one of the output's dims dynamic).
+  void flatten(fx::Node* n, int64_t start, int64_t end);
   void unsqueeze(fx::Node* n);
   void squeeze(fx::Node* n);
   void transpose(fx::Node* n);
@@ -596,14 +593,7 @@ class Exporter {
       return;
     }
     if (op == "flatten") {
-      const int64_t start = n->args().size() > 1 ? ints_arg(*n, 1).at(0) : 0;
-      const int64_t end = n->args().size() > 2 ? ints_arg(*n, 2).at(0) : -1;
-      const int r = rank_of(n->args().at(0));
-      if (end != -1 && !(r > 0 && end == r - 1)) unsupported(*n, "flatten with end_dim other than the last");
-      unary(n, "Flatten");
-      attr_i(last_, "axis", start);
-      rank_[n] = static_cast<int>(start) + 1;
-      return;
+      return flatten(n, n->args().size() > 1 ? ints_arg(*n, 1).at(0) : 0, n->args().size() > 2 ? ints_arg(*n, 2).at(0) : -1);
     }
     if (op == "cat") {
       const fx::Argument& list = n->args().at(0);
