@@ -114,30 +114,34 @@ TEST(Int8Kernels, TargetArithmeticConv) {
 }
 
 // int8 Gemm (transB) under each target: oneDNN equals the reference.
+// A QGemm "fc" (uint8 x int8 weights, transB, uint8 out) under the case's arithmetic.
+ir::Node qgemm_node(const TargetCase& tc) {
+  ir::Node n;
+  n.op = "QGemm";
+  n.name = "fc";
+  n.inputs = {"x", "w"};
+  n.attrs["transB"].i = 1;
+  n.arithmetic = tc.a;
+  ir::QInfo xq, wq, yq;
+  xq.dtype = yq.dtype = DType::kUInt8;
+  wq.dtype = DType::kInt8;
+  xq.scale = {tc.pow2 ? 0.015625f : 0.013f};
+  wq.scale = {tc.pow2 ? 0.00390625f : 0.0042f};
+  yq.scale = {tc.pow2 ? 0.125f : 0.11f};
+  xq.zero_point = yq.zero_point = {128};
+  wq.zero_point = {0};
+  n.in_q = {xq, wq};
+  n.out_q = yq;
+  return n;
+}
+
 TEST(Int8Kernels, TargetArithmeticGemm) {
   for (const auto& tc : targets()) {
     std::mt19937 rng(22);
     const int64_t R = 5, K = 48, M = 10;
     Tensor x = random_codes({R, K}, DType::kUInt8, 0, 255, rng);
     Tensor w = random_codes({M, K}, DType::kInt8, -64, 64, rng);
-    ir::Node n;
-    n.op = "QGemm";
-    n.name = "fc";
-    n.inputs = {"x", "w"};
-    n.attrs["transB"].i = 1;
-    n.arithmetic = tc.a;
-    ir::QInfo xq, wq, yq;
-    xq.dtype = DType::kUInt8;
-    xq.scale = {tc.pow2 ? 0.015625f : 0.013f};
-    xq.zero_point = {128};
-    wq.dtype = DType::kInt8;
-    wq.scale = {tc.pow2 ? 0.00390625f : 0.0042f};
-    wq.zero_point = {0};
-    yq.dtype = DType::kUInt8;
-    yq.scale = {tc.pow2 ? 0.125f : 0.11f};
-    yq.zero_point = {128};
-    n.in_q = {xq, wq};
-    n.out_q = yq;
+    const ir::Node n = qgemm_node(tc);
     const std::vector<Meta> metas = {{x.shape(), DType::kUInt8}, {w.shape(), DType::kInt8}};
     Kernel ref = make_kernel(n, metas, {nullptr, &w}, "reference");
     Kernel dnn = make_kernel(n, metas, {nullptr, &w}, "onednn");
@@ -156,23 +160,7 @@ TEST(Int8Kernels, EmptyBatchRunsOnReference) {
     std::mt19937 rng(24);
     Tensor x({0, 48}, DType::kUInt8);
     Tensor w = random_codes({10, 48}, DType::kInt8, -64, 64, rng);
-    ir::Node n;
-    n.op = "QGemm";
-    n.name = "fc";
-    n.inputs = {"x", "w"};
-    n.attrs["transB"].i = 1;
-    n.arithmetic = tc.a;
-    ir::QInfo xq, wq, yq;
-    xq.dtype = yq.dtype = DType::kUInt8;
-    wq.dtype = DType::kInt8;
-    xq.scale = {0.015625f};
-    wq.scale = {0.00390625f};
-    yq.scale = {0.125f};
-    xq.zero_point = yq.zero_point = {128};
-    wq.zero_point = {0};
-    n.in_q = {xq, wq};
-    n.out_q = yq;
-    Kernel k = make_kernel(n, {{x.shape(), DType::kUInt8}, {w.shape(), DType::kInt8}}, {nullptr, &w}, "onednn");
+    Kernel k = make_kernel(qgemm_node(tc), {{x.shape(), DType::kUInt8}, {w.shape(), DType::kInt8}}, {nullptr, &w}, "onednn");
     EXPECT_NE(k.impl, "onednn") << tc.name;
     ASSERT_EQ(k.outputs[0].shape, (Shape{0, 10})) << tc.name;
     Tensor y(k.outputs[0].shape, DType::kUInt8);

@@ -204,7 +204,7 @@ def qfx_quantize(qfx, src, out, cal_npy, n_cal, ev_npy, labels_npy, bias_correct
     return os.path.join(out, "qfx", "model_int8.onnx"), report["calibration"]["seconds"]
 
 
-def compare(name, out, qfx, quick):
+def compare(name, out, qfx, quick, skip_bc=False):
     os.makedirs(out, exist_ok=True)
     src = os.path.join(out, name + ".onnx")
     if not os.path.exists(src):
@@ -222,7 +222,7 @@ def compare(name, out, qfx, quick):
         dst = os.path.join(out, "ort_%s.onnx" % method.lower())
         secs = ort_quantize(src, dst, cal, method)
         rows.append(("ONNX Runtime " + method, secs) + metrics(run(dst, ev), ref, labels, out))
-    for bc in (False, True):
+    for bc in (False,) if skip_bc else (False, True):
         q8, secs = qfx_quantize(qfx, src, out, paths["cal"], len(cal), paths["ev"], paths["labels"] if npy_labels else None, bc,
                                 INPUT_SHAPES.get(name))
         y_ort = run(q8, ev)
@@ -238,6 +238,8 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", default=os.path.join(ROOT, "build", "compare"))
     ap.add_argument("--quick", action="store_true", help="fewer samples and models (a smoke run)")
+    ap.add_argument("--no-bias-correction", action="store_true",
+                    help="leave out qfx's bias-correction row (empirical bias correction re-runs the model per layer: slow on deep models)")
     ap.add_argument("models", nargs="*")
     a = ap.parse_args()
     qfx = os.environ.get("QFX", os.path.join(ROOT, "build", "tools", "qfx"))
@@ -249,7 +251,7 @@ def main():
     print("|---|---|---|---:|---:|---:|")
     worst = 0
     for name in models:
-        n_cal, n_ev, rows, same = compare(name, os.path.join(a.out, name), qfx, a.quick)
+        n_cal, n_ev, rows, same = compare(name, os.path.join(a.out, name), qfx, a.quick, a.no_bias_correction)
         score = lambda r: (r[3] if r[3] is not None else 0.0, r[2])  # top-1 where there are labels, then cosine
         best_ort = max(score(r) for r in rows[:3])
         mine = max(score(r) for r in rows[3:])
