@@ -109,7 +109,7 @@ int32_t code(const Tensor& t, int64_t i) {
 
 }  // namespace
 
-class IntegerOnlyReference : public ::testing::TestWithParam<std::tuple<const char*, const char*>> {};
+class IntegerOnlyReference : public ::testing::TestWithParam<std::tuple<std::string, std::string>> {};
 
 TEST_P(IntegerOnlyReference, EqualsThePapersAlgorithmsBitForBit) {
   const std::string name = std::get<0>(GetParam()), fused = std::get<1>(GetParam());
@@ -143,4 +143,5 @@ INSTANTIATE_TEST_SUITE_P(Fixtures, IntegerOnlyReference,
                                            std::make_tuple("softmax_last", "QIntSoftmax"),
                                            std::make_tuple("softmax_axis1", "QIntSoftmax"),
                                            std::make_tuple("layer_norm_opset14", "QIntLayerNorm"),
-                                           std::make_tuple("layer_norm_opset17", "QIntLayerNorm")));
+                                           std::make_tuple("layer_norm_opset17", "QIntLayerNorm")),
+                         [](const auto& info) { return std::get<0>(info.param); });

@@ -61,7 +61,10 @@ check "vit_tiny on transformer_npu: integer-only kernels, reference == onednn" 0
   "grep -q 'reference backend: 32 of 32 int8 outputs identical' '$tmp/vit_npu.log' &&
    grep -q '2 QIntGelu on reference, 5 QIntLayerNorm on reference, 2 QIntSoftmax on reference' '$tmp/vit_npu.log' &&
    grep -qE 'output: cosine int8 vs fp32 0\.99' '$tmp/vit_npu.log' &&
-   grep -q 'integer_only' '$tmp/vit_npu/model_int8.onnx' && echo ok"
+   grep -q 'integer_only' '$tmp/vit_npu/model_int8.onnx' && $PY -c \"
+import json; ops = json.load(open('$tmp/vit_npu/encodings.json'))['integer_ops'].values()
+kinds = sorted(o['op'] for o in ops if o['op'].startswith('QInt'))
+print('ok' if kinds == ['QIntGelu'] * 2 + ['QIntLayerNorm'] * 5 + ['QIntSoftmax'] * 2 else kinds)\""
 # ONNX Runtime computes ONNX's arithmetic (float GELU, softmax, layer norm) on the same
 # file: it agrees with qfx run --onnx-arithmetic, and the target's arithmetic moves the
 # outputs a little.

@@ -57,6 +57,9 @@ std::vector<IntegerOp> Model::integer_ops() const {
     } else if (n.op == "QLut") {
       const auto& t = n.attrs.at("table").ints;
       o.table.assign(t.begin(), t.end());
+    } else if (n.op == "QIntGelu" || n.op == "QIntSoftmax" || n.op == "QIntLayerNorm") {
+      // Integer-only ops: listed with their dtypes; every constant follows from the
+      // qparams around them (qfx/runtime/integer_only.h).
     } else {
       continue;
     }

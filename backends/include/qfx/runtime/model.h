@@ -102,7 +102,7 @@ struct IntegerRescale {
 /// "integer_ops").
 struct IntegerOp {
   std::string node;                   ///< node name (the ONNX node the group was matched from)
-  std::string op;                     ///< "QLinearConv", "QGemm", "QLinearAdd", "QLut", ...
+  std::string op;                     ///< "QLinearConv", "QGemm", "QLinearAdd", "QLut", "QIntSoftmax", ...
   std::vector<IntegerRescale> rescales;
   /// Pooling: the multiplier listed is input scale / output scale, divided by the
   /// window's element count at run time.
