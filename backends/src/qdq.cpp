@@ -15,15 +15,6 @@ namespace {
 
 using qdq::Ctx;
 
-// The 256 codes of `xq` dequantized, lowest code first.
-Tensor dequantized_codes(const QInfo& xq) {
-  const int lo = xq.dtype == DType::kInt8 ? -128 : 0;
-  Tensor x({256}, DType::kFloat32);
-  for (int i = 0; i < 256; ++i)
-    x.data<float>()[i] = static_cast<float>(static_cast<int64_t>(lo + i) - static_cast<int64_t>(xq.zero_point[0])) * xq.scale[0];
-  return x;
-}
-
 // A QLut's "table" attribute: the 256 values `f` quantized with `yq`.
 Attr quantized_table(const Tensor& f, const QInfo& yq) {
   if (f.numel() != 256) throw DataError("a table's function gives " + std::to_string(f.numel()) + " values, not 256");
@@ -40,7 +31,7 @@ Attr lut_table(const Node& n, const QInfo& xq, const QInfo& yq) {
   Node f = n;
   f.inputs.resize(1);
   Kernel k = make_kernel(f, {{{256}, DType::kFloat32}}, {nullptr}, "reference");
-  const Tensor x = dequantized_codes(xq);
+  const Tensor x = qdq::dequantized_codes(xq);
   Tensor y({256}, DType::kFloat32);
   k.run({&x}, {&y});
   return quantized_table(y, yq);
@@ -49,7 +40,7 @@ Attr lut_table(const Node& n, const QInfo& xq, const QInfo& yq) {
 // table[q - lowest code] = Q(f(DQ(q))) for the region's function f, run node by node
 // with the reference float kernels on the 256 dequantized codes.
 Attr region_table(const Graph& g, const std::vector<size_t>& region, const std::string& v, const QInfo& xq, const QInfo& yq) {
-  return quantized_table(qdq::region_values(g, region, v, dequantized_codes(xq)), yq);
+  return quantized_table(qdq::region_values(g, region, v, qdq::dequantized_codes(xq)), yq);
 }
 
 bool same_q(const QInfo& a, const QInfo& b) {
@@ -234,7 +225,7 @@ std::vector<std::string> fuse_qdq(Graph& g) {
                            op == "Clip" || op == "Flatten" || op == "Reshape" || op == "Squeeze" ||
                            op == "Unsqueeze" || op == "Transpose";
     std::string why;
-    if (qdq::fuse_integer_only(c, i, *d0, &report)) continue;
+    if (qdq::fuse_integer_only(c, i, *d0)) continue;
     // A target's tables are the ops its `arithmetic.lut` names. Under ONNX's arithmetic
     // every table op runs as one: the table equals the float group it replaces.
     const auto& lut_ops = g.arithmetic.is_float() ? lut_op_types() : g.arithmetic.lut;
@@ -259,14 +250,7 @@ std::vector<std::string> fuse_qdq(Graph& g) {
           f.in_q = {d0->q};
           f.attrs.clear();
           f.attrs["table"] = *table;
-          Ctx::Tail t;
-          t.absorbed.assign(reg->begin() + 1, reg->end());
-          t.output = qn.outputs.at(0);
-          t.q = *yq;
-          for (size_t r = 1; r + 1 < reg->size(); ++r)  // the region's other nodes read values that go too
-            for (const auto& in : g.nodes[(*reg)[r]].inputs)
-              if (!in.empty()) --c.uses[in];
-          c.replace(i, f, t);
+          c.replace_region(i, f, *reg, *yq);
           continue;
         }
       }

@@ -49,9 +49,7 @@ Node fused(const Node& n, const char* op, const Ctx::DQ& d0) {
 // A region on one 8-bit value is GELU (erf form) when it computes it at every one of
 // the value's 256 codes: the tanh approximation (within 5e-4) counts too.
 bool region_is_gelu(const Graph& g, const std::vector<size_t>& region, const std::string& v, const QInfo& xq) {
-  const int lo = xq.dtype == DType::kInt8 ? -128 : 0;
-  Tensor x({256}, DType::kFloat32);
-  for (int k = 0; k < 256; ++k) x.data<float>()[k] = static_cast<float>(lo + k - xq.zero_point[0]) * xq.scale[0];
+  const Tensor x = dequantized_codes(xq);
   Tensor y = region_values(g, region, v, x);
   if (y.numel() != 256) return false;
   for (int k = 0; k < 256; ++k) {
@@ -76,14 +74,7 @@ bool gelu(Ctx& c, size_t i, const Ctx::DQ& d0) {
   }
   Node f = fused(n, "QIntGelu", d0);
   f.name = n.name + "_gelu";
-  Ctx::Tail t;
-  t.absorbed.assign(reg->begin() + 1, reg->end());
-  t.output = qn.outputs.at(0);
-  t.q = *yq;
-  for (size_t r = 1; r + 1 < reg->size(); ++r)
-    for (const auto& in : c.g.nodes[(*reg)[r]].inputs)
-      if (!in.empty()) --c.uses[in];
-  c.replace(i, f, t);
+  c.replace_region(i, f, *reg, *yq);
   return true;
 }
 
@@ -173,9 +164,7 @@ bool layer_norm_decomposed(Ctx& c, size_t i, const Ctx::DQ& d0) {
   f.inputs = {d0.quantized, weight, bias};
   f.attrs["axis"] = int_attr(-dims);
   f.attrs["epsilon"] = float_attr(eps->data<float>()[0]);
-  for (size_t k : absorbed)
-    for (const auto& in : g.nodes[k].inputs)
-      if (!in.empty()) --c.uses[in];
+  c.release_inputs(absorbed);
   t->absorbed.insert(t->absorbed.begin(), absorbed.begin(), absorbed.end());
   c.replace(i, f, *t);
   return true;
@@ -199,7 +188,7 @@ bool layer_norm_node(Ctx& c, size_t i, const Ctx::DQ& d0) {
 
 }  // namespace
 
-bool fuse_integer_only(Ctx& c, size_t i, const Ctx::DQ& d0, std::vector<std::string>*) {
+bool fuse_integer_only(Ctx& c, size_t i, const Ctx::DQ& d0) {
   // Below 1e-6 the kernels' int64 intermediates would overflow: such a group stays as it is.
   if (c.g.arithmetic.integer_only.empty() || d0.q.per_channel() || !eight_bit(d0.q.dtype) || d0.q.scale[0] < 1e-6f)
     return false;

@@ -5,6 +5,14 @@
 
 namespace qfx::runtime::ir::qdq {
 
+Tensor dequantized_codes(const QInfo& xq) {
+  const int lo = xq.dtype == DType::kInt8 ? -128 : 0;
+  Tensor x({256}, DType::kFloat32);
+  for (int i = 0; i < 256; ++i)
+    x.data<float>()[i] = static_cast<float>(static_cast<int64_t>(lo + i) - static_cast<int64_t>(xq.zero_point[0])) * xq.scale[0];
+  return x;
+}
+
 bool elementwise_float_op(const std::string& op) {
   static const std::set<std::string> ops = {"Sigmoid", "Tanh", "HardSigmoid", "HardSwish", "Relu", "Clip", "LeakyRelu",
                                             "Exp", "Erf", "Neg", "Abs", "Mul", "Add", "Sub", "Div"};

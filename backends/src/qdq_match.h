@@ -132,7 +132,29 @@ struct Ctx {
       if (!in.empty()) ++uses[in];
     g.nodes[i] = std::move(fused);
   }
+
+  // The reads of `nodes` go away with them (nodes a replacement absorbs beyond its
+  // first node, whose reads `replace` settles).
+  void release_inputs(const std::vector<size_t>& nodes) {
+    for (size_t k : nodes)
+      for (const auto& in : g.nodes[k].inputs)
+        if (!in.empty()) --uses[in];
+  }
+
+  // Replaces a unary region (unary_region: node i first, the QuantizeLinear last,
+  // with output qparams `yq`) by the one node `fused`.
+  void replace_region(size_t i, Node fused, const std::vector<size_t>& region, const QInfo& yq) {
+    Tail t;
+    t.absorbed.assign(region.begin() + 1, region.end());
+    t.output = g.nodes[region.back()].outputs.at(0);
+    t.q = yq;
+    release_inputs(std::vector<size_t>(region.begin() + 1, region.end() - 1));
+    replace(i, std::move(fused), t);
+  }
 };
+
+/// The 256 codes of 8-bit per-tensor `xq` dequantized, lowest code first (float32 [256]).
+Tensor dequantized_codes(const QInfo& xq);
 
 /// True for the elementwise float ops a region may hold (each output element depends
 /// only on the same element of its inputs).
@@ -152,10 +174,10 @@ std::optional<std::vector<size_t>> unary_region(const Graph& g, const std::vecto
 Tensor region_values(const Graph& g, const std::vector<size_t>& region, const std::string& v, const Tensor& x);
 
 /// The integer-only groups of the target's Arithmetic::integer_only starting at node
-/// `i`, whose first input `d0` dequantizes: GELU (one Gelu node or a region computing
-/// it), Softmax, LayerNormalization (one node or the opset-14 decomposition) up to a
+/// `i`, whose first input `d0` dequantizes: GELU (a unary region computing it),
+/// Softmax, LayerNormalization (one node or the opset-14 decomposition) up to a
 /// QuantizeLinear, replaced by QIntGelu / QIntSoftmax / QIntLayerNorm. Returns true
-/// if it replaced one; appends to `report` why a candidate stays float.
-bool fuse_integer_only(Ctx& c, size_t i, const Ctx::DQ& d0, std::vector<std::string>* report);
+/// if it replaced one; a group it does not match is left for the other rules.
+bool fuse_integer_only(Ctx& c, size_t i, const Ctx::DQ& d0);
 
 }  // namespace qfx::runtime::ir::qdq

@@ -36,6 +36,15 @@ Kernel gelu(const Node& n, const std::vector<Meta>& in, const std::vector<const 
   return k;
 }
 
+// Calls f(TI{}, TO{}) with the input's and output's 8-bit code types.
+template <typename F>
+void with_code_types(bool s8_in, bool s8_out, F&& f) {
+  if (s8_in && s8_out) f(int8_t{}, int8_t{});
+  else if (s8_in) f(int8_t{}, uint8_t{});
+  else if (s8_out) f(uint8_t{}, int8_t{});
+  else f(uint8_t{}, uint8_t{});
+}
+
 template <typename TI, typename TO>
 void softmax_rows(const Tensor& x, Tensor& y, int64_t outer, int64_t n, int64_t inner, const io::Softmax& s) {
   std::vector<int64_t> scratch(static_cast<size_t>(n));
@@ -61,10 +70,9 @@ Kernel softmax(const Node& n, const std::vector<Meta>& in, const std::vector<con
   const bool s8_in = in[0].dtype == DType::kInt8, s8_out = n.out_q.dtype == DType::kInt8;
   k.run = [=](const In& i, const Out& o) {
     if (len == 0) return;
-    if (s8_in && s8_out) softmax_rows<int8_t, int8_t>(*i[0], *o[0], outer, len, inner, s);
-    else if (s8_in) softmax_rows<int8_t, uint8_t>(*i[0], *o[0], outer, len, inner, s);
-    else if (s8_out) softmax_rows<uint8_t, int8_t>(*i[0], *o[0], outer, len, inner, s);
-    else softmax_rows<uint8_t, uint8_t>(*i[0], *o[0], outer, len, inner, s);
+    with_code_types(s8_in, s8_out, [&](auto ti, auto to) {
+      softmax_rows<decltype(ti), decltype(to)>(*i[0], *o[0], outer, len, inner, s);
+    });
   };
   return k;
 }
@@ -96,10 +104,7 @@ Kernel layer_norm(const Node& n, const std::vector<Meta>& in, const std::vector<
   const bool s8_in = in[0].dtype == DType::kInt8, s8_out = n.out_q.dtype == DType::kInt8;
   k.run = [=](const In& i, const Out& o) {
     const int64_t rows = len == 0 ? 0 : i[0]->numel() / len;
-    if (s8_in && s8_out) layer_norm_rows<int8_t, int8_t>(*i[0], *o[0], rows, ln);
-    else if (s8_in) layer_norm_rows<int8_t, uint8_t>(*i[0], *o[0], rows, ln);
-    else if (s8_out) layer_norm_rows<uint8_t, int8_t>(*i[0], *o[0], rows, ln);
-    else layer_norm_rows<uint8_t, uint8_t>(*i[0], *o[0], rows, ln);
+    with_code_types(s8_in, s8_out, [&](auto ti, auto to) { layer_norm_rows<decltype(ti), decltype(to)>(*i[0], *o[0], rows, ln); });
   };
   return k;
 }

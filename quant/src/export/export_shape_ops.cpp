@@ -5,6 +5,27 @@
 #include "exporter.h"
 
 namespace qfx::quant::detail {
+namespace {
+
+// The `shape` input of an ONNX Reshape under construction: static sizes as they are,
+// and at most one -1 (the size ONNX infers from the element count).
+struct ReshapeShape {
+  std::vector<int64_t> dims;
+  bool minus_one = false;
+  // Appends `e`: its size when static, else the one -1. False when a second -1 is needed.
+  bool push(const Dim& e) {
+    if (!e.batch && e.value >= 0) {
+      dims.push_back(e.value);
+      return true;
+    }
+    if (minus_one) return false;
+    minus_one = true;
+    dims.push_back(-1);
+    return true;
+  }
+};
+
+}  // namespace
 
 const std::vector<Dim>& Exporter::dims_of(const fx::Node& user, const fx::Argument& a) {
   if (!have_dims_) {
@@ -124,6 +145,10 @@ void Exporter::reshape(fx::Node* n) {
       unsupported(*n, "a shape with the dynamic batch where ONNX Reshape cannot express it");
     }
   }
+  reshape_to(n, shape);
+}
+
+void Exporter::reshape_to(fx::Node* n, const std::vector<int64_t>& shape) {
   const std::string y = fresh(n->name());
   node("Reshape", {value(*n, n->args().at(0)), ints_init("shape", shape)}, y, n->name());
   names_[n] = y;
@@ -133,20 +158,14 @@ void Exporter::reshape(fx::Node* n) {
 void Exporter::unflatten(fx::Node* n) {
   const std::vector<Dim> in = dims_of(*n, n->args().at(0));
   const int64_t d = norm_dim(*n, ints_arg(*n, 1).at(0), in.size());
-  std::vector<int64_t> shape(static_cast<size_t>(d), 0);  // 0: ONNX Reshape copies the input's dim
-  bool minus_one = false;
+  ReshapeShape shape;
+  shape.dims.assign(static_cast<size_t>(d), 0);  // 0: ONNX Reshape copies the input's dim
   auto push = [&](const Dim& e) {
-    if (!e.batch && e.value >= 0) return shape.push_back(e.value);
-    if ((!e.batch && e.value != -1) || minus_one) unsupported(*n, "an unflatten shape ONNX Reshape cannot express");
-    minus_one = true;
-    shape.push_back(-1);
+    if ((!e.batch && e.value < -1) || !shape.push(e)) unsupported(*n, "an unflatten shape ONNX Reshape cannot express");
   };
   for (const Dim& e : size_list(*n, 2)) push(e);
   for (size_t i = static_cast<size_t>(d) + 1; i < in.size(); ++i) push(in[i]);
-  const std::string y = fresh(n->name());
-  node("Reshape", {value(*n, n->args().at(0)), ints_init("shape", shape)}, y, n->name());
-  names_[n] = y;
-  rank_[n] = static_cast<int>(shape.size());
+  reshape_to(n, shape.dims);
 }
 
 void Exporter::flatten(fx::Node* n, int64_t start, int64_t end) {
@@ -163,29 +182,18 @@ void Exporter::flatten(fx::Node* n, int64_t start, int64_t end) {
   }
   if (r < 0 || start < 0 || end < start) unsupported(*n, "flatten of an input of unknown rank before its last dim");
   const std::vector<Dim> in = dims_of(*n, n->args().at(0));
-  std::vector<int64_t> shape(static_cast<size_t>(start), 0);  // 0: ONNX Reshape copies the input's dim
-  bool minus_one = false;
-  auto dynamic = [&] {
-    if (minus_one) unsupported(*n, "a flatten ONNX Reshape cannot express (two dynamic dims)");
-    minus_one = true;
-    shape.push_back(-1);
-  };
-  int64_t merged = 1;
-  bool merged_dynamic = false;
+  ReshapeShape shape;
+  shape.dims.assign(static_cast<size_t>(start), 0);  // 0: ONNX Reshape copies the input's dim
+  Dim merged{1, false};
   for (int64_t i = start; i <= end; ++i) {
-    merged_dynamic |= in[static_cast<size_t>(i)].batch || in[static_cast<size_t>(i)].value < 0;
-    merged *= in[static_cast<size_t>(i)].value;
+    const Dim& e = in[static_cast<size_t>(i)];
+    merged.batch |= e.batch || e.value < 0;
+    merged.value *= e.value;
   }
-  if (merged_dynamic) dynamic();
-  else shape.push_back(merged);
-  for (size_t i = static_cast<size_t>(end) + 1; i < in.size(); ++i) {
-    if (in[i].batch || in[i].value < 0) dynamic();
-    else shape.push_back(in[i].value);
-  }
-  const std::string y = fresh(n->name());
-  node("Reshape", {value(*n, n->args().at(0)), ints_init("shape", shape)}, y, n->name());
-  names_[n] = y;
-  rank_[n] = static_cast<int>(shape.size());
+  bool ok = shape.push(merged);
+  for (size_t i = static_cast<size_t>(end) + 1; i < in.size(); ++i) ok = ok && shape.push(in[i]);
+  if (!ok) unsupported(*n, "a flatten ONNX Reshape cannot express (two dynamic dims)");
+  reshape_to(n, shape.dims);
 }
 
 void Exporter::unsqueeze(fx::Node* n) {

@@ -535,6 +535,8 @@ class Exporter {
   // aten::unflatten as an ONNX Reshape; aten::unsqueeze and squeeze.dim as
   // Unsqueeze / Squeeze (opset 13: axes as an input).
   void unflatten(fx::Node* n);
+  // A Reshape of n's first argument to `shape` (ONNX Reshape's: 0 copies, one -1).
+  void reshape_to(fx::Node* n, const std::vector<int64_t>& shape);
   // flatten(start, end): ONNX Flatten when `end` is the last dim, else a Reshape
   // built from the input's dims (at most one of the output's dims dynamic).
   void flatten(fx::Node* n, int64_t start, int64_t end);

@@ -38,7 +38,13 @@ struct Rescale {
 Rescale make_rescale(double m, const char* what);
 
 /// acc · M / 2^shift rounded as `r` (exact: 128-bit product), saturated to int32.
-int32_t rescale(int64_t acc, Rescale s, Rounding r);
+inline int32_t rescale(int64_t acc, Rescale s, Rounding r);
+
+/// The output code of `acc`: rescale(acc, s, r) + zp, clamped to [lo, hi].
+inline int32_t output_code(int64_t acc, Rescale s, Rounding r, int32_t zp, int32_t lo, int32_t hi) {
+  const int64_t c = static_cast<int64_t>(rescale(acc, s, r)) + zp;
+  return static_cast<int32_t>(c < lo ? lo : (c > hi ? hi : c));
+}
 
 /// The smallest k >= 0 with scale / 2^k <= 2^-10 (the working grid above).
 int working_shift(double scale);
@@ -82,8 +88,7 @@ inline int32_t gelu(int32_t q, const Gelu& g) {
   const int64_t l = poly(clipped, g.erf);
   const int64_t q_erf = x > 0 ? l : (x < 0 ? -l : 0);
   const int64_t v = -(x * (q_erf + g.q_1));  // S_erf < 0: the sign folded into the value, the multiplier positive
-  const int64_t c = rescale(v, g.out, g.rounding) + static_cast<int64_t>(g.out_zp);
-  return static_cast<int32_t>(c < g.lo ? g.lo : (c > g.hi ? g.hi : c));
+  return output_code(v, g.out, g.rounding, g.out_zp, g.lo, g.hi);
 }
 
 /// Algorithm 3 (I-EXP, I-SOFTMAX) over rows of codes with scale `in_scale`, into
@@ -119,8 +124,7 @@ void softmax_row(const TI* x, TO* y, int64_t n, int64_t stride, const Softmax& s
   const int64_t f = (int64_t{1} << 62) / sum;  // sum >= the row maximum's e > 0
   for (int64_t i = 0; i < n; ++i) {
     const int64_t p = static_cast<int64_t>((static_cast<__int128>(scratch[i]) * f) >> 32);
-    const int64_t c = rescale(p, s.out, s.rounding) + static_cast<int64_t>(s.out_zp);
-    y[i * stride] = static_cast<TO>(c < s.lo ? s.lo : (c > s.hi ? s.hi : c));
+    y[i * stride] = static_cast<TO>(output_code(p, s.out, s.rounding, s.out_zp, s.lo, s.hi));
   }
 }
 
@@ -162,12 +166,10 @@ void layer_norm_row(const TI* x, TO* y, const LayerNorm& ln, int64_t* scratch) {
   const int64_t s = isqrt(var);
   const int64_t f = s > 0 ? (int64_t{1} << 31) / s : 0;
   for (int64_t j = 0; j < n; ++j) {
-    int64_t c = ln.constant[j];
-    if (ln.sign[j] != 0) {
-      const int64_t yn = (scratch[j] * f) >> 1;  // arithmetic shift: floor
-      c = rescale(ln.sign[j] * (yn + ln.bias[j]), ln.out[j], ln.rounding) + static_cast<int64_t>(ln.out_zp);
-    }
-    y[j] = static_cast<TO>(c < ln.lo ? ln.lo : (c > ln.hi ? ln.hi : c));
+    const int64_t yn = (scratch[j] * f) >> 1;  // arithmetic shift: floor
+    y[j] = static_cast<TO>(ln.sign[j] == 0 ? ln.constant[j]
+                                           : output_code(ln.sign[j] * (yn + ln.bias[j]), ln.out[j], ln.rounding, ln.out_zp,
+                                                         ln.lo, ln.hi));
   }
 }
 
