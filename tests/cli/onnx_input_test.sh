@@ -153,6 +153,7 @@ bad() {  # FILE RC PATTERN [ARGS...]: data that fits the small CNN the bad files
 }
 bad bad_truncated.onnx 7 "bad_truncated.onnx: not an ONNX model"
 bad bad_domain.onnx 5 "domain 'com.example'"
+bad bad_opset11.onnx 5 "bad_opset11.onnx: opset 11; qfx reads opset 13 and newer .*onnx.version_converter.convert_version"
 bad bad_op.onnx 5 "\\(NonMaxSuppression\\): qfx does not read this op type \\(it reads: .*Conv"
 bad small_cnn.onnx 3 "model.input_shape \\[\\?, 1, 28, 28\\] does not fit .*small_cnn.onnx's input 'input' \\[\\?, 3, 16, 16\\]" \
   --set "model.input_shape=[-1, 1, 28, 28]"
