@@ -31,6 +31,7 @@ void register_reference_elementwise();
 void register_reference_logic();
 void register_reference_pooling();
 void register_reference_shape();
+void register_reference_gather();
 void register_reference_quantize();
 void register_reference_lut();
 void register_reference_integer_only();

@@ -50,9 +50,13 @@ c10::IValue ShapeProp::run_node(const Node* n) {
   return v;
 }
 
-void propagate_shapes(GraphModule& gm, const std::vector<std::vector<int64_t>>& input_shapes) {
+void propagate_shapes(GraphModule& gm, const std::vector<std::vector<int64_t>>& input_shapes,
+                      const std::vector<std::string>& input_dtypes) {
   std::vector<c10::IValue> in;
-  for (const auto& s : input_shapes) in.emplace_back(at::zeros(s));
+  for (size_t i = 0; i < input_shapes.size(); ++i) {
+    const std::string dt = i < input_dtypes.size() ? input_dtypes[i] : "float32";
+    in.emplace_back(at::zeros(input_shapes[i], dt == "int64" ? at::kLong : dt == "int32" ? at::kInt : at::kFloat));
+  }
   ShapeProp(gm).propagate(std::move(in));
 }
 

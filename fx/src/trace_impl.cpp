@@ -38,7 +38,9 @@ std::shared_ptr<GraphModule> TraceImpl::run() {
     Sym s = Sym::proxy(p);
     if (tensor && i - 1 < input_shapes_.size()) {  // shape specialisation (trace_shadow.cpp)
       const auto& shape = input_shapes_[i - 1];
-      s.shadow = std::make_shared<std::array<IValue, 2>>(std::array<IValue, 2>{example_input(shape, 0), example_input(shape, 1)});
+      const std::string dtype = i - 1 < input_dtypes_.size() ? input_dtypes_[i - 1] : "float32";
+      s.shadow = std::make_shared<std::array<IValue, 2>>(
+          std::array<IValue, 2>{example_input(shape, 0, dtype), example_input(shape, 1, dtype)});
       std::vector<int64_t> traced(shape.begin(), shape.end());
       for (auto& d : traced) d = d < 0 ? -1 : d;
       p->meta()["traced_shape"] = IValue(traced);

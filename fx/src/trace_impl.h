@@ -104,9 +104,9 @@ inline std::string strip_suffix(std::string s) {
 class TraceImpl {
  public:
   TraceImpl(torch::jit::Module root, std::vector<WrapSpec> wraps, int64_t max_unroll,
-            std::vector<std::vector<int64_t>> input_shapes = {})
+            std::vector<std::vector<int64_t>> input_shapes = {}, std::vector<std::string> input_dtypes = {})
       : root_(std::move(root)), wraps_(std::move(wraps)), max_unroll_(max_unroll),
-        input_shapes_(std::move(input_shapes)), gm_(std::make_shared<GraphModule>()), g_(gm_->graph()) {}
+        input_shapes_(std::move(input_shapes)), input_dtypes_(std::move(input_dtypes)), gm_(std::make_shared<GraphModule>()), g_(gm_->graph()) {}
 
   struct CxxTensor {
     std::string path;
@@ -236,7 +236,9 @@ class TraceImpl {
 
   // ---- shape specialisation (shadow execution on example inputs; trace_shadow.cpp) ----
   // The example input k (0, 1) for a graph input of `shape`.
-  static IValue example_input(const std::vector<int64_t>& shape, int k);
+  // Example input k (0, 1) of `shape` (-1 dims at 2 + k): random normal floats, or
+  // ones for an integer input (an index valid in any table, a mask that keeps all).
+  static IValue example_input(const std::vector<int64_t>& shape, int k, const std::string& dtype);
   // `s`'s value on example k (constants as they are); false if unknown.
   bool shadow_value(const Sym& s, int k, IValue* out) const;
   // Runs `fn` on the example values of `args` (a JIT stack in, `nout` values out) for
@@ -260,6 +262,7 @@ class TraceImpl {
   std::vector<WrapSpec> wraps_;
   int64_t max_unroll_;
   std::vector<std::vector<int64_t>> input_shapes_;
+  std::vector<std::string> input_dtypes_;  // "float32" (default), "int64", "int32"
   std::shared_ptr<GraphModule> gm_;
   Graph& g_;
   std::vector<ModuleCtx> modules_;

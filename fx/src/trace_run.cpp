@@ -87,6 +87,15 @@ void TraceImpl::run_node(JNode* n, Env& env) {
     env[n->output()] = in(n, 0, env);
     return;
   }
+  // torch.jit.trace wraps shape arithmetic on a dynamic size (x.shape[0] of the
+  // batch) as size -> NumToTensor -> Int: the graph keeps the symbolic int.
+  const bool int_to_tensor = kind == c10::prim::NumToTensor && n->inputs()[0]->type()->kind() == c10::TypeKind::IntType;
+  const bool back_to_int = (kind == c10::aten::Int || kind == c10::aten::ScalarImplicit) &&
+                           n->inputs()[0]->node()->kind() == c10::prim::NumToTensor;
+  if ((int_to_tensor || back_to_int) && (in(n, 0, env).k == Sym::K::kProxy || in(n, 0, env).k == Sym::K::kConst)) {
+    env[n->output()] = in(n, 0, env);
+    return;
+  }
   if (kind == c10::prim::Uninitialized) {
     env[n->output()] = Sym::constant(IValue());
     return;

@@ -252,7 +252,7 @@ std::shared_ptr<GraphModule> QuantizationTracer::trace(torch::jit::Module module
     if (!dup) effective_.push_back(w);
   }
   if (!module.find_method("forward")) throw TraceError("the TorchScript module has no forward method");
-  TraceImpl impl(module, effective_, options_.max_unroll, options_.input_shapes);
+  TraceImpl impl(module, effective_, options_.max_unroll, options_.input_shapes, options_.input_dtypes);
   auto gm = impl.run();
   gm->set_script_root(module._ivalue());
   return gm;

@@ -1,4 +1,4 @@
-// Reference kernels: MaxPool, AveragePool, GlobalAveragePool (float and int8), ReduceMean.
+// Reference kernels: MaxPool, AveragePool, GlobalAveragePool (float and int8), ReduceMean, ReduceSum.
 #include "common.h"
 
 namespace qfx::runtime {
@@ -140,10 +140,14 @@ Kernel global_avg_pool(const Node& n, const std::vector<Meta>& in) {
   return k;
 }
 
+// ReduceMean / ReduceSum over `axes` (attribute, or input 1 from ReduceSum-13 and
+// ReduceMean-18; none: every axis unless noop_with_empty_axes).
 Kernel reduce_mean(const Node& n, const std::vector<Meta>& in, const std::vector<const Tensor*>& consts) {
   const Shape& x = in[0].shape;
   std::vector<int64_t> axes = n.attr_ints("axes");
-  if (n.inputs.size() > 1 && !n.inputs[1].empty()) axes = int_values(need_const(n, consts, 1, "ReduceMean axes"));
+  if (n.inputs.size() > 1 && !n.inputs[1].empty()) axes = int_values(need_const(n, consts, 1, "reduction axes"));
+  if (axes.empty() && n.attr_i("noop_with_empty_axes", 0) != 0) unsupported(n, "noop_with_empty_axes");
+  const bool sum = n.op == "ReduceSum";
   std::vector<bool> red(x.size(), axes.empty());
   for (auto a : axes) red[static_cast<size_t>(norm_axis(n, a, x.size()))] = true;
   const bool keep = n.attr_i("keepdims", 1) != 0;
@@ -163,7 +167,8 @@ Kernel reduce_mean(const Node& n, const std::vector<Meta>& in, const std::vector
     float* y = o[0]->data<float>();
     std::fill(y, y + numel(kept), 0.0f);
     for_each_broadcast(x, x, kept, [&](int64_t p, int64_t, int64_t r) { y[r] += i[0]->data<float>()[p]; });
-    for (int64_t p = 0; p < numel(kept); ++p) y[p] /= static_cast<float>(count);
+    if (!sum)
+      for (int64_t p = 0; p < numel(kept); ++p) y[p] /= static_cast<float>(count);
   };
   return k;
 }
@@ -174,7 +179,7 @@ Kernel reduce_mean(const Node& n, const std::vector<Meta>& in, const std::vector
 void register_reference_pooling() {
   add_reference({"MaxPool", "AveragePool", "QLinearAveragePool"}, [](const Node& n, const std::vector<Meta>& in, const std::vector<const Tensor*>&) { return pool(n, in); });
   add_reference({"GlobalAveragePool", "QLinearGlobalAveragePool"}, [](const Node& n, const std::vector<Meta>& in, const std::vector<const Tensor*>&) { return global_avg_pool(n, in); });
-  add_reference({"ReduceMean"}, reduce_mean);
+  add_reference({"ReduceMean", "ReduceSum"}, reduce_mean);
 }
 
 }  // namespace qfx::runtime

@@ -11,12 +11,19 @@ namespace fs = std::filesystem;
 
 std::string absolute(const std::string& p) { return p.empty() ? p : fs::absolute(p).lexically_normal().string(); }
 
-// data.images and data.labels of one data section, as the loader resolved them.
+// images and labels of one data source, as the loader resolved them.
+void set_source_paths(YAML::Node data, const DataSpec& d) {
+  data["images"] = absolute(d.images);
+  if (data["labels"] && d.labels != "subfolders") data["labels"] = absolute(d.labels);
+}
+
+// The paths of one data section: its source, or each input's.
 void set_data_paths(YAML::Node section, const DataSpec& d) {
   if (!section || !section.IsMap() || !section["data"] || !section["data"].IsMap()) return;
   YAML::Node data = section["data"];
-  data["images"] = absolute(d.images);
-  if (data["labels"] && d.labels != "subfolders") data["labels"] = absolute(d.labels);
+  if (!d.per_input()) return set_source_paths(data, d);
+  for (const DataSpec& s : d.inputs)
+    if (data[s.input] && data[s.input].IsMap()) set_source_paths(data[s.input], s);
 }
 
 }  // namespace

@@ -8,7 +8,7 @@
 #include <filesystem>
 #include <functional>
 
-#include "qfx/fx/onnx_model.h"
+#include "model_inputs.h"
 #include "yaml_util.h"
 
 namespace qfx::quant {
@@ -47,7 +47,7 @@ std::string as_path(const std::string& path, const YAML::Node& n, const std::str
   return p;
 }
 
-DataSpec read_data(const std::string& path, const YAML::Node& n, const std::string& what) {
+DataSpec read_source(const std::string& path, const YAML::Node& n, const std::string& what) {
   DataSpec d;
   if (!n.IsMap()) bad(path, n, what + " must be a mapping {format: ..., images: ...}");
   check_keys(path, n, what, {"format", "images", "labels", "mean", "std", "resize", "crop", "color"});
@@ -81,13 +81,49 @@ DataSpec read_data(const std::string& path, const YAML::Node& n, const std::stri
   return d;
 }
 
+// A data section: one source, or one per model input ({NAME: {format: ..., images:
+// ...}, ...}, required for a model with several inputs), in the model's input order.
+DataSpec read_data(const std::string& path, const YAML::Node& n, const std::string& what, const std::vector<InputSpec>& inputs) {
+  bool named = n.IsMap() && !n["images"] && !n["format"];
+  if (named) {
+    named = inputs.size() > 1;
+    for (const auto& in : inputs) named |= static_cast<bool>(n[in.name]);
+  }
+  std::string names;
+  for (const auto& in : inputs) names += (names.empty() ? "" : ", ") + in.name;
+  if (!named) {
+    if (inputs.size() > 1)
+      bad(path, n, what + ": the model has " + std::to_string(inputs.size()) + " inputs (" + names +
+                       "): give one source per input, {" + inputs[0].name + ": {format: npy, images: ...}, ...}");
+    return read_source(path, n, what);
+  }
+  DataSpec d;
+  for (const auto& kv : n) {
+    const std::string key = key_name(path, kv.first, what);
+    bool known = false;
+    for (const auto& in : inputs) known |= in.name == key;
+    if (!known) bad(path, kv.first, what + "." + key + ": the model has no input '" + key + "' (its inputs: " + names + ")");
+  }
+  for (const auto& in : inputs) {
+    if (!n[in.name]) bad(path, n, what + ": no source for the model's input '" + in.name + "'");
+    d.inputs.push_back(read_source(path, n[in.name], what + "." + in.name));
+    d.inputs.back().input = in.name;
+  }
+  int labelled = 0;
+  for (const auto& s : d.inputs) labelled += !s.labels.empty();
+  if (labelled > 1) bad(path, n, what + ": labels are given for several inputs; give them in one input's source");
+  for (const auto& s : d.inputs)
+    if (!s.labels.empty()) d.labels = s.labels;  // the section's labels, for the checks that need them
+  return d;
+}
+
 // The keys whose values are file or folder paths ("*" stands for each list item).
 const std::vector<std::string>& path_keys() {
   static const std::vector<std::string> keys = [] {
     std::vector<std::string> k = {"model.path", "model.libraries.*", "backend", "training.checkpoint", "training.resume",
                                   "output.dir"};
     for (const char* d : {"calibration.data", "evaluation.data", "training.data", "ptq.auto_fallback.data"})
-      for (const char* f : {".images", ".labels"}) k.push_back(std::string(d) + f);
+      for (const char* f : {".images", ".labels", ".*.images", ".*.labels"}) k.push_back(std::string(d) + f);
     return k;
   }();
   return keys;
@@ -117,9 +153,11 @@ void absolutize_overridden_paths(YAML::Node root, const std::vector<std::string>
           n = (std::filesystem::current_path() / v).lexically_normal().string();
         return;
       }
-      if (parts[i] == "*") {
+      if (parts[i] == "*") {  // each list item, or each value of a mapping (per-input data)
         if (n.IsSequence())
           for (size_t j = 0; j < n.size(); ++j) walk(n[j], i + 1);
+        if (n.IsMap())
+          for (auto kv : n) walk(kv.second, i + 1);
         return;
       }
       if (!n.IsMap()) return;
@@ -160,43 +198,6 @@ std::string resolve_path(const std::string& p_in, const std::string& base_dir) {
 
 namespace {
 
-std::string dims_text(const std::vector<int64_t>& s) {
-  std::string t = "[";
-  for (size_t i = 0; i < s.size(); ++i) t += (i ? ", " : "") + (s[i] < 0 ? std::string("?") : std::to_string(s[i]));
-  return t + "]";
-}
-
-// A float ONNX model: one float32 input with a dynamic batch; model.input_shape,
-// when absent, is the model's declared shape with the batch as -1.
-void onnx_input_shape(const std::string& path, const YAML::Node& m, ModelConfig* model) {
-  const std::vector<fx::OnnxInput> ins = fx::onnx_model_inputs(model->path);
-  const YAML::Node at = m["path"];
-  if (ins.size() != 1) {
-    std::string names;
-    for (const auto& i : ins) names += (names.empty() ? "" : ", ") + i.name;
-    bad(path, at, model->path + " has " + std::to_string(ins.size()) + " inputs (" + names + "); qfx feeds models with one input");
-  }
-  const fx::OnnxInput& in = ins[0];
-  if (in.dtype != "float32") bad(path, at, model->path + ": input '" + in.name + "' is " + in.dtype + "; qfx feeds one float32 input");
-  if (!in.shape.empty() && in.shape[0] > 0)
-    bad(path, at, model->path + ": input '" + in.name + "' " + dims_text(in.shape) + " has a static batch of " + std::to_string(in.shape[0]) +
-                      "; qfx runs batches of any size: export the model with a dynamic batch (torch.onnx.export: dynamic_shapes or dynamic_axes)");
-  if (!model->input_shape.empty()) {
-    bool fits = model->input_shape.size() == in.shape.size();
-    for (size_t d = 1; fits && d < in.shape.size(); ++d) fits = in.shape[d] < 0 || model->input_shape[d] == in.shape[d];
-    if (!fits)
-      bad(path, m["input_shape"] ? m["input_shape"] : m, "model.input_shape " + dims_text(model->input_shape) + " does not fit " +
-                                                          model->path + "'s input '" + in.name + "' " + dims_text(in.shape) +
-                                                          " (leave model.input_shape out to take the model's)");
-    return;
-  }
-  model->input_shape = in.shape;
-  if (!model->input_shape.empty()) model->input_shape[0] = -1;
-  for (size_t d = 1; d < model->input_shape.size(); ++d)
-    if (model->input_shape[d] < 0)
-      bad(path, m, model->path + ": input '" + in.name + "' " + dims_text(in.shape) + " has dynamic dims past the batch; set model.input_shape");
-}
-
 // ptq.auto_fallback: true, or {metric, tolerance, min_sqnr_db, candidates, max_layers,
 // ranking_samples, num_samples, data}.
 void read_auto_fallback(const std::string& path, const YAML::Node& v, JobConfig* c) {
@@ -225,7 +226,7 @@ void read_auto_fallback(const std::string& path, const YAML::Node& v, JobConfig*
     if (auto n = v["max_layers"]) o.max_layers = positive(path, n, "ptq.auto_fallback.max_layers", true);
     if (auto n = v["ranking_samples"]) o.ranking_samples = positive(path, n, "ptq.auto_fallback.ranking_samples", false);
     if (auto n = v["num_samples"]) a.auto_fallback_samples = positive(path, n, "ptq.auto_fallback.num_samples", false);
-    if (auto n = v["data"]) a.auto_fallback_data = read_data(path, n, "ptq.auto_fallback.data");
+    if (auto n = v["data"]) a.auto_fallback_data = read_data(path, n, "ptq.auto_fallback.data", c->model.inputs);
   }
   if (!a.auto_fallback || o.metric != "top1") return;
   const bool own = !a.auto_fallback_data.images.empty();
@@ -274,22 +275,18 @@ JobConfig load_job_config(const std::string& path, const std::vector<std::string
   const std::string base = std::filesystem::path(path).parent_path().string();
   const YAML::Node m = root["model"];
   if (!m) bad(path, root, "'model' is required");
-  check_keys(path, m, "model", {"path", "input_shape", "libraries"});
+  check_keys(path, m, "model", {"path", "input_shape", "inputs", "libraries"});
   if (const YAML::Node libs = m["libraries"]) {
     if (!libs.IsSequence()) bad(path, libs, "model.libraries must be a list of operator libraries: [lib.so]");
     for (const auto& l : libs) c.tracer.options.libraries.push_back(as_path(path, l, "model.libraries", base));
   }
   if (!m["path"]) bad(path, m, "model.path is required");
   c.model.path = as_path(path, m["path"], "model.path", base);
-  const bool onnx = fx::is_onnx_model(c.model.path) && std::filesystem::exists(c.model.path);
-  if (!onnx && (!m["input_shape"] || !m["input_shape"].IsSequence()))
-    bad(path, m, "model.input_shape is required, e.g. [-1, 1, 28, 28]");
-  if (m["input_shape"]) {
-    if (!m["input_shape"].IsSequence()) bad(path, m["input_shape"], "model.input_shape must be a list, e.g. [-1, 1, 28, 28]");
-    for (const auto& d : m["input_shape"]) c.model.input_shape.push_back(as_int(path, d, "model.input_shape"));
+  read_model_inputs(path, m, &c.model);
+  for (const InputSpec& in : c.model.inputs) {  // shape specialisation while tracing
+    c.tracer.options.input_shapes.push_back(in.shape);
+    c.tracer.options.input_dtypes.push_back(in.dtype);
   }
-  if (onnx) onnx_input_shape(path, m, &c.model);  // before the tracer's shape, which it may fill
-  c.tracer.options.input_shapes = {c.model.input_shape};  // shape specialisation while tracing
   if (auto b = root["backend"]) {
     c.backend = as_string(path, b, "backend");
     // A backend YAML file (not a shipped backend's name) is a path like the others.
@@ -302,7 +299,7 @@ JobConfig load_job_config(const std::string& path, const std::vector<std::string
     check_keys(path, cal, "calibration", {"data", "num_samples", "batch_size", "seed"});
     if (!cal["data"]) bad(path, cal, "calibration.data is required");
     c.calibration.enabled = true;
-    c.calibration.data = read_data(path, cal["data"], "calibration.data");
+    c.calibration.data = read_data(path, cal["data"], "calibration.data", c.model.inputs);
     if (auto n = cal["num_samples"]) c.calibration.num_samples = positive(path, n, "calibration.num_samples", false);
     if (auto n = cal["batch_size"]) c.calibration.batch_size = positive(path, n, "calibration.batch_size", false);
     if (auto n = cal["seed"]) {
@@ -315,7 +312,7 @@ JobConfig load_job_config(const std::string& path, const std::vector<std::string
     if (!ev["data"]) bad(path, ev, "evaluation.data is required");
     EvaluationConfig& e = c.evaluation;
     e.enabled = true;
-    e.data = read_data(path, ev["data"], "evaluation.data");
+    e.data = read_data(path, ev["data"], "evaluation.data", c.model.inputs);
     if (auto n = ev["num_samples"]) e.num_samples = positive(path, n, "evaluation.num_samples", true);
     if (auto n = ev["batch_size"]) e.batch_size = positive(path, n, "evaluation.batch_size", false);
     if (auto n = ev["sqnr_samples"]) e.sqnr_samples = positive(path, n, "evaluation.sqnr_samples", true);
@@ -338,7 +335,7 @@ JobConfig load_job_config(const std::string& path, const std::vector<std::string
                {"data", "num_samples", "epochs", "batch_size", "optimizer", "lr_schedule", "freeze_bn_after",
                 "disable_observer_after", "seed", "max_steps", "checkpoint", "resume"});
     if (!t["data"]) bad(path, t, "training.data is required");
-    tc.data = read_data(path, t["data"], "training.data");
+    tc.data = read_data(path, t["data"], "training.data", c.model.inputs);
     if (tc.data.labels.empty()) bad(path, t["data"], "training.data.labels is required");
     if (auto n = t["num_samples"]) tc.num_samples = positive(path, n, "training.num_samples", true);
     if (auto n = t["epochs"]) tc.epochs = positive(path, n, "training.epochs", false);

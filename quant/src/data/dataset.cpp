@@ -50,6 +50,20 @@ double per_channel(const std::vector<double>& v, int64_t c) {
   return v.size() == 1 ? v[0] : v.at(static_cast<size_t>(c));
 }
 
+}  // namespace
+
+at::Tensor npy_labels(const std::string& path, int64_t count, const std::string& samples) {
+  auto l = runtime::load_npy(path);
+  if (l.shape().size() != 1 || (l.dtype() != runtime::DType::kInt64 && l.dtype() != runtime::DType::kInt32))
+    throw DataError(path + ": expected int64 or int32 labels [N]");
+  if (l.shape()[0] != count)
+    throw DataError(path + ": " + std::to_string(l.shape()[0]) + " labels for " + std::to_string(count) + " samples in " + samples);
+  return at::from_blob(const_cast<void*>(l.raw()), l.shape(), l.dtype() == runtime::DType::kInt64 ? at::kLong : at::kInt)
+      .to(at::kLong, false, true);
+}
+
+namespace {
+
 // --- IDX (Fashion-MNIST) ----------------------------------------------------------
 class IdxDataset : public Dataset {
  public:
@@ -90,35 +104,32 @@ class NpyDataset : public Dataset {
  public:
   NpyDataset(const DataSpec& s, const std::vector<int64_t>& input_shape, int64_t limit, int64_t seed) {
     source_ = s.images;
-    data_ = runtime::load_npy(s.images);
-    if (data_.dtype() != runtime::DType::kFloat32 || data_.shape().empty())
-      throw DataError(s.images + ": expected a float32 array [N, ...]");
-    sample_shape_.assign(data_.shape().begin() + 1, data_.shape().end());
+    const runtime::Tensor a = runtime::load_npy(s.images);
+    const runtime::DType t = a.dtype();
+    if (a.shape().empty() || (t != runtime::DType::kFloat32 && t != runtime::DType::kInt64 && t != runtime::DType::kInt32))
+      throw DataError(s.images + ": expected a float32, int64 or int32 array [N, ...], got " + dtype_name(t) +
+                      (a.shape().empty() ? " of rank 0" : ""));
+    // Integer arrays (token ids, masks) stay integers, int32 widened to int64.
+    const at::ScalarType st = t == runtime::DType::kFloat32 ? at::kFloat : t == runtime::DType::kInt64 ? at::kLong : at::kInt;
+    data_ = at::from_blob(const_cast<void*>(a.raw()), a.shape(), st).to(st == at::kInt ? at::kLong : st, false, true);
+    dtype_ = data_.scalar_type();
+    sample_shape_.assign(a.shape().begin() + 1, a.shape().end());
     check_fits(sample_shape_, input_shape, s.images);
-    select(data_.shape()[0], limit, seed);
-    if (!s.labels.empty()) {
-      auto l = runtime::load_npy(s.labels);
-      if (l.shape().size() != 1 || (l.dtype() != runtime::DType::kInt64 && l.dtype() != runtime::DType::kInt32))
-        throw DataError(s.labels + ": expected int64 or int32 labels [N]");
-      if (l.shape()[0] != data_.shape()[0])
-        throw DataError(s.labels + ": " + std::to_string(l.shape()[0]) + " labels for " +
-                        std::to_string(data_.shape()[0]) + " samples in " + s.images);
-      at::Tensor all = at::from_blob(const_cast<void*>(l.raw()), l.shape(),
-                                     l.dtype() == runtime::DType::kInt64 ? at::kLong : at::kInt).to(at::kLong);
-      labels_ = all.index_select(0, at::tensor(index_, at::kLong));
-    }
+    select(a.shape()[0], limit, seed);
+    if (!s.labels.empty()) labels_ = npy_labels(s.labels, a.shape()[0], s.images).index_select(0, at::tensor(index_, at::kLong));
   }
 
   bool concurrent_reads() const override { return true; }
 
  protected:
-  void read(int64_t id, float* dst) override {
-    const int64_t n = numel(sample_shape_);
-    std::memcpy(dst, data_.data<float>() + id * n, static_cast<size_t>(n) * sizeof(float));
+  void read(int64_t id, float* dst) override { read_typed(id, dst); }
+  void read_typed(int64_t id, void* dst) override {
+    const size_t bytes = static_cast<size_t>(numel(sample_shape_)) * data_.element_size();
+    std::memcpy(dst, static_cast<const char*>(data_.data_ptr()) + static_cast<size_t>(id) * bytes, bytes);
   }
 
  private:
-  runtime::Tensor data_;
+  at::Tensor data_;  // float32 or int64 [N, ...], contiguous
 };
 
 // Files of a folder with one of `exts` (lower case), recursively, sorted by path.

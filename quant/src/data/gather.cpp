@@ -22,15 +22,19 @@ at::Tensor Dataset::batch(int64_t begin, int64_t end) {
 }
 
 at::Tensor Dataset::gather(const std::vector<int64_t>& positions) {
+  if (num_inputs() != 1)
+    throw ConfigError(source_ + ": the model has " + std::to_string(num_inputs()) +
+                      " inputs, and this step feeds models with one input");
   std::vector<int64_t> shape{static_cast<int64_t>(positions.size())};
   shape.insert(shape.end(), sample_shape_.begin(), sample_shape_.end());
-  at::Tensor out = at::empty(shape, at::kFloat);
+  at::Tensor out = at::empty(shape, dtype_);
   const int64_t n = c10::multiply_integers(sample_shape_);
   for (int64_t p : positions)
     if (p < 0 || p >= size()) throw DataError(source_ + ": sample " + std::to_string(p) + " out of range");
-  float* dst = out.data_ptr<float>();
+  auto* dst = static_cast<char*>(out.data_ptr());
+  const int64_t bytes = n * static_cast<int64_t>(out.element_size());
   const int64_t count = static_cast<int64_t>(positions.size());
-  auto read_one = [&](int64_t i) { read(index_[static_cast<size_t>(positions[static_cast<size_t>(i)])], dst + i * n); };
+  auto read_one = [&](int64_t i) { read_typed(index_[static_cast<size_t>(positions[static_cast<size_t>(i)])], dst + i * bytes); };
   if (!concurrent_reads() || count < 2) {
     for (int64_t i = 0; i < count; ++i) read_one(i);
     return out;

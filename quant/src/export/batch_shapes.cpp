@@ -10,7 +10,8 @@
 namespace qfx::quant::detail {
 
 std::map<const fx::Node*, std::vector<Dim>> batch_shapes(fx::GraphModule& gm,
-                                                         const std::vector<std::vector<int64_t>>& input_shapes) {
+                                                         const std::vector<std::vector<int64_t>>& input_shapes,
+                                                         const std::vector<std::string>& input_dtypes) {
   if (input_shapes.empty()) throw UnsupportedOpError("export_onnx: shape arithmetic (size(), chunk) needs ExportOptions::input_shapes");
   for (const auto& s : input_shapes)
     for (size_t d = 1; d < s.size(); ++d)
@@ -31,7 +32,7 @@ std::map<const fx::Node*, std::vector<Dim>> batch_shapes(fx::GraphModule& gm,
     for (auto& s : in)
       if (!s.empty() && s[0] < 0) s[0] = batch;
     at::NoGradGuard ng;
-    fx::propagate_shapes(gm, in);
+    fx::propagate_shapes(gm, in, input_dtypes);
     std::map<const fx::Node*, std::vector<int64_t>> out;
     for (const fx::Node* n : gm.graph().nodes()) {
       auto it = n->meta().find("shape");

@@ -22,7 +22,9 @@ struct Dim {
 /// runs is static, one equal to the batch in both is `batch`; any other
 /// batch-dependent dim is reported with value -1 and batch false. Throws
 /// UnsupportedOpError for other dynamic dims, ExecutionError from the graph.
+/// `input_dtypes` as fx::propagate_shapes (integer inputs run on zeros of their type).
 std::map<const fx::Node*, std::vector<Dim>> batch_shapes(fx::GraphModule& gm,
-                                                         const std::vector<std::vector<int64_t>>& input_shapes);
+                                                         const std::vector<std::vector<int64_t>>& input_shapes,
+                                                         const std::vector<std::string>& input_dtypes = {});
 
 }  // namespace qfx::quant::detail

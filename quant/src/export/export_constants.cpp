@@ -79,7 +79,8 @@ void Exporter::evaluate_constants() {
   for (size_t i = 0; i < g->graph().placeholders().size(); ++i) {
     std::vector<int64_t> shape = i < opt_.input_shapes.size() ? opt_.input_shapes[i] : std::vector<int64_t>{};
     for (auto& d : shape) d = d < 0 ? 1 : d;
-    dummy.emplace_back(shape.empty() ? at::Tensor() : at::zeros(shape));
+    const std::string dt = i < opt_.input_dtypes.size() ? opt_.input_dtypes[i] : "float32";
+    dummy.emplace_back(shape.empty() ? at::Tensor() : at::zeros(shape, dt == "int64" ? at::kLong : dt == "int32" ? at::kInt : at::kFloat));
   }
   const auto values = g->forward(std::move(dummy)).toTupleRef().elements();
   for (size_t i = 0; i < wanted.size(); ++i)

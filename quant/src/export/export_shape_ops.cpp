@@ -29,7 +29,7 @@ struct ReshapeShape {
 
 const std::vector<Dim>& Exporter::dims_of(const fx::Node& user, const fx::Argument& a) {
   if (!have_dims_) {
-    dims_ = detail::batch_shapes(gm_, opt_.input_shapes);
+    dims_ = detail::batch_shapes(gm_, opt_.input_shapes, opt_.input_dtypes);
     have_dims_ = true;
   }
   if (!a.is_node()) unsupported(user, "a non-tensor argument where a tensor is expected");

@@ -166,7 +166,10 @@ class Exporter {
     auto* vi = g_->add_input();
     vi->set_name(name);
     auto* tt = vi->mutable_type()->mutable_tensor_type();
-    tt->set_elem_type(onnx::TensorProto::FLOAT);
+    const std::string dtype = i < opt_.input_dtypes.size() ? opt_.input_dtypes[i] : "float32";
+    tt->set_elem_type(dtype == "int64"   ? onnx::TensorProto::INT64
+                      : dtype == "int32" ? onnx::TensorProto::INT32
+                                         : onnx::TensorProto::FLOAT);
     if (i < opt_.input_shapes.size()) {
       auto* sh = tt->mutable_shape();
       for (auto d : opt_.input_shapes[i]) {
@@ -494,6 +497,8 @@ class Exporter {
     if (a.is_node()) return value(n, a);
     if (a.is_const() && (a.value.isDouble() || a.value.isInt()))
       return init("scalar", at::full({}, static_cast<float>(a.value.isDouble() ? a.value.toDouble() : a.value.toInt())));
+    if (a.is_const() && a.value.isTensor())  // a constant torch.jit.trace recorded (-10000.0 of an attention mask)
+      return init("constant", a.value.toTensor().detach().to(at::kFloat));
     unsupported(n, "an operand that is neither a tensor nor a number");
   }
 
@@ -570,6 +575,10 @@ class Exporter {
   // Float elementwise ops with a one-to-one ONNX operator (export_elementwise_ops.cpp);
   // false for any other op.
   bool elementwise_function(fx::Node* n, const std::string& op);
+  // embedding / index_select as Gather (export_gather_ops.cpp); false for any other op.
+  bool gather_function(fx::Node* n, const std::string& op);
+  // sum over dims as ReduceSum (export_gather_ops.cpp).
+  void reduce_sum(fx::Node* n);
 
   void function(fx::Node* n) {
     const std::string op = canonical_op_name(*n, gm_);
@@ -588,6 +597,8 @@ class Exporter {
     if (op == "div") return binary(n, "Div");
     if (activation(n, op)) return;
     if (elementwise_function(n, op)) return;
+    if (gather_function(n, op)) return;
+    if (op == "sum" && n->args().size() > 1) return reduce_sum(n);
     if (op == "dropout" || op == "identity") return alias(n);
     if (op == "softmax") {
       unary(n, "Softmax");

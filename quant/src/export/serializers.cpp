@@ -125,6 +125,7 @@ void register_all() {
          auto c = fx::make_config();
          c.insert("learnable", fq.learnable());
          c.insert("qparams_stale", fq.qparams_stale());
+         if (fq.softmax_dim()) c.insert("softmax_dim", *fq.softmax_dim());
          c.insert("observer", observer_config(fq.observer()));
          return IValue(c);
        },
@@ -132,6 +133,8 @@ void register_all() {
          auto fq = std::make_shared<FakeQuantize>(observer_from(config_at(c, "observer")),
                                                   config_at(c, "learnable").toBool());
          fq->set_qparams_stale(config_at(c, "qparams_stale").toBool());
+         const auto& cd = c.toGenericDict();
+         if (cd.contains("softmax_dim")) fq->set_softmax_dim(cd.at("softmax_dim").toInt());
          return fx::LoadedModule{fq, fx::tensor_call_fn(fq)};
        }});
   fx::register_module_serializer(

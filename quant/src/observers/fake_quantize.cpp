@@ -84,7 +84,12 @@ QParams FakeQuantize::qparams() {
 at::Tensor FakeQuantize::forward(const at::Tensor& x) {
   const bool observe = observer_enabled();
   if (observe) {
-    observer_->forward(x.detach());
+    if (softmax_dim_ && x.dim() > 0) {
+      const at::Tensor d = x.detach();
+      observer_->forward(at::maximum(d, std::get<0>(d.max(*softmax_dim_, /*keepdim=*/true)) - kSoftmaxSpan));
+    } else {
+      observer_->forward(x.detach());
+    }
     if (sync_) sync_(*observer_);
     stale_ = true;
   }

@@ -1,6 +1,9 @@
 // prepare_fx / prepare_qat_fx: per-node qconfig, QAT module swaps, and FakeQuantize
 // (observer) insertion with shared and fixed qparams.
+#include <torch/nn/modules/activation.h>
+
 #include <map>
+#include <optional>
 #include <set>
 #include <unordered_map>
 
@@ -50,6 +53,7 @@ class Preparer {
       observe_node(n);
     }
     finish_groups();
+    mark_softmax_inputs();
     for (auto& kv : info_) {
       fx::Node* n = kv.first;
       const NodeInfo& i = kv.second;
@@ -189,6 +193,31 @@ class Preparer {
     insert_observer_call(v, path);
     group_of_[v] = path;
     return path;
+  }
+
+  // The softmax dim of `n` if it is a softmax (aten op or torch.nn.Softmax), else nullopt.
+  std::optional<int64_t> softmax_dim(const fx::Node* n) const {
+    if (canonical_op_name(*n, gm_) != "softmax") return std::nullopt;
+    if (n->op() == fx::Opcode::kCallFunction) {
+      if (n->args().size() < 2 || !n->args()[1].is_const() || !n->args()[1].value.isInt()) return std::nullopt;
+      return n->args()[1].value.toInt();
+    }
+    if (auto* m = dynamic_cast<torch::nn::SoftmaxImpl*>(gm_.get_submodule(n->target()).get())) return m->options.dim();
+    return std::nullopt;
+  }
+
+  // FakeQuantize::set_softmax_dim on every observer whose calls all feed softmaxes over one dim.
+  void mark_softmax_inputs() {
+    std::map<std::string, std::set<std::optional<int64_t>>> dims;  // path -> softmax dims of its users
+    for (fx::Node* n : g_.nodes()) {
+      if (n->op() != fx::Opcode::kCallModule || !dynamic_cast<FakeQuantize*>(gm_.get_submodule(n->target()).get())) continue;
+      auto& d = dims[n->target()];
+      if (n->users().empty()) d.insert(std::nullopt);
+      for (const fx::Node* u : n->users()) d.insert(softmax_dim(u));
+    }
+    for (const auto& [path, d] : dims)
+      if (d.size() == 1 && *d.begin())
+        std::dynamic_pointer_cast<FakeQuantize>(gm_.get_submodule(path))->set_softmax_dim(*d.begin());
   }
 
   fx::Node* insert_observer_call(fx::Node* v, const std::string& path) {

@@ -10,7 +10,7 @@
 
 namespace qfx::quant::detail {
 using pipeline::to_aten;
-using pipeline::wrap;
+using pipeline::feed;
 
 void compare_arithmetic(const runtime::Model& target, const std::string& onnx_path, const std::string& backend,
                                   const ExportResult& conv, Dataset& data, int64_t n, int64_t batch, const std::string& output,
@@ -34,7 +34,7 @@ void compare_arithmetic(const runtime::Model& target, const std::string& onnx_pa
   const int64_t total = labels.defined() ? data.size() : n;
   for (int64_t i = 0; i < total; i += batch) {
     const int64_t end = std::min(i + batch, total);
-    std::map<std::string, runtime::Tensor> in{{"input", wrap(data.batch(i, end))}};
+    const std::map<std::string, runtime::Tensor> in = feed(onnx, data.batch_inputs(i, end));
     const bool layers = i < n;
     auto out = onnx.run(in, layers ? watch : std::vector<std::string>{}, [&](const std::string& name, const runtime::Tensor& t) {
       held[name] = t.clone();

@@ -96,6 +96,17 @@ inline void write_reports(const Staging& out, nlohmann::json& report, const fx::
 
 /// A runtime tensor over an ATen tensor's memory (no copy).
 inline runtime::Tensor wrap(const at::Tensor& t) { return runtime_view(t); }
+/// One batch as the runtime takes it: `batch[i]` (a view) under the name of the
+/// model's input i. Throws DataError when the counts differ.
+inline std::map<std::string, runtime::Tensor> feed(const runtime::Model& m, const std::vector<at::Tensor>& batch) {
+  const auto& ins = m.inputs();
+  if (ins.size() != batch.size())
+    throw DataError("a batch of " + std::to_string(batch.size()) + " tensor(s) for a model with " + std::to_string(ins.size()) +
+                    " input(s)");
+  std::map<std::string, runtime::Tensor> in;
+  for (size_t i = 0; i < batch.size(); ++i) in.emplace(ins[i].name, runtime_view(batch[i]));
+  return in;
+}
 /// A float runtime tensor copied into ATen.
 inline at::Tensor to_aten(const runtime::Tensor& t) { return aten_view(t).clone(); }
 
@@ -108,16 +119,24 @@ inline void info(const PipelineHooks& h, const std::string& line) {
   if (h.info) h.info(line);
 }
 
-/// convert_fx, then export_onnx (ONNX opset 14) of the converted model, for one-input models: the
-/// graph input is named "input", the output "output"; `input_shape` as
-/// model.input_shape. `converted` receives the converted GraphModule. A target
-/// arithmetic other than ONNX's goes into the model's metadata.
-inline ExportResult convert_model(fx::GraphModule& gm, const std::string& path, const std::vector<int64_t>& input_shape,
+/// The graph inputs' names, shapes and element types of a job's exports (model.inputs).
+inline void set_inputs(ExportOptions* o, const std::vector<InputSpec>& inputs) {
+  for (const InputSpec& in : inputs) {
+    o->input_names.push_back(in.name);
+    o->input_shapes.push_back(in.shape);
+    o->input_dtypes.push_back(in.dtype);
+  }
+}
+
+/// convert_fx, then export_onnx (ONNX opset 14) of the converted model: the graph
+/// inputs named, shaped and typed as `inputs` (model.inputs), the output "output".
+/// `converted` receives the converted GraphModule. A target arithmetic other than
+/// ONNX's goes into the model's metadata.
+inline ExportResult convert_model(fx::GraphModule& gm, const std::string& path, const std::vector<InputSpec>& inputs,
                                   std::shared_ptr<fx::GraphModule>* converted, const runtime::Arithmetic& arithmetic) {
   *converted = convert_fx(gm);
   ExportOptions o;
-  o.input_shapes = {input_shape};
-  o.input_names = {"input"};
+  set_inputs(&o, inputs);
   o.opset = 14;  // HardSwish is an op (a target's lookup table) from opset 14
   if (!arithmetic.is_float()) o.metadata[runtime::kArithmeticMetadataKey] = arithmetic.to_json();
   return export_onnx(**converted, path, o);
@@ -134,10 +153,10 @@ inline std::string output_name(const runtime::Model& m, int64_t index, const std
   return outs[static_cast<size_t>(index)].name;
 }
 
-/// Output `index` of `gm`'s forward on `x` (a tuple or list output is indexed; a
-/// single tensor is output 0). Throws DataError if it is not a tensor.
-inline at::Tensor forward_output(fx::GraphModule& gm, const at::Tensor& x, int64_t index) {
-  c10::IValue v = gm.forward(std::vector<c10::IValue>{x});
+/// Output `index` of `gm`'s forward on the inputs `x` (a tuple or list output is
+/// indexed; a single tensor is output 0). Throws DataError if it is not a tensor.
+inline at::Tensor forward_output(fx::GraphModule& gm, const std::vector<at::Tensor>& x, int64_t index) {
+  c10::IValue v = gm.forward(std::vector<c10::IValue>(x.begin(), x.end()));
   if (v.isTensor() && index == 0) return v.toTensor();
   std::vector<c10::IValue> items;
   if (v.isTuple()) items = v.toTupleRef().elements().vec();

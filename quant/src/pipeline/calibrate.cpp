@@ -25,9 +25,9 @@ NextBatch batches(Dataset& data, int64_t batch_size, int rank, int world) {
   const int64_t stride = batch_size * std::max(world, 1);
   return [&data, batch_size, stride, pos]() -> std::vector<at::Tensor> {
     if (*pos >= data.size()) return {};
-    at::Tensor b = data.batch(*pos, std::min(*pos + batch_size, data.size()));
+    std::vector<at::Tensor> b = data.batch_inputs(*pos, std::min(*pos + batch_size, data.size()));
     *pos += stride;
-    return {b};
+    return b;
   };
 }
 
@@ -106,7 +106,7 @@ CalibrationResult calibrate(fx::GraphModule& gm, LoweredModel& lowered, const Ne
   auto layout = runtime::Model::WatchLayout::kAsStored;
   for (const auto& kv : observers)
     for (FakeQuantize* fq : kv.second)
-      if (fq->observer().spec().per_channel) layout = runtime::Model::WatchLayout::kPlain;
+      if (fq->observer().spec().per_channel || fq->softmax_dim()) layout = runtime::Model::WatchLayout::kPlain;
   const runtime::Model& model = lowered.model();
   // A parameter observed as an activation (ViT's position embedding added to the
   // tokens) is a constant of the float graph: observed once here, as every batch

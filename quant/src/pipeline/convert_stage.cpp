@@ -7,7 +7,7 @@ namespace qfx::quant::pipeline {
 template <typename Result>
 Int8Model convert_stage(const Job& job, fx::GraphModule& gm, const Staging& out, Result* r) {
   const std::string path = out.path("model_int8.onnx");
-  ExportResult exported = convert_model(gm, path, job.cfg.model.input_shape, &r->converted, job.backend.arithmetic);
+  ExportResult exported = convert_model(gm, path, job.cfg.model.inputs, &r->converted, job.backend.arithmetic);
   runtime::Model model = runtime::Model::load(path, {job.runtime()});
   const std::string output = output_name(model, job.output, job.config());
   r->float_fallbacks = float_fallbacks(gm);

@@ -11,7 +11,7 @@ at::Tensor libtorch_first_batch(const Job& job, fx::GraphModule& gm, Dataset* ev
   if (!ev || ev->size() == 0) return {};
   output_name(fp32, job.output, job.config());  // ConfigError for an output the model lacks
   set_quant_state(gm, QuantState::kFloat);
-  at::Tensor out = forward_output(gm, ev->batch(0, std::min(job.cfg.evaluation.batch_size, ev->size())), job.output);
+  at::Tensor out = forward_output(gm, ev->batch_inputs(0, std::min(job.cfg.evaluation.batch_size, ev->size())), job.output);
   set_quant_state(gm, QuantState::kFakeQuant);
   disable_observer(gm);
   return out;
@@ -54,8 +54,8 @@ at::Tensor evaluate_stage(const Job& job, const runtime::Model& fp32, runtime::M
   int64_t timed = 0;
   int8.set_profiling(true);  // where the int8 time goes, per node
   for (int64_t i = 0; i < n; i += ebs) {
-    const at::Tensor b = ev.batch(i, std::min(i + ebs, n));
-    std::map<std::string, runtime::Tensor> in{{"input", wrap(b)}};
+    const std::vector<at::Tensor> b = ev.batch_inputs(i, std::min(i + ebs, n));
+    const std::map<std::string, runtime::Tensor> in = feed(fp32, b);
     const bool time_it = i > 0 || n <= ebs;
     auto t0 = Clock::now();
     fp_outs.push_back(to_aten(fp32.run(in).at(out_name)));
@@ -64,12 +64,12 @@ at::Tensor evaluate_stage(const Job& job, const runtime::Model& fp32, runtime::M
     q_outs.push_back(to_aten(int8.run(in).at(out_name)));
     if (time_it) {
       t_int8 += secs(t0);
-      timed += b.size(0);
+      timed += b[0].size(0);
     }
     if (i == 0)  // independent check: the runtime's fp32 against libtorch on the first batch
       E->fp32_runtime_vs_libtorch_max_rel_error =
           ((fp_outs[0] - libtorch_first).abs().max() / libtorch_first.abs().max().clamp_min(1e-12)).item<double>();
-    progress(job.hooks, "evaluation (fp32 + int8)", i + b.size(0), n);
+    progress(job.hooks, "evaluation (fp32 + int8)", i + b[0].size(0), n);
   }
   const at::Tensor fp = at::cat(fp_outs), q = at::cat(q_outs);
   E->profile_int8 = int8.profile();

@@ -71,7 +71,7 @@ void fallback_deployed(const Job& job, const runtime::Model& fp32, const runtime
                        const std::string& out_name, PtqAlgorithmReports* alg) {
   std::vector<at::Tensor> f, q;
   for (const auto& b : held.batches) {
-    std::map<std::string, runtime::Tensor> in{{"input", wrap(b.at(0))}};
+    const std::map<std::string, runtime::Tensor> in = feed(fp32, b);
     f.push_back(to_aten(fp32.run(in).at(out_name)));
     q.push_back(to_aten(int8.run(in).at(out_name)));
   }

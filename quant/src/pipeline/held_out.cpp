@@ -9,11 +9,11 @@ namespace qfx::quant::pipeline {
 
 HeldOutData held_out_data(const JobConfig& cfg, int64_t calibration_size, int64_t batch_size) {
   const PtqAlgorithmsConfig& a = cfg.ptq;
-  const bool own = !a.auto_fallback_data.images.empty();
+  const bool own = !a.auto_fallback_data.images.empty() || a.auto_fallback_data.per_input();
   const int64_t want = a.auto_fallback_samples;
   std::unique_ptr<Dataset> d =
-      own ? open_dataset(a.auto_fallback_data, cfg.model.input_shape, want, -1)
-          : open_dataset(cfg.calibration.data, cfg.model.input_shape, calibration_size + want, cfg.calibration.seed);
+      own ? open_inputs(a.auto_fallback_data, cfg.model.inputs, want, -1)
+          : open_inputs(cfg.calibration.data, cfg.model.inputs, calibration_size + want, cfg.calibration.seed);
   const int64_t first = own ? 0 : calibration_size;
   if (d->size() <= first)
     throw ConfigError(cfg.path + ": ptq.auto_fallback has no held-out samples: calibration.num_samples takes all " +
@@ -23,7 +23,7 @@ HeldOutData held_out_data(const JobConfig& cfg, int64_t calibration_size, int64_
   for (int64_t i = first; i < d->size(); i += batch_size) {
     std::vector<int64_t> pos(static_cast<size_t>(std::min(batch_size, d->size() - i)));
     std::iota(pos.begin(), pos.end(), i);
-    h.batches.push_back({d->gather(pos)});
+    h.batches.push_back(d->gather_inputs(pos));
   }
   if (d->labels().defined()) h.labels = d->labels().slice(0, first, d->size());
   return h;

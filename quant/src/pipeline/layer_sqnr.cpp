@@ -81,7 +81,7 @@ void layer_sqnr_stage(const Job& job, const LoweredModel& fp32, const Int8Model&
   };
   const int64_t sbs = std::min<int64_t>(job.cfg.calibration.batch_size, 8);  // small batches: every layer's fp32 value is held
   for (int64_t i = 0; i < ns; i += sbs) {
-    std::map<std::string, runtime::Tensor> in{{"input", wrap(ev.batch(i, std::min(i + sbs, ns)))}};
+    const std::map<std::string, runtime::Tensor> in = feed(fp32.model(), ev.batch_inputs(i, std::min(i + sbs, ns)));
     fp32.model().run(in, w.fp, [&](const std::string& name, const runtime::Tensor& t) {
       const std::string& node = w.node_of_fp.at(name);
       ref[node] = to_aten(t);

@@ -11,6 +11,7 @@ std::string export_float(fx::GraphModule& gm, const LowerOptions& o, ExportResul
   eo.float_model = true;
   eo.input_shapes = o.input_shapes;
   eo.input_names = o.input_names;
+  eo.input_dtypes = o.input_dtypes;
   return export_onnx_bytes(gm, eo, r);
 }
 

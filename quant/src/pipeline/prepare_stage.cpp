@@ -47,6 +47,14 @@ void resolve_output(Job& job, const fx::GraphModule& gm) {
                                   : "the model's dictionary has keys " + have));
 }
 
-LowerOptions lower_options(const Job& job) { return {job.runtime(), {job.cfg.model.input_shape}, {"input"}}; }
+LowerOptions lower_options(const Job& job) {
+  LowerOptions o{job.runtime(), {}, {}};
+  for (const InputSpec& in : job.cfg.model.inputs) {
+    o.input_shapes.push_back(in.shape);
+    o.input_names.push_back(in.name);
+    o.input_dtypes.push_back(in.dtype);
+  }
+  return o;
+}
 
 }  // namespace qfx::quant::pipeline

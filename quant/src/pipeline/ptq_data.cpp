@@ -14,10 +14,10 @@ void check_model_file(const Job& job) {
 PtqData open_ptq_data(const Job& job, int world) {
   const JobConfig& cfg = job.cfg;
   PtqData d;
-  d.cal = open_dataset(cfg.calibration.data, cfg.model.input_shape, cfg.calibration.num_samples, cfg.calibration.seed);
+  d.cal = open_inputs(cfg.calibration.data, cfg.model.inputs, cfg.calibration.num_samples, cfg.calibration.seed);
   note_fewer_samples(job.hooks, "calibration.num_samples", cfg.calibration.num_samples, d.cal->size());
   if (cfg.evaluation.enabled) {
-    d.ev = open_dataset(cfg.evaluation.data, cfg.model.input_shape, cfg.evaluation.num_samples, -1);
+    d.ev = open_inputs(cfg.evaluation.data, cfg.model.inputs, cfg.evaluation.num_samples, -1);
     note_fewer_samples(job.hooks, "evaluation.num_samples", cfg.evaluation.num_samples, d.ev->size());
     if (cfg.evaluation.metric == "top1" && !d.ev->labels().defined())
       throw ConfigError(job.config() + ": evaluation.metric top1 needs labels (evaluation.data.labels)");

@@ -11,7 +11,7 @@ namespace {
 // Optional: the observers start from a calibration pass over the float graph (runtime).
 void calibrate_observers(const Job& job, fx::GraphModule& gm, distributed::Context* dist, int rank, int world) {
   const JobConfig& cfg = job.cfg;
-  auto cal = open_dataset(cfg.calibration.data, cfg.model.input_shape, cfg.calibration.num_samples, cfg.calibration.seed);
+  auto cal = open_inputs(cfg.calibration.data, cfg.model.inputs, cfg.calibration.num_samples, cfg.calibration.seed);
   CalibrateOptions co;  // a graph the runtime cannot run calibrates in libtorch
   co.backend = job.runtime();
   co.input_shapes = {cfg.model.input_shape};
@@ -54,9 +54,9 @@ QatResult qat(const JobConfig& cfg, const PipelineHooks& hooks_in, distributed::
   if (!cfg.evaluation.enabled) throw ConfigError(cfg.path + ": qfx qat needs an 'evaluation' section with labels");
   set_inputs(&res, cfg, backend.name, job.runtime());
   info(hooks, "qfx qat: " + cfg.model.path + " on backend '" + backend.name + "' (runtime " + job.runtime() + ", config " + cfg.path + ")");
-  auto train = open_dataset(cfg.training.data, cfg.model.input_shape, cfg.training.num_samples, -1);
+  auto train = open_inputs(cfg.training.data, cfg.model.inputs, cfg.training.num_samples, -1);
   note_fewer_samples(hooks, "training.num_samples", cfg.training.num_samples, train->size());
-  auto ev = open_dataset(cfg.evaluation.data, cfg.model.input_shape, cfg.evaluation.num_samples, -1);
+  auto ev = open_inputs(cfg.evaluation.data, cfg.model.inputs, cfg.evaluation.num_samples, -1);
   note_fewer_samples(hooks, "evaluation.num_samples", cfg.evaluation.num_samples, ev->size());
   if (!ev->labels().defined()) throw ConfigError(cfg.path + ": evaluation.data.labels is required for qfx qat");
   std::optional<Staging> out;

@@ -11,9 +11,9 @@ double top1_libtorch(const Job& job, fx::GraphModule& gm, Dataset& d, at::Tensor
   const int64_t bs = job.cfg.evaluation.batch_size;
   std::vector<at::Tensor> preds;
   for (int64_t i = 0; i < d.size(); i += bs) {
-    at::Tensor b = d.batch(i, std::min(i + bs, d.size()));
+    const std::vector<at::Tensor> b = d.batch_inputs(i, std::min(i + bs, d.size()));
     preds.push_back(forward_output(gm, b, job.output).argmax(1));
-    progress(job.hooks, what, i + b.size(0), d.size());
+    progress(job.hooks, what, i + b[0].size(0), d.size());
   }
   *pred = at::cat(preds);
   return pred->eq(d.labels()).to(at::kDouble).mean().item<double>();
@@ -23,9 +23,9 @@ at::Tensor run_int8(const Job& job, const Int8Model& int8, Dataset& d) {
   const int64_t bs = job.cfg.evaluation.batch_size;
   std::vector<at::Tensor> outs;
   for (int64_t i = 0; i < d.size(); i += bs) {
-    at::Tensor b = d.batch(i, std::min(i + bs, d.size()));
-    outs.push_back(to_aten(int8.model.run({{"input", wrap(b)}}).at(int8.output)));
-    progress(job.hooks, "int8 evaluation", i + b.size(0), d.size());
+    const std::vector<at::Tensor> b = d.batch_inputs(i, std::min(i + bs, d.size()));
+    outs.push_back(to_aten(int8.model.run(feed(int8.model, b)).at(int8.output)));
+    progress(job.hooks, "int8 evaluation", i + b[0].size(0), d.size());
   }
   return at::cat(outs);
 }

@@ -99,7 +99,8 @@ void train_step(Loop& L, const std::vector<int64_t>& order, int64_t k, int64_t s
   const auto t0 = Clock::now();
   set_lr(L.opt, lr_at(tc, step, L.s.total));
   L.opt.zero_grad();
-  at::Tensor x = L.train.gather(pos), y = L.train.labels().index_select(0, at::tensor(pos, at::kLong));
+  std::vector<at::Tensor> x = L.train.gather_inputs(pos);
+  at::Tensor y = L.train.labels().index_select(0, at::tensor(pos, at::kLong));
   at::Tensor logits = forward_output(L.gm, x, L.job.output);
   at::Tensor loss = torch::nn::functional::cross_entropy(logits, y);
   // Averaged over ranks, the gradients are those of the global batch's mean loss.
@@ -183,13 +184,14 @@ void fake_quant_cost_stage(const Job& job, fx::GraphModule& gm, Dataset& train, 
   freeze_bn_stats(gm);
   std::vector<int64_t> pos(static_cast<size_t>(std::min(job.cfg.training.batch_size, train.size())));
   std::iota(pos.begin(), pos.end(), int64_t{0});
-  at::Tensor x = train.gather(pos), y = train.labels().index_select(0, at::tensor(pos, at::kLong));
+  const std::vector<at::Tensor> x = train.gather_inputs(pos);
+  const at::Tensor y = train.labels().index_select(0, at::tensor(pos, at::kLong));
   auto time_steps = [&]() {
     std::vector<double> t;
     for (int i = 0; i < 7; ++i) {
       const auto t0 = Clock::now();
       gm.zero_grad();
-      torch::nn::functional::cross_entropy(gm.forward(x), y).backward();
+      torch::nn::functional::cross_entropy(forward_output(gm, x, job.output), y).backward();
       t.push_back(1000.0 * secs(t0));
     }
     std::sort(t.begin(), t.end());

@@ -31,7 +31,7 @@ ReferenceCheck reference_check(const Job& job, const Int8Model& int8, Dataset& e
   const auto ref_model = runtime::Model::load(int8.path, {"reference"});
   for (int64_t i = 0; i < nr; i += ebs) {
     const int64_t end = std::min(i + ebs, nr);
-    const at::Tensor r = to_aten(ref_model.run({{"input", wrap(ev.batch(i, end))}}).at(int8.output));
+    const at::Tensor r = to_aten(ref_model.run(feed(ref_model, ev.batch_inputs(i, end))).at(int8.output));
     const at::Tensor o = int8_outputs.slice(0, i, end);
     c.identical += (r == o).flatten(1).all(1).sum().item<int64_t>();
     c.max_abs_diff = std::max(c.max_abs_diff, (r - o).abs().max().item<double>());

@@ -8,10 +8,12 @@
 namespace qfx::quant {
 
 runtime::Tensor runtime_view(const at::Tensor& t_in) {
-  at::Tensor t = t_in.to(at::kFloat).contiguous();
+  const at::ScalarType st = t_in.scalar_type();
+  const bool integer = st == at::kLong || st == at::kInt;
+  at::Tensor t = (integer ? t_in : t_in.to(at::kFloat)).contiguous();
   std::shared_ptr<uint8_t[]> storage(static_cast<uint8_t*>(t.data_ptr()), [t](uint8_t*) {});
-  return runtime::Tensor(std::vector<int64_t>(t.sizes().begin(), t.sizes().end()), runtime::DType::kFloat32,
-                         std::move(storage));
+  const runtime::DType dt = st == at::kLong ? runtime::DType::kInt64 : st == at::kInt ? runtime::DType::kInt32 : runtime::DType::kFloat32;
+  return runtime::Tensor(std::vector<int64_t>(t.sizes().begin(), t.sizes().end()), dt, std::move(storage));
 }
 
 at::Tensor aten_view(const runtime::Tensor& t) {

@@ -2,6 +2,7 @@
 // and records what each node produced in its meta.
 #pragma once
 
+#include <string>
 #include <vector>
 
 #include "qfx/fx/interpreter.h"
@@ -28,7 +29,10 @@ class ShapeProp : public Interpreter {
   c10::IValue run_node(const Node* n) override;
 };
 
-/// ShapeProp on zero-filled float inputs of the given shapes (one per placeholder).
-void propagate_shapes(GraphModule& gm, const std::vector<std::vector<int64_t>>& input_shapes);
+/// ShapeProp on zero-filled inputs of the given shapes (one per placeholder):
+/// float32, or int64 / int32 where `input_dtypes` says so ("float32" where it is
+/// shorter).
+void propagate_shapes(GraphModule& gm, const std::vector<std::vector<int64_t>>& input_shapes,
+                      const std::vector<std::string>& input_dtypes = {});
 
 }  // namespace qfx::fx

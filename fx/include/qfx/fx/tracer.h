@@ -61,6 +61,9 @@ struct TracerOptions {
   /// branch on it is a TraceError naming the line. Traced tensors get
   /// `meta["traced_shape"]` (-1 where dynamic). Empty: no specialisation.
   std::vector<std::vector<int64_t>> input_shapes;
+  /// Element type of each input, in order ("float32", "int64", "int32"; missing:
+  /// float32): the example inputs of integer inputs (token ids, masks) are ones.
+  std::vector<std::string> input_dtypes;
 };
 
 /// Loads a TorchScript archive. Throws `qfx::IoError` naming `path` if the file is

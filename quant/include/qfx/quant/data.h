@@ -19,6 +19,12 @@ at::Tensor load_idx_images(const std::string& path, int64_t limit = 0, double me
 /// Labels as int64 [N]; at most `limit` (0: all).
 at::Tensor load_idx_labels(const std::string& path, int64_t limit = 0);
 
+/// Labels from the npy file at `path`: int64 or int32 [count], returned as int64
+/// [count]. Throws IoError for an unreadable file, DataError naming `path` for
+/// another dtype or rank, or a count other than `count` (the number of samples in
+/// `samples`, named in the message).
+at::Tensor npy_labels(const std::string& path, int64_t count, const std::string& samples);
+
 /// The folder of Debian's dataset-fashion-mnist package (/usr/share/datasets/fashion-mnist),
 /// or the QFX_FASHION_MNIST environment variable when set.
 std::string fashion_mnist_dir();

@@ -20,6 +20,9 @@ namespace qfx::quant {
 ///        color: rgb, mean: [0.485, 0.456, 0.406], std: [0.229, 0.224, 0.225]}
 /// data: {format: npy, images: X.npy, labels: Y.npy}  # float32 [N, ...], int64/int32 [N]
 /// data: {format: raw, images: DIR}                   # one float32 file per sample
+/// data:                                              # a model with several inputs:
+///   input_ids: {format: npy, images: ids.npy}        #   one source per input, by name
+///   attention_mask: {format: npy, images: mask.npy}  #   (int64 npy arrays stay int64)
 /// ```
 struct DataSpec {
   std::string format = "idx";  ///< idx | images | npy | raw | a format registered with register_data_reader
@@ -30,6 +33,22 @@ struct DataSpec {
   int64_t resize = 0;          ///< images: shorter side resized to this (bilinear, antialiased as PIL); 0 keeps the size
   int64_t crop = 0;            ///< images: center crop to crop x crop; 0: none
   std::string color = "rgb";   ///< images: channel order rgb | bgr, or gray (ITU-R 601 luma)
+  /// Several inputs: one source per model input (`input` set in each, in the
+  /// model's input order); the fields above are then unused. Empty: one source.
+  std::vector<DataSpec> inputs;
+  std::string input;           ///< the model input this source feeds (an entry of `inputs`)
+  /// True for one source per input. Labels, if any, are given in one input's source.
+  bool per_input() const { return !inputs.empty(); }
+};
+
+/// One model input as a job feeds it: its name (the ONNX graph input / forward
+/// argument), shape ([-1, ...]: -1 marks the batch and any other dynamic dim) and
+/// element type ("float32", "int64" or "int32"; integer inputs are token ids,
+/// masks, indices).
+struct InputSpec {
+  std::string name;
+  std::vector<int64_t> shape;
+  std::string dtype = "float32";
 };
 
 /// A dataset read batch by batch: only the batch asked for is decoded and held,
@@ -42,13 +61,24 @@ class Dataset {
   int64_t size() const { return static_cast<int64_t>(index_.size()); }
   /// Shape of one sample ([C, H, W] for images).
   const std::vector<int64_t>& sample_shape() const { return sample_shape_; }
-  /// Selected samples [begin, end) as float32 [end - begin, ...sample_shape].
+  /// Element type of the samples: float32, or int64 for an npy array of integers
+  /// (int32 arrays are widened).
+  at::ScalarType dtype() const { return dtype_; }
+  /// Selected samples [begin, end) as dtype() [end - begin, ...sample_shape].
   /// Throws DataError / IoError naming the file of a sample that cannot be read or
-  /// does not fit the sample shape.
+  /// does not fit the sample shape; ConfigError for data with several inputs
+  /// (use batch_inputs).
   at::Tensor batch(int64_t begin, int64_t end);
   /// The selected samples at `positions` (indices into 0..size()-1, any order) as
-  /// float32 [positions.size(), ...sample_shape]; same errors as `batch`.
+  /// dtype() [positions.size(), ...sample_shape]; same errors as `batch`.
   at::Tensor gather(const std::vector<int64_t>& positions);
+  /// Number of model inputs a sample feeds (1 unless the data has one source per input).
+  virtual size_t num_inputs() const { return 1; }
+  /// Selected samples [begin, end) of every input, in the model's input order.
+  /// Same errors as `batch`, naming the input's file.
+  virtual std::vector<at::Tensor> batch_inputs(int64_t begin, int64_t end) { return {batch(begin, end)}; }
+  /// The samples at `positions` of every input, in the model's input order.
+  virtual std::vector<at::Tensor> gather_inputs(const std::vector<int64_t>& positions) { return {gather(positions)}; }
   /// Labels of the selected samples, int64 [size()]; undefined without labels.
   const at::Tensor& labels() const { return labels_; }
   /// Where the data comes from (for messages).
@@ -61,12 +91,15 @@ class Dataset {
  protected:
   /// Writes sample `id` (an index into the whole dataset) into `dst` (sample_shape's numel floats).
   virtual void read(int64_t id, float* dst) = 0;
+  /// Writes sample `id` as dtype() elements; float32 readers need not override it.
+  virtual void read_typed(int64_t id, void* dst) { read(id, static_cast<float*>(dst)); }
   /// Selects `limit` of `total` samples (0: all); `seed` >= 0 picks them uniformly
   /// at random without replacement (std::mt19937_64), -1 takes the first ones.
   void select(int64_t total, int64_t limit, int64_t seed);
   std::vector<int64_t> index_;
   std::vector<int64_t> sample_shape_;
   at::Tensor labels_;        // of the selected samples
+  at::ScalarType dtype_ = at::kFloat;
   std::string source_;
 };
 
@@ -91,6 +124,18 @@ std::vector<std::string> data_reader_formats();
 /// the labels' count differs from the samples'.
 std::unique_ptr<Dataset> open_dataset(const DataSpec& spec, const std::vector<int64_t>& input_shape, int64_t limit = 0,
                                       int64_t seed = -1);
+
+/// Opens the data of a model with `inputs`: one source (`spec` without per-input
+/// sources) for a one-input model, or one per input (DataSpec::inputs, matched by
+/// name). Every source takes the same `limit` samples with the same `seed`, so
+/// sample i of each input belongs together; labels come from the one source that
+/// has them. Throws ConfigError when a source is missing for an
+/// input, names no input of the model, or several sources have labels; DataError
+/// naming the files when the sources hold different numbers of samples, or a
+/// source's element type does not fit its input (float32 data for an int64 input);
+/// and what open_dataset throws.
+std::unique_ptr<Dataset> open_inputs(const DataSpec& spec, const std::vector<InputSpec>& inputs, int64_t limit = 0,
+                                     int64_t seed = -1);
 
 /// Decodes a PNG or JPEG file (by content, not name) to 8-bit RGB, HWC
 /// ([height, width, 3] uint8; gray images are replicated to three channels), with

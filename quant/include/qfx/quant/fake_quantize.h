@@ -8,6 +8,7 @@
 #include <torch/nn/module.h>
 
 #include <memory>
+#include <optional>
 
 #include "qfx/quant/observer.h"
 #include "qfx/runtime/arithmetic.h"
@@ -86,9 +87,23 @@ class FakeQuantize : public torch::nn::Module {
   /// the STE's. Per-tensor non-learnable FakeQuantizes only (others ignore it).
   void set_rounding(runtime::Rounding r) { rounding_ = r; }
   runtime::Rounding rounding() const { return rounding_; }
+  /// The entries of a Softmax input that lie more than this below their row's
+  /// maximum weigh less than e^-20 (2e-9) of the row's largest: below any 8- or
+  /// 16-bit output code.
+  static constexpr double kSoftmaxSpan = 20.0;
+  /// Marks the observed value as a Softmax input over `dim` (prepare_fx sets it
+  /// when every user of the value is a softmax over one dim; nullopt: not one).
+  /// The observer then records max(x, rowmax(x, dim) - kSoftmaxSpan) instead of x,
+  /// so an additive attention mask (-10000, or the dtype's lowest value, on padded
+  /// positions) does not stretch the range the scores share; the masked entries
+  /// quantize to the range's minimum and keep a weight below e^-20. The values
+  /// fake-quantized are x itself.
+  void set_softmax_dim(std::optional<int64_t> dim) { softmax_dim_ = dim; }
+  std::optional<int64_t> softmax_dim() const { return softmax_dim_; }
 
  private:
   runtime::Rounding rounding_ = runtime::Rounding::kHalfEven;
+  std::optional<int64_t> softmax_dim_;
   std::function<void(ObserverBase&)> sync_;
   std::shared_ptr<ObserverBase> observer_;
   bool learnable_;

@@ -21,6 +21,8 @@ struct LowerOptions {
   std::vector<std::vector<int64_t>> input_shapes;
   /// ONNX names of the graph inputs (default: the placeholders' names).
   std::vector<std::string> input_names;
+  /// Element type of each graph input, as ExportOptions::input_dtypes.
+  std::vector<std::string> input_dtypes;
 };
 
 /// The float graph of a prepared GraphModule (prepare_fx / prepare_qat_fx), lowered

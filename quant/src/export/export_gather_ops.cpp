@@ -1,0 +1,38 @@
+// export_onnx's lookups: embedding and index_select as ONNX Gather (the float
+// table stays an initializer; the indices are an int64 input or value).
+#include "exporter.h"
+
+namespace qfx::quant::detail {
+
+bool Exporter::gather_function(fx::Node* n, const std::string& op) {
+  if (op != "embedding" && op != "index_select") return false;
+  // embedding(weight, indices, padding_idx, ...): rows of the table (padding_idx only
+  // matters for gradients); index_select(self, dim, index): a 1-D index along dim.
+  const bool emb = op == "embedding";
+  const fx::Argument& data = n->args().at(emb ? 0 : 0);
+  const fx::Argument& idx = n->args().at(emb ? 1 : 2);
+  const int64_t axis = emb ? 0 : ints_arg(*n, 1).at(0);
+  const std::string y = fresh(n->name());
+  last_ = node("Gather", {value(*n, data), value(*n, idx)}, y, n->name());
+  attr_i(last_, "axis", axis);
+  names_[n] = y;
+  const int rd = rank_of(data), ri = rank_of(idx);
+  rank_[n] = rd < 0 || ri < 0 ? -1 : rd + ri - 1;
+  return true;
+}
+
+void Exporter::reduce_sum(fx::Node* n) {
+  // sum(self, dim, keepdim=False, dtype=None) as ReduceSum (opset 13: axes as an input).
+  std::vector<int64_t> dims = n->args().size() > 1 ? ints_arg(*n, 1) : std::vector<int64_t>{};
+  const bool keep = num_arg(*n, 2, 0) != 0;
+  const std::string y = fresh(n->name());
+  std::vector<std::string> in = {value(*n, n->args().at(0))};
+  if (!dims.empty()) in.push_back(ints_init(n->name() + "_axes", dims));
+  last_ = node("ReduceSum", in, y, n->name());
+  attr_i(last_, "keepdims", keep ? 1 : 0);
+  names_[n] = y;
+  const int r = rank_of(n->args().at(0));
+  rank_[n] = r < 0 ? -1 : keep ? r : dims.empty() ? 0 : r - static_cast<int>(dims.size());
+}
+
+}  // namespace qfx::quant::detail
