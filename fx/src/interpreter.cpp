@@ -1,5 +1,6 @@
 #include "qfx/fx/interpreter.h"
 
+#include <ATen/ScalarOps.h>
 #include <torch/csrc/jit/runtime/operator.h>
 
 #include <stdexcept>
@@ -160,7 +161,19 @@ c10::IValue Interpreter::call_function(const Node* n, std::vector<c10::IValue> a
 
   torch::jit::Stack stack;
   stack.reserve(schema.arguments().size());
-  for (const auto& a : n->args()) stack.push_back(load_arg(a));
+  for (const auto& a : n->args()) {
+    stack.push_back(load_arg(a));
+    // A number where the schema takes a Tensor (torch.export records x * -10000.0 as
+    // aten::mul.Tensor(x, -10000.0)): a 0-dim wrapped number, as PyTorch passes it,
+    // so type promotion treats it as a scalar.
+    const size_t i = stack.size() - 1;
+    if (i < schema.arguments().size() && (stack[i].isDouble() || stack[i].isInt()) &&
+        schema.arguments()[i].type()->kind() == c10::TypeKind::TensorType) {
+      at::Tensor t = at::scalar_to_tensor(stack[i].toScalar());
+      t.unsafeGetTensorImpl()->set_wrapped_number(true);
+      stack[i] = std::move(t);
+    }
+  }
   // Place kwargs by name; fill the rest from schema defaults.
   for (size_t i = n->args().size(); i < schema.arguments().size(); ++i) {
     const auto& sa = schema.arguments()[i];

@@ -358,9 +358,16 @@ class TwoHeads(nn.Module):
 torch.jit.save(torch.jit.script(TwoHeads().eval()), sys.argv[1])
 PY
 $PY "$tmp/two_out.py" "$tmp/two_out.pt"
-check "qfx ptq: a model with two outputs evaluates evaluation.output" 0 "cosine" -- \
+check "qfx ptq: a model with two outputs evaluates evaluation.output, and reports each" 0 "output 'output_1': cosine" -- \
   "$QFX" ptq --set model.path="$tmp/two_out.pt" --set calibration.num_samples=32 --set evaluation.num_samples=64 \
   --set evaluation.metric=cosine --set evaluation.output=1 --set evaluation.sqnr_samples=0 --set output.dir="$tmp/two_out"
+check "report.json: per-output cosine and SQNR; the evaluated output's equal the headline" 0 "^ok" -- $PY -c "
+import json
+e = json.load(open('$tmp/two_out/report.json'))['evaluation']
+o = {x['name']: x for x in e['outputs']}
+ok = sorted(o) == ['output_0', 'output_1'] and o['output_1']['cosine_int8_vs_fp32'] == e['cosine_int8_vs_fp32'] \
+     and o['output_1']['sqnr_db_int8_vs_fp32'] == e['sqnr_db_int8_vs_fp32'] and 0.9 < o['output_0']['cosine_int8_vs_fp32'] <= 1
+print('ok' if ok else 'differ', e['outputs'], e['cosine_int8_vs_fp32'])"
 check "qfx ptq: evaluation.output beyond the model's outputs" 3 "evaluation.output 2: the model has 2 output\(s\)" -- \
   "$QFX" ptq --set model.path="$tmp/two_out.pt" --set calibration.num_samples=16 --set evaluation.num_samples=16 \
   --set evaluation.metric=cosine --set evaluation.output=2 --set output.dir="$tmp/two_out2"

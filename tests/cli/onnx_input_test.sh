@@ -98,6 +98,52 @@ import json
 a, b = (json.load(open('$tmp/minilm_%s/report.json' % e))['evaluation']['cosine_int8_vs_fp32'] for e in ('onnx', 'pt2'))
 print('ok' if abs(a - b) < 0.005 else 'differ', a, b)"
 
+# The same encoder from its token ids: two int64 inputs (input_ids, attention_mask) with
+# one data source each, padded sentences (the mask in attention and pooling), from the
+# ONNX model, torch.jit.trace's TorchScript and torch.export's program; ONNX Runtime runs
+# qfx's int8 model.
+ids_data() {  # SPLIT
+  echo "{input_ids: {format: npy, images: $FIXTURES/minilm_ids_$1_ids.npy}, attention_mask: {format: npy, images: $FIXTURES/minilm_ids_$1_mask.npy}}"
+}
+for ext in onnx pt pt2; do
+  cat > "$tmp/minilm_ids_$ext.yaml" <<YAML
+model:
+  path: $FIXTURES/minilm_ids.$ext
+  inputs: {input_ids: {shape: [-1, 16], dtype: int64}, attention_mask: {shape: [-1, 16], dtype: int64}}
+calibration: {data: $(ids_data cal), num_samples: 256}
+evaluation: {data: $(ids_data eval), metric: cosine, reference_check: 64, sqnr_samples: 8}
+output: {dir: $tmp/minilm_ids_$ext, report_html: false}
+YAML
+  check "qfx ptq minilm_ids.$ext (int64 token ids and mask)" 0 "output: cosine int8 vs fp32 0\\.8[6-9]|output: cosine int8 vs fp32 0\\.9" -- \
+    "$QFX" ptq "$tmp/minilm_ids_$ext.yaml"
+done
+check "minilm_ids: the three frontends within 0.005 cosine, the int8 model's inputs int64" 0 "^ok" -- $PY -c "
+import json, onnx
+c = [json.load(open('$tmp/minilm_ids_%s/report.json' % e))['evaluation']['cosine_int8_vs_fp32'] for e in ('onnx', 'pt', 'pt2')]
+m = onnx.load('$tmp/minilm_ids_pt/model_int8.onnx', load_external_data=False)
+types = [(i.name, i.type.tensor_type.elem_type) for i in m.graph.input]
+ok = max(c) - min(c) < 0.005 and types == [('input_ids', 7), ('attention_mask', 7)]
+print('ok' if ok else 'differ', c, types)"
+# Each backend's own rounding of the float groups (LayerNorm, softmax, GELU) is amplified
+# by 6 layers: ONNX Runtime must agree with qfx on average and be as accurate against fp32.
+check "ONNX Runtime runs qfx's int8 minilm_ids: mean cosine to qfx >= 0.98, as accurate vs fp32 (0.005)" 0 "^ok" -- bash -c "
+  ORT_OPT=disabled $PY '$ort/run.py' '$tmp/minilm_ids_onnx/model_int8.onnx' '$tmp/ids_ort.npy' \
+    '$FIXTURES/minilm_ids_eval_ids.npy' '$FIXTURES/minilm_ids_eval_mask.npy' 2>/dev/null &&
+  '$QFX' run '$tmp/minilm_ids_onnx/model_int8.onnx' --input '$FIXTURES/minilm_ids_eval_ids.npy' \
+    --input '$FIXTURES/minilm_ids_eval_mask.npy' --output '$tmp/ids_qfx.npy' > /dev/null && $PY -c \"
+import numpy as np
+a, b, f = np.load('$tmp/ids_ort.npy'), np.load('$tmp/ids_qfx.npy'), np.load('$FIXTURES/minilm_ids_eval.fp32.npy')
+cos = lambda x, y: ((x * y).sum(1) / np.linalg.norm(x, axis=1) / np.linalg.norm(y, axis=1)).mean()
+ok = cos(a, b) >= 0.98 and abs(cos(a, f) - cos(b, f)) <= 0.005
+print('ok' if ok else 'differ', cos(a, b), cos(a, f), cos(b, f))\""
+check "data with one source for a two-input model: exit 3 naming both inputs" 3 "give one source per input" -- \
+  "$QFX" ptq "$tmp/minilm_ids_onnx.yaml" --set "calibration.data={format: npy, images: $FIXTURES/minilm_ids_cal_ids.npy}"
+check "a source naming no input: exit 3" 3 "the model has no input 'token_ids'" -- \
+  "$QFX" ptq "$tmp/minilm_ids_onnx.yaml" --set "calibration.data.token_ids={format: npy, images: $FIXTURES/minilm_ids_cal_ids.npy}"
+npy f16 3 "(256, 16)"
+check "float data for an int64 input: exit 6 naming the file" 6 "f16.npy: samples are float32; model input 'input_ids' takes int64" -- \
+  "$QFX" ptq "$tmp/minilm_ids_onnx.yaml" --set "calibration.data.input_ids={format: npy, images: $tmp/f16.npy}"
+
 # PaddleOCR's trained models from the rapidocr-onnxruntime wheel, upgraded to opset 17
 # (tools/fixtures/ocr_models.py), on text rendered here: the direction classifier
 # against its labels, the recogniser's CTC strings against the rendered text.
@@ -159,7 +205,7 @@ bad small_cnn.onnx 3 "model.input_shape \\[\\?, 1, 28, 28\\] does not fit .*smal
   --set "model.input_shape=[-1, 1, 28, 28]"
 bad bad_external.onnx 7 "external data location '../outside.bin' is not a file inside the model's folder"
 bad static_batch.onnx 3 "static batch of 2; .* export the model with a dynamic batch"
-check "an ONNX input with a dynamic height and no model.input_shape" 3 "dynamic dims past the batch; set model.input_shape" -- \
+check "an ONNX input with a dynamic height and no model.input_shape" 3 "dynamic dims past the batch; give its shape .model.input_shape" -- \
   bash -c "printf 'model: {path: $FIXTURES/bad_dynamic_dim.onnx}\ncalibration: {data: {format: npy, images: $tmp/x32.npy}}\n' > '$tmp/dyn.yaml' &&
            '$QFX' ptq '$tmp/dyn.yaml'"
 test ! -e "$tmp/bad" || { echo "FAIL a refused model left an output folder"; fail=$((fail+1)); }

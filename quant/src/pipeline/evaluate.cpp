@@ -49,6 +49,7 @@ at::Tensor evaluate_stage(const Job& job, const runtime::Model& fp32, runtime::M
                           Dataset& ev, const at::Tensor& libtorch_first, PtqEvaluation* E) {
   const int64_t n = ev.size(), ebs = job.cfg.evaluation.batch_size;
   std::vector<at::Tensor> fp_outs, q_outs;
+  std::map<std::string, std::vector<at::Tensor>> fp_all, q_all;  // every float output, for the per-output metrics
   // Latency leaves out the first batch, which also builds the plans (kernels, packed weights).
   double t_fp32 = 0, t_int8 = 0;
   int64_t timed = 0;
@@ -58,14 +59,21 @@ at::Tensor evaluate_stage(const Job& job, const runtime::Model& fp32, runtime::M
     const std::map<std::string, runtime::Tensor> in = feed(fp32, b);
     const bool time_it = i > 0 || n <= ebs;
     auto t0 = Clock::now();
-    fp_outs.push_back(to_aten(fp32.run(in).at(out_name)));
+    const auto fo = fp32.run(in);
     if (time_it) t_fp32 += secs(t0);
     t0 = Clock::now();
-    q_outs.push_back(to_aten(int8.run(in).at(out_name)));
+    const auto qo = int8.run(in);
     if (time_it) {
       t_int8 += secs(t0);
       timed += b[0].size(0);
     }
+    fp_outs.push_back(to_aten(fo.at(out_name)));
+    q_outs.push_back(to_aten(qo.at(out_name)));
+    for (const auto& [name, t] : fo)
+      if (t.dtype() == runtime::DType::kFloat32 && qo.count(name) && qo.at(name).dtype() == runtime::DType::kFloat32) {
+        fp_all[name].push_back(to_aten(t));
+        q_all[name].push_back(to_aten(qo.at(name)));
+      }
     if (i == 0)  // independent check: the runtime's fp32 against libtorch on the first batch
       E->fp32_runtime_vs_libtorch_max_rel_error =
           ((fp_outs[0] - libtorch_first).abs().max() / libtorch_first.abs().max().clamp_min(1e-12)).item<double>();
@@ -79,6 +87,11 @@ at::Tensor evaluate_stage(const Job& job, const runtime::Model& fp32, runtime::M
   E->metric = job.cfg.evaluation.metric;
   E->cosine_int8_vs_fp32 = cosine(q, fp);
   E->sqnr_db_int8_vs_fp32 = detail::sqnr_db(fp, q);
+  for (const auto& o : int8.outputs())
+    if (fp_all.count(o.name)) {
+      const at::Tensor f = at::cat(fp_all.at(o.name)), g = at::cat(q_all.at(o.name));
+      E->outputs.push_back({o.name, cosine(g, f), detail::sqnr_db(f, g)});
+    }
   // A float model whose output is the same for every sample (all zero, a dead
   // network) makes any agreement metric meaningless: say so.
   E->fp32_output_constant = n > 1 && (fp - fp.select(0, 0).unsqueeze(0)).abs().max().item<double>() == 0.0;

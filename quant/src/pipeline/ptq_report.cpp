@@ -71,6 +71,12 @@ json profile_json(const PtqEvaluation& E) {
   return {{"images", E.images}, {"nodes", a}};
 }
 
+json outputs_json(const std::vector<OutputAgreement>& outputs) {
+  json a = json::array();
+  for (const auto& o : outputs) a.push_back({{"name", o.name}, {"cosine_int8_vs_fp32", o.cosine}, {"sqnr_db_int8_vs_fp32", o.sqnr_db}});
+  return a;
+}
+
 json evaluation_json(const PtqEvaluation& E) {
   json j = {{"images", E.images},
             {"batch_size", E.batch_size},
@@ -78,6 +84,7 @@ json evaluation_json(const PtqEvaluation& E) {
             {"fp32_runtime_vs_libtorch_max_rel_error", E.fp32_runtime_vs_libtorch_max_rel_error},
             {"cosine_int8_vs_fp32", E.cosine_int8_vs_fp32},
             {"sqnr_db_int8_vs_fp32", E.sqnr_db_int8_vs_fp32},
+            {"outputs", outputs_json(E.outputs)},
             {"fp32_output_constant", E.fp32_output_constant},
             {"fp32_ms_per_image", E.fp32_ms_per_image},
             {"int8_ms_per_image", E.int8_ms_per_image}};

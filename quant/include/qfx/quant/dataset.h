@@ -92,6 +92,8 @@ class Dataset {
   /// Writes sample `id` (an index into the whole dataset) into `dst` (sample_shape's numel floats).
   virtual void read(int64_t id, float* dst) = 0;
   /// Writes sample `id` as dtype() elements; float32 readers need not override it.
+  /// A reader of integer samples (token ids, masks) sets `dtype_ = at::kLong` in its
+  /// constructor and overrides this to write int64 values.
   virtual void read_typed(int64_t id, void* dst) { read(id, static_cast<float*>(dst)); }
   /// Selects `limit` of `total` samples (0: all); `seed` >= 0 picks them uniformly
   /// at random without replacement (std::mt19937_64), -1 takes the first ones.

@@ -47,6 +47,13 @@ struct ArithmeticLayerDiff {
   int max_abs_diff = 0;      ///< largest difference, in codes
 };
 
+/// int8 against fp32 on one model output, over every evaluated sample.
+struct OutputAgreement {
+  std::string name;    ///< the ONNX output name ("output", "output_1", a dictionary key)
+  double cosine = 0;   ///< of the whole output tensor
+  double sqnr_db = 0;  ///< dB
+};
+
 struct PtqEvaluation {
   int64_t images = 0;
   int64_t batch_size = 0;                       ///< evaluation.batch_size
@@ -54,6 +61,9 @@ struct PtqEvaluation {
   double fp32_runtime_vs_libtorch_max_rel_error = 0;  ///< first batch: runtime fp32 vs libtorch
   double cosine_int8_vs_fp32 = 0;               ///< whole output tensor
   double sqnr_db_int8_vs_fp32 = 0;              ///< dB
+  /// Every float32 output of the model, in order (the evaluated one included): a
+  /// model with several outputs is judged on each.
+  std::vector<OutputAgreement> outputs;
   /// The float model's output is the same for every sample: agreement metrics say nothing.
   bool fp32_output_constant = false;
   double fp32_ms_per_image = 0, int8_ms_per_image = 0;  ///< runtime latency, first (planning) batch left out
