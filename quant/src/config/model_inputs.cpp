@@ -111,9 +111,9 @@ void read_model_inputs(const std::string& path, const YAML::Node& m, ModelConfig
     else if (m["input_shape"]) model->inputs = {{"input", model->input_shape, "float32"}};
     else bad(path, m, "model.input_shape is required, e.g. [-1, 1, 28, 28] (or model.inputs for several inputs)");
   } else if (given.empty() && ins.size() == 1 && ins[0].dtype == "float32") {  // one float input, fed as "input"
+    if (!ins[0].shape.empty() && ins[0].shape[0] > 0) onnx_shape(path, m["path"], ins[0], model->path);  // a static batch first
     if (!model->input_shape.empty()) check_fits(path, m["input_shape"], "model.input_shape", model->input_shape, ins[0], model->path);
     else model->input_shape = onnx_shape(path, m, ins[0], model->path);
-    if (!ins[0].shape.empty() && ins[0].shape[0] > 0) onnx_shape(path, m["path"], ins[0], model->path);
     model->inputs = {{"input", model->input_shape, "float32"}};
   } else {
     if (m["input_shape"])
