@@ -13,16 +13,18 @@
 
 namespace qfx::quant {
 
-/// Produces the next calibration batch: one float tensor per graph input
-/// ([B, ...], the model's layout), or an empty vector when the data is exhausted.
+/// Produces the next calibration batch: one tensor per graph input ([B, ...], the
+/// model's layout; float32, or int64 / int32 for integer inputs), or an empty vector
+/// when the data is exhausted.
 using NextBatch = std::function<std::vector<at::Tensor>()>;
 
 class Dataset;
 namespace distributed {
 class Context;
 }
-/// The samples of `data` in order, `batch_size` at a time, as a NextBatch for a
-/// one-input model. `data` must outlive the returned function. With `world` > 1,
+/// The samples of `data` in order, `batch_size` at a time, as a NextBatch: one
+/// tensor per model input (Dataset::batch_inputs; int64 for integer data). `data`
+/// must outlive the returned function. With `world` > 1,
 /// rank `rank`'s shard: batches rank, rank + world, rank + 2 world, ... of that
 /// sequence (data-parallel calibration).
 NextBatch batches(Dataset& data, int64_t batch_size, int rank = 0, int world = 1);

@@ -1,4 +1,5 @@
-// Zero-copy views between ATen tensors and the runtime's tensors (float32).
+// Zero-copy views between ATen tensors and the runtime's tensors (float32; int64 and
+// int32 into the runtime).
 #pragma once
 
 #include <ATen/core/Tensor.h>
@@ -7,8 +8,9 @@
 
 namespace qfx::quant {
 
-/// A runtime tensor over `t`'s memory (converted to contiguous float32 first if it
-/// is not already; that copy, or `t` itself, is kept alive by the returned tensor).
+/// A runtime tensor over `t`'s memory: int64 and int32 tensors keep their dtype
+/// (token ids, masks), any other is converted to float32; made contiguous first if
+/// it is not (that copy, or `t` itself, is kept alive by the returned tensor).
 /// Shape as `t`'s.
 runtime::Tensor runtime_view(const at::Tensor& t);
 
