@@ -50,13 +50,15 @@ c10::IValue ShapeProp::run_node(const Node* n) {
   return v;
 }
 
+at::ScalarType input_scalar_type(const std::string& dtype) {
+  return dtype == "int64" ? at::kLong : dtype == "int32" ? at::kInt : at::kFloat;
+}
+
 void propagate_shapes(GraphModule& gm, const std::vector<std::vector<int64_t>>& input_shapes,
                       const std::vector<std::string>& input_dtypes) {
   std::vector<c10::IValue> in;
-  for (size_t i = 0; i < input_shapes.size(); ++i) {
-    const std::string dt = i < input_dtypes.size() ? input_dtypes[i] : "float32";
-    in.emplace_back(at::zeros(input_shapes[i], dt == "int64" ? at::kLong : dt == "int32" ? at::kInt : at::kFloat));
-  }
+  for (size_t i = 0; i < input_shapes.size(); ++i)
+    in.emplace_back(at::zeros(input_shapes[i], input_scalar_type(i < input_dtypes.size() ? input_dtypes[i] : "float32")));
   ShapeProp(gm).propagate(std::move(in));
 }
 

@@ -7,6 +7,7 @@
 #include <ATen/ATen.h>
 #include <ATen/CPUGeneratorImpl.h>
 
+#include "qfx/fx/shape_prop.h"
 #include "trace_impl.h"
 
 namespace qfx::fx::detail {
@@ -14,7 +15,7 @@ namespace qfx::fx::detail {
 IValue TraceImpl::example_input(const std::vector<int64_t>& shape, int k, const std::string& dtype) {
   std::vector<int64_t> s;
   for (int64_t d : shape) s.push_back(d < 0 ? 2 + k : d);
-  if (dtype == "int64" || dtype == "int32") return IValue(at::ones(s, dtype == "int64" ? at::kLong : at::kInt));
+  if (input_scalar_type(dtype) != at::kFloat) return IValue(at::ones(s, input_scalar_type(dtype)));
   // A generator of its own: tracing must not move the global random state.
   at::Generator gen = at::detail::createCPUGenerator(0x5eed + static_cast<uint64_t>(k));
   return IValue(at::randn(s, gen));

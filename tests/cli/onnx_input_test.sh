@@ -140,6 +140,8 @@ check "data with one source for a two-input model: exit 3 naming both inputs" 3 
   "$QFX" ptq "$tmp/minilm_ids_onnx.yaml" --set "calibration.data={format: npy, images: $FIXTURES/minilm_ids_cal_ids.npy}"
 check "a source naming no input: exit 3" 3 "the model has no input 'token_ids'" -- \
   "$QFX" ptq "$tmp/minilm_ids_onnx.yaml" --set "calibration.data.token_ids={format: npy, images: $FIXTURES/minilm_ids_cal_ids.npy}"
+check "per-input held-out data without labels for metric top1: exit 3 naming its key" 3 "ptq.auto_fallback.metric top1 needs ptq.auto_fallback.data.labels" -- \
+  "$QFX" ptq "$tmp/minilm_ids_onnx.yaml" --set "ptq.auto_fallback={metric: top1, data: $(ids_data eval)}"
 npy f16 3 "(256, 16)"
 check "float data for an int64 input: exit 6 naming the file" 6 "f16.npy: samples are float32; model input 'input_ids' takes int64" -- \
   "$QFX" ptq "$tmp/minilm_ids_onnx.yaml" --set "calibration.data.input_ids={format: npy, images: $tmp/f16.npy}"

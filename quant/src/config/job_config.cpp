@@ -229,7 +229,7 @@ void read_auto_fallback(const std::string& path, const YAML::Node& v, JobConfig*
     if (auto n = v["data"]) a.auto_fallback_data = read_data(path, n, "ptq.auto_fallback.data", c->model.inputs);
   }
   if (!a.auto_fallback || o.metric != "top1") return;
-  const bool own = !a.auto_fallback_data.images.empty();
+  const bool own = a.auto_fallback_data.given();
   const std::string& labels = own ? a.auto_fallback_data.labels : c->calibration.data.labels;
   if (labels.empty())
     bad(path, v, own ? "ptq.auto_fallback.metric top1 needs ptq.auto_fallback.data.labels"

@@ -6,6 +6,7 @@
 #include <set>
 
 #include "exporter.h"
+#include "qfx/fx/shape_prop.h"
 
 namespace qfx::quant::detail {
 
@@ -80,7 +81,7 @@ void Exporter::evaluate_constants() {
     std::vector<int64_t> shape = i < opt_.input_shapes.size() ? opt_.input_shapes[i] : std::vector<int64_t>{};
     for (auto& d : shape) d = d < 0 ? 1 : d;
     const std::string dt = i < opt_.input_dtypes.size() ? opt_.input_dtypes[i] : "float32";
-    dummy.emplace_back(shape.empty() ? at::Tensor() : at::zeros(shape, dt == "int64" ? at::kLong : dt == "int32" ? at::kInt : at::kFloat));
+    dummy.emplace_back(shape.empty() ? at::Tensor() : at::zeros(shape, fx::input_scalar_type(dt)));
   }
   const auto values = g->forward(std::move(dummy)).toTupleRef().elements();
   for (size_t i = 0; i < wanted.size(); ++i)

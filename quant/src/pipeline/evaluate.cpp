@@ -48,8 +48,8 @@ void miou(const Job& job, const at::Tensor& fp, const at::Tensor& q, PtqEvaluati
 at::Tensor evaluate_stage(const Job& job, const runtime::Model& fp32, runtime::Model& int8, const std::string& out_name,
                           Dataset& ev, const at::Tensor& libtorch_first, PtqEvaluation* E) {
   const int64_t n = ev.size(), ebs = job.cfg.evaluation.batch_size;
-  std::vector<at::Tensor> fp_outs, q_outs;
-  std::map<std::string, std::vector<at::Tensor>> fp_all, q_all;  // every float output, for the per-output metrics
+  // The evaluated output and every other float output, batch by batch, by name.
+  std::map<std::string, std::vector<at::Tensor>> fp_all, q_all;
   // Latency leaves out the first batch, which also builds the plans (kernels, packed weights).
   double t_fp32 = 0, t_int8 = 0;
   int64_t timed = 0;
@@ -67,19 +67,21 @@ at::Tensor evaluate_stage(const Job& job, const runtime::Model& fp32, runtime::M
       t_int8 += secs(t0);
       timed += b[0].size(0);
     }
-    fp_outs.push_back(to_aten(fo.at(out_name)));
-    q_outs.push_back(to_aten(qo.at(out_name)));
-    for (const auto& [name, t] : fo)
-      if (t.dtype() == runtime::DType::kFloat32 && qo.count(name) && qo.at(name).dtype() == runtime::DType::kFloat32) {
-        fp_all[name].push_back(to_aten(t));
-        q_all[name].push_back(to_aten(qo.at(name)));
-      }
-    if (i == 0)  // independent check: the runtime's fp32 against libtorch on the first batch
+    for (const auto& [name, t] : fo) {
+      const bool both_float = t.dtype() == runtime::DType::kFloat32 && qo.count(name) &&
+                              qo.at(name).dtype() == runtime::DType::kFloat32;
+      if (name != out_name && !both_float) continue;
+      fp_all[name].push_back(to_aten(t));  // the evaluated output must be float (DataError otherwise)
+      q_all[name].push_back(to_aten(qo.at(name)));
+    }
+    if (i == 0) {  // independent check: the runtime's fp32 against libtorch on the first batch
+      const at::Tensor& first = fp_all.at(out_name)[0];
       E->fp32_runtime_vs_libtorch_max_rel_error =
-          ((fp_outs[0] - libtorch_first).abs().max() / libtorch_first.abs().max().clamp_min(1e-12)).item<double>();
+          ((first - libtorch_first).abs().max() / libtorch_first.abs().max().clamp_min(1e-12)).item<double>();
+    }
     progress(job.hooks, "evaluation (fp32 + int8)", i + b[0].size(0), n);
   }
-  const at::Tensor fp = at::cat(fp_outs), q = at::cat(q_outs);
+  const at::Tensor fp = at::cat(fp_all.at(out_name)), q = at::cat(q_all.at(out_name));
   E->profile_int8 = int8.profile();
   int8.set_profiling(false);
   E->images = n;
@@ -87,11 +89,14 @@ at::Tensor evaluate_stage(const Job& job, const runtime::Model& fp32, runtime::M
   E->metric = job.cfg.evaluation.metric;
   E->cosine_int8_vs_fp32 = cosine(q, fp);
   E->sqnr_db_int8_vs_fp32 = detail::sqnr_db(fp, q);
-  for (const auto& o : int8.outputs())
-    if (fp_all.count(o.name)) {
+  for (const auto& o : int8.outputs()) {
+    if (o.name == out_name) {
+      E->outputs.push_back({o.name, E->cosine_int8_vs_fp32, E->sqnr_db_int8_vs_fp32});
+    } else if (fp_all.count(o.name)) {
       const at::Tensor f = at::cat(fp_all.at(o.name)), g = at::cat(q_all.at(o.name));
       E->outputs.push_back({o.name, cosine(g, f), detail::sqnr_db(f, g)});
     }
+  }
   // A float model whose output is the same for every sample (all zero, a dead
   // network) makes any agreement metric meaningless: say so.
   E->fp32_output_constant = n > 1 && (fp - fp.select(0, 0).unsqueeze(0)).abs().max().item<double>() == 0.0;

@@ -9,7 +9,7 @@ namespace qfx::quant::pipeline {
 
 HeldOutData held_out_data(const JobConfig& cfg, int64_t calibration_size, int64_t batch_size) {
   const PtqAlgorithmsConfig& a = cfg.ptq;
-  const bool own = !a.auto_fallback_data.images.empty() || a.auto_fallback_data.per_input();
+  const bool own = a.auto_fallback_data.given();
   const int64_t want = a.auto_fallback_samples;
   std::unique_ptr<Dataset> d =
       own ? open_inputs(a.auto_fallback_data, cfg.model.inputs, want, -1)

@@ -48,13 +48,9 @@ void resolve_output(Job& job, const fx::GraphModule& gm) {
 }
 
 LowerOptions lower_options(const Job& job) {
-  LowerOptions o{job.runtime(), {}, {}};
-  for (const InputSpec& in : job.cfg.model.inputs) {
-    o.input_shapes.push_back(in.shape);
-    o.input_names.push_back(in.name);
-    o.input_dtypes.push_back(in.dtype);
-  }
-  return o;
+  ExportOptions e;  // the inputs as convert_model exports them
+  set_inputs(&e, job.cfg.model.inputs);
+  return {job.runtime(), e.input_shapes, e.input_names, e.input_dtypes};
 }
 
 }  // namespace qfx::quant::pipeline

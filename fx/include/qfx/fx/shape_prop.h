@@ -29,6 +29,10 @@ class ShapeProp : public Interpreter {
   c10::IValue run_node(const Node* n) override;
 };
 
+/// The ATen element type of an input dtype name: kLong for "int64", kInt for
+/// "int32", kFloat for "float32" and anything else (the inputs' default).
+at::ScalarType input_scalar_type(const std::string& dtype);
+
 /// ShapeProp on zero-filled inputs of the given shapes (one per placeholder):
 /// float32, or int64 / int32 where `input_dtypes` says so ("float32" where it is
 /// shorter).

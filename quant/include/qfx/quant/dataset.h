@@ -39,6 +39,9 @@ struct DataSpec {
   std::string input;           ///< the model input this source feeds (an entry of `inputs`)
   /// True for one source per input. Labels, if any, are given in one input's source.
   bool per_input() const { return !inputs.empty(); }
+  /// True if the section names any data (a source, or one per input); false for an
+  /// optional section left out (ptq.auto_fallback.data).
+  bool given() const { return !images.empty() || per_input(); }
 };
 
 /// One model input as a job feeds it: its name (the ONNX graph input / forward
