@@ -140,6 +140,10 @@ check "data with one source for a two-input model: exit 3 naming both inputs" 3 
   "$QFX" ptq "$tmp/minilm_ids_onnx.yaml" --set "calibration.data={format: npy, images: $FIXTURES/minilm_ids_cal_ids.npy}"
 check "a source naming no input: exit 3" 3 "the model has no input 'token_ids'" -- \
   "$QFX" ptq "$tmp/minilm_ids_onnx.yaml" --set "calibration.data.token_ids={format: npy, images: $FIXTURES/minilm_ids_cal_ids.npy}"
+check "model.inputs and model.input_shape together: exit 3" 3 "give model.input_shape .a model with one float input. or model.inputs, not both" -- \
+  "$QFX" ptq "$tmp/minilm_ids_onnx.yaml" --set "model.input_shape=[-1, 16]"
+check "model.inputs with a dtype the ONNX model does not declare: exit 3 naming both" 3 "model.inputs.input_ids.dtype is float32; .* declares int64" -- \
+  "$QFX" ptq "$tmp/minilm_ids_onnx.yaml" --set "model.inputs.input_ids={shape: [-1, 16], dtype: float32}"
 check "per-input held-out data without labels for metric top1: exit 3 naming its key" 3 "ptq.auto_fallback.metric top1 needs ptq.auto_fallback.data.labels" -- \
   "$QFX" ptq "$tmp/minilm_ids_onnx.yaml" --set "ptq.auto_fallback={metric: top1, data: $(ids_data eval)}"
 npy f16 3 "(256, 16)"
