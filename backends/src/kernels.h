@@ -39,6 +39,8 @@ void register_onednn_kernels();
 void register_simd_kernels();
 void register_simd_matmul();
 void register_simd_pool_lut();
+/// The `cuda` backend (builds with QFX_HAVE_CUDA only).
+void register_cuda_kernels();
 
 /// The instruction set the vectorised kernels dispatch to for kernels built now:
 /// "avx512", "avx2" or "baseline" (x86-64), the best this CPU has, capped by the

@@ -54,6 +54,9 @@ void register_builtins() {
   register_simd_kernels();
   register_simd_matmul();
   register_simd_pool_lut();
+#ifdef QFX_HAVE_CUDA
+  register_cuda_kernels();
+#endif
 }
 
 // Built-ins registered before anything else looks at the registry.

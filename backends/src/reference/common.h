@@ -163,6 +163,11 @@ struct Geom {
 // UnsupportedOpError / DataError naming the node for geometry it cannot run.
 Geom window_geom(const Node& n, const Shape& x, std::vector<int64_t> kernel, bool ceil_mode = false);
 
+// Geometry of a convolution with weight shape `w` ([M, C/group, k...]): window_geom
+// plus group and M; throws DataError naming the node when weight, group and input
+// channels do not fit.
+Geom conv_geom(const Node& n, const std::vector<Meta>& in, const Shape& w);
+
 inline Shape spatial_out(const Shape& x, int64_t C, const Geom& g) {
   if (x.size() == 3) return {g.N, C, g.oW};
   return {g.N, C, g.oH, g.oW};

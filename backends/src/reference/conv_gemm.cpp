@@ -43,20 +43,6 @@ void conv_loops(const Geom& g, const TX* x, const TW* w, TAcc x_zero, const std:
   }
 }
 
-Geom conv_geom(const Node& n, const std::vector<Meta>& in, const Shape& w) {
-  const Shape& x = in[0].shape;
-  if (w.size() != x.size()) bad_shape(n, "weight rank " + std::to_string(w.size()) + " does not match input " + shape_str(x));
-  std::vector<int64_t> kernel(w.begin() + 2, w.end());
-  if (n.has("kernel_shape") && n.attr_ints("kernel_shape") != kernel) bad_shape(n, "kernel_shape does not match the weight");
-  Geom g = window_geom(n, x, kernel);
-  g.group = n.attr_i("group", 1);
-  g.M = w[0];
-  if (g.group <= 0 || g.C % g.group != 0 || g.M % g.group != 0 || w[1] * g.group != g.C)
-    bad_shape(n, "weight " + shape_str(w) + " and group " + std::to_string(g.group) + " do not match input channels " +
-                     std::to_string(g.C));
-  return g;
-}
-
 Kernel conv(const Node& n, const std::vector<Meta>& in, const std::vector<const Tensor*>& consts) {
   if (in.size() < 2) bad_shape(n, "needs input and weight");
   if (in[0].dtype != DType::kFloat32) unsupported(n, "float Conv needs float32 input");

@@ -7,6 +7,8 @@
 
 #include <algorithm>
 
+#include "qfx/runtime/arith_hd.h"
+
 namespace qfx::runtime {
 namespace {
 
@@ -24,10 +26,7 @@ __attribute__((target_clones("avx512f", "avx2", "default"))) void chunk_bins(con
     const float v = x[j];
     l = v < l ? v : l;
     h = v > h ? v : h;
-    float t = (v - off) * scale;
-    t = t >= 0.0f ? t : 0.0f;  // NaN too
-    t = t < last ? t : last;
-    idx[j] = static_cast<int32_t>(t);
+    idx[j] = hd::histogram_bin(v, off, scale, last);
   }
   *lo = l;
   *hi = h;

@@ -10,27 +10,9 @@
 #include <string>
 #include <vector>
 
+#include "qfx/runtime/arith_hd.h"
+
 namespace qfx::runtime {
-
-/// How a right shift rounds (the last step of fixed-point and shift requantization).
-enum class Rounding {
-  kHalfEven,          ///< ties to even (IEEE 754 default, ONNX QuantizeLinear)
-  kHalfAwayFromZero,  ///< ties away from zero (gemmlowp RoundingDivideByPOT, TFLite)
-  kHalfUp,            ///< ties toward +infinity: (x + 2^(e-1)) >> e, the cheapest in hardware
-};
-
-/// How an integer result is brought to the output's scale.
-enum class RequantMode {
-  kFloat,       ///< float(acc) * m, rounded half to even (ONNX QuantizeLinear; qfx's default)
-  kFixedPoint,  ///< integer multiplier M and shift: RoundingShift(HighMul(acc, M), s) (gemmlowp / TFLite)
-  kShift,       ///< m must be a power of two 2^-k: a rounding right shift by k only
-};
-
-/// What an accumulator narrower than 32 bits does when a sum leaves its range.
-enum class Overflow {
-  kSaturate,  ///< clamps to [-2^(b-1), 2^(b-1)-1] (applied to the final sum, bias included)
-  kWrap,      ///< keeps the low b bits, two's complement (exact for any summation order)
-};
 
 /// "half_even", "half_away_from_zero", "half_up"; "float", "fixed_point", "shift";
 /// "saturate", "wrap".
@@ -111,15 +93,7 @@ int32_t rounding_high_mul(int32_t a, int32_t b, int bits = 32);
 /// tiny value). kHalfAwayFromZero is gemmlowp's RoundingDivideByPOT.
 int64_t rounding_shift_right(int64_t x, int e, Rounding r);
 
-/// A real multiplier m > 0 as an integer multiplier and an exponent, as TFLite's
-/// QuantizeMultiplier: m ≈ multiplier · 2^(shift - (bits-1)), multiplier in
-/// [2^(bits-2), 2^(bits-1)) (rounded half away from zero from frexp's mantissa).
-/// `shift` > 0 is a left shift. m = 0 gives {0, 0}, and so does m < 2^-32 (shift
-/// below -31, as TFLite: every int32 product rounds to 0).
-struct QuantizedMultiplier {
-  int32_t multiplier = 0;
-  int shift = 0;
-};
+/// `m` as TFLite's QuantizeMultiplier makes it (QuantizedMultiplier, arith_hd.h).
 /// Throws DataError for bits outside 2..32 or a negative / non-finite m.
 QuantizedMultiplier quantize_multiplier(double m, int bits = 32);
 
@@ -216,50 +190,20 @@ class Requantizer {
 };
 
 // --- inline definitions (the kernels' inner loops call these per element) --------
+// The formulas live in arith_hd.h, shared with the CUDA kernels.
 
 namespace detail {
-inline int32_t sat32(int64_t v) {
-  return static_cast<int32_t>(v < INT32_MIN ? INT32_MIN : (v > INT32_MAX ? INT32_MAX : v));
+using hd::rounding_shift_right_in;
+inline int32_t sat32(int64_t v) { return hd::sat32(v); }
+template <Rounding R>
+[[gnu::always_inline]] inline int64_t rounding_shift_right(int64_t x, int e) {
+  return hd::rounding_shift_right_in<R, int64_t>(x, e);
 }
 }  // namespace detail
 
 [[gnu::always_inline]] inline int32_t rounding_high_mul(int32_t a, int32_t b, int bits) {
-  const int64_t ab = static_cast<int64_t>(a) * static_cast<int64_t>(b);
-  const int64_t half = int64_t{1} << (bits - 2);
-  const int64_t nudge = ab >= 0 ? half : 1 - half;
-  // Division truncating toward zero, as gemmlowp's `/ (1ll << 31)`, without a divide.
-  const int64_t x = ab + nudge;
-  const int e = bits - 1;
-  return detail::sat32((x + (x < 0 ? (int64_t{1} << e) - 1 : 0)) >> e);
+  return hd::rounding_high_mul(a, b, bits);
 }
-
-namespace detail {
-// x / 2^e rounded as R, in the signed integer type I (int64_t or __int128).
-template <Rounding R, typename I>
-[[gnu::always_inline]] inline I rounding_shift_right_in(I x, int e) {
-  constexpr int kMaxShift = static_cast<int>(sizeof(I)) * 8 - 2;
-  if (e <= 0) return x;
-  if (e > kMaxShift) e = kMaxShift;  // |x| < 2^(width-1): the result rounds to 0 (or -1 / 0) either way
-  const I floor = x >> e;  // arithmetic shift: floor division
-  const I rem = x - floor * (I{1} << e);
-  const I half = I{1} << (e - 1);
-  if constexpr (R == Rounding::kHalfUp) return floor + (rem >= half ? 1 : 0);
-  else if constexpr (R == Rounding::kHalfAwayFromZero) return floor + ((x >= 0 ? rem >= half : rem > half) ? 1 : 0);
-  else return floor + ((rem > half || (rem == half && (floor & 1))) ? 1 : 0);
-}
-
-template <Rounding R>
-[[gnu::always_inline]] inline int64_t rounding_shift_right(int64_t x, int e) {
-  return rounding_shift_right_in<R, int64_t>(x, e);
-}
-
-template <Rounding R>
-[[gnu::always_inline]] inline int32_t multiply_by_quantized_multiplier(int32_t x, QuantizedMultiplier q, int bits) {
-  const int left = q.shift > 0 ? q.shift : 0, right = q.shift > 0 ? 0 : -q.shift;
-  const int32_t shifted = left > 0 ? sat32(static_cast<int64_t>(x) * (int64_t{1} << (left < 32 ? left : 32))) : x;
-  return sat32(rounding_shift_right<R>(rounding_high_mul(shifted, q.multiplier, bits), right));
-}
-}  // namespace detail
 
 inline int64_t rounding_shift_right(int64_t x, int e, Rounding r) {
   switch (r) {
@@ -272,45 +216,29 @@ inline int64_t rounding_shift_right(int64_t x, int e, Rounding r) {
 
 inline int32_t multiply_by_quantized_multiplier(int32_t x, QuantizedMultiplier q, int bits, Rounding r) {
   switch (r) {
-    case Rounding::kHalfUp: return detail::multiply_by_quantized_multiplier<Rounding::kHalfUp>(x, q, bits);
-    case Rounding::kHalfAwayFromZero: return detail::multiply_by_quantized_multiplier<Rounding::kHalfAwayFromZero>(x, q, bits);
+    case Rounding::kHalfUp: return hd::multiply_by_quantized_multiplier<Rounding::kHalfUp>(x, q, bits);
+    case Rounding::kHalfAwayFromZero: return hd::multiply_by_quantized_multiplier<Rounding::kHalfAwayFromZero>(x, q, bits);
     case Rounding::kHalfEven: break;
   }
-  return detail::multiply_by_quantized_multiplier<Rounding::kHalfEven>(x, q, bits);
+  return hd::multiply_by_quantized_multiplier<Rounding::kHalfEven>(x, q, bits);
 }
 
 [[gnu::always_inline]] inline int32_t limit_accumulator(int64_t acc, int bits, Overflow o) {
-  if (bits >= 32) return detail::sat32(acc);
-  if (o == Overflow::kWrap) {
-    const uint32_t low = static_cast<uint32_t>(static_cast<uint64_t>(acc)) << (32 - bits);
-    return static_cast<int32_t>(low) >> (32 - bits);  // arithmetic shift sign-extends
-  }
-  const int64_t hi = (int64_t{1} << (bits - 1)) - 1;
-  return static_cast<int32_t>(acc < -hi - 1 ? -hi - 1 : (acc > hi ? hi : acc));
+  return hd::limit_accumulator(acc, bits, o);
 }
 
 template <RequantMode M, Rounding R>
 [[gnu::always_inline]] inline int32_t Requantizer::scaled_as(int64_t acc, size_t c) const {
-  const int32_t a = limit_accumulator(acc, acc_bits_, overflow_);
   const size_t i = mult_.size() == 1 ? 0 : c;
-  if constexpr (M == RequantMode::kFloat) {
-    float v = __builtin_nearbyintf(static_cast<float>(a) * mult_[i]);
-    if (v != v) v = 0.0f;
-    return static_cast<int32_t>(v < -2147483520.0f ? -2147483520.0f : (v > 2147483520.0f ? 2147483520.0f : v));
-  } else if constexpr (M == RequantMode::kFixedPoint) {
-    return detail::multiply_by_quantized_multiplier<R>(a, q_[i], bits_);
-  } else {
-    const int s = q_[i].shift;
-    return s >= 0 ? detail::sat32(static_cast<int64_t>(a) * (int64_t{1} << (s < 32 ? s : 32)))
-                  : detail::sat32(detail::rounding_shift_right<R>(a, -s));
-  }
+  QuantizedMultiplier q{};
+  if constexpr (M != RequantMode::kFloat) q = q_[i];  // kFloat keeps no integer multipliers
+  return hd::requant_scaled<M, R>(hd::limit_accumulator(acc, acc_bits_, overflow_), mult_[i], q, bits_);
 }
 
 template <RequantMode M, Rounding R>
 [[gnu::always_inline]] inline int32_t Requantizer::code_as(int64_t acc, size_t c, int32_t zp, int32_t lo, int32_t hi) const {
   // kFloat is runtime::requantize (kernel.h): saturate(round_half_even(float(acc) * m) + zp).
-  const int64_t v = static_cast<int64_t>(scaled_as<M, R>(acc, c)) + zp;
-  return static_cast<int32_t>(v < lo ? lo : (v > hi ? hi : v));
+  return hd::clamp_code(static_cast<int64_t>(scaled_as<M, R>(acc, c)) + zp, lo, hi);
 }
 
 template <RequantMode M, Rounding R>
@@ -324,7 +252,7 @@ template <RequantMode M, Rounding R>
     // kShift: multiplier 1, shift -k; kFixedPoint: m = M · 2^(shift - (bits-1)).
     const int e = (M == RequantMode::kFixedPoint ? bits_ - 1 : 0) - q_[i].shift;
     const __int128 p = static_cast<__int128>(acc) * q_[i].multiplier;
-    const __int128 r = e >= 0 ? detail::rounding_shift_right_in<R, __int128>(p, e) : p * (__int128{1} << (-e < 32 ? -e : 32));
+    const __int128 r = e >= 0 ? hd::rounding_shift_right_in<R, __int128>(p, e) : p * (__int128{1} << (-e < 32 ? -e : 32));
     return static_cast<int32_t>(r < INT32_MIN ? INT32_MIN : (r > INT32_MAX ? INT32_MAX : r));
   }
 }

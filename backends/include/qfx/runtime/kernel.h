@@ -126,27 +126,23 @@ struct KernelRequest {
 /// for every implementation (the reference kernels do).
 using KernelFactory = std::function<bool(const KernelRequest& r, Kernel* k)>;
 
-/// The last step of QuantizeLinear and of requantization: an already rounded
-/// float `q` (NaN counts as 0) plus `zp`, saturated to [qmin, qmax]. `q` is clamped
-/// in float first: converting a float beyond the integer range (an infinite Clip
-/// bound, a huge value) to an integer is undefined behaviour.
+/// The last step of QuantizeLinear and of requantization (hd::saturate_code,
+/// arith_hd.h): an already rounded float `q` (NaN counts as 0) plus `zp`, saturated
+/// to [qmin, qmax].
 inline int32_t saturate_code(float q, int32_t zp, int32_t qmin, int32_t qmax) {
-  if (q != q) q = 0.0f;
-  q = q < -2147483520.0f ? -2147483520.0f : (q > 2147483520.0f ? 2147483520.0f : q);
-  const int64_t v = static_cast<int64_t>(q) + zp;
-  return static_cast<int32_t>(v < qmin ? qmin : (v > qmax ? qmax : v));
+  return hd::saturate_code(q, zp, qmin, qmax);
 }
 
 /// ONNX QuantizeLinear arithmetic: saturate(round_half_even(x / scale) + zp); NaN
-/// quantizes to the zero point.
+/// quantizes to the zero point (hd::quantize_value, shared with the CUDA kernels).
 inline int32_t quantize_value(float x, float scale, int32_t zp, int32_t qmin, int32_t qmax) {
-  return saturate_code(__builtin_nearbyintf(x / scale), zp, qmin, qmax);
+  return hd::quantize_value(x, scale, zp, qmin, qmax);
 }
 
 /// Requantization of an int32 accumulator with multiplier m = in_scale * w_scale / out_scale:
 /// saturate(round_half_even(float(acc) * m) + zp), the reference integer arithmetic.
 inline int32_t requantize(int32_t acc, float m, int32_t zp, int32_t qmin, int32_t qmax) {
-  return saturate_code(__builtin_nearbyintf(static_cast<float>(acc) * m), zp, qmin, qmax);
+  return hd::saturate_code(hd::round_half_even(static_cast<float>(acc) * m), zp, qmin, qmax);
 }
 
 }  // namespace qfx::runtime

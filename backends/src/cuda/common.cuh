@@ -1,0 +1,61 @@
+// Internal: device helpers shared by the .cu files: code loads and stores, the
+// requantization of args.h's RequantArgs through the shared arithmetic (arith_hd.h),
+// grid-stride launch geometry.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include "args.h"
+
+namespace qfx::runtime::cuda {
+
+__device__ __forceinline__ int32_t load_code(const void* p, CodeType t, int64_t i) {
+  return t == kU8 ? static_cast<int32_t>(static_cast<const uint8_t*>(p)[i]) : static_cast<int32_t>(static_cast<const int8_t*>(p)[i]);
+}
+
+__device__ __forceinline__ void store_code(void* p, CodeType t, int64_t i, int32_t v) {
+  if (t == kU8) static_cast<uint8_t*>(p)[i] = static_cast<uint8_t>(v);
+  else static_cast<int8_t*>(p)[i] = static_cast<int8_t>(v);
+}
+
+template <RequantMode M, Rounding R>
+__device__ __forceinline__ int32_t scaled_as(const RequantArgs& r, int64_t acc, int64_t c) {
+  const int64_t i = r.per_channel ? c : 0;
+  QuantizedMultiplier q{};
+  if constexpr (M != RequantMode::kFloat) q = r.q[i];
+  return hd::requant_scaled<M, R>(hd::limit_accumulator(acc, r.acc_bits, r.overflow), r.mult[i], q, r.bits);
+}
+
+/// Requantizer::scaled (arithmetic.h) on the device: the mode and rounding branch
+/// is uniform across a launch.
+__device__ __forceinline__ int32_t scaled(const RequantArgs& r, int64_t acc, int64_t c) {
+  using M = RequantMode;
+  using R = Rounding;
+  if (r.mode == M::kFloat) return scaled_as<M::kFloat, R::kHalfEven>(r, acc, c);
+  if (r.mode == M::kFixedPoint) {
+    if (r.rounding == R::kHalfUp) return scaled_as<M::kFixedPoint, R::kHalfUp>(r, acc, c);
+    if (r.rounding == R::kHalfAwayFromZero) return scaled_as<M::kFixedPoint, R::kHalfAwayFromZero>(r, acc, c);
+    return scaled_as<M::kFixedPoint, R::kHalfEven>(r, acc, c);
+  }
+  if (r.rounding == R::kHalfUp) return scaled_as<M::kShift, R::kHalfUp>(r, acc, c);
+  if (r.rounding == R::kHalfAwayFromZero) return scaled_as<M::kShift, R::kHalfAwayFromZero>(r, acc, c);
+  return scaled_as<M::kShift, R::kHalfEven>(r, acc, c);
+}
+
+/// Requantizer::code on the device: scaled + zero point, clamped to [lo, hi].
+__device__ __forceinline__ int32_t requant_code(const RequantArgs& r, int64_t acc, int64_t c) {
+  return hd::clamp_code(static_cast<int64_t>(scaled(r, acc, c)) + r.zp, r.lo, r.hi);
+}
+
+constexpr int kThreads = 256;
+
+/// Blocks for a grid-stride loop over n items (at most 65,535 x 256 threads).
+inline unsigned blocks_for(int64_t n) {
+  const int64_t b = (n + kThreads - 1) / kThreads;
+  return static_cast<unsigned>(b < 1 ? 1 : (b > 65535 ? 65535 : b));
+}
+
+#define QFX_GRID_STRIDE(i, n) \
+  for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < (n); i += static_cast<int64_t>(blockDim.x) * gridDim.x)
+
+}  // namespace qfx::runtime::cuda

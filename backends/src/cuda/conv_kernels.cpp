@@ -1,0 +1,177 @@
+// CUDA kernels of QLinearConv, QGemm and QLinearMatMul with a constant weight:
+// group-1 layers with symmetric int8 weights as im2col + cuBLASLt int8 GEMM + a
+// requantizing epilogue, everything else as a direct kernel. Both sum exactly in
+// int32 and requantize with the shared arithmetic, so results equal the reference's.
+#include "../reference/common.h"
+#include "gemm_lt.h"
+#include "staging.h"
+
+namespace qfx::runtime::cuda {
+namespace {
+
+using ref::Geom;
+
+// A layer as a convolution: geometry, weight codes [M, C/group·kH·kW] as a host tensor,
+// int32 bias, per-channel weight zero points, requantization.
+struct Layer {
+  Geom g{};
+  Tensor w;
+  std::vector<int32_t> bias, wz;
+  std::vector<float> mult;
+  ir::QInfo xq, wq, yq;
+};
+
+ConvArgs conv_args(const Layer& l, CodeType xt, CodeType wt, CodeType yt) {
+  const Geom& g = l.g;
+  ConvArgs a{};
+  a.N = g.N, a.C = g.C, a.H = g.H, a.W = g.W, a.M = g.M, a.kH = g.kH, a.kW = g.kW, a.oH = g.oH, a.oW = g.oW;
+  a.sH = g.sH, a.sW = g.sW, a.dH = g.dH, a.dW = g.dW, a.pT = g.pT, a.pL = g.pL, a.group = g.group;
+  a.xt = xt, a.wt = wt, a.yt = yt;
+  a.zx = l.xq.zero_point[0];
+  return a;
+}
+
+// The GEMM path's constant operands: weights padded to kp columns, and
+// corr[m] = bias[m] - (zx - xoff)·Σ_k w[m, k] (the im2col rows hold x - xoff).
+struct GemmOperands {
+  std::vector<int8_t> w;
+  std::vector<int32_t> corr;
+};
+
+GemmOperands gemm_operands(const Layer& l, int64_t K, int64_t kp, int32_t xoff) {
+  GemmOperands o;
+  o.w.assign(static_cast<size_t>(l.g.M * kp), 0);
+  o.corr.resize(static_cast<size_t>(l.g.M));
+  const int8_t* w = l.w.data<int8_t>();
+  for (int64_t m = 0; m < l.g.M; ++m) {
+    int64_t sum = 0;
+    for (int64_t k = 0; k < K; ++k) {
+      o.w[static_cast<size_t>(m * kp + k)] = w[m * K + k];
+      sum += w[m * K + k];
+    }
+    const int64_t c = int64_t{l.bias[static_cast<size_t>(m)]} - int64_t{l.xq.zero_point[0] - xoff} * sum;
+    o.corr[static_cast<size_t>(m)] = static_cast<int32_t>(static_cast<uint32_t>(static_cast<uint64_t>(c)));
+  }
+  return o;
+}
+
+bool build(const KernelRequest& r, Kernel* k, const Layer& l, const Shape& out_shape) {
+  const ir::Node& n = r.node;
+  CodeType xt, wt, yt;
+  if (!code_type(r.in[0].dtype, &xt)) return r.decline("needs 8-bit input (16x8 layers run on the CPU)");
+  if (!code_type(l.w.dtype(), &wt) || !code_type(l.yq.dtype, &yt)) return r.decline("needs 8-bit weights and output");
+  k->outputs = {{out_shape, l.yq.dtype}};
+  const ref::QRange range = ref::act_range(n);
+  auto rq = std::make_shared<DevRequant>(dev_requant(Requantizer::accumulator(n.arithmetic, l.mult, n.label()),
+                                                     l.yq.zero_point[0], range.lo, range.hi, n.label()));
+  ConvArgs a = conv_args(l, xt, wt, yt);
+  a.rq = rq->args;
+  const std::string what = n.label();
+  DeviceMem bias = upload(l.bias.data(), l.bias.size() * 4, what + " bias");
+  DeviceMem wz = upload(l.wz.data(), l.wz.size() * 4, what + " weight zero points");
+  a.bias = bias.as<int32_t>();
+  a.wz = wz.as<int32_t>();
+  const int64_t K = l.g.C / l.g.group * l.g.kH * l.g.kW, kp = (K + 3) / 4 * 4, rows = l.g.N * l.g.oH * l.g.oW;
+  bool symmetric = wt == kS8;
+  for (int32_t z : l.wz) symmetric = symmetric && z == 0;
+  std::shared_ptr<Int8Gemm> gemm;
+  if (l.g.group == 1 && symmetric) gemm = std::make_shared<Int8Gemm>(rows, l.g.M, kp);
+  if (!gemm || !gemm->ok()) {
+    DeviceMem w = upload(l.w.raw(), l.w.nbytes(), what + " weights");
+    a.w = w.get();
+    stage(r, k, {0}, [a, w, bias, wz, rq](const std::vector<const void*>& in, const std::vector<void*>& out, cudaStream_t s) {
+      ConvArgs c = a;
+      c.x = in[0];
+      c.y = out[0];
+      launch_qconv_direct(c, s);
+    });
+    return true;
+  }
+  const GemmOperands ops = gemm_operands(l, K, kp, xt == kU8 ? 128 : 0);
+  DeviceMem w = upload(ops.w.data(), ops.w.size(), what + " weights");
+  DeviceMem corr = upload(ops.corr.data(), ops.corr.size() * 4, what + " bias correction");
+  DeviceMem cols(static_cast<size_t>(rows * kp), what + " im2col rows");
+  DeviceMem acc(static_cast<size_t>(rows * l.g.M) * 4, what + " int32 accumulators");
+  // The closure owns every device buffer the args point into (rq: the multipliers).
+  stage(r, k, {0}, [a, kp, cols, gemm, w, acc, corr, rq](const std::vector<const void*>& in, const std::vector<void*>& out,
+                                                          cudaStream_t s) {
+    ConvArgs c = a;
+    c.x = in[0];
+    c.y = out[0];
+    launch_im2col(c, kp, cols.as<int8_t>(), s);
+    gemm->run(cols.as<int8_t>(), w.as<int8_t>(), acc.as<int32_t>(), s);
+    launch_gemm_epilogue(c, acc.as<int32_t>(), corr.as<int32_t>(), s);
+  });
+  return true;
+}
+
+// qparams, multipliers and bias as the reference kernels read them.
+bool read_layer(const KernelRequest& r, Layer* l, int64_t M) {
+  const ir::Node& n = r.node;
+  l->xq = n.in_q.at(0), l->wq = n.in_q.at(1), l->yq = n.out_q;
+  ref::check_channels(n, l->xq, 1, "input qparams");
+  ref::check_channels(n, l->wq, M, "weight qparams");
+  ref::check_channels(n, l->yq, 1, "output qparams");
+  std::vector<float> in_w;
+  l->mult = accumulator_multipliers(n, M, &in_w);
+  l->bias.assign(static_cast<size_t>(M), 0);
+  if (r.in.size() > 2 && !n.inputs[2].empty()) {
+    const Tensor& b = ref::need_const(n, r.consts, 2, "bias");
+    if (b.numel() != M) return r.decline("the bias does not have one value per output channel");
+    l->bias = int32_bias(n, b, M, in_w);
+  }
+  l->wz.resize(static_cast<size_t>(M));
+  for (int64_t m = 0; m < M; ++m) l->wz[static_cast<size_t>(m)] = ref::per(l->wq.zero_point, m);
+  return true;
+}
+
+bool qconv(const KernelRequest& r, Kernel* k) {
+  if (!device_ready(r)) return false;
+  const ir::Node& n = r.node;
+  if (r.in[0].shape.size() != 4) return r.decline("2-D convolutions only ([N, C, H, W] input)");
+  if (r.consts.size() < 2 || !r.consts[1]) return r.decline("the weight is not a constant");
+  Layer l;
+  l.w = *r.consts[1];
+  l.g = ref::conv_geom(n, r.in, l.w.shape());
+  if (!read_layer(r, &l, l.g.M)) return false;
+  return build(r, k, l, ref::spatial_out(r.in[0].shape, l.g.M, l.g));
+}
+
+// QGemm (transA 0, alpha 1, beta 1) and QLinearMatMul with a constant 2-D weight:
+// rows of x times the weight, as a 1x1 convolution over [rows, K, 1, 1].
+bool qgemm(const KernelRequest& r, Kernel* k) {
+  if (!device_ready(r)) return false;
+  const ir::Node& n = r.node;
+  if (r.consts.size() < 2 || !r.consts[1] || r.consts[1]->shape().size() != 2)
+    return r.decline("needs a constant 2-D weight");
+  const bool gemm = n.op == "QGemm", tb = gemm && n.attr_i("transB", 0) != 0;
+  if (gemm && (n.attr_i("transA", 0) != 0 || n.attr_f("alpha", 1.0f) != 1.0f || n.attr_f("beta", 1.0f) != 1.0f))
+    return r.decline("transA, alpha or beta other than the defaults");
+  const Tensor& b = *r.consts[1];
+  const Shape& x = r.in[0].shape;
+  const int64_t K = tb ? b.shape()[1] : b.shape()[0], M = tb ? b.shape()[0] : b.shape()[1];
+  if (x.empty() || x.back() != K || K <= 0 || M <= 0) return r.decline("inner dimensions differ");
+  Layer l;
+  l.g = Geom{};
+  l.g.N = ref::numel(x) / K, l.g.C = K, l.g.H = l.g.W = 1, l.g.M = M, l.g.kH = l.g.kW = 1, l.g.oH = l.g.oW = 1;
+  l.g.sH = l.g.sW = l.g.dH = l.g.dW = 1, l.g.group = 1;
+  l.w = Tensor({M, K}, b.dtype());  // [M, K]: output channel major
+  const size_t e = dtype_size(b.dtype());
+  for (int64_t m = 0; m < M; ++m)
+    for (int64_t kk = 0; kk < K; ++kk)
+      std::memcpy(static_cast<char*>(l.w.raw()) + (m * K + kk) * e,
+                  static_cast<const char*>(b.raw()) + (tb ? m * K + kk : kk * M + m) * e, e);
+  if (!read_layer(r, &l, M)) return false;
+  Shape out(x.begin(), x.end() - 1);
+  out.push_back(M);
+  return build(r, k, l, out);
+}
+
+}  // namespace
+
+void register_conv_kernels() {
+  add_kernel("cuda", "QLinearConv", "cuda", qconv);
+  for (const char* op : {"QGemm", "QLinearMatMul"}) add_kernel("cuda", op, "cuda", qgemm);
+}
+
+}  // namespace qfx::runtime::cuda

@@ -1,0 +1,122 @@
+// CUDA int8 elementwise and pooling kernels: QuantizeLinear, DequantizeLinear,
+// QLinearAdd / QLinearMul, table lookups, int8 MaxPool, QLinearGlobalAveragePool.
+// The arithmetic is arith_hd.h's, as in the reference kernels.
+#include "common.cuh"
+
+namespace qfx::runtime::cuda {
+namespace {
+
+__global__ void quantize(const float* x, void* y, CodeType yt, int64_t n, int64_t inner, int64_t channels,
+                         const float* scale, const int32_t* zp, int32_t lo, int32_t hi) {
+  QFX_GRID_STRIDE(i, n) {
+    const int64_t c = channels == 1 ? 0 : (i / inner) % channels;
+    store_code(y, yt, i, hd::quantize_value(x[i], scale[c], zp[c], lo, hi));
+  }
+}
+
+__global__ void dequantize(const void* x, CodeType xt, float* y, int64_t n, int64_t inner, int64_t channels,
+                           const float* scale, const int32_t* zp) {
+  QFX_GRID_STRIDE(i, n) {
+    const int64_t c = channels == 1 ? 0 : (i / inner) % channels;
+    y[i] = static_cast<float>(static_cast<int64_t>(load_code(x, xt, i)) - zp[c]) * scale[c];
+  }
+}
+
+__global__ void qbinary(BinaryArgs a) {
+  QFX_GRID_STRIDE(i, a.n) {
+    int64_t rest = i, ia = 0, ib = 0;
+    for (int d = a.rank - 1; d >= 0; --d) {
+      const int64_t k = rest % a.out_dims[d];
+      rest /= a.out_dims[d];
+      ia += k * a.sa[d];
+      ib += k * a.sb[d];
+    }
+    const int32_t qa = load_code(a.a, a.at, ia), qb = load_code(a.b, a.bt, ib);
+    int32_t v;
+    if (a.ro.mode == RequantMode::kFloat) {
+      const float ra = a.a_scale * static_cast<float>(qa - a.za), rb = a.b_scale * static_cast<float>(qb - a.zb);
+      v = hd::quantize_value(a.add ? ra + rb : ra * rb, a.y_scale, a.ro.zp, a.ro.lo, a.ro.hi);
+    } else {
+      const int64_t da = qa - a.za, db = qb - a.zb;
+      const int64_t acc = a.add ? int64_t{scaled(a.ra, da * (int64_t{1} << a.left_shift), 0)} +
+                                      scaled(a.rb, db * (int64_t{1} << a.left_shift), 0)
+                                : da * db;
+      v = requant_code(a.ro, acc, 0);
+    }
+    store_code(a.y, a.yt, i, v);
+  }
+}
+
+__global__ void lut(const uint8_t* x, uint8_t* y, int64_t n, int offset, const uint8_t* table) {
+  QFX_GRID_STRIDE(i, n) y[i] = table[(x[i] + offset) & 255];
+}
+
+__global__ void qmaxpool(PoolArgs a) {
+  const int64_t total = a.N * a.C * a.oH * a.oW;
+  QFX_GRID_STRIDE(i, total) {
+    const int64_t ow = i % a.oW, oh = (i / a.oW) % a.oH, p = i / (a.oW * a.oH);
+    int32_t best = a.t == kU8 ? 0 : -128;
+    for (int64_t kh = 0; kh < a.kH; ++kh) {
+      const int64_t ih = oh * a.sH + kh * a.dH - a.pT;
+      if (ih < 0 || ih >= a.H) continue;
+      for (int64_t kw = 0; kw < a.kW; ++kw) {
+        const int64_t iw = ow * a.sW + kw * a.dW - a.pL;
+        if (iw < 0 || iw >= a.W) continue;
+        const int32_t v = load_code(a.x, a.t, (p * a.H + ih) * a.W + iw);
+        best = v > best ? v : best;
+      }
+    }
+    store_code(a.y, a.t, i, best);
+  }
+}
+
+// One block per plane: the exact integer sum, then the requantization.
+__global__ void qgap(const void* x, CodeType xt, void* y, CodeType yt, int64_t planes, int64_t hw, int32_t zx,
+                     RequantArgs rq) {
+  __shared__ long long part[kThreads];
+  for (int64_t p = blockIdx.x; p < planes; p += gridDim.x) {
+    long long s = 0;
+    for (int64_t j = threadIdx.x; j < hw; j += blockDim.x) s += load_code(x, xt, p * hw + j);
+    part[threadIdx.x] = s;
+    __syncthreads();
+    for (int w = blockDim.x / 2; w > 0; w /= 2) {
+      if (threadIdx.x < w) part[threadIdx.x] += part[threadIdx.x + w];
+      __syncthreads();
+    }
+    if (threadIdx.x == 0) {
+      const int32_t acc = static_cast<int32_t>(part[0] - hw * zx);
+      store_code(y, yt, p, requant_code(rq, acc, 0));
+    }
+    __syncthreads();
+  }
+}
+
+}  // namespace
+
+void launch_quantize(const float* x, void* y, CodeType yt, int64_t n, int64_t inner, int64_t channels,
+                     const float* scale, const int32_t* zp, int32_t lo, int32_t hi, cudaStream_t s) {
+  quantize<<<blocks_for(n), kThreads, 0, s>>>(x, y, yt, n, inner, channels, scale, zp, lo, hi);
+}
+
+void launch_dequantize(const void* x, CodeType xt, float* y, int64_t n, int64_t inner, int64_t channels,
+                       const float* scale, const int32_t* zp, cudaStream_t s) {
+  dequantize<<<blocks_for(n), kThreads, 0, s>>>(x, xt, y, n, inner, channels, scale, zp);
+}
+
+void launch_qbinary(const BinaryArgs& a, cudaStream_t s) { qbinary<<<blocks_for(a.n), kThreads, 0, s>>>(a); }
+
+void launch_lut(const void* x, void* y, int64_t n, int offset, const uint8_t* table, cudaStream_t s) {
+  lut<<<blocks_for(n), kThreads, 0, s>>>(static_cast<const uint8_t*>(x), static_cast<uint8_t*>(y), n, offset, table);
+}
+
+void launch_qmaxpool(const PoolArgs& a, cudaStream_t s) {
+  qmaxpool<<<blocks_for(a.N * a.C * a.oH * a.oW), kThreads, 0, s>>>(a);
+}
+
+void launch_qgap(const void* x, CodeType xt, void* y, CodeType yt, int64_t planes, int64_t hw, int32_t zx,
+                 const RequantArgs& rq, cudaStream_t s) {
+  const unsigned b = static_cast<unsigned>(planes < 65535 ? (planes < 1 ? 1 : planes) : 65535);
+  qgap<<<b, kThreads, 0, s>>>(x, xt, y, yt, planes, hw, zx, rq);
+}
+
+}  // namespace qfx::runtime::cuda

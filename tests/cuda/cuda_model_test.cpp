@@ -1,0 +1,94 @@
+// The `cuda` backend on whole int8 models against the reference backend, and the GPU
+// histogram against the CPU observer taps' histogram.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <algorithm>
+#include <cstring>
+#include <random>
+
+#include "../../backends/src/simd/tap_histogram.h"
+#include "cuda_test_util.h"
+#include "qfx/runtime/model.h"
+
+using namespace qfx::runtime;
+
+TEST(CudaHistogram, CountsEqualCpuTaps) {
+  QFX_REQUIRE_CUDA();
+  std::mt19937 rng(21);
+  std::normal_distribution<float> nd(0.3f, 2.0f);
+  for (int64_t bins : {8, 2048, 8192}) {  // shared-memory and global counters
+    std::vector<float> x(1 << 20);
+    for (float& v : x) v = nd(rng);
+    x[5] = 1e30f;  // beyond the last edge: the last bin
+    x[6] = -1e30f;  // below the first: bin 0
+    const float lo_edge = -4.0f, hi_edge = 5.5f;
+    std::vector<double> cpu(static_cast<size_t>(bins), 0.0), gpu(static_cast<size_t>(bins), 0.0);
+    std::vector<uint32_t> scratch(static_cast<size_t>(4 * tap_histogram_copies(bins) * bins));
+    float clo, chi, glo, ghi;
+    tap_histogram(x.data(), static_cast<int64_t>(x.size()), lo_edge, hi_edge, bins, scratch.data(), 4, cpu.data(), &clo, &chi);
+    cuda_histogram(x.data(), static_cast<int64_t>(x.size()), lo_edge, hi_edge, bins, gpu.data(), &glo, &ghi);
+    EXPECT_EQ(cpu, gpu) << bins << " bins";
+    EXPECT_EQ(clo, glo);
+    EXPECT_EQ(chi, ghi);
+  }
+}
+
+namespace {
+
+// The int8 models to check: every *.onnx in $QFX_CUDA_MODELS (tools/gpu/prove.sh
+// fills it with qfx ptq outputs), else the QDQ models among the fixtures.
+std::vector<std::filesystem::path> int8_models() {
+  std::vector<std::filesystem::path> out;
+  const char* dir = std::getenv("QFX_CUDA_MODELS");
+  const std::filesystem::path d = dir ? dir : QFX_FIXTURE_DIR "/onnx";
+  if (!std::filesystem::is_directory(d)) return out;
+  for (const auto& e : std::filesystem::recursive_directory_iterator(d))
+    if (e.path().extension() == ".onnx") out.push_back(e.path());
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+Tensor random_input(const TensorInfo& info, std::mt19937& rng) {
+  Shape s = info.shape;
+  for (auto& d : s) d = d < 0 ? 2 : d;  // dynamic batch: 2
+  Tensor t(s, DType::kFloat32);
+  std::normal_distribution<float> nd(0.0f, 1.0f);
+  for (int64_t i = 0; i < t.numel(); ++i) t.data<float>()[i] = nd(rng);
+  return t;
+}
+
+}  // namespace
+
+// Each int8 model on "cuda" and "reference": outputs equal bit for bit, and the int8
+// convolutions ran on the GPU.
+TEST(CudaModels, Int8OutputsEqualReference) {
+  QFX_REQUIRE_CUDA();
+  const auto models = int8_models();
+  ASSERT_FALSE(models.empty()) << "no int8 models: set QFX_CUDA_MODELS to a folder of them";
+  std::mt19937 rng(22);
+  for (const auto& path : models) {
+    Model ref = Model::load(path.string(), ModelOptions("reference"));
+    Model dev = Model::load(path.string(), ModelOptions("cuda"));
+    std::map<std::string, Tensor> feeds;
+    for (const auto& in : ref.inputs()) {
+      if (in.dtype != DType::kFloat32) GTEST_SKIP() << path << ": integer inputs";
+      feeds[in.name] = random_input(in, rng);
+    }
+    const auto a = ref.run(feeds), b = dev.run(feeds);
+    for (const auto& [name, t] : a) {
+      const Tensor& u = b.at(name);
+      ASSERT_EQ(t.nbytes(), u.nbytes()) << path << " " << name;
+      EXPECT_EQ(std::memcmp(t.raw(), u.raw(), t.nbytes()), 0) << path << " output " << name << " differs";
+    }
+    int on_gpu = 0;
+    std::string where;
+    for (const auto& [k, count] : dev.kernel_impls()) {
+      where += k + ": " + std::to_string(count) + "; ";
+      if (k.size() > 5 && k.compare(k.size() - 5, 5, ":cuda") == 0) on_gpu += count;
+    }
+    if (dev.int8_ops() > 0) EXPECT_GT(on_gpu, 0) << path << " ran nothing on the GPU: " << where;
+    std::printf("[cuda] %s: outputs equal the reference; %s\n", path.filename().c_str(), where.c_str());
+  }
+}

@@ -1,0 +1,24 @@
+#!/bin/bash
+# The CUDA checks on a GPU machine, from a bundle made by tools/gpu/bundle.sh:
+# every ctest label-cuda test (op by op, histograms, whole int8 models) against the
+# reference backend. Writes the log and the GoogleTest XML to OUT_DIR (default .).
+#   tools/gpu/prove.sh BUNDLE.tar.xz [OUT_DIR]
+set -uo pipefail
+bundle=$1 out=${2:-.}
+root=$(mktemp -d)
+tar -C "$root" -xJf "$bundle"
+cuda_libs=$(ldconfig -p | awk '/libcublasLt\.so\.13/{print $NF}' | head -1 | xargs -r dirname)
+for d in /usr/local/cuda/lib64 /usr/local/cuda/targets/x86_64-linux/lib; do
+  [ -z "$cuda_libs" ] && [ -e "$d/libcublasLt.so.13" ] && cuda_libs=$d
+done
+export LD_LIBRARY_PATH="$root/lib:${cuda_libs}:${LD_LIBRARY_PATH:-}"
+nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader || true
+echo "cuBLASLt from: ${cuda_libs:-not found}"
+if ldd "$root/bin/qfx_tests_cuda" | grep "not found"; then
+  echo "prove.sh: libraries missing (above)"
+  exit 2
+fi
+QFX_CUDA_MODELS="$root/models" "$root/bin/qfx_tests_cuda" --gtest_output="xml:$out/cuda_tests.xml" 2>&1 | tee "$out/cuda_tests.log"
+rc=${PIPESTATUS[0]}
+echo "prove.sh: qfx_tests_cuda exit $rc"
+exit "$rc"
