@@ -49,6 +49,7 @@ struct ConvCase {
   DType xdt, ydt, wdt;
   int32_t wz;
   const char* act;
+  const char* impl;  // the implementation expected to run it ("": either)
 };
 
 }  // namespace
@@ -57,13 +58,13 @@ TEST(CudaKernels, QLinearConvEqualsReference) {
   QFX_REQUIRE_CUDA();
   std::mt19937 rng(11);
   const ConvCase cases[] = {
-      {2, 8, 12, 12, 16, 3, 1, 1, 1, DType::kUInt8, DType::kUInt8, DType::kInt8, 0, ""},      // GEMM path
-      {1, 32, 14, 14, 64, 3, 2, 1, 1, DType::kInt8, DType::kInt8, DType::kInt8, 0, "Relu"},   // GEMM, strided
-      {2, 6, 9, 7, 5, 1, 1, 0, 1, DType::kUInt8, DType::kInt8, DType::kInt8, 0, "Clip"},      // K = 6: padded to 8
-      {1, 16, 10, 10, 16, 3, 2, 1, 16, DType::kUInt8, DType::kUInt8, DType::kInt8, 0, "Relu"},  // depthwise: direct
-      {1, 8, 8, 8, 8, 3, 1, 1, 2, DType::kInt8, DType::kUInt8, DType::kInt8, 0, ""},          // grouped: direct
-      {1, 8, 8, 8, 8, 3, 1, 1, 1, DType::kUInt8, DType::kUInt8, DType::kInt8, 3, ""},         // weight zero point: direct
-      {1, 4, 7, 7, 6, 3, 1, 2, 1, DType::kUInt8, DType::kUInt8, DType::kUInt8, 120, ""},      // u8 weights: direct
+      {2, 8, 12, 12, 16, 3, 1, 1, 1, DType::kUInt8, DType::kUInt8, DType::kInt8, 0, "", "cublaslt"},      // GEMM path
+      {1, 32, 14, 14, 64, 3, 2, 1, 1, DType::kInt8, DType::kInt8, DType::kInt8, 0, "Relu", "cublaslt"},   // GEMM, strided
+      {2, 6, 9, 7, 5, 1, 1, 0, 1, DType::kUInt8, DType::kInt8, DType::kInt8, 0, "Clip", ""},      // K = 6: padded to 8
+      {1, 16, 10, 10, 16, 3, 2, 1, 16, DType::kUInt8, DType::kUInt8, DType::kInt8, 0, "Relu", "cuda"},  // depthwise: direct
+      {1, 8, 8, 8, 8, 3, 1, 1, 2, DType::kInt8, DType::kUInt8, DType::kInt8, 0, "", "cuda"},          // grouped: direct
+      {1, 8, 8, 8, 8, 3, 1, 1, 1, DType::kUInt8, DType::kUInt8, DType::kInt8, 3, "", "cuda"},         // weight zero point: direct
+      {1, 4, 7, 7, 6, 3, 1, 2, 1, DType::kUInt8, DType::kUInt8, DType::kUInt8, 120, "", "cuda"},      // u8 weights: direct
   };
   std::normal_distribution<float> nd(0.0f, 1.0f);
   for (const Target& t : targets())
@@ -92,7 +93,7 @@ TEST(CudaKernels, QLinearConvEqualsReference) {
       n.clip_hi = 3.0f;
       const std::string what = std::string(t.name) + " M=" + std::to_string(c.M) + " group=" + std::to_string(c.group) +
                                " wz=" + std::to_string(c.wz);
-      test::expect_cuda_equals_reference(n, {&x, nullptr, nullptr}, {nullptr, &w, &b}, {&x, &w, &b}, what);
+      test::expect_cuda_equals_reference(n, {nullptr, &w, &b}, {&x, &w, &b}, what, c.impl);
     }
 }
 
@@ -117,7 +118,7 @@ TEST(CudaKernels, QGemmAndMatMulEqualReference) {
         for (int64_t m = 0; m < M; ++m) b.data<int32_t>()[m] = static_cast<int32_t>((m * 7919) % 4001 - 2000);
         n.in_q = {qinfo(DType::kUInt8, {t.pow2 ? 0.03125f : 0.03f}, {120}), qinfo(DType::kInt8, ws, std::vector<int32_t>(ws.size(), 0))};
         n.out_q = qinfo(DType::kInt8, {t.pow2 ? 0.25f : 0.2f}, {2});
-        test::expect_cuda_equals_reference(n, {&x, nullptr, nullptr}, {nullptr, &w, &b}, {&x, &w, &b},
+        test::expect_cuda_equals_reference(n, {nullptr, &w, &b}, {&x, &w, &b},
                                            std::string(t.name) + " " + op + " rows=" + std::to_string(rows));
       }
 }
@@ -136,7 +137,7 @@ TEST(CudaKernels, ElementwiseAndPoolingEqualReference) {
       n.out_q = qinfo(DType::kUInt8, {t.pow2 ? 0.125f : 0.11f}, {100});
       n.fused_act = "Relu";
       Tensor a = test::random_codes({2, 5, 1, 4}, DType::kUInt8, rng), b = test::random_codes({5, 3, 1}, DType::kInt8, rng);
-      test::expect_cuda_equals_reference(n, {&a, &b}, {nullptr, nullptr}, {&a, &b}, std::string(t.name) + " " + op);
+      test::expect_cuda_equals_reference(n, {nullptr, nullptr}, {&a, &b}, std::string(t.name) + " " + op);
     }
     for (const char* op : {"QRelu", "QClip"}) {
       ir::Node n;
@@ -149,7 +150,7 @@ TEST(CudaKernels, ElementwiseAndPoolingEqualReference) {
       n.fused_act = std::string(op) == "QClip" ? "Clip" : "Relu";
       n.clip_hi = 4.0f;
       Tensor x = test::random_codes({3, 4, 5, 6}, DType::kInt8, rng);
-      test::expect_cuda_equals_reference(n, {&x}, {nullptr}, {&x}, std::string(t.name) + " " + op);
+      test::expect_cuda_equals_reference(n, {nullptr}, {&x}, std::string(t.name) + " " + op);
     }
     {
       ir::Node n;
@@ -160,7 +161,7 @@ TEST(CudaKernels, ElementwiseAndPoolingEqualReference) {
       n.in_q = {qinfo(DType::kUInt8, {0.05f}, {7})};
       n.out_q = qinfo(DType::kUInt8, {0.02f}, {3});
       Tensor x = test::random_codes({2, 9, 7, 7}, DType::kUInt8, rng);
-      test::expect_cuda_equals_reference(n, {&x}, {nullptr}, {&x}, std::string(t.name) + " gap");
+      test::expect_cuda_equals_reference(n, {nullptr}, {&x}, std::string(t.name) + " gap");
     }
   }
   ir::Node mp;
@@ -172,7 +173,7 @@ TEST(CudaKernels, ElementwiseAndPoolingEqualReference) {
   mp.attrs["pads"].ints = {1, 1, 1, 1};
   for (DType dt : {DType::kUInt8, DType::kInt8}) {
     Tensor x = test::random_codes({2, 3, 11, 10}, dt, rng);
-    test::expect_cuda_equals_reference(mp, {&x}, {nullptr}, {&x}, "maxpool");
+    test::expect_cuda_equals_reference(mp, {nullptr}, {&x}, "maxpool");
   }
 }
 
@@ -195,14 +196,85 @@ TEST(CudaKernels, QuantizeDequantizeEqualReference) {
     q.op = "QuantizeLinear";
     q.name = "q";
     q.inputs = {"x", "s", "z"};
-    test::expect_cuda_equals_reference(q, {&x, nullptr, nullptr}, {nullptr, &scale, &zp}, {&x, &scale, &zp}, "quantize");
+    test::expect_cuda_equals_reference(q, {nullptr, &scale, &zp}, {&x, &scale, &zp}, "quantize");
     Tensor codes = test::random_codes({2, 3, 4, 5}, DType::kInt8, rng);
     ir::Node dq = q;
     dq.op = "DequantizeLinear";
     dq.name = "dq";
-    test::expect_cuda_equals_reference(dq, {&codes, nullptr, nullptr}, {nullptr, &scale, &zp}, {&codes, &scale, &zp},
+    test::expect_cuda_equals_reference(dq, {nullptr, &scale, &zp}, {&codes, &scale, &zp},
                                        "dequantize");
   }
+}
+
+TEST(CudaKernels, FloatOpsMatchReference) {
+  QFX_REQUIRE_CUDA();
+  std::mt19937 rng(16);
+  std::normal_distribution<float> nd(0.0f, 1.0f);
+  auto randn = [&](const Shape& s) {
+    Tensor t(s, DType::kFloat32);
+    for (int64_t i = 0; i < t.numel(); ++i) t.data<float>()[i] = nd(rng);
+    return t;
+  };
+  struct Case {
+    int64_t C, M, k, stride, pad, group;
+    const char* act;
+  };
+  for (const Case& c : {Case{8, 16, 3, 1, 1, 1, "Relu"}, Case{16, 16, 3, 2, 1, 16, ""}, Case{12, 20, 1, 1, 0, 1, "Clip"},
+                        Case{6, 9, 5, 2, 2, 3, ""}}) {
+    ir::Node n;
+    n.op = "Conv";
+    n.name = "conv";
+    n.inputs = {"x", "w", "b"};
+    n.attrs["group"].i = c.group;
+    n.attrs["strides"].ints = {c.stride, c.stride};
+    n.attrs["pads"].ints = {c.pad, c.pad, c.pad, c.pad};
+    n.fused_act = c.act;
+    n.clip_lo = 0.0f;
+    n.clip_hi = 6.0f;
+    Tensor x = randn({2, c.C, 13, 11}), w = randn({c.M, c.C / c.group, c.k, c.k}), b = randn({c.M});
+    test::expect_cuda_near_reference(n, {nullptr, &w, &b}, {&x, &w, &b}, "Conv group " + std::to_string(c.group));
+  }
+  for (const char* op : {"Gemm", "MatMul"}) {
+    ir::Node n;
+    n.op = op;
+    n.name = "fc";
+    const bool gemm = std::string(op) == "Gemm";
+    n.inputs = gemm ? std::vector<std::string>{"x", "w", "b"} : std::vector<std::string>{"x", "w"};
+    if (gemm) n.attrs["transB"].i = 1;
+    Tensor x = randn({5, 300}), w = gemm ? randn({70, 300}) : randn({300, 70}), b = randn({70});
+    if (gemm) test::expect_cuda_near_reference(n, {nullptr, &w, &b}, {&x, &w, &b}, op);
+    else test::expect_cuda_near_reference(n, {nullptr, &w}, {&x, &w}, op);
+  }
+  for (const char* op : {"Add", "Sub", "Mul", "Div"}) {
+    ir::Node n;
+    n.op = op;
+    n.name = "binary";
+    n.inputs = {"a", "b"};
+    if (std::string(op) == "Add") n.fused_act = "Relu";  // a Relu after Add is fused into it at load
+    Tensor a = randn({2, 5, 1, 4}), b = randn({5, 3, 1});
+    if (std::string(op) == "Div")
+      for (int64_t i = 0; i < b.numel(); ++i) b.data<float>()[i] = 1.5f + std::abs(b.data<float>()[i]);
+    test::expect_cuda_near_reference(n, {nullptr, nullptr}, {&a, &b}, op, 0.0);  // one rounding each: exact
+  }
+  ir::Node relu;
+  relu.op = "Relu";
+  relu.name = "relu";
+  relu.inputs = {"x"};
+  Tensor x = randn({2, 3, 9, 10});
+  test::expect_cuda_near_reference(relu, {nullptr}, {&x}, "Relu", 0.0);
+  ir::Node mp;
+  mp.op = "MaxPool";
+  mp.name = "pool";
+  mp.inputs = {"x"};
+  mp.attrs["kernel_shape"].ints = {3, 3};
+  mp.attrs["strides"].ints = {2, 2};
+  mp.attrs["pads"].ints = {1, 1, 1, 1};
+  test::expect_cuda_near_reference(mp, {nullptr}, {&x}, "MaxPool", 0.0);
+  ir::Node gap;
+  gap.op = "GlobalAveragePool";
+  gap.name = "gap";
+  gap.inputs = {"x"};
+  test::expect_cuda_near_reference(gap, {nullptr}, {&x}, "GlobalAveragePool", 1e-5);
 }
 
 // Without a device the backend exists (when built with CUDA) and every node runs on

@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
 #include <string>
 #include <vector>
 
@@ -19,21 +21,24 @@
 
 namespace qfx::runtime::test {
 
-/// Builds node `n` on "cuda" and "reference" at the inputs' shapes (`metas_of` the
-/// non-null `shapes`, constants `consts`), runs both on `inputs`, and expects the
-/// CUDA implementation to have run it and every output byte to be equal.
-inline void expect_cuda_equals_reference(const ir::Node& n, const std::vector<const Tensor*>& shapes,
-                                         const std::vector<const Tensor*>& consts, const std::vector<const Tensor*>& inputs,
-                                         const std::string& what) {
+/// True for the implementations the `cuda` backend registers.
+inline bool is_cuda_impl(const std::string& impl) { return impl == "cuda" || impl == "cublaslt"; }
+
+/// Builds node `n` on "cuda" and "reference" at the shapes of `inputs` (constants
+/// `consts`), runs both on `inputs`, and expects a CUDA implementation (`impl`, when
+/// given) to have run it and every output byte to be equal.
+inline void expect_cuda_equals_reference(const ir::Node& n, const std::vector<const Tensor*>& consts,
+                                         const std::vector<const Tensor*>& inputs, const std::string& what,
+                                         const std::string& impl = "") {
   std::vector<Meta> in;
   for (size_t i = 0; i < inputs.size(); ++i) in.push_back({inputs[i]->shape(), inputs[i]->dtype()});
-  (void)shapes;
   KernelChoice choice;
   Kernel ref = make_kernel(n, in, consts, "reference");
   Kernel dev = make_kernel(n, in, consts, "cuda", false, &choice);
   std::string why;
   for (const auto& d : choice.declined) why += d.impl + ": " + d.reason + "; ";
-  ASSERT_EQ(dev.impl, "cuda") << what << " declined: " << why;
+  ASSERT_TRUE(is_cuda_impl(dev.impl)) << what << " ran on " << dev.impl << "; declined: " << why;
+  if (!impl.empty()) EXPECT_EQ(dev.impl, impl) << what << "; declined: " << why;
   std::vector<Tensor> a, b;
   std::vector<Tensor*> pa, pb;
   for (size_t j = 0; j < ref.outputs.size(); ++j) {
@@ -53,6 +58,36 @@ inline void expect_cuda_equals_reference(const ir::Node& n, const std::vector<co
       if (pr[k] != pd[k] && differ++ == 0) first = k;
     EXPECT_EQ(differ, 0u) << what << ": " << differ << " of " << a[j].nbytes() << " bytes differ, first at byte " << first;
   }
+}
+
+/// max |a - b| / max |a| over two float32 tensors of equal size (0 when a is all 0).
+inline double max_rel_diff(const Tensor& a, const Tensor& b) {
+  double worst = 0, scale = 0;
+  for (int64_t i = 0; i < a.numel(); ++i) {
+    worst = std::max(worst, std::abs(static_cast<double>(a.data<float>()[i]) - b.data<float>()[i]));
+    scale = std::max(scale, std::abs(static_cast<double>(a.data<float>()[i])));
+  }
+  return scale > 0 ? worst / scale : worst;
+}
+
+/// Float ops: node `n` on "cuda" and "reference" (as expect_cuda_equals_reference),
+/// outputs within `tol` relative to the reference output's largest magnitude (sums
+/// run in another order on the GPU).
+inline void expect_cuda_near_reference(const ir::Node& n, const std::vector<const Tensor*>& consts,
+                                       const std::vector<const Tensor*>& inputs, const std::string& what, double tol = 1e-4) {
+  std::vector<Meta> in;
+  for (const Tensor* t : inputs) in.push_back({t->shape(), t->dtype()});
+  KernelChoice choice;
+  Kernel ref = make_kernel(n, in, consts, "reference");
+  Kernel dev = make_kernel(n, in, consts, "cuda", false, &choice);
+  std::string why;
+  for (const auto& d : choice.declined) why += d.impl + ": " + d.reason + "; ";
+  ASSERT_TRUE(is_cuda_impl(dev.impl)) << what << " ran on " << dev.impl << "; declined: " << why;
+  Tensor a(ref.outputs[0].shape, ref.outputs[0].dtype), b(dev.outputs[0].shape, dev.outputs[0].dtype);
+  ref.run(inputs, {&a});
+  dev.run(inputs, {&b});
+  ASSERT_EQ(a.shape(), b.shape()) << what;
+  EXPECT_LE(max_rel_diff(a, b), tol) << what;
 }
 
 }  // namespace qfx::runtime::test

@@ -1,5 +1,5 @@
 #!/bin/bash
-# Packs what the CUDA checks need on a GPU machine that has the NVIDIA driver and the
+# Packs what the CUDA checks and the runtime benchmark need on a GPU machine that has the NVIDIA driver and the
 # CUDA 13 libraries but not qfx's other dependencies: the CUDA test binary, the
 # shared libraries it loads that such a machine may lack, and int8 models to check.
 #   tools/gpu/bundle.sh BUILD_DIR OUT.tar.xz [MODEL.onnx ...]
@@ -10,11 +10,11 @@ shift 2
 stage=$(mktemp -d)
 trap 'rm -rf "$stage"' EXIT
 mkdir -p "$stage/bin" "$stage/lib" "$stage/models"
-cp "$build/tests/qfx_tests_cuda" "$stage/bin/"
+cp "$build/tests/qfx_tests_cuda" "$build/tools/qfx_runtime_bench" "$stage/bin/"
 # Every library the binary resolves here except the C / C++ runtimes (the GPU machine's
 # are newer, and its CUDA libraries need them) and the CUDA driver and toolkit
 # libraries (the GPU machine's own match its driver).
-ldd "$build/tests/qfx_tests_cuda" | awk '/=> \//{print $3}' | while read -r lib; do
+ldd "$build/tests/qfx_tests_cuda" "$build/tools/qfx_runtime_bench" | awk '/=> \//{print $3}' | sort -u | while read -r lib; do
   case "$(basename "$lib")" in
     libc.so*|libm.so*|libdl.so*|librt.so*|libpthread.so*|ld-linux*|libstdc++.so*|libgcc_s.so*|libgomp.so*|libz.so*) ;;
     libcuda.so*|libcublas*|libcudart*) ;;

@@ -1,7 +1,9 @@
 #!/bin/bash
 # The CUDA checks on a GPU machine, from a bundle made by tools/gpu/bundle.sh:
-# every ctest label-cuda test (op by op, histograms, whole int8 models) against the
-# reference backend. Writes the log and the GoogleTest XML to OUT_DIR (default .).
+# every ctest label-cuda test (op by op, histograms, whole models) against the
+# reference backend, then the runtime benchmark (oneDNN on the machine's CPU against
+# the GPU). Writes the log, the GoogleTest XML and the benchmark table to OUT_DIR
+# (default .).
 #   tools/gpu/prove.sh BUNDLE.tar.xz [OUT_DIR]
 set -uo pipefail
 bundle=$1 out=${2:-.}
@@ -21,4 +23,12 @@ fi
 QFX_CUDA_MODELS="$root/models" "$root/bin/qfx_tests_cuda" --gtest_output="xml:$out/cuda_tests.xml" 2>&1 | tee "$out/cuda_tests.log"
 rc=${PIPESTATUS[0]}
 echo "prove.sh: qfx_tests_cuda exit $rc"
+# Latency side by side on this machine: oneDNN on its CPU cores against the GPU, for
+# the bundled models whose names say resnet18 or mobilenet_v2.
+bench=$(ls "$root"/models/*resnet18*.onnx "$root"/models/*mobilenet_v2*.onnx 2>/dev/null || true)
+if [ -n "$bench" ]; then
+  echo "CPU: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2) x $(nproc)"
+  # shellcheck disable=SC2086
+  "$root/bin/qfx_runtime_bench" $bench --backends onednn,cuda --batch 1,32 --iters 20 2>&1 | tee "$out/bench.md"
+fi
 exit "$rc"

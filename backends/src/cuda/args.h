@@ -105,3 +105,45 @@ void launch_histogram(const float* x, int64_t n, float lo_edge, float hi_edge, i
                       unsigned long long* counts, float* minmax, cudaStream_t s);
 
 }  // namespace qfx::runtime::cuda
+
+namespace qfx::runtime::cuda {
+
+/// A float 2-D convolution (Conv; Gemm / MatMul with a constant weight as a 1x1
+/// convolution): x [N, C, H, W], w [M, C/group, kH, kW], optional bias [M], output
+/// clamped to [lo, hi] (a fused Relu / Clip; ±infinity otherwise).
+struct FConvArgs {
+  int64_t N, C, H, W, M, kH, kW, oH, oW, sH, sW, dH, dW, pT, pL, group;
+  const float* x;
+  const float* w;
+  const float* bias;  // nullptr: none
+  float* y;
+  float lo, hi;
+};
+/// Direct float convolution (any group), one thread per output.
+void launch_fconv_direct(const FConvArgs& a, cudaStream_t s);
+/// Float im2col: rows [N·oH·oW, C·kH·kW] (padding 0).
+void launch_im2col_f(const FConvArgs& a, float* rows, cudaStream_t s);
+/// y (NCHW) = clamp(g[row, m] + bias[m]) for the GEMM path's g [rows, M].
+void launch_fgemm_epilogue(const FConvArgs& a, const float* g, cudaStream_t s);
+
+/// Float elementwise op of two broadcast inputs (dims and strides as BinaryArgs):
+/// op 0 Add, 1 Sub, 2 Mul, 3 Div; the result clamped to [lo, hi] (a fused Relu / Clip).
+struct FBinaryArgs {
+  int rank;
+  int64_t out_dims[8], sa[8], sb[8];
+  int64_t n;
+  int op;
+  float lo, hi;
+  const float* a;
+  const float* b;
+  float* y;
+};
+void launch_fbinary(const FBinaryArgs& a, cudaStream_t s);
+/// y = clamp(x, lo, hi) (Relu: lo 0, hi +infinity; NaN stays NaN).
+void launch_fclamp(const float* x, float* y, int64_t n, float lo, float hi, cudaStream_t s);
+/// Float MaxPool over [N, C, H, W] (PoolArgs geometry; x and y are float).
+void launch_fmaxpool(const PoolArgs& a, cudaStream_t s);
+/// Float GlobalAveragePool: per plane of `hw` values, sum / hw.
+void launch_fgap(const float* x, float* y, int64_t planes, int64_t hw, cudaStream_t s);
+
+}  // namespace qfx::runtime::cuda

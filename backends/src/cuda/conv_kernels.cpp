@@ -55,47 +55,69 @@ GemmOperands gemm_operands(const Layer& l, int64_t K, int64_t kp, int32_t xoff) 
   return o;
 }
 
-bool build(const KernelRequest& r, Kernel* k, const Layer& l, const Shape& out_shape) {
+// What both paths share: code types, output meta, requantization, bias and weight
+// zero points on the device.
+struct Prepared {
+  ConvArgs a{};
+  std::shared_ptr<DevRequant> rq;
+  DeviceMem bias, wz;
+};
+
+bool prepare(const KernelRequest& r, Kernel* k, const Layer& l, const Shape& out_shape, Prepared* p) {
   const ir::Node& n = r.node;
   CodeType xt, wt, yt;
   if (!code_type(r.in[0].dtype, &xt)) return r.decline("needs 8-bit input (16x8 layers run on the CPU)");
   if (!code_type(l.w.dtype(), &wt) || !code_type(l.yq.dtype, &yt)) return r.decline("needs 8-bit weights and output");
   k->outputs = {{out_shape, l.yq.dtype}};
   const ref::QRange range = ref::act_range(n);
-  auto rq = std::make_shared<DevRequant>(dev_requant(Requantizer::accumulator(n.arithmetic, l.mult, n.label()),
-                                                     l.yq.zero_point[0], range.lo, range.hi, n.label()));
-  ConvArgs a = conv_args(l, xt, wt, yt);
-  a.rq = rq->args;
-  const std::string what = n.label();
-  DeviceMem bias = upload(l.bias.data(), l.bias.size() * 4, what + " bias");
-  DeviceMem wz = upload(l.wz.data(), l.wz.size() * 4, what + " weight zero points");
-  a.bias = bias.as<int32_t>();
-  a.wz = wz.as<int32_t>();
-  const int64_t K = l.g.C / l.g.group * l.g.kH * l.g.kW, kp = (K + 3) / 4 * 4, rows = l.g.N * l.g.oH * l.g.oW;
-  bool symmetric = wt == kS8;
-  for (int32_t z : l.wz) symmetric = symmetric && z == 0;
-  std::shared_ptr<Int8Gemm> gemm;
-  if (l.g.group == 1 && symmetric) gemm = std::make_shared<Int8Gemm>(rows, l.g.M, kp);
-  if (!gemm || !gemm->ok()) {
-    DeviceMem w = upload(l.w.raw(), l.w.nbytes(), what + " weights");
-    a.w = w.get();
-    stage(r, k, {0}, [a, w, bias, wz, rq](const std::vector<const void*>& in, const std::vector<void*>& out, cudaStream_t s) {
-      ConvArgs c = a;
-      c.x = in[0];
-      c.y = out[0];
-      launch_qconv_direct(c, s);
-    });
-    return true;
-  }
-  const GemmOperands ops = gemm_operands(l, K, kp, xt == kU8 ? 128 : 0);
+  p->rq = std::make_shared<DevRequant>(dev_requant(Requantizer::accumulator(n.arithmetic, l.mult, n.label()),
+                                                   l.yq.zero_point[0], range.lo, range.hi, n.label()));
+  p->a = conv_args(l, xt, wt, yt);
+  p->a.rq = p->rq->args;
+  p->bias = upload(l.bias.data(), l.bias.size() * 4, n.label() + " bias");
+  p->wz = upload(l.wz.data(), l.wz.size() * 4, n.label() + " weight zero points");
+  p->a.bias = p->bias.as<int32_t>();
+  p->a.wz = p->wz.as<int32_t>();
+  return true;
+}
+
+// The direct kernel: any group, weight zero points, u8 or s8 weights.
+bool build_direct(const KernelRequest& r, Kernel* k, const Layer& l, const Shape& out_shape) {
+  Prepared p;
+  if (!prepare(r, k, l, out_shape, &p)) return false;
+  DeviceMem w = upload(l.w.raw(), l.w.nbytes(), r.node.label() + " weights");
+  p.a.w = w.get();
+  stage(r, k, {0}, [p, w](const std::vector<const void*>& in, const std::vector<void*>& out, cudaStream_t s) {
+    ConvArgs c = p.a;
+    c.x = in[0];
+    c.y = out[0];
+    launch_qconv_direct(c, s);
+  });
+  return true;
+}
+
+// im2col + cuBLASLt int8 GEMM + requantizing epilogue: group 1, s8 weights with
+// zero point 0, sizes cuBLASLt has an int8 algorithm for.
+bool build_gemm(const KernelRequest& r, Kernel* k, const Layer& l, const Shape& out_shape) {
+  if (l.g.group != 1) return r.decline("grouped convolution (the direct kernel runs it)");
+  if (l.w.dtype() != DType::kInt8) return r.decline("u8 weights");
+  for (int32_t z : l.wz)
+    if (z != 0) return r.decline("a weight zero point other than 0");
+  const int64_t K = l.g.C * l.g.kH * l.g.kW, kp = (K + 3) / 4 * 4, rows = l.g.N * l.g.oH * l.g.oW;
+  auto gemm = std::make_shared<Int8Gemm>(rows, l.g.M, kp);
+  if (!gemm->ok()) return r.decline(gemm->why());
+  Prepared p;
+  if (!prepare(r, k, l, out_shape, &p)) return false;
+  const std::string what = r.node.label();
+  const GemmOperands ops = gemm_operands(l, K, kp, p.a.xt == kU8 ? 128 : 0);
   DeviceMem w = upload(ops.w.data(), ops.w.size(), what + " weights");
   DeviceMem corr = upload(ops.corr.data(), ops.corr.size() * 4, what + " bias correction");
   DeviceMem cols(static_cast<size_t>(rows * kp), what + " im2col rows");
   DeviceMem acc(static_cast<size_t>(rows * l.g.M) * 4, what + " int32 accumulators");
-  // The closure owns every device buffer the args point into (rq: the multipliers).
-  stage(r, k, {0}, [a, kp, cols, gemm, w, acc, corr, rq](const std::vector<const void*>& in, const std::vector<void*>& out,
-                                                          cudaStream_t s) {
-    ConvArgs c = a;
+  // The closure owns every device buffer the args point into.
+  stage(r, k, {0}, [p, kp, cols, gemm, w, acc, corr](const std::vector<const void*>& in, const std::vector<void*>& out,
+                                                     cudaStream_t s) {
+    ConvArgs c = p.a;
     c.x = in[0];
     c.y = out[0];
     launch_im2col(c, kp, cols.as<int8_t>(), s);
@@ -104,6 +126,8 @@ bool build(const KernelRequest& r, Kernel* k, const Layer& l, const Shape& out_s
   });
   return true;
 }
+
+using Builder = bool (*)(const KernelRequest&, Kernel*, const Layer&, const Shape&);
 
 // qparams, multipliers and bias as the reference kernels read them.
 bool read_layer(const KernelRequest& r, Layer* l, int64_t M) {
@@ -125,6 +149,7 @@ bool read_layer(const KernelRequest& r, Layer* l, int64_t M) {
   return true;
 }
 
+template <Builder B>
 bool qconv(const KernelRequest& r, Kernel* k) {
   if (!device_ready(r)) return false;
   const ir::Node& n = r.node;
@@ -134,11 +159,12 @@ bool qconv(const KernelRequest& r, Kernel* k) {
   l.w = *r.consts[1];
   l.g = ref::conv_geom(n, r.in, l.w.shape());
   if (!read_layer(r, &l, l.g.M)) return false;
-  return build(r, k, l, ref::spatial_out(r.in[0].shape, l.g.M, l.g));
+  return B(r, k, l, ref::spatial_out(r.in[0].shape, l.g.M, l.g));
 }
 
 // QGemm (transA 0, alpha 1, beta 1) and QLinearMatMul with a constant 2-D weight:
 // rows of x times the weight, as a 1x1 convolution over [rows, K, 1, 1].
+template <Builder B>
 bool qgemm(const KernelRequest& r, Kernel* k) {
   if (!device_ready(r)) return false;
   const ir::Node& n = r.node;
@@ -164,14 +190,19 @@ bool qgemm(const KernelRequest& r, Kernel* k) {
   if (!read_layer(r, &l, M)) return false;
   Shape out(x.begin(), x.end() - 1);
   out.push_back(M);
-  return build(r, k, l, out);
+  return B(r, k, l, out);
 }
 
 }  // namespace
 
 void register_conv_kernels() {
-  add_kernel("cuda", "QLinearConv", "cuda", qconv);
-  for (const char* op : {"QGemm", "QLinearMatMul"}) add_kernel("cuda", op, "cuda", qgemm);
+  // Tried in this order: the tensor-core GEMM where it applies, then the direct kernel.
+  add_kernel("cuda", "QLinearConv", "cublaslt", qconv<build_gemm>);
+  add_kernel("cuda", "QLinearConv", "cuda", qconv<build_direct>);
+  for (const char* op : {"QGemm", "QLinearMatMul"}) {
+    add_kernel("cuda", op, "cublaslt", qgemm<build_gemm>);
+    add_kernel("cuda", op, "cuda", qgemm<build_direct>);
+  }
 }
 
 }  // namespace qfx::runtime::cuda

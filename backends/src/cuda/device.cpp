@@ -59,6 +59,8 @@ void device_copy(void* dst, const void* src, size_t bytes, cudaStream_t s) {
   check(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, s), "device copy");
 }
 
+void check_launch(const std::string& what) { check(cudaPeekAtLastError(), "launching " + what); }
+
 void finish(cudaStream_t s, const std::string& what) {
   check(cudaGetLastError(), "launching " + what);
   check(cudaStreamSynchronize(s), what);

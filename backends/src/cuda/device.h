@@ -44,6 +44,9 @@ void to_host(void* dst, const void* src, size_t bytes, cudaStream_t s);
 void fill_zero(void* dst, size_t bytes, cudaStream_t s);
 void device_copy(void* dst, const void* src, size_t bytes, cudaStream_t s);
 
+/// Throws ExecutionError naming `what` if a launch failed (does not wait).
+void check_launch(const std::string& what);
+
 /// Waits for `s` and throws ExecutionError naming `what` for a launch or kernel error.
 void finish(cudaStream_t s, const std::string& what);
 

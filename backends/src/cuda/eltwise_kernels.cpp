@@ -62,17 +62,6 @@ bool dequantize(const KernelRequest& r, Kernel* k) {
   return true;
 }
 
-// Element strides of `s` broadcast to `o` (right-aligned; 0 on broadcast dims).
-void broadcast_strides(const Shape& o, const Shape& s, int64_t* st) {
-  int64_t step = 1;
-  for (size_t d = o.size(); d-- > 0;) {
-    const size_t back = o.size() - 1 - d;
-    const int64_t dim = back < s.size() ? s[s.size() - 1 - back] : 1;
-    st[d] = dim == 1 ? 0 : step;
-    step *= dim;
-  }
-}
-
 bool qbinary(const KernelRequest& r, Kernel* k) {
   if (!device_ready(r)) return false;
   const ir::Node& n = r.node;
@@ -134,11 +123,12 @@ bool table_op(const KernelRequest& r, Kernel* k) {
   return true;
 }
 
-bool qmaxpool(const KernelRequest& r, Kernel* k) {
+bool maxpool(const KernelRequest& r, Kernel* k) {
   if (!device_ready(r)) return false;
   const ir::Node& n = r.node;
   PoolArgs a{};
-  if (!code_type(r.in[0].dtype, &a.t)) return r.decline("int8 MaxPool only (float pooling runs on the CPU)");
+  const bool f32 = r.in[0].dtype == DType::kFloat32;
+  if (!f32 && !code_type(r.in[0].dtype, &a.t)) return r.decline("needs float32 or 8-bit input");
   if (r.in[0].shape.size() != 4) return r.decline("2-D pooling only");
   if (n.attr_i("storage_order", 0) != 0 || (n.outputs.size() > 1 && !n.outputs[1].empty()))
     return r.decline("storage_order or the Indices output");
@@ -146,10 +136,11 @@ bool qmaxpool(const KernelRequest& r, Kernel* k) {
   a.N = g.N, a.C = g.C, a.H = g.H, a.W = g.W, a.kH = g.kH, a.kW = g.kW, a.oH = g.oH, a.oW = g.oW;
   a.sH = g.sH, a.sW = g.sW, a.dH = g.dH, a.dW = g.dW, a.pT = g.pT, a.pL = g.pL;
   k->outputs = {{ref::spatial_out(r.in[0].shape, g.C, g), r.in[0].dtype}};
-  stage(r, k, {0}, [a](const std::vector<const void*>& in, const std::vector<void*>& out, cudaStream_t s) {
+  stage(r, k, {0}, [a, f32](const std::vector<const void*>& in, const std::vector<void*>& out, cudaStream_t s) {
     PoolArgs p = a;
     p.x = in[0], p.y = out[0];
-    launch_qmaxpool(p, s);
+    if (f32) launch_fmaxpool(p, s);
+    else launch_qmaxpool(p, s);
   });
   return true;
 }
@@ -176,14 +167,31 @@ bool qgap(const KernelRequest& r, Kernel* k) {
   return true;
 }
 
+// Shape-only ops (Flatten, Reshape, Squeeze, Unsqueeze, Identity): the bytes as they
+// are, under the output shape the reference kernel computes, so a value between two
+// device kernels stays on the device.
+bool view_op(const KernelRequest& r, Kernel* k) {
+  if (!device_ready(r)) return false;
+  Kernel shaped = make_kernel(r.node, r.in, r.consts, "reference");
+  if (shaped.outputs.size() != 1) return r.decline("more than one output");
+  k->outputs = {{shaped.outputs[0].shape, shaped.outputs[0].dtype}};
+  const size_t bytes = static_cast<size_t>(ref::numel(k->outputs[0].shape)) * dtype_size(k->outputs[0].dtype);
+  if (bytes != static_cast<size_t>(ref::numel(r.in[0].shape)) * dtype_size(r.in[0].dtype)) return r.decline("not a view of its input");
+  stage(r, k, {0}, [bytes](const std::vector<const void*>& in, const std::vector<void*>& out, cudaStream_t s) {
+    device_copy(out[0], in[0], bytes, s);
+  });
+  return true;
+}
+
 }  // namespace
 
 void register_eltwise_kernels() {
+  for (const char* op : {"Flatten", "Reshape", "Squeeze", "Unsqueeze", "Identity"}) add_kernel("cuda", op, "cuda", view_op);
   add_kernel("cuda", "QuantizeLinear", "cuda", quantize);
   add_kernel("cuda", "DequantizeLinear", "cuda", dequantize);
   for (const char* op : {"QLinearAdd", "QLinearMul"}) add_kernel("cuda", op, "cuda", qbinary);
   for (const char* op : {"QLut", "QRelu", "QClip"}) add_kernel("cuda", op, "cuda", table_op);
-  add_kernel("cuda", "MaxPool", "cuda", qmaxpool);
+  add_kernel("cuda", "MaxPool", "cuda", maxpool);
   add_kernel("cuda", "QLinearGlobalAveragePool", "cuda", qgap);
 }
 

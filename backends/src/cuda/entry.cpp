@@ -13,10 +13,21 @@ bool cuda_built() { return true; }
 std::string cuda_unavailable_reason() { return cuda::no_device_reason(); }
 
 void register_cuda_kernels() {
-  add_backend({"cuda", "onednn",
-               "CUDA kernels for int8 ops (conv / gemm through cuBLASLt int8 GEMM), then oneDNN, then the reference", {}});
+  BackendInfo info{"cuda", "onednn",
+                   "CUDA kernels (int8 conv / gemm through cuBLASLt, fp32 through cuBLAS), then oneDNN, then the reference", {}};
+  // Values between two CUDA kernels stay on the device, in one arena per plan.
+  info.device_alloc = [](size_t bytes) {
+    cuda::DeviceMem m(bytes, "the plan's device values");
+    return std::shared_ptr<uint8_t[]>(m.as<uint8_t>(), [m](uint8_t*) {});
+  };
+  info.device_to_host = [](void* host, const void* device, size_t bytes) {
+    cuda::to_host(host, device, bytes, cuda::stream());
+    cuda::finish(cuda::stream(), "copying a device value to the host");
+  };
+  add_backend(info);
   cuda::register_conv_kernels();
   cuda::register_eltwise_kernels();
+  cuda::register_float_kernels();
 }
 
 void cuda_histogram(const float* x, int64_t n, float lo_edge, float hi_edge, int64_t bins, double* counts, float* lo,

@@ -15,6 +15,17 @@ bool device_ready(const KernelRequest& r) {
   return true;
 }
 
+// Element strides of `s` broadcast to `o` (right-aligned; 0 on broadcast dims).
+void broadcast_strides(const Shape& o, const Shape& s, int64_t* st) {
+  int64_t step = 1;
+  for (size_t d = o.size(); d-- > 0;) {
+    const size_t back = o.size() - 1 - d;
+    const int64_t dim = back < s.size() ? s[s.size() - 1 - back] : 1;
+    st[d] = dim == 1 ? 0 : step;
+    step *= dim;
+  }
+}
+
 bool code_type(DType d, CodeType* t) {
   if (d == DType::kUInt8) *t = kU8;
   else if (d == DType::kInt8) *t = kS8;
@@ -48,19 +59,45 @@ void stage(const KernelRequest& r, Kernel* k, const std::vector<size_t>& staged,
   std::vector<DeviceMem> in, out;
   for (size_t j : staged) in.emplace_back(static_cast<size_t>(ref::numel(r.in[j].shape)) * dtype_size(r.in[j].dtype), what + " input");
   for (const Meta& m : k->outputs) out.emplace_back(static_cast<size_t>(ref::numel(m.shape)) * dtype_size(m.dtype), what + " output");
-  k->impl = "cuda";
-  k->run = [in, out, staged, launch, what](const std::vector<const Tensor*>& i, const std::vector<Tensor*>& o) {
+  // Where the planner keeps each input and output (Kernel::place): device-resident
+  // ones are read and written in place, the others go through the kernel's buffers.
+  struct Placement {
+    std::vector<bool> in, out;
+  };
+  auto where = std::make_shared<Placement>();
+  where->in.assign(r.in.size(), false);
+  where->out.assign(k->outputs.size(), false);
+  k->device_io = true;
+  k->place = [where](const std::vector<bool>& i, const std::vector<bool>& o) {
+    where->in = i;
+    where->out = o;
+  };
+  k->run = [in, out, staged, launch, what, where](const std::vector<const Tensor*>& i, const std::vector<Tensor*>& o) {
     cudaStream_t s = stream();
     std::vector<const void*> din;
     std::vector<void*> dout;
     for (size_t j = 0; j < staged.size(); ++j) {
-      to_device(in[j].get(), i[staged[j]]->raw(), in[j].bytes(), s);
-      din.push_back(in[j].get());
+      const size_t at = staged[j];
+      if (at < where->in.size() && where->in[at]) {
+        din.push_back(i[at]->raw());
+      } else {
+        to_device(in[j].get(), i[at]->raw(), in[j].bytes(), s);
+        din.push_back(in[j].get());
+      }
     }
-    for (const DeviceMem& m : out) dout.push_back(m.get());
+    bool host_out = false;
+    for (size_t j = 0; j < out.size(); ++j) {
+      const bool dev = j < where->out.size() && where->out[j];
+      dout.push_back(dev ? o[j]->raw() : out[j].get());
+      host_out = host_out || !dev;
+    }
     launch(din, dout, s);
-    for (size_t j = 0; j < out.size(); ++j) to_host(o[j]->raw(), out[j].get(), out[j].bytes(), s);
-    finish(s, what);
+    for (size_t j = 0; j < out.size(); ++j)
+      if (!(j < where->out.size() && where->out[j])) to_host(o[j]->raw(), out[j].get(), out[j].bytes(), s);
+    // Only a value the host reads waits for the device; between device kernels the
+    // stream orders the work.
+    if (host_out) finish(s, what);
+    else check_launch(what);
   };
 }
 

@@ -18,6 +18,10 @@ bool device_ready(const KernelRequest& r);
 /// kU8 / kS8 for an 8-bit dtype; false for any other.
 bool code_type(DType d, CodeType* t);
 
+/// Element strides of a tensor of shape `s` broadcast (numpy rules, right-aligned) to
+/// `o`: 0 on broadcast dimensions. `st` holds o.size() values.
+void broadcast_strides(const Shape& o, const Shape& s, int64_t* st);
+
 /// A Requantizer's parameters on the device, with the output zero point and clamp.
 struct DevRequant {
   RequantArgs args;
@@ -37,5 +41,6 @@ void stage(const KernelRequest& r, Kernel* k, const std::vector<size_t>& staged,
 /// Registration of the CUDA kernels of conv_kernels.cpp and eltwise_kernels.cpp.
 void register_conv_kernels();
 void register_eltwise_kernels();
+void register_float_kernels();
 
 }  // namespace qfx::runtime::cuda

@@ -25,8 +25,30 @@ struct Plan {
   std::vector<Meta> meta;            ///< by value id (shape, dtype, layout)
   std::vector<Tensor> values;        ///< by value id
   std::shared_ptr<uint8_t[]> arena;
+  /// By value id: stored in the backend's device memory (Kernel::device_io), in
+  /// device_arena; observed through device_to_host.
+  std::vector<char> device;
+  std::shared_ptr<uint8_t[]> device_arena;
+  std::function<void(void*, const void*, size_t)> device_to_host;
   std::vector<std::vector<const Tensor*>> in_ptrs;
   std::vector<std::vector<Tensor*>> out_ptrs;
+};
+
+/// Offsets of values in one memory (host or device): values whose lifetimes do not
+/// overlap share a slot.
+struct SlotPlan {
+  std::vector<int> slot_of;
+  std::vector<size_t> offset;
+  size_t total = 0;
+};
+
+/// Which computed values stay in the backend's device memory: produced by a device
+/// kernel (Kernel::device_io), read only by device kernels, not a graph output, not a
+/// kept value, not folded. Tells every device kernel where its values live.
+struct DevicePlacement {
+  std::vector<char> device;
+  std::function<std::shared_ptr<uint8_t[]>(size_t)> alloc;
+  std::function<void(void*, const void*, size_t)> to_host;
 };
 
 /// "[1, 3, ?, ?]" for messages and plan signatures.
@@ -94,6 +116,11 @@ struct Model::Impl {
   int id(const std::string& name);
   /// Plans the model for concrete input shapes (planner.cpp).
   std::unique_ptr<Plan> build(const std::vector<std::vector<int64_t>>& in_shapes) const;
+  /// The planner's memory plan of the values `member` selects (planner.cpp).
+  SlotPlan plan_slots(const std::vector<Meta>& meta, const std::vector<Tensor>& folded, std::vector<int> last_use,
+                      const std::vector<char>& member) const;
+  /// Which values of plan `p` stay in device memory; calls the device kernels' place.
+  DevicePlacement place_on_device(Plan& p, const std::vector<Tensor>& folded) const;
   /// Folds one value into the taps' statistics (taps.cpp) if `cfg` is still the
   /// current configuration; `nhwc`: stored channels last.
   void tap(const TapConfig& cfg, int v, const Tensor& t, bool nhwc) const;

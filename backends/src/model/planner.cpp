@@ -6,6 +6,7 @@
 #include <cstdlib>
 
 #include "model_impl.h"
+#include "qfx/runtime/registry.h"
 #include "qfx/error.h"
 
 namespace qfx::runtime {
@@ -33,7 +34,97 @@ void plain_inputs(Kernel* k, const std::vector<Meta>& in) {
   };
 }
 
+
 }  // namespace
+
+SlotPlan Model::Impl::plan_slots(const std::vector<Meta>& meta, const std::vector<Tensor>& folded, std::vector<int> last_use,
+                                 const std::vector<char>& member) const {
+  const Model::Impl& im = *this;
+  struct Slot {
+    size_t size = 0;
+    bool free = true;
+  };
+  const size_t nv = meta.size();
+  std::vector<Slot> slots;
+  SlotPlan sp;
+  sp.slot_of.assign(nv, -1);
+  for (size_t n = 0; n < im.g.nodes.size(); ++n) {
+    for (int v : im.node_out[n]) {
+      if (v < 0 || folded[static_cast<size_t>(v)].defined() || !member[static_cast<size_t>(v)]) continue;
+      const Meta& m = meta[static_cast<size_t>(v)];
+      // Checked: a negative dim or a product past 2^62 bytes is a malformed model, not a
+      // wrapped offset (the ONNX fuzzer found an arena offset overflowing).
+      int64_t cnt = 1;
+      for (auto d : m.shape)
+        if (d < 0 || __builtin_mul_overflow(cnt, d, &cnt) || cnt > (int64_t{1} << 60))
+          throw DataError(im.g.nodes[n].label() + ": output shape " + shape_str(m.shape) + " is negative or too large");
+      const size_t need = (static_cast<size_t>(cnt) * dtype_size(m.dtype) + kAlign - 1) / kAlign * kAlign;
+      int best = -1;
+      for (size_t s = 0; s < slots.size(); ++s) {
+        if (!slots[s].free) continue;
+        if (best < 0 || (slots[s].size >= need && (slots[static_cast<size_t>(best)].size < need ||
+                                                   slots[s].size < slots[static_cast<size_t>(best)].size)))
+          best = static_cast<int>(s);
+      }
+      if (best < 0) {
+        slots.push_back({});
+        best = static_cast<int>(slots.size() - 1);
+      }
+      slots[static_cast<size_t>(best)].free = false;
+      slots[static_cast<size_t>(best)].size = std::max(slots[static_cast<size_t>(best)].size, need);
+      sp.slot_of[static_cast<size_t>(v)] = best;
+      if (last_use[static_cast<size_t>(v)] < 0) last_use[static_cast<size_t>(v)] = static_cast<int>(n);  // unused output
+    }
+    for (size_t v = 0; v < nv; ++v)
+      if (sp.slot_of[v] >= 0 && last_use[v] == static_cast<int>(n)) slots[static_cast<size_t>(sp.slot_of[v])].free = true;
+  }
+  sp.offset.resize(slots.size());
+  for (size_t s = 0; s < slots.size(); ++s) {
+    sp.offset[s] = sp.total;
+    if (__builtin_add_overflow(sp.total, slots[s].size, &sp.total)) throw DataError("the model's intermediate values overflow the address space");
+  }
+  return sp;
+}
+
+DevicePlacement Model::Impl::place_on_device(Plan& p, const std::vector<Tensor>& folded) const {
+  const Model::Impl& im = *this;
+  const size_t nv = im.value_name.size();
+  DevicePlacement d;
+  d.device.assign(nv, 0);
+  for (const std::string& b : backend_chain(im.backend_name)) {
+    const BackendInfo info = backend_info(b);
+    if (info.device_alloc) {
+      d.alloc = info.device_alloc;
+      d.to_host = info.device_to_host;
+      break;
+    }
+  }
+  if (!d.alloc) return d;
+  std::vector<char> ok(nv, 0), bad(nv, 0);
+  for (size_t n = 0; n < im.g.nodes.size(); ++n) {
+    const bool dev = p.kernels[n].run && p.kernels[n].device_io;
+    for (int v : im.node_out[n])
+      if (v >= 0) ok[static_cast<size_t>(v)] = dev && !folded[static_cast<size_t>(v)].defined();
+    for (int v : im.node_in[n])
+      if (v >= 0 && !dev) bad[static_cast<size_t>(v)] = 1;
+  }
+  for (int v : im.output_ids) bad[static_cast<size_t>(v)] = 1;
+  for (const auto& k : im.keep) {
+    auto it = im.value_id.find(k);
+    if (it != im.value_id.end()) bad[static_cast<size_t>(it->second)] = 1;
+  }
+  for (size_t v = 0; v < nv; ++v) d.device[v] = ok[v] && !bad[v] && !im.const_of[v];
+  for (size_t n = 0; n < im.g.nodes.size(); ++n) {
+    Kernel& k = p.kernels[n];
+    if (!k.run || !k.device_io || !k.place) continue;
+    std::vector<bool> in, out;
+    for (int v : im.node_in[n]) in.push_back(v >= 0 && d.device[static_cast<size_t>(v)]);
+    for (int v : im.node_out[n]) out.push_back(v >= 0 && d.device[static_cast<size_t>(v)]);
+    k.place(in, out);
+    p.choices[n].device_outputs = std::find(out.begin(), out.end(), true) != out.end();
+  }
+  return d;
+}
 
 std::unique_ptr<Plan> Model::Impl::build(const std::vector<std::vector<int64_t>>& in_shapes) const {
   auto p = std::make_unique<Plan>();
@@ -133,75 +224,44 @@ std::unique_ptr<Plan> Model::Impl::build(const std::vector<std::vector<int64_t>>
     }
     p->kernels.push_back(std::move(k));
   }
-  // Memory plan: lifetimes, then greedy slot sharing.
+  // Memory plan: lifetimes, then greedy slot sharing, in host memory and, for values
+  // that stay on a device between device kernels, in the backend's device memory.
   std::vector<int> last_use(nv, -1);
   for (size_t n = 0; n < g.nodes.size(); ++n)
     for (int v : node_in[n])
       if (v >= 0) last_use[static_cast<size_t>(v)] = static_cast<int>(n);
   for (int v : output_ids) last_use[static_cast<size_t>(v)] = static_cast<int>(g.nodes.size());
-  struct Slot {
-    size_t size = 0;
-    bool free = true;
-  };
-  std::vector<Slot> slots;
-  std::vector<int> slot_of(nv, -1);
-  for (size_t n = 0; n < g.nodes.size(); ++n) {
-    for (int v : node_out[n]) {
-      if (v < 0 || folded[static_cast<size_t>(v)].defined()) continue;
-      const Meta& m = meta[static_cast<size_t>(v)];
-      // Checked: a negative dim or a product past 2^62 bytes is a malformed model, not a
-      // wrapped offset (the ONNX fuzzer found an arena offset overflowing).
-      int64_t cnt = 1;
-      for (auto d : m.shape)
-        if (d < 0 || __builtin_mul_overflow(cnt, d, &cnt) || cnt > (int64_t{1} << 60))
-          throw DataError(g.nodes[n].label() + ": output shape " + shape_str(m.shape) + " is negative or too large");
-      const size_t need = (static_cast<size_t>(cnt) * dtype_size(m.dtype) + kAlign - 1) / kAlign * kAlign;
-      int best = -1;
-      for (size_t s = 0; s < slots.size(); ++s) {
-        if (!slots[s].free) continue;
-        if (best < 0 || (slots[s].size >= need && (slots[static_cast<size_t>(best)].size < need ||
-                                                   slots[s].size < slots[static_cast<size_t>(best)].size)))
-          best = static_cast<int>(s);
-      }
-      if (best < 0) {
-        slots.push_back({});
-        best = static_cast<int>(slots.size() - 1);
-      }
-      slots[static_cast<size_t>(best)].free = false;
-      slots[static_cast<size_t>(best)].size = std::max(slots[static_cast<size_t>(best)].size, need);
-      slot_of[static_cast<size_t>(v)] = best;
-      if (last_use[static_cast<size_t>(v)] < 0) last_use[static_cast<size_t>(v)] = static_cast<int>(n);  // unused output
-    }
-    for (size_t v = 0; v < nv; ++v)
-      if (slot_of[v] >= 0 && last_use[v] == static_cast<int>(n)) slots[static_cast<size_t>(slot_of[v])].free = true;
-  }
-  std::vector<size_t> offset(slots.size());
-  size_t total = 0;
-  for (size_t s = 0; s < slots.size(); ++s) {
-    offset[s] = total;
-    if (__builtin_add_overflow(total, slots[s].size, &total)) throw DataError("the model's intermediate values overflow the address space");
-  }
+  const DevicePlacement dev = place_on_device(*p, folded);
+  std::vector<char> on_host(nv, 1);
+  for (size_t v = 0; v < nv; ++v) on_host[v] = !dev.device[v];
+  const SlotPlan host = plan_slots(meta, folded, last_use, on_host);
+  SlotPlan device;
+  if (dev.alloc) device = plan_slots(meta, folded, last_use, dev.device);
   p->meta = meta;
-  if (max_plan_bytes > 0 && total > max_plan_bytes) {
-    std::string shapes;
-    for (const auto& sh : in_shapes) shapes += (shapes.empty() ? "" : ", ") + shape_str(sh);
-    throw DataError("the model's intermediate values for input shapes " + shapes + " need " + std::to_string(total) +
-                    " bytes, more than ModelOptions::max_plan_bytes (" + std::to_string(max_plan_bytes) + ")");
-  }
-  check_allocatable(total, [&] {
+  const auto shapes_of = [&] {
     std::string shapes;
     for (const auto& sh : in_shapes) shapes += (shapes.empty() ? "" : ", ") + shape_str(sh);
     return "the model's intermediate values for input shapes " + shapes;
-  });
-  p->arena = std::shared_ptr<uint8_t[]>(new uint8_t[std::max<size_t>(total, kAlign)]);
+  };
+  if (max_plan_bytes > 0 && host.total > max_plan_bytes)
+    throw DataError(shapes_of() + " need " + std::to_string(host.total) + " bytes, more than ModelOptions::max_plan_bytes (" +
+                    std::to_string(max_plan_bytes) + ")");
+  check_allocatable(host.total, shapes_of);
+  p->arena = std::shared_ptr<uint8_t[]>(new uint8_t[std::max<size_t>(host.total, kAlign)]);
+  if (dev.alloc && device.total > 0) p->device_arena = dev.alloc(device.total);
+  p->device = dev.device;
+  p->device_to_host = dev.to_host;
   p->values.resize(nv);
   for (size_t v = 0; v < nv; ++v) {
     if (const_of[v]) {
       p->values[v] = *const_of[v];
     } else if (folded[v].defined()) {
       p->values[v] = folded[v];
-    } else if (slot_of[v] >= 0) {
-      std::shared_ptr<uint8_t[]> view(p->arena, p->arena.get() + offset[static_cast<size_t>(slot_of[v])]);
+    } else if (dev.device[v] && device.slot_of[v] >= 0) {
+      std::shared_ptr<uint8_t[]> view(p->device_arena, p->device_arena.get() + device.offset[static_cast<size_t>(device.slot_of[v])]);
+      p->values[v] = Tensor(meta[v].shape, meta[v].dtype, view);
+    } else if (host.slot_of[v] >= 0) {
+      std::shared_ptr<uint8_t[]> view(p->arena, p->arena.get() + host.offset[static_cast<size_t>(host.slot_of[v])]);
       p->values[v] = Tensor(meta[v].shape, meta[v].dtype, view);
     }
   }

@@ -96,6 +96,14 @@ struct Kernel {
   /// True if `run` takes its inputs in the layouts their Metas say (channels last
   /// included); otherwise the planner hands it plain copies of channels-last inputs.
   bool accepts_nhwc = false;
+  /// True for a kernel of a backend with device memory (BackendInfo::device_alloc)
+  /// that can read inputs and write outputs in that memory. The planner keeps a
+  /// value on the device when its producer and every consumer are such kernels and
+  /// it is not a graph output, and tells each kernel which of its inputs and outputs
+  /// are device-resident through `place` (called once per plan, before any run):
+  /// their Tensors' raw() are device pointers.
+  bool device_io = false;
+  std::function<void(const std::vector<bool>& in_device, const std::vector<bool>& out_device)> place;
   /// Computes outputs from inputs (nullptr for an omitted optional input).
   std::function<void(const std::vector<const Tensor*>& in, const std::vector<Tensor*>& out)> run;
 };

@@ -13,6 +13,8 @@
 #pragma once
 
 #include <map>
+#include <functional>
+#include <memory>
 #include <set>
 #include <string>
 #include <utility>
@@ -33,6 +35,13 @@ struct BackendInfo {
   /// values; the planner keeps a value channels last only when every consumer's
   /// op is in this set (or in a parent's). Empty: every value stays plain.
   std::set<std::string> nhwc_ops;
+  /// A backend with its own device memory (the `cuda` backend): allocates `bytes`
+  /// of it for values that stay on the device between two of its kernels (both
+  /// with Kernel::device_io). Unset: every value lives in host memory.
+  std::function<std::shared_ptr<uint8_t[]>(size_t bytes)> device_alloc;
+  /// Copies `bytes` of a device-resident value to host memory at `host` (the run's
+  /// taps and watch callbacks observe such values through it). Set with device_alloc.
+  std::function<void(void* host, const void* device, size_t bytes)> device_to_host;
 };
 
 /// One implementation that declined a node, and why.
@@ -49,6 +58,9 @@ struct KernelChoice {
   std::string impl;     ///< the implementation that runs it
   std::vector<KernelDecline> declined;  ///< in the order they were asked
   bool folded = false;  ///< evaluated once when the plan was built (constant inputs)
+  /// Its outputs stay in the backend's device memory (BackendInfo::device_alloc):
+  /// every consumer reads them there.
+  bool device_outputs = false;
   /// dtype_name of the first output ("uint8", "float32", ...): whether the node
   /// computes on integer codes or in float.
   std::string dtype;
