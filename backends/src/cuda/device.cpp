@@ -37,6 +37,27 @@ DeviceMem::DeviceMem(size_t bytes, const std::string& what) : bytes_(bytes) {
   p_ = std::shared_ptr<void>(p, [](void* q) { cudaFree(q); });
 }
 
+PinnedMem::PinnedMem(size_t bytes, const std::string& what) {
+  void* p = nullptr;
+  check(cudaMallocHost(&p, bytes == 0 ? 1 : bytes), "allocating " + std::to_string(bytes) + " page-locked bytes for " + what);
+  p_ = std::shared_ptr<void>(p, [](void* q) { cudaFreeHost(q); });
+}
+
+CopyEvent::CopyEvent(const std::string& what) {
+  cudaEvent_t e = nullptr;
+  check(cudaEventCreateWithFlags(&e, cudaEventDisableTiming), "creating an event for " + what);
+  e_ = std::shared_ptr<CUevent_st>(e, [](cudaEvent_t q) { cudaEventDestroy(q); });
+}
+
+void CopyEvent::record(cudaStream_t s) {
+  check(cudaEventRecord(e_.get(), s), "recording an event");
+  recorded_ = true;
+}
+
+void CopyEvent::wait() {
+  if (recorded_) check(cudaEventSynchronize(e_.get()), "waiting for a copy");
+}
+
 DeviceMem upload(const void* host, size_t bytes, const std::string& what) {
   DeviceMem m(bytes, what);
   if (bytes) check(cudaMemcpy(m.get(), host, bytes, cudaMemcpyHostToDevice), "uploading " + what);

@@ -8,6 +8,8 @@
 
 #include "args.h"
 
+typedef struct CUevent_st* cudaEvent_t;
+
 namespace qfx::runtime::cuda {
 
 /// Empty when a CUDA device can run kernels; otherwise why not ("no CUDA-capable
@@ -29,6 +31,35 @@ class DeviceMem {
  private:
   std::shared_ptr<void> p_;
   size_t bytes_ = 0;
+};
+
+/// Page-locked host memory owned by a kernel: the staging buffer of a host input, so
+/// its copy to the device runs at DMA speed (pageable copies are several times slower).
+class PinnedMem {
+ public:
+  PinnedMem() = default;
+  /// Throws ExecutionError naming `what` when cudaMallocHost fails.
+  PinnedMem(size_t bytes, const std::string& what);
+  void* get() const { return p_.get(); }
+
+ private:
+  std::shared_ptr<void> p_;
+};
+
+/// A CUDA event marking when work enqueued on a stream (a copy) has finished.
+class CopyEvent {
+ public:
+  CopyEvent() = default;
+  /// Throws ExecutionError naming `what` when cudaEventCreate fails.
+  explicit CopyEvent(const std::string& what);
+  /// Marks the work enqueued on `s` so far.
+  void record(cudaStream_t s);
+  /// Waits until the marked work has finished (at once if nothing was marked).
+  void wait();
+
+ private:
+  std::shared_ptr<CUevent_st> e_;
+  bool recorded_ = false;
 };
 
 /// A device copy of `bytes` host bytes, made once (weights, tables, qparams).

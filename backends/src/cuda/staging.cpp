@@ -2,6 +2,8 @@
 // host-staged runs.
 #include "staging.h"
 
+#include <cstring>
+
 #include "../reference/common.h"
 
 namespace qfx::runtime::cuda {
@@ -54,46 +56,78 @@ DevRequant dev_requant(const Requantizer& rq, int32_t zp, int32_t lo, int32_t hi
   return d;
 }
 
+namespace {
+
+// One staged kernel's buffers: device copies of host inputs (through page-locked
+// memory, with an event saying when the last copy out of it finished) and device
+// outputs for values the host reads. Made for the placement the planner chose (or,
+// for a kernel run outside a plan, at its first run: everything on the host).
+struct Staging {
+  std::vector<size_t> staged;     // input indices the launch reads
+  std::vector<size_t> in_bytes, out_bytes;
+  std::vector<bool> in_dev, out_dev;  // by staged position / output: device-resident
+  std::vector<DeviceMem> in, out;
+  std::vector<PinnedMem> pinned;
+  std::vector<CopyEvent> copied;
+  bool ready = false;
+
+  void make(const std::string& what) {
+    in.clear(), out.clear(), pinned.clear(), copied.clear();
+    for (size_t j = 0; j < staged.size(); ++j) {
+      const bool host = !in_dev[j];
+      in.push_back(host ? DeviceMem(in_bytes[j], what + " input") : DeviceMem());
+      pinned.push_back(host ? PinnedMem(in_bytes[j], what + " input") : PinnedMem());
+      copied.push_back(host ? CopyEvent(what) : CopyEvent());
+    }
+    for (size_t j = 0; j < out_bytes.size(); ++j)
+      out.push_back(out_dev[j] ? DeviceMem() : DeviceMem(out_bytes[j], what + " output"));
+    ready = true;
+  }
+};
+
+}  // namespace
+
 void stage(const KernelRequest& r, Kernel* k, const std::vector<size_t>& staged, Launch launch) {
   const std::string what = r.node.label();
-  std::vector<DeviceMem> in, out;
-  for (size_t j : staged) in.emplace_back(static_cast<size_t>(ref::numel(r.in[j].shape)) * dtype_size(r.in[j].dtype), what + " input");
-  for (const Meta& m : k->outputs) out.emplace_back(static_cast<size_t>(ref::numel(m.shape)) * dtype_size(m.dtype), what + " output");
-  // Where the planner keeps each input and output (Kernel::place): device-resident
-  // ones are read and written in place, the others go through the kernel's buffers.
-  struct Placement {
-    std::vector<bool> in, out;
-  };
-  auto where = std::make_shared<Placement>();
-  where->in.assign(r.in.size(), false);
-  where->out.assign(k->outputs.size(), false);
+  auto st = std::make_shared<Staging>();
+  st->staged = staged;
+  for (size_t j : staged) st->in_bytes.push_back(static_cast<size_t>(ref::numel(r.in[j].shape)) * dtype_size(r.in[j].dtype));
+  for (const Meta& m : k->outputs) st->out_bytes.push_back(static_cast<size_t>(ref::numel(m.shape)) * dtype_size(m.dtype));
+  st->in_dev.assign(staged.size(), false);
+  st->out_dev.assign(k->outputs.size(), false);
   k->device_io = true;
-  k->place = [where](const std::vector<bool>& i, const std::vector<bool>& o) {
-    where->in = i;
-    where->out = o;
+  // Where the planner keeps each input and output: device-resident ones are read and
+  // written in place, the others go through the kernel's own buffers.
+  k->place = [st, what](const std::vector<bool>& i, const std::vector<bool>& o) {
+    for (size_t j = 0; j < st->staged.size(); ++j) st->in_dev[j] = st->staged[j] < i.size() && i[st->staged[j]];
+    for (size_t j = 0; j < st->out_dev.size(); ++j) st->out_dev[j] = j < o.size() && o[j];
+    st->make(what);
   };
-  k->run = [in, out, staged, launch, what, where](const std::vector<const Tensor*>& i, const std::vector<Tensor*>& o) {
+  k->run = [st, launch, what](const std::vector<const Tensor*>& i, const std::vector<Tensor*>& o) {
+    if (!st->ready) st->make(what);
     cudaStream_t s = stream();
     std::vector<const void*> din;
     std::vector<void*> dout;
-    for (size_t j = 0; j < staged.size(); ++j) {
-      const size_t at = staged[j];
-      if (at < where->in.size() && where->in[at]) {
-        din.push_back(i[at]->raw());
-      } else {
-        to_device(in[j].get(), i[at]->raw(), in[j].bytes(), s);
-        din.push_back(in[j].get());
+    for (size_t j = 0; j < st->staged.size(); ++j) {
+      const Tensor& t = *i[st->staged[j]];
+      if (st->in_dev[j]) {
+        din.push_back(t.raw());
+        continue;
       }
+      st->copied[j].wait();  // the last copy out of the page-locked buffer is done
+      std::memcpy(st->pinned[j].get(), t.raw(), st->in_bytes[j]);
+      to_device(st->in[j].get(), st->pinned[j].get(), st->in_bytes[j], s);
+      st->copied[j].record(s);
+      din.push_back(st->in[j].get());
     }
     bool host_out = false;
-    for (size_t j = 0; j < out.size(); ++j) {
-      const bool dev = j < where->out.size() && where->out[j];
-      dout.push_back(dev ? o[j]->raw() : out[j].get());
-      host_out = host_out || !dev;
+    for (size_t j = 0; j < st->out_bytes.size(); ++j) {
+      dout.push_back(st->out_dev[j] ? o[j]->raw() : st->out[j].get());
+      host_out = host_out || !st->out_dev[j];
     }
     launch(din, dout, s);
-    for (size_t j = 0; j < out.size(); ++j)
-      if (!(j < where->out.size() && where->out[j])) to_host(o[j]->raw(), out[j].get(), out[j].bytes(), s);
+    for (size_t j = 0; j < st->out_bytes.size(); ++j)
+      if (!st->out_dev[j]) to_host(o[j]->raw(), st->out[j].get(), st->out_bytes[j], s);
     // Only a value the host reads waits for the device; between device kernels the
     // stream orders the work.
     if (host_out) finish(s, what);

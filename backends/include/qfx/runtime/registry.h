@@ -38,10 +38,10 @@ struct BackendInfo {
   /// A backend with its own device memory (the `cuda` backend): allocates `bytes`
   /// of it for values that stay on the device between two of its kernels (both
   /// with Kernel::device_io). Unset: every value lives in host memory.
-  std::function<std::shared_ptr<uint8_t[]>(size_t bytes)> device_alloc;
+  std::function<std::shared_ptr<uint8_t[]>(size_t bytes)> device_alloc = nullptr;
   /// Copies `bytes` of a device-resident value to host memory at `host` (the run's
   /// taps and watch callbacks observe such values through it). Set with device_alloc.
-  std::function<void(void* host, const void* device, size_t bytes)> device_to_host;
+  std::function<void(void* host, const void* device, size_t bytes)> device_to_host = nullptr;
 };
 
 /// One implementation that declined a node, and why.
