@@ -24,11 +24,11 @@ QFX_CUDA_MODELS="$root/models" "$root/bin/qfx_tests_cuda" --gtest_output="xml:$o
 rc=${PIPESTATUS[0]}
 echo "prove.sh: qfx_tests_cuda exit $rc"
 # Latency side by side on this machine: oneDNN on its CPU cores against the GPU, for
-# the bundled models whose names say resnet18 or mobilenet_v2.
-bench=$(ls "$root"/models/*resnet18*.onnx "$root"/models/*mobilenet_v2*.onnx 2>/dev/null || true)
-if [ -n "$bench" ]; then
+# the models bundled as bench:PATH.
+bench=$(sed "s|^|$root/models/|" "$root/bench.txt" | tr '\n' ' ')
+if [ -n "${bench// /}" ]; then
   echo "CPU: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2) x $(nproc)"
   # shellcheck disable=SC2086
-  "$root/bin/qfx_runtime_bench" $bench --backends onednn,cuda --batch 1,32 --iters 20 2>&1 | tee "$out/bench.md"
+  "$root/bin/qfx_runtime_bench" $bench --backends onednn,cuda --batch "${QFX_BENCH_BATCHES:-1,32,128}" --iters 20 2>&1 | tee "$out/bench.md"
 fi
 exit "$rc"
