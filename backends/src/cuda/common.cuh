@@ -47,6 +47,26 @@ __device__ __forceinline__ int32_t requant_code(const RequantArgs& r, int64_t ac
   return hd::clamp_code(static_cast<int64_t>(scaled(r, acc, c)) + r.zp, r.lo, r.hi);
 }
 
+/// The kernels index in I: int32_t where every index fits (64-bit division is several
+/// times slower on the GPU), int64_t otherwise.
+template <typename I, typename A>
+struct Geometry {
+  I N, C, H, W, M, kH, kW, oH, oW, sH, sW, dH, dW, pT, pL, group;
+  __device__ explicit Geometry(const A& a)
+      : N(static_cast<I>(a.N)), C(static_cast<I>(a.C)), H(static_cast<I>(a.H)), W(static_cast<I>(a.W)),
+        M(static_cast<I>(a.M)), kH(static_cast<I>(a.kH)), kW(static_cast<I>(a.kW)), oH(static_cast<I>(a.oH)),
+        oW(static_cast<I>(a.oW)), sH(static_cast<I>(a.sH)), sW(static_cast<I>(a.sW)), dH(static_cast<I>(a.dH)),
+        dW(static_cast<I>(a.dW)), pT(static_cast<I>(a.pT)), pL(static_cast<I>(a.pL)), group(static_cast<I>(a.group)) {}
+};
+
+/// int32 indexing when every index of a convolution's launch (input, output, and
+/// `extra`: im2col rows) stays below 2^30 (grid-stride steps cannot overflow then).
+template <typename A>
+bool fits32(const A& a, int64_t extra) {
+  const int64_t lim = int64_t{1} << 30;
+  return a.N * a.C * a.H * a.W < lim && a.N * a.M * a.oH * a.oW < lim && extra < lim;
+}
+
 constexpr int kThreads = 256;
 
 /// Blocks for a grid-stride loop over n items (at most 65,535 x 256 threads).

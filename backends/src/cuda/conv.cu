@@ -5,24 +5,25 @@
 namespace qfx::runtime::cuda {
 namespace {
 
+template <typename I>
 __global__ void qconv_direct(ConvArgs a) {
-  const int64_t total = a.N * a.M * a.oH * a.oW;
-  const int64_t cg = a.C / a.group, mg = a.M / a.group;
-  QFX_GRID_STRIDE(i, total) {
-    const int64_t ow = i % a.oW, oh = (i / a.oW) % a.oH, m = (i / (a.oW * a.oH)) % a.M, n = i / (a.oW * a.oH * a.M);
-    const int64_t g = m / mg;
+  const Geometry<I, ConvArgs> g(a);
+  const I total = g.N * g.M * g.oH * g.oW, cg = g.C / g.group, mg = g.M / g.group;
+  for (I i = blockIdx.x * blockDim.x + threadIdx.x; i < total; i += blockDim.x * gridDim.x) {
+    const I ow = i % g.oW, oh = (i / g.oW) % g.oH, m = (i / (g.oW * g.oH)) % g.M, n = i / (g.oW * g.oH * g.M);
+    const I grp = m / mg;
     const int32_t wz = a.wz[m];
     int32_t acc = a.bias[m];
-    for (int64_t c = 0; c < cg; ++c) {
-      const int64_t xc = g * cg + c;
-      for (int64_t kh = 0; kh < a.kH; ++kh) {
-        const int64_t ih = oh * a.sH - a.pT + kh * a.dH;
-        if (ih < 0 || ih >= a.H) continue;
-        for (int64_t kw = 0; kw < a.kW; ++kw) {
-          const int64_t iw = ow * a.sW - a.pL + kw * a.dW;
-          if (iw < 0 || iw >= a.W) continue;
-          const int32_t xv = load_code(a.x, a.xt, ((n * a.C + xc) * a.H + ih) * a.W + iw) - a.zx;
-          const int32_t wv = load_code(a.w, a.wt, ((m * cg + c) * a.kH + kh) * a.kW + kw) - wz;
+    for (I c = 0; c < cg; ++c) {
+      const I xc = grp * cg + c;
+      for (I kh = 0; kh < g.kH; ++kh) {
+        const I ih = oh * g.sH - g.pT + kh * g.dH;
+        if (ih < 0 || ih >= g.H) continue;
+        for (I kw = 0; kw < g.kW; ++kw) {
+          const I iw = ow * g.sW - g.pL + kw * g.dW;
+          if (iw < 0 || iw >= g.W) continue;
+          const int32_t xv = load_code(a.x, a.xt, ((n * g.C + xc) * g.H + ih) * g.W + iw) - a.zx;
+          const int32_t wv = load_code(a.w, a.wt, ((m * cg + c) * g.kH + kh) * g.kW + kw) - wz;
           acc += xv * wv;
         }
       }
@@ -31,45 +32,60 @@ __global__ void qconv_direct(ConvArgs a) {
   }
 }
 
-__global__ void im2col(ConvArgs a, int64_t kp, int8_t* rows) {
-  const int64_t K = a.C * a.kH * a.kW, total = a.N * a.oH * a.oW * kp;
+// One thread per (row, input channel): the kH x kW window of that channel.
+template <typename I>
+__global__ void im2col(ConvArgs a, int64_t kp_in, int8_t* rows) {
+  const Geometry<I, ConvArgs> g(a);
+  const I kp = static_cast<I>(kp_in), K = g.C * g.kH * g.kW, total = g.N * g.oH * g.oW * g.C;
   const int32_t xoff = a.xt == kU8 ? 128 : 0;
-  QFX_GRID_STRIDE(i, total) {
-    const int64_t k = i % kp, row = i / kp;
-    int32_t v = 0;
-    if (k < K) {
-      const int64_t kw = k % a.kW, kh = (k / a.kW) % a.kH, c = k / (a.kW * a.kH);
-      const int64_t ow = row % a.oW, oh = (row / a.oW) % a.oH, n = row / (a.oW * a.oH);
-      const int64_t ih = oh * a.sH - a.pT + kh * a.dH, iw = ow * a.sW - a.pL + kw * a.dW;
-      const bool in = ih >= 0 && ih < a.H && iw >= 0 && iw < a.W;
-      v = (in ? load_code(a.x, a.xt, ((n * a.C + c) * a.H + ih) * a.W + iw) : a.zx) - xoff;
+  const int32_t pad = a.zx - xoff;
+  for (I i = blockIdx.x * blockDim.x + threadIdx.x; i < total; i += blockDim.x * gridDim.x) {
+    const I c = i % g.C, row = i / g.C;
+    const I ow = row % g.oW, oh = (row / g.oW) % g.oH, n = row / (g.oW * g.oH);
+    int8_t* out = rows + static_cast<int64_t>(row) * kp + c * g.kH * g.kW;
+    for (I kh = 0; kh < g.kH; ++kh) {
+      const I ih = oh * g.sH - g.pT + kh * g.dH;
+      for (I kw = 0; kw < g.kW; ++kw) {
+        const I iw = ow * g.sW - g.pL + kw * g.dW;
+        const bool in = ih >= 0 && ih < g.H && iw >= 0 && iw < g.W;
+        out[kh * g.kW + kw] = static_cast<int8_t>(in ? load_code(a.x, a.xt, ((n * g.C + c) * g.H + ih) * g.W + iw) - xoff : pad);
+      }
     }
-    rows[i] = static_cast<int8_t>(v);
+    if (c == g.C - 1)
+      for (I k = K; k < kp; ++k) rows[static_cast<int64_t>(row) * kp + k] = 0;  // the columns padding K to kp
   }
 }
 
-__global__ void gemm_epilogue(ConvArgs a, const int32_t* g, const int32_t* corr) {
-  const int64_t hw = a.oH * a.oW, total = a.N * hw * a.M;
-  QFX_GRID_STRIDE(i, total) {
-    const int64_t m = i % a.M, row = i / a.M;  // g is [rows, M] row-major
-    const int64_t n = row / hw, s = row % hw;
-    const int64_t acc = static_cast<int64_t>(static_cast<int32_t>(static_cast<uint32_t>(g[i]) + static_cast<uint32_t>(corr[m])));
-    store_code(a.y, a.yt, (n * a.M + m) * hw + s, requant_code(a.rq, acc, m));
+template <typename I>
+__global__ void gemm_epilogue(ConvArgs a, const int32_t* acc_g, const int32_t* corr) {
+  const Geometry<I, ConvArgs> g(a);
+  const I hw = g.oH * g.oW, total = g.N * hw * g.M;
+  for (I i = blockIdx.x * blockDim.x + threadIdx.x; i < total; i += blockDim.x * gridDim.x) {
+    const I m = i % g.M, row = i / g.M;  // acc_g is [rows, M] row-major
+    const I n = row / hw, s = row % hw;
+    const int64_t acc = static_cast<int64_t>(static_cast<int32_t>(static_cast<uint32_t>(acc_g[i]) + static_cast<uint32_t>(corr[m])));
+    store_code(a.y, a.yt, (n * g.M + m) * hw + s, requant_code(a.rq, acc, m));
   }
 }
 
 }  // namespace
 
 void launch_qconv_direct(const ConvArgs& a, cudaStream_t s) {
-  qconv_direct<<<blocks_for(a.N * a.M * a.oH * a.oW), kThreads, 0, s>>>(a);
+  const unsigned b = blocks_for(a.N * a.M * a.oH * a.oW);
+  if (fits32(a, 0)) qconv_direct<int32_t><<<b, kThreads, 0, s>>>(a);
+  else qconv_direct<int64_t><<<b, kThreads, 0, s>>>(a);
 }
 
 void launch_im2col(const ConvArgs& a, int64_t kp, int8_t* rows, cudaStream_t s) {
-  im2col<<<blocks_for(a.N * a.oH * a.oW * kp), kThreads, 0, s>>>(a, kp, rows);
+  const unsigned b = blocks_for(a.N * a.oH * a.oW * a.C);
+  if (fits32(a, a.N * a.oH * a.oW * kp)) im2col<int32_t><<<b, kThreads, 0, s>>>(a, kp, rows);
+  else im2col<int64_t><<<b, kThreads, 0, s>>>(a, kp, rows);
 }
 
 void launch_gemm_epilogue(const ConvArgs& a, const int32_t* g, const int32_t* corr, cudaStream_t s) {
-  gemm_epilogue<<<blocks_for(a.N * a.oH * a.oW * a.M), kThreads, 0, s>>>(a, g, corr);
+  const unsigned b = blocks_for(a.N * a.oH * a.oW * a.M);
+  if (fits32(a, 0)) gemm_epilogue<int32_t><<<b, kThreads, 0, s>>>(a, g, corr);
+  else gemm_epilogue<int64_t><<<b, kThreads, 0, s>>>(a, g, corr);
 }
 
 }  // namespace qfx::runtime::cuda

@@ -12,42 +12,54 @@ __device__ __forceinline__ float clampf(float v, float lo, float hi) {
   return v < lo ? lo : (v > hi ? hi : v);
 }
 
+template <typename I>
 __global__ void fconv_direct(FConvArgs a) {
-  const int64_t total = a.N * a.M * a.oH * a.oW, cg = a.C / a.group, mg = a.M / a.group;
-  QFX_GRID_STRIDE(i, total) {
-    const int64_t ow = i % a.oW, oh = (i / a.oW) % a.oH, m = (i / (a.oW * a.oH)) % a.M, n = i / (a.oW * a.oH * a.M);
-    const int64_t g = m / mg;
+  const Geometry<I, FConvArgs> g(a);
+  const I total = g.N * g.M * g.oH * g.oW, cg = g.C / g.group, mg = g.M / g.group;
+  for (I i = blockIdx.x * blockDim.x + threadIdx.x; i < total; i += blockDim.x * gridDim.x) {
+    const I ow = i % g.oW, oh = (i / g.oW) % g.oH, m = (i / (g.oW * g.oH)) % g.M, n = i / (g.oW * g.oH * g.M);
+    const I grp = m / mg;
     float acc = a.bias ? a.bias[m] : 0.0f;
-    for (int64_t c = 0; c < cg; ++c)
-      for (int64_t kh = 0; kh < a.kH; ++kh) {
-        const int64_t ih = oh * a.sH - a.pT + kh * a.dH;
-        if (ih < 0 || ih >= a.H) continue;
-        for (int64_t kw = 0; kw < a.kW; ++kw) {
-          const int64_t iw = ow * a.sW - a.pL + kw * a.dW;
-          if (iw < 0 || iw >= a.W) continue;
-          acc += a.x[((n * a.C + g * cg + c) * a.H + ih) * a.W + iw] * a.w[((m * cg + c) * a.kH + kh) * a.kW + kw];
+    for (I c = 0; c < cg; ++c)
+      for (I kh = 0; kh < g.kH; ++kh) {
+        const I ih = oh * g.sH - g.pT + kh * g.dH;
+        if (ih < 0 || ih >= g.H) continue;
+        for (I kw = 0; kw < g.kW; ++kw) {
+          const I iw = ow * g.sW - g.pL + kw * g.dW;
+          if (iw < 0 || iw >= g.W) continue;
+          acc += a.x[((n * g.C + grp * cg + c) * g.H + ih) * g.W + iw] * a.w[((m * cg + c) * g.kH + kh) * g.kW + kw];
         }
       }
     a.y[i] = clampf(acc, a.lo, a.hi);
   }
 }
 
+// One thread per (row, input channel): the kH x kW window of that channel.
+template <typename I>
 __global__ void im2col_f(FConvArgs a, float* rows) {
-  const int64_t K = a.C * a.kH * a.kW, total = a.N * a.oH * a.oW * K;
-  QFX_GRID_STRIDE(i, total) {
-    const int64_t k = i % K, row = i / K;
-    const int64_t kw = k % a.kW, kh = (k / a.kW) % a.kH, c = k / (a.kW * a.kH);
-    const int64_t ow = row % a.oW, oh = (row / a.oW) % a.oH, n = row / (a.oW * a.oH);
-    const int64_t ih = oh * a.sH - a.pT + kh * a.dH, iw = ow * a.sW - a.pL + kw * a.dW;
-    rows[i] = ih >= 0 && ih < a.H && iw >= 0 && iw < a.W ? a.x[((n * a.C + c) * a.H + ih) * a.W + iw] : 0.0f;
+  const Geometry<I, FConvArgs> g(a);
+  const I K = g.C * g.kH * g.kW, total = g.N * g.oH * g.oW * g.C;
+  for (I i = blockIdx.x * blockDim.x + threadIdx.x; i < total; i += blockDim.x * gridDim.x) {
+    const I c = i % g.C, row = i / g.C;
+    const I ow = row % g.oW, oh = (row / g.oW) % g.oH, n = row / (g.oW * g.oH);
+    float* out = rows + static_cast<int64_t>(row) * K + c * g.kH * g.kW;
+    for (I kh = 0; kh < g.kH; ++kh) {
+      const I ih = oh * g.sH - g.pT + kh * g.dH;
+      for (I kw = 0; kw < g.kW; ++kw) {
+        const I iw = ow * g.sW - g.pL + kw * g.dW;
+        out[kh * g.kW + kw] = ih >= 0 && ih < g.H && iw >= 0 && iw < g.W ? a.x[((n * g.C + c) * g.H + ih) * g.W + iw] : 0.0f;
+      }
+    }
   }
 }
 
-__global__ void fgemm_epilogue(FConvArgs a, const float* g) {
-  const int64_t hw = a.oH * a.oW, total = a.N * hw * a.M;
-  QFX_GRID_STRIDE(i, total) {
-    const int64_t m = i % a.M, row = i / a.M, n = row / hw, s = row % hw;
-    a.y[(n * a.M + m) * hw + s] = clampf(g[i] + (a.bias ? a.bias[m] : 0.0f), a.lo, a.hi);
+template <typename I>
+__global__ void fgemm_epilogue(FConvArgs a, const float* acc) {
+  const Geometry<I, FConvArgs> g(a);
+  const I hw = g.oH * g.oW, total = g.N * hw * g.M;
+  for (I i = blockIdx.x * blockDim.x + threadIdx.x; i < total; i += blockDim.x * gridDim.x) {
+    const I m = i % g.M, row = i / g.M, n = row / hw, s = row % hw;
+    a.y[(n * g.M + m) * hw + s] = clampf(acc[i] + (a.bias ? a.bias[m] : 0.0f), a.lo, a.hi);
   }
 }
 
@@ -106,13 +118,19 @@ __global__ void fgap(const float* x, float* y, int64_t planes, int64_t hw) {
 }  // namespace
 
 void launch_fconv_direct(const FConvArgs& a, cudaStream_t s) {
-  fconv_direct<<<blocks_for(a.N * a.M * a.oH * a.oW), kThreads, 0, s>>>(a);
+  const unsigned b = blocks_for(a.N * a.M * a.oH * a.oW);
+  if (fits32(a, 0)) fconv_direct<int32_t><<<b, kThreads, 0, s>>>(a);
+  else fconv_direct<int64_t><<<b, kThreads, 0, s>>>(a);
 }
 void launch_im2col_f(const FConvArgs& a, float* rows, cudaStream_t s) {
-  im2col_f<<<blocks_for(a.N * a.oH * a.oW * a.C * a.kH * a.kW), kThreads, 0, s>>>(a, rows);
+  const unsigned b = blocks_for(a.N * a.oH * a.oW * a.C);
+  if (fits32(a, a.N * a.oH * a.oW * a.C * a.kH * a.kW)) im2col_f<int32_t><<<b, kThreads, 0, s>>>(a, rows);
+  else im2col_f<int64_t><<<b, kThreads, 0, s>>>(a, rows);
 }
 void launch_fgemm_epilogue(const FConvArgs& a, const float* g, cudaStream_t s) {
-  fgemm_epilogue<<<blocks_for(a.N * a.oH * a.oW * a.M), kThreads, 0, s>>>(a, g);
+  const unsigned b = blocks_for(a.N * a.oH * a.oW * a.M);
+  if (fits32(a, 0)) fgemm_epilogue<int32_t><<<b, kThreads, 0, s>>>(a, g);
+  else fgemm_epilogue<int64_t><<<b, kThreads, 0, s>>>(a, g);
 }
 void launch_fbinary(const FBinaryArgs& a, cudaStream_t s) { fbinary<<<blocks_for(a.n), kThreads, 0, s>>>(a); }
 void launch_fclamp(const float* x, float* y, int64_t n, float lo, float hi, cudaStream_t s) {
