@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <random>
 
@@ -33,6 +34,40 @@ TEST(CudaHistogram, CountsEqualCpuTaps) {
     EXPECT_EQ(clo, glo);
     EXPECT_EQ(chi, ghi);
   }
+}
+
+// The calibration observer's lattice count on the GPU against the observer's bin rule
+// (hd::HistogramLattice::counted_bin) on the CPU, with values on bin edges, beyond both
+// ends, and a NaN flagged.
+TEST(CudaHistogram, LatticeCountsEqualTheObserverRule) {
+  QFX_REQUIRE_CUDA();
+  std::mt19937 rng(23);
+  std::normal_distribution<float> nd(0.5f, 3.0f);
+  const hd::HistogramLattice lattices[] = {{-4.0, 2048.0 / 9.0, 0, 1}, {-7.3, 1000.0, -40, 7}, {0.0, 1.0 / 0.013, 3, 2}};
+  for (const auto& g : lattices)
+    for (int64_t bins : {2048, 8192}) {
+      std::vector<float> x(1 << 20);
+      for (float& v : x) v = nd(rng);
+      for (int64_t b = 0; b < 64; ++b)  // values on interior edges: cell off + b k
+        x[static_cast<size_t>(b)] = static_cast<float>(g.lo + static_cast<double>(g.off + b * 17 * g.k) / g.inv);
+      std::vector<double> cpu(static_cast<size_t>(bins), 0.0), gpu(static_cast<size_t>(bins), 0.0);
+      float lo = INFINITY, hi = -INFINITY;
+      for (float v : x) {
+        cpu[static_cast<size_t>(g.counted_bin(v, bins))] += 1;
+        lo = std::min(lo, v);
+        hi = std::max(hi, v);
+      }
+      float glo, ghi;
+      bool nonfinite = true;
+      cuda_lattice_histogram(x.data(), static_cast<int64_t>(x.size()), g, bins, gpu.data(), &glo, &ghi, &nonfinite);
+      EXPECT_EQ(cpu, gpu) << bins << " bins, k " << g.k;
+      EXPECT_EQ(lo, glo);
+      EXPECT_EQ(hi, ghi);
+      EXPECT_FALSE(nonfinite);
+      x[7] = std::nanf("");
+      cuda_lattice_histogram(x.data(), static_cast<int64_t>(x.size()), g, bins, gpu.data(), &glo, &ghi, &nonfinite);
+      EXPECT_TRUE(nonfinite) << "a NaN must be flagged";
+    }
 }
 
 namespace {

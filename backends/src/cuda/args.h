@@ -104,6 +104,12 @@ void launch_qgap(const void* x, CodeType xt, void* y, CodeType yt, int64_t plane
 void launch_histogram(const float* x, int64_t n, float lo_edge, float hi_edge, int64_t bins,
                       unsigned long long* counts, float* minmax, cudaStream_t s);
 
+/// The calibration observer's histogram count on lattice `g` (hd::HistogramLattice):
+/// counts[bin] += values of x [n] per bin (clamped to [0, bins)); minmax[0..1] (start
+/// at +inf / -inf) fold the values' min and max; *nonfinite |= 1 on NaN or Inf.
+void launch_lattice_histogram(const float* x, int64_t n, const hd::HistogramLattice& g, int64_t bins,
+                              unsigned long long* counts, float* minmax, unsigned* nonfinite, cudaStream_t s);
+
 }  // namespace qfx::runtime::cuda
 
 namespace qfx::runtime::cuda {

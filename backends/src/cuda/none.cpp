@@ -14,4 +14,8 @@ void cuda_histogram(const float*, int64_t, float, float, int64_t, double*, float
   throw ExecutionError("cuda_histogram: " + cuda_unavailable_reason());
 }
 
+void cuda_lattice_histogram(const float*, int64_t, const hd::HistogramLattice&, int64_t, double*, float*, float*, bool*) {
+  throw ExecutionError("cuda_lattice_histogram: " + cuda_unavailable_reason());
+}
+
 }  // namespace qfx::runtime

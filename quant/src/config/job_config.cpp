@@ -9,6 +9,7 @@
 #include <functional>
 
 #include "model_inputs.h"
+#include "qfx/runtime/cuda.h"
 #include "yaml_util.h"
 
 namespace qfx::quant {
@@ -296,12 +297,19 @@ JobConfig load_job_config(const std::string& path, const std::vector<std::string
   const YAML::Node cal = root["calibration"];
   if (!cal && !root["training"]) bad(path, root, "'calibration' is required");
   if (cal) {
-    check_keys(path, cal, "calibration", {"data", "num_samples", "batch_size", "seed"});
+    check_keys(path, cal, "calibration", {"data", "num_samples", "batch_size", "seed", "device"});
     if (!cal["data"]) bad(path, cal, "calibration.data is required");
     c.calibration.enabled = true;
     c.calibration.data = read_data(path, cal["data"], "calibration.data", c.model.inputs);
     if (auto n = cal["num_samples"]) c.calibration.num_samples = positive(path, n, "calibration.num_samples", false);
     if (auto n = cal["batch_size"]) c.calibration.batch_size = positive(path, n, "calibration.batch_size", false);
+    if (auto n = cal["device"]) {
+      c.calibration.device = as_string(path, n, "calibration.device");
+      if (c.calibration.device != "cpu" && c.calibration.device != "cuda")
+        bad(path, n, "calibration.device must be cpu or cuda, got '" + c.calibration.device + "'");
+      if (c.calibration.device == "cuda" && !runtime::cuda_unavailable_reason().empty())
+        bad(path, n, "calibration.device: cuda, but " + runtime::cuda_unavailable_reason());
+    }
     if (auto n = cal["seed"]) {
       c.calibration.seed = as_int(path, n, "calibration.seed");
       if (c.calibration.seed < -1) bad(path, n, "calibration.seed must be >= 0, or -1 for the first num_samples");

@@ -13,6 +13,8 @@
 #include <vector>
 
 #include "qfx/error.h"
+#include "qfx/runtime/arith_hd.h"
+#include "qfx/runtime/cuda.h"
 #include "qfx/quant/observer.h"
 
 namespace qfx::quant {
@@ -33,23 +35,9 @@ int64_t floor_div(int64_t a, int64_t b) {
   return (a % b != 0 && a < 0) ? q - 1 : q;
 }
 
-// Where values fall: x lies in lattice cell c = floor((x - lo) * inv) and in bin
-// floor((c - off) / k). `bin` computes that bin without forming c: the estimate
-// from doubles is within one of it, and the exact comparisons with the bin's
-// edge cells (integers, exact in doubles) correct it. Bins beyond +-`lim` come
-// out beyond it too, not exactly.
-struct Grid {
-  double lo, inv;  // lattice start and 1 / cell width
-  int64_t off, k;  // bin 0's first cell, cells per bin
-  double bin(float x, double lim) const {
-    const double t = (static_cast<double>(x) - lo) * inv;
-    const double offd = static_cast<double>(off), kd = static_cast<double>(k);
-    double b = std::floor((t - offd) / kd);
-    b = b < -lim ? -lim : (b > lim ? lim : b);
-    const double edge = offd + b * kd;
-    return t < edge ? b - 1.0 : (t >= edge + kd ? b + 1.0 : b);
-  }
-};
+// Where values fall: runtime::hd::HistogramLattice (arith_hd.h), the bin rule the
+// GPU's count (calibration.device: cuda) shares.
+using Grid = runtime::hd::HistogramLattice;
 
 // Folds `v` into a running min, max and NaN/Inf flag (exponent all ones), in a
 // form the `omp simd` loops below vectorise.
@@ -239,6 +227,17 @@ void count(const float* data, int64_t n, const Grid& g, int64_t bins, double* co
   add_partials(p, bins, counts);
 }
 
+// count_pass on the GPU (the same bin rule, hd::HistogramLattice::counted_bin): one
+// partial, the counts of all values.
+void gpu_count_pass(const float* data, int64_t n, const Grid& g, int64_t bins, Partials* p) {
+  std::vector<double> c(static_cast<size_t>(bins), 0.0);
+  bool nonfinite = false;
+  runtime::cuda_lattice_histogram(data, n, g, bins, c.data(), &p->lo, &p->hi, &nonfinite);
+  p->threads = 1;
+  p->part.assign(c.begin(), c.end());
+  p->nonfinite = nonfinite;
+}
+
 }  // namespace
 
 HistogramObserver::HistogramObserver(QuantSpec spec, Algorithm algorithm, AlgorithmOptions options, int64_t bins)
@@ -331,7 +330,8 @@ void HistogramObserver::observe(const float* data, int64_t n) {
     const Grid before{base_lo_, 1.0 / base_w_, off_, k_};
     const double width = base_w_;
     Partials p;
-    count_pass(data, n, before, bins_, &p);
+    if (gpu_ && n < (int64_t{1} << 32)) gpu_count_pass(data, n, before, bins_, &p);
+    else count_pass(data, n, before, bins_, &p);
     throw_if_nonfinite(p.nonfinite, tensor_name_);
     replay_range(p.lo, p.hi);
     if (base_lo_ == before.lo && base_w_ == width && off_ == before.off && k_ == before.k) {
@@ -343,7 +343,14 @@ void HistogramObserver::observe(const float* data, int64_t n) {
     scan(data, n, tensor_name_, &lo, &hi);
     replay_range(lo, hi);
   }
-  count(data, n, Grid{base_lo_, 1.0 / base_w_, off_, k_}, bins_, hist_.data_ptr<double>());
+  const Grid g{base_lo_, 1.0 / base_w_, off_, k_};
+  if (gpu_ && n < (int64_t{1} << 32)) {
+    Partials p;
+    gpu_count_pass(data, n, g, bins_, &p);
+    add_partials(p, bins_, hist_.data_ptr<double>());
+  } else {
+    count(data, n, g, bins_, hist_.data_ptr<double>());
+  }
 }
 
 at::Tensor HistogramObserver::forward(const at::Tensor& x_in) {

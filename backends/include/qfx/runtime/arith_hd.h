@@ -6,6 +6,7 @@
 // No standard-library call and no exception may appear here.
 #pragma once
 
+#include <cmath>
 #include <cstdint>
 
 #if defined(__CUDACC__)
@@ -163,6 +164,31 @@ QFX_HD int32_t histogram_bin(float v, float off, float scale, float last) {
   t = t < last ? t : last;
   return static_cast<int32_t>(t);
 }
+
+/// The calibration histogram's bin lattice (quant's HistogramObserver): value x lies in
+/// lattice cell c = floor((x - lo) · inv) and in bin floor((c - off) / k). `bin`
+/// computes that bin without forming c: the estimate from doubles is within one of it,
+/// and exact comparisons with the bin's edge cells (integers, exact in doubles) correct
+/// it. Bins beyond ±lim come out beyond it too, not exactly.
+struct HistogramLattice {
+  double lo, inv;  ///< lattice start and 1 / cell width
+  int64_t off, k;  ///< bin 0's first cell, cells per bin
+  QFX_HD double bin(float x, double lim) const {
+    const double t = (static_cast<double>(x) - lo) * inv;
+    const double offd = static_cast<double>(off), kd = static_cast<double>(k);
+    double b = floor((t - offd) / kd);
+    b = b < -lim ? -lim : (b > lim ? lim : b);
+    const double edge = offd + b * kd;
+    return t < edge ? b - 1.0 : (t >= edge + kd ? b + 1.0 : b);
+  }
+  /// bin(x) clamped to [0, bins - 1]: the bin the observer counts x in.
+  QFX_HD int32_t counted_bin(float x, int64_t bins) const {
+    double b = bin(x, static_cast<double>(bins + 1));
+    const double last = static_cast<double>(bins - 1);
+    b = b < 0.0 ? 0.0 : (b > last ? last : b);
+    return static_cast<int32_t>(b);
+  }
+};
 
 }  // namespace hd
 }  // namespace qfx::runtime

@@ -5,6 +5,8 @@
 #include <cstdint>
 #include <string>
 
+#include "qfx/runtime/arith_hd.h"
+
 namespace qfx::runtime {
 
 /// True when qfx was built with CUDA (QFX_WITH_CUDA and nvcc found at configure time).
@@ -22,5 +24,14 @@ std::string cuda_unavailable_reason();
 /// in the min and max). Throws ExecutionError when CUDA is unavailable or fails.
 void cuda_histogram(const float* x, int64_t n, float lo_edge, float hi_edge, int64_t bins, double* counts, float* lo,
                     float* hi);
+
+/// The calibration histogram observer's count (quant's HistogramObserver, calibration
+/// device cuda) on the GPU: adds to counts[0, bins) how many of the `n` (> 0) float
+/// values at host pointer `x` fall in each bin of lattice `g`, bins clamped to
+/// [0, bins) (hd::HistogramLattice::counted_bin, the CPU observer's rule: equal counts
+/// on equal data); *lo / *hi receive the min and max (NaN excluded), *nonfinite whether
+/// any value is NaN or Inf. Throws ExecutionError when CUDA is unavailable or fails.
+void cuda_lattice_histogram(const float* x, int64_t n, const hd::HistogramLattice& g, int64_t bins, double* counts,
+                            float* lo, float* hi, bool* nonfinite);
 
 }  // namespace qfx::runtime

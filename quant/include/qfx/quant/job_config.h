@@ -29,6 +29,9 @@ struct CalibrationConfig {
   int64_t num_samples = 512;
   int64_t batch_size = 64;
   int64_t seed = 0;                    ///< sample choice; -1: the first num_samples
+  /// Where histogram observers count: "cpu", or "cuda" (the GPU, the same counts;
+  /// refused at load where no CUDA device can run kernels).
+  std::string device = "cpu";
 };
 
 /// The `evaluation:` section (`evaluation: null` or absent: no evaluation).

@@ -195,6 +195,12 @@ class HistogramObserver : public ObserverBase {
   Algorithm configured_algorithm() const { return algo_; }
   const AlgorithmOptions& options() const { return opts_; }
   int64_t bins() const { return bins_; }
+  /// Counts observed values on the GPU (runtime::cuda_lattice_histogram; the
+  /// `calibration.device: cuda` of a PTQ config) instead of the CPU: the same bin rule,
+  /// so the same counts, min, max and errors. Observations above 2^32 values count on
+  /// the CPU. `observe` then throws ExecutionError where CUDA is unavailable.
+  void set_count_on_gpu(bool on) { gpu_ = on; }
+  bool count_on_gpu() const { return gpu_; }
 
  private:
   void grow_to(double lo, double hi);
@@ -213,6 +219,7 @@ class HistogramObserver : public ObserverBase {
   int64_t off_ = 0, k_ = 1;          // the grid in lattice cells
   double wrote_lo_ = 0, wrote_w_ = 0;  // range_ as the lattice last wrote it
   mutable Algorithm chosen_;
+  bool gpu_ = false;  // set_count_on_gpu
 };
 
 /// Constant qparams for ops with a known output range (sigmoid, tanh, softmax,
