@@ -181,11 +181,13 @@ struct HistogramLattice {
     const double edge = offd + b * kd;
     return t < edge ? b - 1.0 : (t >= edge + kd ? b + 1.0 : b);
   }
-  /// bin(x) clamped to [0, bins - 1]: the bin the observer counts x in.
+  /// bin(x) clamped to [0, bins - 1]: the bin the observer counts x in (NaN: bin 0;
+  /// the observer refuses NaN, but no index may go astray first).
   QFX_HD int32_t counted_bin(float x, int64_t bins) const {
     double b = bin(x, static_cast<double>(bins + 1));
     const double last = static_cast<double>(bins - 1);
-    b = b < 0.0 ? 0.0 : (b > last ? last : b);
+    b = b >= 0.0 ? b : 0.0;  // NaN too
+    b = b < last ? b : last;
     return static_cast<int32_t>(b);
   }
 };
