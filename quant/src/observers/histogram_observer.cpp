@@ -164,7 +164,7 @@ void count_pass(const float* data, int64_t n, const Grid& g, int64_t bins, Parti
   p->part.resize(static_cast<size_t>(threads * copies * bins));
   p->threads = threads;
   const FloatGrid fg(g, bins);
-  const double lim = static_cast<double>(bins + 1), last = static_cast<double>(bins - 1);
+  // Values the float shortcut leaves are binned by hd::HistogramLattice::counted_bin.
   float tlo[256], thi[256];
   uint32_t tnf[256];
 #pragma omp parallel num_threads(threads)
@@ -185,7 +185,7 @@ void count_pass(const float* data, int64_t n, const Grid& g, int64_t bins, Parti
         bin_indices(data + i, m, g, bins, idx, &tlo[t], &thi[t], &tnf[t]);
       // Values the float shortcut left (idx -1, beside a bin edge): the lattice's bin.
       auto exact = [&](int64_t j) {
-        if (idx[j] < 0) idx[j] = static_cast<int32_t>(std::min(std::max(g.bin(data[i + j], lim), 0.0), last));
+        if (idx[j] < 0) idx[j] = g.counted_bin(data[i + j], bins);
       };
       int64_t j = 0;
       if (copies == 4)
