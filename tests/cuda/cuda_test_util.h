@@ -24,19 +24,27 @@ namespace qfx::runtime::test {
 /// True for the implementations the `cuda` backend registers.
 inline bool is_cuda_impl(const std::string& impl) { return impl == "cuda" || impl == "cublaslt"; }
 
+/// Node `n` built on "reference" and "cuda" at the shapes of `inputs` (constants
+/// `consts`); `*why` lists the implementations that declined it on "cuda".
+inline void build_on_both(const ir::Node& n, const std::vector<const Tensor*>& consts,
+                          const std::vector<const Tensor*>& inputs, Kernel* ref, Kernel* dev, std::string* why) {
+  std::vector<Meta> in;
+  for (const Tensor* t : inputs) in.push_back({t->shape(), t->dtype()});
+  KernelChoice choice;
+  *ref = make_kernel(n, in, consts, "reference");
+  *dev = make_kernel(n, in, consts, "cuda", false, &choice);
+  for (const auto& d : choice.declined) *why += d.impl + ": " + d.reason + "; ";
+}
+
 /// Builds node `n` on "cuda" and "reference" at the shapes of `inputs` (constants
 /// `consts`), runs both on `inputs`, and expects a CUDA implementation (`impl`, when
 /// given) to have run it and every output byte to be equal.
 inline void expect_cuda_equals_reference(const ir::Node& n, const std::vector<const Tensor*>& consts,
                                          const std::vector<const Tensor*>& inputs, const std::string& what,
                                          const std::string& impl = "") {
-  std::vector<Meta> in;
-  for (size_t i = 0; i < inputs.size(); ++i) in.push_back({inputs[i]->shape(), inputs[i]->dtype()});
-  KernelChoice choice;
-  Kernel ref = make_kernel(n, in, consts, "reference");
-  Kernel dev = make_kernel(n, in, consts, "cuda", false, &choice);
+  Kernel ref, dev;
   std::string why;
-  for (const auto& d : choice.declined) why += d.impl + ": " + d.reason + "; ";
+  build_on_both(n, consts, inputs, &ref, &dev, &why);
   ASSERT_TRUE(is_cuda_impl(dev.impl)) << what << " ran on " << dev.impl << "; declined: " << why;
   if (!impl.empty()) EXPECT_EQ(dev.impl, impl) << what << "; declined: " << why;
   std::vector<Tensor> a, b;
@@ -75,13 +83,9 @@ inline double max_rel_diff(const Tensor& a, const Tensor& b) {
 /// run in another order on the GPU).
 inline void expect_cuda_near_reference(const ir::Node& n, const std::vector<const Tensor*>& consts,
                                        const std::vector<const Tensor*>& inputs, const std::string& what, double tol = 1e-4) {
-  std::vector<Meta> in;
-  for (const Tensor* t : inputs) in.push_back({t->shape(), t->dtype()});
-  KernelChoice choice;
-  Kernel ref = make_kernel(n, in, consts, "reference");
-  Kernel dev = make_kernel(n, in, consts, "cuda", false, &choice);
+  Kernel ref, dev;
   std::string why;
-  for (const auto& d : choice.declined) why += d.impl + ": " + d.reason + "; ";
+  build_on_both(n, consts, inputs, &ref, &dev, &why);
   ASSERT_TRUE(is_cuda_impl(dev.impl)) << what << " ran on " << dev.impl << "; declined: " << why;
   Tensor a(ref.outputs[0].shape, ref.outputs[0].dtype), b(dev.outputs[0].shape, dev.outputs[0].dtype);
   ref.run(inputs, {&a});

@@ -67,6 +67,35 @@ bool fits32(const A& a, int64_t extra) {
   return a.N * a.C * a.H * a.W < lim && a.N * a.M * a.oH * a.oW < lim && extra < lim;
 }
 
+/// One (row, channel) window of im2col: out[kh·kW + kw] = value(index of x) where the
+/// window lies inside the image, `pad` where it lies in the padding.
+template <typename I, typename A, typename T, typename Value>
+__device__ __forceinline__ void im2col_window(const Geometry<I, A>& g, I row, I c, T* out, T pad, Value value) {
+  const I ow = row % g.oW, oh = (row / g.oW) % g.oH, n = row / (g.oW * g.oH);
+  for (I kh = 0; kh < g.kH; ++kh) {
+    const I ih = oh * g.sH - g.pT + kh * g.dH;
+    for (I kw = 0; kw < g.kW; ++kw) {
+      const I iw = ow * g.sW - g.pL + kw * g.dW;
+      out[kh * g.kW + kw] = ih >= 0 && ih < g.H && iw >= 0 && iw < g.W ? value(((n * g.C + c) * g.H + ih) * g.W + iw) : pad;
+    }
+  }
+}
+
+/// Element offsets into two inputs broadcast to an output of `a.rank` dims
+/// (`a.out_dims`, strides `a.sa` / `a.sb`, 0 on broadcast dims) for output element i.
+template <typename Args>
+__device__ __forceinline__ void broadcast_offsets(const Args& a, int64_t i, int64_t* ia, int64_t* ib) {
+  int64_t rest = i, oa = 0, ob = 0;
+  for (int d = a.rank - 1; d >= 0; --d) {
+    const int64_t k = rest % a.out_dims[d];
+    rest /= a.out_dims[d];
+    oa += k * a.sa[d];
+    ob += k * a.sb[d];
+  }
+  *ia = oa;
+  *ib = ob;
+}
+
 constexpr int kThreads = 256;
 
 /// Blocks for a grid-stride loop over n items (at most 65,535 x 256 threads).

@@ -41,16 +41,8 @@ __global__ void im2col(ConvArgs a, int64_t kp_in, int8_t* rows) {
   const int32_t pad = a.zx - xoff;
   for (I i = blockIdx.x * blockDim.x + threadIdx.x; i < total; i += blockDim.x * gridDim.x) {
     const I c = i % g.C, row = i / g.C;
-    const I ow = row % g.oW, oh = (row / g.oW) % g.oH, n = row / (g.oW * g.oH);
-    int8_t* out = rows + static_cast<int64_t>(row) * kp + c * g.kH * g.kW;
-    for (I kh = 0; kh < g.kH; ++kh) {
-      const I ih = oh * g.sH - g.pT + kh * g.dH;
-      for (I kw = 0; kw < g.kW; ++kw) {
-        const I iw = ow * g.sW - g.pL + kw * g.dW;
-        const bool in = ih >= 0 && ih < g.H && iw >= 0 && iw < g.W;
-        out[kh * g.kW + kw] = static_cast<int8_t>(in ? load_code(a.x, a.xt, ((n * g.C + c) * g.H + ih) * g.W + iw) - xoff : pad);
-      }
-    }
+    im2col_window(g, row, c, rows + static_cast<int64_t>(row) * kp + c * g.kH * g.kW, static_cast<int8_t>(pad),
+                  [&](I at) { return static_cast<int8_t>(load_code(a.x, a.xt, at) - xoff); });
     if (c == g.C - 1)
       for (I k = K; k < kp; ++k) rows[static_cast<int64_t>(row) * kp + k] = 0;  // the columns padding K to kp
   }

@@ -24,13 +24,8 @@ __global__ void dequantize(const void* x, CodeType xt, float* y, int64_t n, int6
 
 __global__ void qbinary(BinaryArgs a) {
   QFX_GRID_STRIDE(i, a.n) {
-    int64_t rest = i, ia = 0, ib = 0;
-    for (int d = a.rank - 1; d >= 0; --d) {
-      const int64_t k = rest % a.out_dims[d];
-      rest /= a.out_dims[d];
-      ia += k * a.sa[d];
-      ib += k * a.sb[d];
-    }
+    int64_t ia, ib;
+    broadcast_offsets(a, i, &ia, &ib);
     const int32_t qa = load_code(a.a, a.at, ia), qb = load_code(a.b, a.bt, ib);
     int32_t v;
     if (a.ro.mode == RequantMode::kFloat) {

@@ -41,15 +41,7 @@ __global__ void im2col_f(FConvArgs a, float* rows) {
   const I K = g.C * g.kH * g.kW, total = g.N * g.oH * g.oW * g.C;
   for (I i = blockIdx.x * blockDim.x + threadIdx.x; i < total; i += blockDim.x * gridDim.x) {
     const I c = i % g.C, row = i / g.C;
-    const I ow = row % g.oW, oh = (row / g.oW) % g.oH, n = row / (g.oW * g.oH);
-    float* out = rows + static_cast<int64_t>(row) * K + c * g.kH * g.kW;
-    for (I kh = 0; kh < g.kH; ++kh) {
-      const I ih = oh * g.sH - g.pT + kh * g.dH;
-      for (I kw = 0; kw < g.kW; ++kw) {
-        const I iw = ow * g.sW - g.pL + kw * g.dW;
-        out[kh * g.kW + kw] = ih >= 0 && ih < g.H && iw >= 0 && iw < g.W ? a.x[((n * g.C + c) * g.H + ih) * g.W + iw] : 0.0f;
-      }
-    }
+    im2col_window(g, row, c, rows + static_cast<int64_t>(row) * K + c * g.kH * g.kW, 0.0f, [&](I at) { return a.x[at]; });
   }
 }
 
@@ -65,13 +57,8 @@ __global__ void fgemm_epilogue(FConvArgs a, const float* acc) {
 
 __global__ void fbinary(FBinaryArgs a) {
   QFX_GRID_STRIDE(i, a.n) {
-    int64_t rest = i, ia = 0, ib = 0;
-    for (int d = a.rank - 1; d >= 0; --d) {
-      const int64_t k = rest % a.out_dims[d];
-      rest /= a.out_dims[d];
-      ia += k * a.sa[d];
-      ib += k * a.sb[d];
-    }
+    int64_t ia, ib;
+    broadcast_offsets(a, i, &ia, &ib);
     const float x = a.a[ia], y = a.b[ib];
     a.y[i] = clampf(a.op == 0 ? x + y : a.op == 1 ? x - y : a.op == 2 ? x * y : x / y, a.lo, a.hi);
   }
