@@ -102,7 +102,8 @@ int run_inspect(const std::string& model, const std::vector<std::string>& wraps,
 void print_kernel_report(const qfx::runtime::Model& model) {
   std::cout << "# kernels (backend " << model.backend() << "):\n";
   for (const auto& c : model.kernel_report()) {
-    std::cout << "#   " << c.node << "  " << c.op << "  " << (c.folded ? "folded at plan time" : c.impl) << "\n";
+    std::cout << "#   " << c.node << "  " << c.op << "  " << (c.folded ? "folded at plan time" : c.impl)
+              << (c.device_outputs ? "  (output stays on the device)" : "") << "\n";
     for (const auto& d : c.declined) std::cout << "#       declined by " << d.impl << ": " << d.reason << "\n";
   }
 }
