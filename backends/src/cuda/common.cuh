@@ -67,6 +67,31 @@ bool fits32(const A& a, int64_t extra) {
   return a.N * a.C * a.H * a.W < lim && a.N * a.M * a.oH * a.oW < lim && extra < lim;
 }
 
+/// The direct convolution (NCHW output [N, M, oH, oW], one thread per output element
+/// i, grid-stride): acc = init(m), plus term(x index, w index) over the in-image window
+/// of every input channel of m's group (channels, then rows, then columns), then
+/// done(i, m, acc).
+template <typename I, typename A, typename Init, typename Term, typename Done>
+__device__ __forceinline__ void direct_conv(const Geometry<I, A>& g, Init init, Term term, Done done) {
+  const I total = g.N * g.M * g.oH * g.oW, cg = g.C / g.group, mg = g.M / g.group;
+  for (I i = blockIdx.x * blockDim.x + threadIdx.x; i < total; i += blockDim.x * gridDim.x) {
+    const I ow = i % g.oW, oh = (i / g.oW) % g.oH, m = (i / (g.oW * g.oH)) % g.M, n = i / (g.oW * g.oH * g.M);
+    const I grp = m / mg;
+    auto acc = init(m);
+    for (I c = 0; c < cg; ++c)
+      for (I kh = 0; kh < g.kH; ++kh) {
+        const I ih = oh * g.sH - g.pT + kh * g.dH;
+        if (ih < 0 || ih >= g.H) continue;
+        for (I kw = 0; kw < g.kW; ++kw) {
+          const I iw = ow * g.sW - g.pL + kw * g.dW;
+          if (iw < 0 || iw >= g.W) continue;
+          acc += term(((n * g.C + grp * cg + c) * g.H + ih) * g.W + iw, ((m * cg + c) * g.kH + kh) * g.kW + kw, m);
+        }
+      }
+    done(i, m, acc);
+  }
+}
+
 /// One (row, channel) window of im2col: out[kh·kW + kw] = value(index of x) where the
 /// window lies inside the image, `pad` where it lies in the padding.
 template <typename I, typename A, typename T, typename Value>

@@ -7,29 +7,10 @@ namespace {
 
 template <typename I>
 __global__ void qconv_direct(ConvArgs a) {
-  const Geometry<I, ConvArgs> g(a);
-  const I total = g.N * g.M * g.oH * g.oW, cg = g.C / g.group, mg = g.M / g.group;
-  for (I i = blockIdx.x * blockDim.x + threadIdx.x; i < total; i += blockDim.x * gridDim.x) {
-    const I ow = i % g.oW, oh = (i / g.oW) % g.oH, m = (i / (g.oW * g.oH)) % g.M, n = i / (g.oW * g.oH * g.M);
-    const I grp = m / mg;
-    const int32_t wz = a.wz[m];
-    int32_t acc = a.bias[m];
-    for (I c = 0; c < cg; ++c) {
-      const I xc = grp * cg + c;
-      for (I kh = 0; kh < g.kH; ++kh) {
-        const I ih = oh * g.sH - g.pT + kh * g.dH;
-        if (ih < 0 || ih >= g.H) continue;
-        for (I kw = 0; kw < g.kW; ++kw) {
-          const I iw = ow * g.sW - g.pL + kw * g.dW;
-          if (iw < 0 || iw >= g.W) continue;
-          const int32_t xv = load_code(a.x, a.xt, ((n * g.C + xc) * g.H + ih) * g.W + iw) - a.zx;
-          const int32_t wv = load_code(a.w, a.wt, ((m * cg + c) * g.kH + kh) * g.kW + kw) - wz;
-          acc += xv * wv;
-        }
-      }
-    }
-    store_code(a.y, a.yt, i, requant_code(a.rq, acc, m));
-  }
+  direct_conv(
+      Geometry<I, ConvArgs>(a), [&](I m) { return a.bias[m]; },
+      [&](I x, I w, I m) { return (load_code(a.x, a.xt, x) - a.zx) * (load_code(a.w, a.wt, w) - a.wz[m]); },
+      [&](I i, I m, int32_t acc) { store_code(a.y, a.yt, i, requant_code(a.rq, acc, m)); });
 }
 
 // One thread per (row, input channel): the kH x kW window of that channel.

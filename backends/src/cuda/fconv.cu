@@ -14,24 +14,9 @@ __device__ __forceinline__ float clampf(float v, float lo, float hi) {
 
 template <typename I>
 __global__ void fconv_direct(FConvArgs a) {
-  const Geometry<I, FConvArgs> g(a);
-  const I total = g.N * g.M * g.oH * g.oW, cg = g.C / g.group, mg = g.M / g.group;
-  for (I i = blockIdx.x * blockDim.x + threadIdx.x; i < total; i += blockDim.x * gridDim.x) {
-    const I ow = i % g.oW, oh = (i / g.oW) % g.oH, m = (i / (g.oW * g.oH)) % g.M, n = i / (g.oW * g.oH * g.M);
-    const I grp = m / mg;
-    float acc = a.bias ? a.bias[m] : 0.0f;
-    for (I c = 0; c < cg; ++c)
-      for (I kh = 0; kh < g.kH; ++kh) {
-        const I ih = oh * g.sH - g.pT + kh * g.dH;
-        if (ih < 0 || ih >= g.H) continue;
-        for (I kw = 0; kw < g.kW; ++kw) {
-          const I iw = ow * g.sW - g.pL + kw * g.dW;
-          if (iw < 0 || iw >= g.W) continue;
-          acc += a.x[((n * g.C + grp * cg + c) * g.H + ih) * g.W + iw] * a.w[((m * cg + c) * g.kH + kh) * g.kW + kw];
-        }
-      }
-    a.y[i] = clampf(acc, a.lo, a.hi);
-  }
+  direct_conv(
+      Geometry<I, FConvArgs>(a), [&](I m) { return a.bias ? a.bias[m] : 0.0f; },
+      [&](I x, I w, I) { return a.x[x] * a.w[w]; }, [&](I i, I, float acc) { a.y[i] = clampf(acc, a.lo, a.hi); });
 }
 
 // One thread per (row, input channel): the kH x kW window of that channel.
