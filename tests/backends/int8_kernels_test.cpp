@@ -53,13 +53,7 @@ TEST(Int8Kernels, OneDnnConvEqualsReference) {
   };
   std::normal_distribution<float> nd(0.0f, 1.0f);
   for (const auto& c : cases) {
-    ir::Node n;
-    n.op = "QLinearConv";
-    n.name = "qconv";
-    n.inputs = {"x", "w", "b"};
-    n.attrs["group"].i = c.group;
-    n.attrs["strides"].ints = {c.stride, c.stride};
-    n.attrs["pads"].ints = {c.pad, c.pad, c.pad, c.pad};
+    ir::Node n = test::conv_node("QLinearConv", "qconv", c.group, c.stride, c.pad);
     Tensor x = test::random_codes({c.N, c.C, c.H, c.W}, c.xdt, rng);
     Tensor w = test::random_codes({c.M, c.C / c.group, c.k, c.k}, DType::kInt8, rng);
     if (c.seven_bit_weights)

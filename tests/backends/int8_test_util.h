@@ -2,6 +2,7 @@
 #pragma once
 
 #include <random>
+#include <string>
 
 #include "qfx/runtime/kernel.h"
 
@@ -21,6 +22,19 @@ inline Tensor random_codes(const Shape& s, DType dt, int lo, int hi, std::mt1993
 /// The same over the dtype's whole range.
 inline Tensor random_codes(const Shape& s, DType dt, std::mt19937& rng) {
   return dt == DType::kUInt8 ? random_codes(s, dt, 0, 255, rng) : random_codes(s, dt, -128, 127, rng);
+}
+
+/// A 2-D convolution node `op` ("Conv" or "QLinearConv") named `name` with inputs x, w, b,
+/// `group`, square `stride` and the same `pad` on all four sides (no qparams set).
+inline ir::Node conv_node(const std::string& op, const std::string& name, int64_t group, int64_t stride, int64_t pad) {
+  ir::Node n;
+  n.op = op;
+  n.name = name;
+  n.inputs = {"x", "w", "b"};
+  n.attrs["group"].i = group;
+  n.attrs["strides"].ints = {stride, stride};
+  n.attrs["pads"].ints = {pad, pad, pad, pad};
+  return n;
 }
 
 /// Element i of an int8 / uint8 tensor.

@@ -69,13 +69,7 @@ TEST(CudaKernels, QLinearConvEqualsReference) {
   std::normal_distribution<float> nd(0.0f, 1.0f);
   for (const Target& t : targets())
     for (const auto& c : cases) {
-      ir::Node n;
-      n.op = "QLinearConv";
-      n.name = "qconv";
-      n.inputs = {"x", "w", "b"};
-      n.attrs["group"].i = c.group;
-      n.attrs["strides"].ints = {c.stride, c.stride};
-      n.attrs["pads"].ints = {c.pad, c.pad, c.pad, c.pad};
+      ir::Node n = test::conv_node("QLinearConv", "qconv", c.group, c.stride, c.pad);
       n.arithmetic = t.ar;
       Tensor x = test::random_codes({c.N, c.C, c.H, c.W}, c.xdt, rng);
       Tensor w = test::random_codes({c.M, c.C / c.group, c.k, c.k}, c.wdt, rng);
@@ -221,13 +215,7 @@ TEST(CudaKernels, FloatOpsMatchReference) {
   };
   for (const Case& c : {Case{8, 16, 3, 1, 1, 1, "Relu"}, Case{16, 16, 3, 2, 1, 16, ""}, Case{12, 20, 1, 1, 0, 1, "Clip"},
                         Case{6, 9, 5, 2, 2, 3, ""}}) {
-    ir::Node n;
-    n.op = "Conv";
-    n.name = "conv";
-    n.inputs = {"x", "w", "b"};
-    n.attrs["group"].i = c.group;
-    n.attrs["strides"].ints = {c.stride, c.stride};
-    n.attrs["pads"].ints = {c.pad, c.pad, c.pad, c.pad};
+    ir::Node n = test::conv_node("Conv", "conv", c.group, c.stride, c.pad);
     n.fused_act = c.act;
     n.clip_lo = 0.0f;
     n.clip_hi = 6.0f;

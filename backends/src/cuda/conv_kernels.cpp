@@ -24,8 +24,7 @@ struct Layer {
 ConvArgs conv_args(const Layer& l, CodeType xt, CodeType wt, CodeType yt) {
   const Geom& g = l.g;
   ConvArgs a{};
-  a.N = g.N, a.C = g.C, a.H = g.H, a.W = g.W, a.M = g.M, a.kH = g.kH, a.kW = g.kW, a.oH = g.oH, a.oW = g.oW;
-  a.sH = g.sH, a.sW = g.sW, a.dH = g.dH, a.dW = g.dW, a.pT = g.pT, a.pL = g.pL, a.group = g.group;
+  set_geometry(&a, g);
   a.xt = xt, a.wt = wt, a.yt = yt;
   a.zx = l.xq.zero_point[0];
   return a;
@@ -167,30 +166,13 @@ bool qconv(const KernelRequest& r, Kernel* k) {
 template <Builder B>
 bool qgemm(const KernelRequest& r, Kernel* k) {
   if (!device_ready(r)) return false;
-  const ir::Node& n = r.node;
-  if (r.consts.size() < 2 || !r.consts[1] || r.consts[1]->shape().size() != 2)
-    return r.decline("needs a constant 2-D weight");
-  const bool gemm = n.op == "QGemm", tb = gemm && n.attr_i("transB", 0) != 0;
-  if (gemm && (n.attr_i("transA", 0) != 0 || n.attr_f("alpha", 1.0f) != 1.0f || n.attr_f("beta", 1.0f) != 1.0f))
-    return r.decline("transA, alpha or beta other than the defaults");
-  const Tensor& b = *r.consts[1];
-  const Shape& x = r.in[0].shape;
-  const int64_t K = tb ? b.shape()[1] : b.shape()[0], M = tb ? b.shape()[0] : b.shape()[1];
-  if (x.empty() || x.back() != K || K <= 0 || M <= 0) return r.decline("inner dimensions differ");
+  GemmAsConv gc;
+  if (!gemm_as_conv(r, r.node.op == "QGemm", &gc)) return false;
   Layer l;
-  l.g = Geom{};
-  l.g.N = ref::numel(x) / K, l.g.C = K, l.g.H = l.g.W = 1, l.g.M = M, l.g.kH = l.g.kW = 1, l.g.oH = l.g.oW = 1;
-  l.g.sH = l.g.sW = l.g.dH = l.g.dW = 1, l.g.group = 1;
-  l.w = Tensor({M, K}, b.dtype());  // [M, K]: output channel major
-  const size_t e = dtype_size(b.dtype());
-  for (int64_t m = 0; m < M; ++m)
-    for (int64_t kk = 0; kk < K; ++kk)
-      std::memcpy(static_cast<char*>(l.w.raw()) + (m * K + kk) * e,
-                  static_cast<const char*>(b.raw()) + (tb ? m * K + kk : kk * M + m) * e, e);
-  if (!read_layer(r, &l, M)) return false;
-  Shape out(x.begin(), x.end() - 1);
-  out.push_back(M);
-  return B(r, k, l, out);
+  l.g = gc.g;
+  l.w = gc.w;
+  if (!read_layer(r, &l, gc.g.M)) return false;
+  return B(r, k, l, gc.out);
 }
 
 }  // namespace

@@ -8,8 +8,8 @@
 namespace qfx::runtime::cuda {
 namespace {
 
-// Per-channel layout of (De)QuantizeLinear qparams `q` over `x`: channels and the
-// elements per channel slice, as the reference computes them.
+// (De)QuantizeLinear's qparams from its constant inputs, and their per-channel layout
+// over the input (ref::channel_layout, the reference kernels' own).
 bool qdq_layout(const KernelRequest& r, ir::QInfo* q, DType fallback, int64_t* channels, int64_t* inner) {
   const ir::Node& n = r.node;
   if (r.consts.size() < 2 || !r.consts[1]) return r.decline("the scale is not a constant");
@@ -19,11 +19,7 @@ bool qdq_layout(const KernelRequest& r, ir::QInfo* q, DType fallback, int64_t* c
   auto got = ir::read_qparams(*r.consts[1], z, fallback, n.attr_i("axis", 1), &why);
   if (!got) return r.decline(why);
   *q = *got;
-  const Shape& x = r.in[0].shape;
-  const int64_t axis = q->per_channel() ? ref::norm_axis(n, q->axis, x.size()) : 0;
-  *inner = ref::inner_numel(x, static_cast<size_t>(axis) + 1);
-  *channels = q->per_channel() ? x[static_cast<size_t>(axis)] : 1;
-  if (q->per_channel() && static_cast<int64_t>(q->scale.size()) != *channels) return r.decline("scales do not match the channels");
+  ref::channel_layout(n, *q, r.in[0].shape, channels, inner);
   return true;
 }
 

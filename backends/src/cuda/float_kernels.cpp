@@ -35,8 +35,7 @@ bool build_float(const KernelRequest& r, Kernel* k, const FLayer& l, const Shape
   k->outputs = {{out_shape, DType::kFloat32}};
   FConvArgs a{};
   const ref::Geom& g = l.g;
-  a.N = g.N, a.C = g.C, a.H = g.H, a.W = g.W, a.M = g.M, a.kH = g.kH, a.kW = g.kW, a.oH = g.oH, a.oW = g.oW;
-  a.sH = g.sH, a.sW = g.sW, a.dH = g.dH, a.dW = g.dW, a.pT = g.pT, a.pL = g.pL, a.group = g.group;
+  set_geometry(&a, g);
   fused_bounds(n, &a.lo, &a.hi);
   const std::string what = n.label();
   DeviceMem w = upload(l.w.data(), l.w.size() * 4, what + " weights");
@@ -101,32 +100,23 @@ bool fconv(const KernelRequest& r, Kernel* k) {
 bool fgemm(const KernelRequest& r, Kernel* k) {
   if (!device_ready(r)) return false;
   const ir::Node& n = r.node;
-  const bool gemm = n.op == "Gemm", tb = gemm && n.attr_i("transB", 0) != 0;
+  const bool gemm = n.op == "Gemm";
   if (r.in[0].dtype != DType::kFloat32 || r.in[0].shape.empty()) return r.decline("needs a float32 input");
-  if (r.consts.size() < 2 || !r.consts[1] || r.consts[1]->dtype() != DType::kFloat32 || r.consts[1]->shape().size() != 2)
-    return r.decline("needs a constant 2-D float weight");
-  if (gemm && (n.attr_i("transA", 0) != 0 || n.attr_f("alpha", 1.0f) != 1.0f || n.attr_f("beta", 1.0f) != 1.0f))
-    return r.decline("transA, alpha or beta other than the defaults");
+  if (r.consts.size() > 1 && r.consts[1] && r.consts[1]->dtype() != DType::kFloat32) return r.decline("needs a float weight");
   if (gemm && r.in[0].shape.size() != 2) return r.decline("Gemm needs a 2-D input");
-  const Tensor& b = *r.consts[1];
-  const Shape& x = r.in[0].shape;
-  const int64_t K = tb ? b.shape()[1] : b.shape()[0], M = tb ? b.shape()[0] : b.shape()[1];
-  if (x.back() != K) return r.decline("inner dimensions differ");
+  GemmAsConv gc;
+  if (!gemm_as_conv(r, gemm, &gc)) return false;
+  const int64_t M = gc.g.M;
   FLayer l;
-  l.g.N = ref::numel(x) / K, l.g.C = K, l.g.H = l.g.W = 1, l.g.M = M, l.g.kH = l.g.kW = 1, l.g.oH = l.g.oW = 1;
-  l.g.sH = l.g.sW = l.g.dH = l.g.dW = 1, l.g.group = 1;
-  l.w.resize(static_cast<size_t>(M * K));
-  for (int64_t m = 0; m < M; ++m)
-    for (int64_t kk = 0; kk < K; ++kk) l.w[static_cast<size_t>(m * K + kk)] = b.data<float>()[tb ? m * K + kk : kk * M + m];
+  l.g = gc.g;
+  l.w.assign(gc.w.data<float>(), gc.w.data<float>() + gc.w.numel());
   if (gemm && r.in.size() > 2 && !n.inputs[2].empty()) {
     if (!r.consts[2] || r.consts[2]->dtype() != DType::kFloat32 || r.consts[2]->numel() != M ||
         r.consts[2]->shape().size() > 1)
       return r.decline("C is not a constant 1-D float bias");
     l.bias.assign(r.consts[2]->data<float>(), r.consts[2]->data<float>() + M);
   }
-  Shape out(x.begin(), x.end() - 1);
-  out.push_back(M);
-  return build_float(r, k, l, out);
+  return build_float(r, k, l, gc.out);
 }
 
 bool fbinary(const KernelRequest& r, Kernel* k) {

@@ -31,6 +31,30 @@ void broadcast_strides(const Shape& o, const Shape& s, int64_t* st) {
   }
 }
 
+bool gemm_as_conv(const KernelRequest& r, bool gemm, GemmAsConv* l) {
+  const ir::Node& n = r.node;
+  if (r.consts.size() < 2 || !r.consts[1] || r.consts[1]->shape().size() != 2) return r.decline("needs a constant 2-D weight");
+  if (gemm && (n.attr_i("transA", 0) != 0 || n.attr_f("alpha", 1.0f) != 1.0f || n.attr_f("beta", 1.0f) != 1.0f))
+    return r.decline("transA, alpha or beta other than the defaults");
+  const bool tb = gemm && n.attr_i("transB", 0) != 0;
+  const Tensor& b = *r.consts[1];
+  const Shape& x = r.in[0].shape;
+  const int64_t K = tb ? b.shape()[1] : b.shape()[0], M = tb ? b.shape()[0] : b.shape()[1];
+  if (x.empty() || x.back() != K || K <= 0 || M <= 0) return r.decline("inner dimensions differ");
+  l->g = ref::Geom{};
+  l->g.N = ref::numel(x) / K, l->g.C = K, l->g.H = l->g.W = 1, l->g.M = M, l->g.kH = l->g.kW = 1, l->g.oH = l->g.oW = 1;
+  l->g.sH = l->g.sW = l->g.dH = l->g.dW = 1, l->g.group = 1;
+  l->w = Tensor({M, K}, b.dtype());
+  const size_t e = dtype_size(b.dtype());
+  for (int64_t m = 0; m < M; ++m)
+    for (int64_t kk = 0; kk < K; ++kk)
+      std::memcpy(static_cast<char*>(l->w.raw()) + (m * K + kk) * e,
+                  static_cast<const char*>(b.raw()) + (tb ? m * K + kk : kk * M + m) * e, e);
+  l->out.assign(x.begin(), x.end() - 1);
+  l->out.push_back(M);
+  return true;
+}
+
 bool code_type(DType d, CodeType* t) {
   if (d == DType::kUInt8) *t = kU8;
   else if (d == DType::kInt8) *t = kS8;

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "../kernels.h"
+#include "../reference/common.h"
 #include "device.h"
 
 namespace qfx::runtime::cuda {
@@ -21,6 +22,26 @@ bool code_type(DType d, CodeType* t);
 /// Element strides of a tensor of shape `s` broadcast (numpy rules, right-aligned) to
 /// `o`: 0 on broadcast dimensions. `st` holds o.size() values.
 void broadcast_strides(const Shape& o, const Shape& s, int64_t* st);
+
+/// The geometry fields of ConvArgs / FConvArgs from the reference kernels' Geom.
+template <typename A>
+void set_geometry(A* a, const ref::Geom& g) {
+  a->N = g.N, a->C = g.C, a->H = g.H, a->W = g.W, a->M = g.M, a->kH = g.kH, a->kW = g.kW, a->oH = g.oH, a->oW = g.oW;
+  a->sH = g.sH, a->sW = g.sW, a->dH = g.dH, a->dW = g.dW, a->pT = g.pT, a->pL = g.pL, a->group = g.group;
+}
+
+/// A Gemm-like node with a constant 2-D weight (input 1) as a 1x1 convolution over
+/// [rows, K, 1, 1]: geometry, the weight as rows [M, K] (output channel major, input
+/// 1 transposed unless transB), and the output shape [..., M].
+struct GemmAsConv {
+  ref::Geom g{};
+  Tensor w;
+  Shape out;
+};
+/// For QGemm / Gemm (`gemm`: transA 0, alpha 1, beta 1) and QLinearMatMul / MatMul.
+/// False, with the reason recorded, for a computed or non-2-D weight, other Gemm
+/// attributes, or inner dimensions that differ.
+bool gemm_as_conv(const KernelRequest& r, bool gemm, GemmAsConv* l);
 
 /// A Requantizer's parameters on the device, with the output zero point and clamp.
 struct DevRequant {

@@ -163,6 +163,11 @@ struct Geom {
 // UnsupportedOpError / DataError naming the node for geometry it cannot run.
 Geom window_geom(const Node& n, const Shape& x, std::vector<int64_t> kernel, bool ceil_mode = false);
 
+// Channels and elements per channel slice of `x` for (per-channel) QuantizeLinear /
+// DequantizeLinear qparams `q`. Throws DataError naming `n` when the scales do not
+// match the channels along the axis.
+void channel_layout(const Node& n, const ir::QInfo& q, const Shape& x, int64_t* channels, int64_t* inner);
+
 // Geometry of a convolution with weight shape `w` ([M, C/group, k...]): window_geom
 // plus group and M; throws DataError naming the node when weight, group and input
 // channels do not fit.

@@ -17,16 +17,6 @@ ir::QInfo qinfo_of(const Node& n, const std::vector<const Tensor*>& consts, size
   return *q;
 }
 
-// Channels and elements per channel slice of `x` for (per-channel) qparams `q`.
-void channel_layout(const Node& n, const ir::QInfo& q, const Shape& x, int64_t* channels, int64_t* inner) {
-  const int64_t axis = q.per_channel() ? norm_axis(n, q.axis, x.size()) : 0;
-  *inner = 1;
-  for (size_t d = static_cast<size_t>(axis) + 1; d < x.size(); ++d) *inner *= x[d];
-  *channels = q.per_channel() ? x[static_cast<size_t>(axis)] : 1;
-  if (q.per_channel() && static_cast<int64_t>(q.scale.size()) != *channels)
-    bad_shape(n, std::to_string(q.scale.size()) + " scales for " + std::to_string(*channels) + " channels");
-}
-
 Kernel quantize(const Node& n, const std::vector<Meta>& in, const std::vector<const Tensor*>& consts) {
   ir::QInfo q = qinfo_of(n, consts, 1, 2, DType::kUInt8);
   if (q.dtype != DType::kUInt8 && q.dtype != DType::kInt8 && q.dtype != DType::kInt16)

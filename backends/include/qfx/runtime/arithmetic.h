@@ -192,14 +192,6 @@ class Requantizer {
 // --- inline definitions (the kernels' inner loops call these per element) --------
 // The formulas live in arith_hd.h, shared with the CUDA kernels.
 
-namespace detail {
-using hd::rounding_shift_right_in;
-inline int32_t sat32(int64_t v) { return hd::sat32(v); }
-template <Rounding R>
-[[gnu::always_inline]] inline int64_t rounding_shift_right(int64_t x, int e) {
-  return hd::rounding_shift_right_in<R, int64_t>(x, e);
-}
-}  // namespace detail
 
 [[gnu::always_inline]] inline int32_t rounding_high_mul(int32_t a, int32_t b, int bits) {
   return hd::rounding_high_mul(a, b, bits);
@@ -207,11 +199,11 @@ template <Rounding R>
 
 inline int64_t rounding_shift_right(int64_t x, int e, Rounding r) {
   switch (r) {
-    case Rounding::kHalfUp: return detail::rounding_shift_right<Rounding::kHalfUp>(x, e);
-    case Rounding::kHalfAwayFromZero: return detail::rounding_shift_right<Rounding::kHalfAwayFromZero>(x, e);
+    case Rounding::kHalfUp: return hd::rounding_shift_right_in<Rounding::kHalfUp, int64_t>(x, e);
+    case Rounding::kHalfAwayFromZero: return hd::rounding_shift_right_in<Rounding::kHalfAwayFromZero, int64_t>(x, e);
     case Rounding::kHalfEven: break;
   }
-  return detail::rounding_shift_right<Rounding::kHalfEven>(x, e);
+  return hd::rounding_shift_right_in<Rounding::kHalfEven, int64_t>(x, e);
 }
 
 inline int32_t multiply_by_quantized_multiplier(int32_t x, QuantizedMultiplier q, int bits, Rounding r) {

@@ -179,11 +179,11 @@ inline int32_t rescale(int64_t acc, Rescale s, Rounding r) {
   const __int128 v = static_cast<__int128>(acc) * s.multiplier;
   __int128 q;
   switch (r) {
-    case Rounding::kHalfUp: q = detail::rounding_shift_right_in<Rounding::kHalfUp, __int128>(v, s.shift); break;
+    case Rounding::kHalfUp: q = hd::rounding_shift_right_in<Rounding::kHalfUp, __int128>(v, s.shift); break;
     case Rounding::kHalfAwayFromZero:
-      q = detail::rounding_shift_right_in<Rounding::kHalfAwayFromZero, __int128>(v, s.shift);
+      q = hd::rounding_shift_right_in<Rounding::kHalfAwayFromZero, __int128>(v, s.shift);
       break;
-    default: q = detail::rounding_shift_right_in<Rounding::kHalfEven, __int128>(v, s.shift);
+    default: q = hd::rounding_shift_right_in<Rounding::kHalfEven, __int128>(v, s.shift);
   }
   return static_cast<int32_t>(q < INT32_MIN ? INT32_MIN : (q > INT32_MAX ? INT32_MAX : q));
 }
