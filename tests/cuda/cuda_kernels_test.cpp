@@ -44,6 +44,18 @@ ir::QInfo qinfo(DType dt, std::vector<float> scale, std::vector<int32_t> zp) {
   return q;
 }
 
+// A 3x3 MaxPool, stride 2, padding 1.
+ir::Node maxpool_node() {
+  ir::Node mp;
+  mp.op = "MaxPool";
+  mp.name = "pool";
+  mp.inputs = {"x"};
+  mp.attrs["kernel_shape"].ints = {3, 3};
+  mp.attrs["strides"].ints = {2, 2};
+  mp.attrs["pads"].ints = {1, 1, 1, 1};
+  return mp;
+}
+
 struct ConvCase {
   int64_t N, C, H, W, M, k, stride, pad, group;
   DType xdt, ydt, wdt;
@@ -158,13 +170,7 @@ TEST(CudaKernels, ElementwiseAndPoolingEqualReference) {
       test::expect_cuda_equals_reference(n, {nullptr}, {&x}, std::string(t.name) + " gap");
     }
   }
-  ir::Node mp;
-  mp.op = "MaxPool";
-  mp.name = "pool";
-  mp.inputs = {"x"};
-  mp.attrs["kernel_shape"].ints = {3, 3};
-  mp.attrs["strides"].ints = {2, 2};
-  mp.attrs["pads"].ints = {1, 1, 1, 1};
+  const ir::Node mp = maxpool_node();
   for (DType dt : {DType::kUInt8, DType::kInt8}) {
     Tensor x = test::random_codes({2, 3, 11, 10}, dt, rng);
     test::expect_cuda_equals_reference(mp, {nullptr}, {&x}, "maxpool");
@@ -250,13 +256,7 @@ TEST(CudaKernels, FloatOpsMatchReference) {
   relu.inputs = {"x"};
   Tensor x = randn({2, 3, 9, 10});
   test::expect_cuda_near_reference(relu, {nullptr}, {&x}, "Relu", 0.0);
-  ir::Node mp;
-  mp.op = "MaxPool";
-  mp.name = "pool";
-  mp.inputs = {"x"};
-  mp.attrs["kernel_shape"].ints = {3, 3};
-  mp.attrs["strides"].ints = {2, 2};
-  mp.attrs["pads"].ints = {1, 1, 1, 1};
+  const ir::Node mp = maxpool_node();
   test::expect_cuda_near_reference(mp, {nullptr}, {&x}, "MaxPool", 0.0);
   ir::Node gap;
   gap.op = "GlobalAveragePool";
