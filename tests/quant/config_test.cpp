@@ -163,6 +163,22 @@ TEST(PtqSection, PresetsAndErrors) {
   EXPECT_NE(error("ptq.smoothquant={alpha: 1.5}").find("ptq.smoothquant.alpha"), std::string::npos);
   EXPECT_TRUE(qfx::quant::load_job_config(base, {"ptq.smoothquant={alpha: 0.7}"}).ptq.smoothquant);
   EXPECT_NE(error("ptq.bias_correction=maybe").find("ptq.bias_correction"), std::string::npos);
+  // ptq.range_search: true takes every algorithm; a list picks (kl is entropy); bad names are named.
+  {
+    using qfx::quant::Algorithm;
+    const auto on = qfx::quant::load_job_config(base, {"ptq.range_search=true"});
+    EXPECT_TRUE(on.ptq.range_search);
+    EXPECT_EQ(on.ptq.range_search_options.candidates.size(), 5u);
+    const auto r = qfx::quant::load_job_config(base, {"ptq.range_search={candidates: [percentile, kl], num_samples: 16}"});
+    EXPECT_TRUE(r.ptq.range_search);
+    EXPECT_EQ(r.ptq.range_search_options.candidates, (std::vector<Algorithm>{Algorithm::kPercentile, Algorithm::kEntropy}));
+    EXPECT_EQ(r.ptq.range_search_options.num_samples, 16);
+    EXPECT_FALSE(qfx::quant::load_job_config(base).ptq.range_search);
+  }
+  EXPECT_NE(error("ptq.range_search={candidates: [median]}").find("ptq.range_search.candidates"), std::string::npos);
+  EXPECT_NE(error("ptq.range_search={candidates: []}").find("ptq.range_search.candidates must be a list"), std::string::npos);
+  EXPECT_NE(error("ptq.range_search={num_samples: 0}").find("ptq.range_search.num_samples"), std::string::npos);
+  EXPECT_NE(error("ptq.range_search={sample: 3}").find("unknown key 'sample'"), std::string::npos);
 }
 
 // One rule for relative paths: relative to the config file's folder when written in

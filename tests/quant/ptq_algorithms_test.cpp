@@ -5,6 +5,7 @@
 
 #include <ATen/ATen.h>
 
+#include <map>
 #include <set>
 #include <torch/nn/modules/activation.h>
 #include <torch/nn/modules/batchnorm.h>
@@ -473,4 +474,105 @@ TEST(AutoFallback, Int16MovesRequantizeOutputsTo16Bits) {
   EXPECT_GE(wide, 2);
   for (const auto& l : {"c1", "c2", "c3", "fc"})
     EXPECT_TRUE(dynamic_cast<FusedConvLinear*>(gm->get_submodule(l).get())->weight_fake_quant()->fake_quant_enabled()) << l;
+}
+
+// A net prepared with 8-bit `kind` activation observers (algorithm `a`) and
+// per-channel 8-bit weights, calibrated on the usual data.
+std::shared_ptr<fx::GraphModule> histogram_prepared(Net net, Algorithm a, ObserverKind kind = ObserverKind::kHistogram) {
+  auto gm = fx::trace_module(net.ptr(), [net](std::vector<c10::IValue> in) mutable { return net->forward(in[0].toTensor()); },
+                             {at::randn({2, 3, 12, 12})});
+  gm->eval();
+  auto q = std::make_shared<QConfig>();
+  q->activation.observer = kind;
+  q->activation.algorithm = a;
+  QConfigMapping m;
+  m.set_global(q);
+  prepare_fx(*gm, m, BackendConfig::resolve("onednn"));
+  calibrate_in_libtorch(*gm, calibration_data());
+  return gm;
+}
+
+// Every candidate's SQNR is the fake-quantized model's output SQNR against the
+// float net (libtorch) on the same samples with that algorithm; the best stays in
+// place, on every histogram observer; weights are untouched.
+TEST(RangeSearch, ChoosesTheCandidateWithTheBestOutputSqnr) {
+  Net net = make_net(true);
+  auto gm = histogram_prepared(net, Algorithm::kMSE);
+  EXPECT_GT(count_histogram_activations(*gm), 3);
+  std::vector<at::Tensor> weights;
+  for (const auto& l : gm->named_modules("", false))
+    if (auto* f = dynamic_cast<FusedConvLinear*>(l.value().get())) weights.push_back(f->weight_fake_quant()->qparams().scale.clone());
+  const at::Tensor data = calibration_data();
+  RangeSearchOptions o;
+  o.candidates = {Algorithm::kMinMax, Algorithm::kPercentile, Algorithm::kMSE};
+  o.num_samples = 96;
+  const RangeSearchResult r = range_search(*gm, batches_of(data, 32), o);
+  EXPECT_EQ(r.configured, "mse");
+  EXPECT_EQ(r.samples, 96);
+  EXPECT_EQ(r.tensors, count_histogram_activations(*gm));
+  ASSERT_EQ(r.candidates.size(), 3u);
+  at::NoGradGuard ng;
+  const at::Tensor x = data.slice(0, 0, 96);
+  const at::Tensor ref = net->forward(x);
+  double best = -1e9;
+  std::string best_name;
+  for (const auto& c : r.candidates) {
+    EXPECT_EQ(set_activation_range_algorithm(*gm, parse_algorithm(c.algorithm)), r.tensors);
+    const double own = sqnr(ref, gm->forward(x));
+    std::cout << c.algorithm << ": " << c.sqnr_db << " dB (recomputed " << own << " dB)\n";
+    EXPECT_NEAR(c.sqnr_db, own, 1e-3) << c.algorithm;
+    if (own > best) best = own, best_name = c.algorithm;
+  }
+  EXPECT_EQ(r.chosen, best_name);
+  // The candidates differ on this net (the check above would pass for any one of them otherwise).
+  EXPECT_GT(std::abs(r.candidates[0].sqnr_db - r.candidates[1].sqnr_db), 0.01);
+  // Run again: it leaves the chosen algorithm in place, and only on activations.
+  range_search(*gm, batches_of(data, 32), o);
+  EXPECT_NEAR(sqnr(ref, gm->forward(x)), best, 1e-3);
+  size_t i = 0;
+  for (const auto& l : gm->named_modules("", false)) {
+    if (auto* f = dynamic_cast<FusedConvLinear*>(l.value().get())) EXPECT_TRUE(at::equal(weights[i++], f->weight_fake_quant()->qparams().scale));
+    if (auto* fq = dynamic_cast<FakeQuantize*>(l.value().get()))
+      if (auto* h = dynamic_cast<HistogramObserver*>(&fq->observer())) EXPECT_EQ(algorithm_name(h->configured_algorithm()), r.chosen);
+  }
+}
+
+// per_tensor: single activations move where the output SQNR rises; the result's SQNR
+// is the model's as left, never below the model-wide choice.
+TEST(RangeSearch, PerTensorNeverLowersTheOutputSqnr) {
+  Net net = make_net(true);
+  auto gm = histogram_prepared(net, Algorithm::kMSE);
+  const at::Tensor data = calibration_data();
+  RangeSearchOptions o;
+  o.candidates = {Algorithm::kMinMax, Algorithm::kPercentile, Algorithm::kEntropy, Algorithm::kMSE};
+  o.num_samples = 64;
+  o.per_tensor = true;
+  const RangeSearchResult r = range_search(*gm, batches_of(data, 32), o);
+  double model_wide = -1e9;
+  for (const auto& c : r.candidates) model_wide = std::max(model_wide, c.sqnr_db);
+  EXPECT_GE(r.sqnr_db, model_wide);
+  at::NoGradGuard ng;
+  const at::Tensor x = data.slice(0, 0, 64);
+  EXPECT_NEAR(sqnr(net->forward(x), gm->forward(x)), r.sqnr_db, 1e-3);
+  std::map<std::string, int> used;
+  for (const auto& l : gm->named_modules("", false))
+    if (auto* fq = dynamic_cast<FakeQuantize*>(l.value().get()))
+      if (auto* h = dynamic_cast<HistogramObserver*>(&fq->observer())) ++used[algorithm_name(h->configured_algorithm())];
+  int moved = 0;
+  for (const auto& [name, n] : used) moved += name == r.chosen ? 0 : n;
+  EXPECT_EQ(moved, r.per_tensor_changes);
+  std::cout << "model-wide " << r.chosen << " " << model_wide << " dB; per tensor " << r.sqnr_db << " dB, "
+            << r.per_tensor_changes << " moved\n";
+}
+
+TEST(RangeSearch, NeedsHistogramObserversAndData) {
+  Net net = make_net(false);
+  auto gm = histogram_prepared(net, Algorithm::kMinMax, ObserverKind::kMinMax);
+  EXPECT_EQ(count_histogram_activations(*gm), 0);
+  EXPECT_THROW(range_search(*gm, batches_of(calibration_data(), 32)), ArgumentError);
+  auto h = histogram_prepared(net, Algorithm::kMinMax);
+  EXPECT_THROW(range_search(*h, batches_of(calibration_data().slice(0, 0, 0), 32)), ArgumentError);
+  RangeSearchOptions none;
+  none.candidates.clear();
+  EXPECT_THROW(range_search(*h, batches_of(calibration_data(), 32), none), ArgumentError);
 }

@@ -7,9 +7,11 @@ calibration samples and one of evaluation samples, as .npy. Then
 - ONNX Runtime's quantize_static (QDQ format, per-channel int8 weights, uint8
   activations, its defaults otherwise) with each of its calibration methods
   (MinMax, Entropy, Percentile), timed;
-- `qfx ptq` on the same file and samples (histogram observers with the MSE
-  range search on activations, per-channel min/max weights; then once more with
-  empirical bias correction), its calibration time from report.json;
+- `qfx ptq` on the same file and samples (histogram observers, per-channel
+  min/max weights): with the MSE range search on activations, then with
+  `ptq.range_search` (the range algorithm with the best output SQNR on the
+  calibration samples), then that plus empirical bias correction; its
+  calibration time from report.json;
 - every int8 model run by ONNX Runtime on the evaluation samples: top-1 against
   the labels where there are labels, cosine against the float model's outputs
   (ONNX Runtime, fp32) always;
@@ -208,7 +210,10 @@ def data_yaml(npy, labels_npy=None):
     return "{format: npy, images: %s%s}" % (npy, ", labels: " + labels_npy if labels_npy else "")
 
 
-def qfx_quantize(qfx, src, out, cal_npy, n_cal, ev_npy, labels_npy, bias_correction, input_shape=None):
+QFX_ROWS = (("MSE", False, False), ("range search", True, False), ("range search, bias correction", True, True))
+
+
+def qfx_quantize(qfx, src, out, cal_npy, n_cal, ev_npy, labels_npy, range_search, bias_correction, input_shape=None):
     ev = data_yaml(ev_npy, labels_npy)
     cfg = os.path.join(out, "qfx.yaml")
     with open(cfg, "w") as f:
@@ -218,7 +223,7 @@ def qfx_quantize(qfx, src, out, cal_npy, n_cal, ev_npy, labels_npy, bias_correct
                 "    weight: {observer: minmax, granularity: per_channel}\n")
         f.write("calibration: {data: %s, num_samples: %d, batch_size: 64}\n" % (data_yaml(cal_npy), n_cal))
         f.write("evaluation: {data: %s, metric: %s, reference_check: 0, sqnr_samples: 0}\n" % (ev, "top1" if labels_npy else "cosine"))
-        f.write("ptq: {bias_correction: %s}\n" % ("true" if bias_correction else "false"))
+        f.write("ptq: {range_search: %s, bias_correction: %s}\n" % tuple("true" if b else "false" for b in (range_search, bias_correction)))
         f.write("output: {dir: %s, report_html: false}\n" % os.path.join(out, "qfx"))
     subprocess.run([qfx, "ptq", cfg], check=True, stdout=subprocess.DEVNULL)
     report = json.load(open(os.path.join(out, "qfx", "report.json")))
@@ -248,11 +253,11 @@ def compare(name, out, qfx, quick, skip_bc=False):
         dst = os.path.join(out, "ort_%s.onnx" % method.lower())
         secs = ort_quantize(src, dst, cal, method)
         rows.append(("ONNX Runtime " + method, secs) + metrics(run(dst, ev), ref, labels, out))
-    for bc in (False,) if skip_bc else (False, True):
-        q8, secs = qfx_quantize(qfx, src, out, paths["cal"], count(cal), paths["ev"], paths["labels"] if npy_labels else None, bc,
+    for what, rs, bc in QFX_ROWS[:2] if skip_bc else QFX_ROWS:
+        q8, secs = qfx_quantize(qfx, src, out, paths["cal"], count(cal), paths["ev"], paths["labels"] if npy_labels else None, rs, bc,
                                 INPUT_SHAPES.get(name))
         y_ort = run(q8, ev)
-        rows.append(("qfx (histogram, MSE%s)" % (", bias correction" if bc else ""), secs) + metrics(y_ort, ref, labels, out))
+        rows.append(("qfx (histogram, %s)" % what, secs) + metrics(y_ort, ref, labels, out))
     qfx_out = os.path.join(out, "qfx_run.npy")
     ins = [x for k, p in paths["ev"].items() for x in ("-i", "%s=%s" % (k, p))] if isinstance(ev, dict) else ["-i", paths["ev"]]
     subprocess.run([qfx, "run", q8] + ins + ["-o", qfx_out], check=True, stdout=subprocess.DEVNULL)

@@ -130,6 +130,29 @@ at::Tensor run_all(fx::GraphModule& gm, const std::vector<std::vector<at::Tensor
   return at::cat(outs, 0);
 }
 
+namespace {
+void flatten_into(const c10::IValue& v, std::vector<at::Tensor>* out, const char* who) {
+  if (v.isTensor()) {
+    out->push_back(v.toTensor().reshape({-1}).to(at::kFloat));
+  } else if (v.isTuple()) {
+    for (const auto& e : v.toTupleRef().elements()) flatten_into(e, out, who);
+  } else if (v.isList()) {
+    for (const auto& e : v.toListRef()) flatten_into(e, out, who);
+  } else if (v.isGenericDict()) {
+    for (const auto& e : v.toGenericDict()) flatten_into(e.value(), out, who);
+  } else {
+    throw ArgumentError(std::string(who) + ": a model output is " + v.tagKind() + ", not a tensor");
+  }
+}
+}  // namespace
+
+at::Tensor run_all_flat(fx::GraphModule& gm, const std::vector<std::vector<at::Tensor>>& samples, const char* who) {
+  std::vector<at::Tensor> outs;
+  for (const auto& b : samples) flatten_into(gm.forward(std::vector<c10::IValue>(b.begin(), b.end())), &outs, who);
+  if (outs.empty()) throw ArgumentError(std::string(who) + ": the model has no tensor output");
+  return at::cat(outs, 0);
+}
+
 double sqnr_db(const at::Tensor& ref, const at::Tensor& x) {
   const double s = ref.to(at::kDouble).pow(2).sum().item<double>();
   const double n = (ref.to(at::kDouble) - x.to(at::kDouble)).pow(2).sum().item<double>();

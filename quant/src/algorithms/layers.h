@@ -68,6 +68,12 @@ int64_t output_axis(const FusedConvLinear& f, const at::Tensor& y);
 /// std::invalid_argument naming `who` if the output is not one tensor.
 at::Tensor run_all(fx::GraphModule& gm, const std::vector<std::vector<at::Tensor>>& samples, const char* who);
 
+/// `gm`'s outputs over `samples`, every output tensor flattened and concatenated
+/// (tuples, lists and dict values in order), then concatenated over the batches:
+/// what an output SQNR compares. Throws ArgumentError naming `who` if an output
+/// is not a tensor or a container of tensors.
+at::Tensor run_all_flat(fx::GraphModule& gm, const std::vector<std::vector<at::Tensor>>& samples, const char* who);
+
 /// 10 log10(|ref|^2 / |ref - x|^2).
 double sqnr_db(const at::Tensor& ref, const at::Tensor& x);
 

@@ -38,9 +38,9 @@ std::vector<LayerSensitivity> layer_sensitivity(fx::GraphModule& gm, const NextB
     for (auto* fq : all) fq->enable_fake_quant(on);
   };
   set_all(false);
-  const at::Tensor ref = detail::run_all(gm, samples, "layer_sensitivity");
+  const at::Tensor ref = detail::run_all_flat(gm, samples, "layer_sensitivity");
   set_all(true);
-  if (all_db) *all_db = detail::sqnr_db(ref, detail::run_all(gm, samples, "layer_sensitivity"));
+  if (all_db) *all_db = detail::sqnr_db(ref, detail::run_all_flat(gm, samples, "layer_sensitivity"));
   std::vector<LayerSensitivity> out;
   for (const auto& l : detail::weighted_layers(gm)) {
     const auto mine = layer_quantizers(gm, l.path, *l.module);
@@ -48,10 +48,10 @@ std::vector<LayerSensitivity> layer_sensitivity(fx::GraphModule& gm, const NextB
     s.layer = l.path;
     set_all(false);
     for (auto* fq : mine) fq->enable_fake_quant(true);
-    s.only_this_db = detail::sqnr_db(ref, detail::run_all(gm, samples, "layer_sensitivity"));
+    s.only_this_db = detail::sqnr_db(ref, detail::run_all_flat(gm, samples, "layer_sensitivity"));
     set_all(true);
     for (auto* fq : mine) fq->enable_fake_quant(false);
-    s.all_but_this_db = detail::sqnr_db(ref, detail::run_all(gm, samples, "layer_sensitivity"));
+    s.all_but_this_db = detail::sqnr_db(ref, detail::run_all_flat(gm, samples, "layer_sensitivity"));
     out.push_back(s);
   }
   set_quant_state(gm, QuantState::kFakeQuant);

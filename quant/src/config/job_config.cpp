@@ -199,6 +199,27 @@ std::string resolve_path(const std::string& p_in, const std::string& base_dir) {
 
 namespace {
 
+// ptq.range_search: true, or {candidates: [minmax, percentile, entropy, mse, auto], num_samples, per_tensor}.
+void read_range_search(const std::string& path, const YAML::Node& v, PtqAlgorithmsConfig* a) {
+  if (!v.IsMap()) {
+    a->range_search = as_bool(path, v, "ptq.range_search");
+    return;
+  }
+  a->range_search = true;
+  RangeSearchOptions& o = a->range_search_options;
+  check_keys(path, v, "ptq.range_search", {"candidates", "num_samples", "per_tensor"});
+  if (auto n = v["per_tensor"]) o.per_tensor = as_bool(path, n, "ptq.range_search.per_tensor");
+  if (auto n = v["candidates"]) {
+    if (!n.IsSequence() || n.size() == 0)
+      bad(path, n, "ptq.range_search.candidates must be a list: [minmax, percentile, entropy, mse, auto]");
+    o.candidates.clear();
+    for (const auto& e : n)
+      o.candidates.push_back(parse_algorithm(
+          as_choice(path, e, "ptq.range_search.candidates", {"minmax", "percentile", "entropy", "kl", "mse", "auto"})));
+  }
+  if (auto n = v["num_samples"]) o.num_samples = positive(path, n, "ptq.range_search.num_samples", false);
+}
+
 // ptq.auto_fallback: true, or {metric, tolerance, min_sqnr_db, candidates, max_layers,
 // ranking_samples, num_samples, data}.
 void read_auto_fallback(const std::string& path, const YAML::Node& v, JobConfig* c) {
@@ -379,7 +400,7 @@ JobConfig load_job_config(const std::string& path, const std::vector<std::string
   }
   if (const YAML::Node p = root["ptq"]; p && !p.IsNull()) {
     if (!p.IsMap()) bad(path, p, "ptq must be a mapping {cross_layer_equalization: ..., adaround: ..., bias_correction: ...}");
-    check_keys(path, p, "ptq", {"cross_layer_equalization", "smoothquant", "sensitivity", "adaround", "bias_correction", "auto_fallback"});
+    check_keys(path, p, "ptq", {"cross_layer_equalization", "smoothquant", "sensitivity", "adaround", "bias_correction", "auto_fallback", "range_search"});
     PtqAlgorithmsConfig& a = c.ptq;
     // `true` / `false`, or a mapping of options {num_samples: N}, which also enables it.
     auto switch_with_samples = [&](const char* key, bool* on, int64_t* samples) {
@@ -410,6 +431,7 @@ JobConfig load_job_config(const std::string& path, const std::vector<std::string
         a.smoothquant = as_bool(path, v, "ptq.smoothquant");
       }
     }
+    if (auto v = p["range_search"]) read_range_search(path, v, &a);
     if (auto v = p["adaround"]) {
       if (v.IsMap()) {
         a.adaround = true;

@@ -67,6 +67,7 @@ PtqResult ptq(const JobConfig& cfg, const PipelineHooks& hooks, distributed::Con
   at::NoGradGuard no_grad;
 
   PreparedModel p = prepare_stage(job, cfg.qconfig, *data.cal, true, &res.algorithms);
+  check_range_search(job, *p.gm);
   resolve_output(job, *p.gm);
   auto lowered = std::make_unique<LoweredModel>(*p.gm, lower_options(job));
   set_calibration(&res, calibrate_stage(job, *p.gm, *lowered, *data.cal, dist));
@@ -76,6 +77,7 @@ PtqResult ptq(const JobConfig& cfg, const PipelineHooks& hooks, distributed::Con
   }
   // Taken before the algorithms below change weights.
   const at::Tensor libtorch_first = libtorch_first_batch(job, *p.gm, data.ev.get(), lowered->model());
+  if (cfg.ptq.range_search) range_search_stage(job, *p.gm, *data.cal, &res.algorithms);
   if (cfg.ptq.sensitivity) sensitivity_stage(job, *p.gm, *data.cal, &res.algorithms);
   const FloatWeights reference = refine_stage(job, *p.gm, *data.cal, &res.algorithms);
   if (cfg.ptq.auto_fallback) {
@@ -85,6 +87,7 @@ PtqResult ptq(const JobConfig& cfg, const PipelineHooks& hooks, distributed::Con
       p = prepare_stage(job, with_fallback(cfg.qconfig, moves), *data.cal, false, &res.algorithms);
       lowered = std::make_unique<LoweredModel>(*p.gm, lower_options(job));
       set_calibration(&res, calibrate_stage(job, *p.gm, *lowered, *data.cal, nullptr));  // the other ranks have finished
+      if (cfg.ptq.range_search) range_search_stage(job, *p.gm, *data.cal, &res.algorithms);  // on the model deployed
       refine_stage(job, *p.gm, *data.cal, &res.algorithms);
     }
   }

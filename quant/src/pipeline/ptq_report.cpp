@@ -33,6 +33,15 @@ json algorithms_json(const PtqAlgorithmReports& a, const PtqAlgorithmsConfig& c)
       j.push_back({{"norm", s.norm}, {"linears", s.linears}, {"spread_before", s.spread_before}, {"spread_after", s.spread_after}});
     out["smoothquant"] = j;
   }
+  if (c.range_search) {
+    const RangeSearchResult& r = a.range_search;
+    json cands = json::array();
+    for (const auto& k : r.candidates) cands.push_back({{"algorithm", k.algorithm}, {"sqnr_db", k.sqnr_db}});
+    out["range_search"] = {{"metric", "output SQNR (dB) against fp32 on calibration samples, fake-quantized in libtorch"},
+                           {"configured", r.configured}, {"chosen", r.chosen}, {"samples", r.samples},
+                           {"sqnr_db", r.sqnr_db}, {"per_tensor_changes", r.per_tensor_changes},
+                           {"activations", r.tensors}, {"candidates", cands}};
+  }
   if (c.adaround) out["adaround"] = layers_json(a.adaround);
   if (c.bias_correction) out["bias_correction"] = layers_json(a.bias_correction);
   return out;

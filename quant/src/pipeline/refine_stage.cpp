@@ -9,6 +9,27 @@ namespace {
 std::string db(double v) { return std::to_string(v).substr(0, 5); }
 }  // namespace
 
+void check_range_search(const Job& job, fx::GraphModule& gm) {
+  if (job.cfg.ptq.range_search && count_histogram_activations(gm) == 0)
+    throw ConfigError(job.config() + ": ptq.range_search chooses among histogram algorithms, but no activation is observed "
+                      "by a histogram observer (set qconfig ... activation: {observer: histogram})");
+}
+
+void range_search_stage(const Job& job, fx::GraphModule& gm, Dataset& cal, PtqAlgorithmReports* alg) {
+  const auto t0 = Clock::now();
+  alg->has_range_search = true;
+  alg->range_search = range_search(gm, batches(cal, job.cfg.calibration.batch_size), job.cfg.ptq.range_search_options);
+  const RangeSearchResult& r = alg->range_search;
+  std::string line;
+  for (const auto& c : r.candidates) line += (line.empty() ? "" : ", ") + c.algorithm + " " + db(c.sqnr_db) + " dB";
+  info(job.hooks, "range_search: output SQNR on " + std::to_string(r.samples) + " calibration samples: " + line + "; chosen " +
+                      r.chosen + " for " + std::to_string(r.tensors) + " activations" +
+                      (job.cfg.ptq.range_search_options.per_tensor
+                           ? ", then " + std::to_string(r.per_tensor_changes) + " set per tensor: " + db(r.sqnr_db) + " dB"
+                           : "") +
+                      " (" + std::to_string(static_cast<int>(secs(t0))) + " s)");
+}
+
 void sensitivity_stage(const Job& job, fx::GraphModule& gm, Dataset& cal, PtqAlgorithmReports* alg) {
   const PtqAlgorithmsConfig& c = job.cfg.ptq;
   alg->has_sensitivity = true;

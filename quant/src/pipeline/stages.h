@@ -89,6 +89,12 @@ CalibrationResult calibrate_stage(const Job& job, fx::GraphModule& gm, LoweredMo
 
 // ---- refine_stage.cpp
 
+/// ptq.range_search: throws ConfigError naming the config when `gm` (prepared,
+/// not yet calibrated) has no histogram-observed activation for it to choose for.
+void check_range_search(const Job& job, fx::GraphModule& gm);
+/// ptq.range_search on the calibrated model: the activation range algorithm
+/// with the best output SQNR stays in place (into `alg`).
+void range_search_stage(const Job& job, fx::GraphModule& gm, Dataset& cal, PtqAlgorithmReports* alg);
 /// ptq.sensitivity: per-layer sensitivity on calibration samples (into `alg`).
 void sensitivity_stage(const Job& job, fx::GraphModule& gm, Dataset& cal, PtqAlgorithmReports* alg);
 /// ptq.adaround and ptq.bias_correction on the calibrated model (reports into

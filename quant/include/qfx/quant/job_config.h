@@ -80,6 +80,10 @@ struct PtqAlgorithmsConfig {
   bool smoothquant = false;               ///< after prepare (and equalisation), before calibration
   double smoothquant_alpha = 0.5;         ///< ptq.smoothquant: {alpha, num_samples}
   int64_t smoothquant_samples = 256;
+  /// ptq.range_search: {candidates, num_samples}: right after calibration, the
+  /// activation range algorithm with the best output SQNR (quant::range_search).
+  bool range_search = false;
+  RangeSearchOptions range_search_options;
   bool adaround = false;                  ///< after calibration
   AdaRoundOptions adaround_options;       ///< ptq.adaround: {iterations, lr, reg, beta: [start, end], warmup, batch_size, num_samples, seed}
   bool sensitivity = false;               ///< per-layer sensitivity of the calibrated model (report.json)

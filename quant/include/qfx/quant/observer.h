@@ -193,6 +193,9 @@ class HistogramObserver : public ObserverBase {
   Algorithm chosen_algorithm() const { return chosen_; }
   /// The configured algorithm (kAuto stays kAuto), its options and the bin count.
   Algorithm configured_algorithm() const { return algo_; }
+  /// Replaces the configured algorithm (ptq.range_search); the statistics stay.
+  /// The next `clip_range()` uses it.
+  void set_algorithm(Algorithm a) { algo_ = chosen_ = a; }
   const AlgorithmOptions& options() const { return opts_; }
   int64_t bins() const { return bins_; }
   /// Counts observed values on the GPU (runtime::cuda_lattice_histogram; the

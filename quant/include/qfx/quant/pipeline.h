@@ -104,6 +104,8 @@ struct PtqEvaluation {
 struct PtqAlgorithmReports {
   std::vector<EqualizedPair> cross_layer_equalization;  ///< ptq.cross_layer_equalization
   std::vector<SmoothedNorm> smoothquant;                ///< ptq.smoothquant
+  bool has_range_search = false;                        ///< ptq.range_search ran
+  RangeSearchResult range_search;                       ///< its candidates and choice
   std::vector<LayerAlgorithmReport> adaround;           ///< ptq.adaround
   std::vector<LayerAlgorithmReport> bias_correction;    ///< ptq.bias_correction
   bool has_sensitivity = false;                         ///< ptq.sensitivity ran

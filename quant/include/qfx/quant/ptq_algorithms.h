@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "qfx/fx/graph_module.h"
+#include "qfx/quant/algorithms.h"
 #include "qfx/quant/calibrate.h"
 
 namespace qfx::quant {
@@ -226,5 +227,60 @@ struct AutoFallbackResult {
 /// prepared again.
 AutoFallbackResult auto_fallback(fx::GraphModule& gm, const NextBatch& ranking_data, const HeldOutData& held_out,
                                  const AutoFallbackOptions& options = {}, const FloatWeights* reference = nullptr);
+
+/// Options of `range_search` (the `ptq.range_search` section of a PTQ config).
+struct RangeSearchOptions {
+  /// The range algorithms tried, in order (the first wins a tie).
+  std::vector<Algorithm> candidates{Algorithm::kMinMax, Algorithm::kPercentile, Algorithm::kEntropy, Algorithm::kMSE,
+                                    Algorithm::kAuto};
+  int64_t num_samples = 256;  ///< calibration samples the outputs are compared on
+  /// After the model-wide choice, one pass in graph order in which each activation
+  /// takes the candidate that raises the output SQNR most with the others held:
+  /// (activations x (candidates - 1)) more passes over the samples.
+  bool per_tensor = false;
+};
+
+/// One candidate of `range_search`: the model's output SQNR with it.
+struct RangeCandidate {
+  std::string algorithm;  ///< algorithm_name of the candidate
+  double sqnr_db = 0;     ///< output SQNR (dB) against the float model, every output flattened and concatenated
+};
+
+/// What `range_search` measured and chose.
+struct RangeSearchResult {
+  std::string configured;                 ///< the algorithm calibration ran with ("mixed" when observers differ)
+  std::string chosen;                     ///< the model-wide choice
+  double sqnr_db = 0;                     ///< output SQNR (dB) as left in place (per-tensor choices included)
+  int64_t per_tensor_changes = 0;         ///< per_tensor: activations given another algorithm than `chosen`
+  int64_t samples = 0;                    ///< calibration samples compared
+  int64_t tensors = 0;                    ///< histogram-observed activation tensors it set
+  std::vector<RangeCandidate> candidates; ///< in the order tried
+};
+
+/// Output-aware choice of the activation range algorithm (the calibration
+/// method search of Horizon's hb_mapper and TensorRT's calibrator comparison,
+/// done on the model's output rather than per tensor): on a calibrated model
+/// (fake-quant state, observers off), for each candidate every activation
+/// FakeQuantize whose observer is a HistogramObserver gets that algorithm over
+/// its recorded histogram, and the model runs on up to `num_samples` samples of
+/// `data`; the candidate with the highest output SQNR against the float model
+/// stays in place (its qparams are the ones convert exports); with `per_tensor`,
+/// single activations then move to another candidate where that raises the
+/// output SQNR (greedy, one pass in graph order). Weight observers
+/// and non-histogram observers are untouched. Cost: one float pass and one
+/// fake-quantized pass per candidate. Throws ArgumentError when the model has
+/// no histogram-observed activation, when there are no candidates or no data,
+/// or when an output is not a tensor (tuples, lists and dicts of tensors are
+/// flattened).
+RangeSearchResult range_search(fx::GraphModule& gm, const NextBatch& data, const RangeSearchOptions& options = {});
+
+/// Sets `algorithm` on every histogram-observed activation of `gm` and
+/// recomputes their qparams (what `range_search` leaves in place, applied to a
+/// model calibrated again). Returns how many observers it set.
+int64_t set_activation_range_algorithm(fx::GraphModule& gm, Algorithm algorithm);
+
+/// How many activation FakeQuantizes of `gm` (graph nodes, weights excluded)
+/// observe through a HistogramObserver: what `range_search` can change.
+int64_t count_histogram_activations(fx::GraphModule& gm);
 
 }  // namespace qfx::quant
