@@ -110,6 +110,54 @@ import numpy as np; a, b = np.load('$tmp/$arch.qfx.npy'), np.load('$tmp/$arch.or
 c = float((a * b).sum() / np.linalg.norm(a) / np.linalg.norm(b)); px = float((a.argmax(1) == b.argmax(1)).mean())
 print('ok' if a.shape == b.shape and c >= 0.999 and px >= 0.999 else 'differ', c, px)\""
 done
+# Per-pixel labels [N, H, W] (255: unlabelled): the float model's classes with a
+# 2-pixel unlabelled border and every 7th pixel moved to the next class.
+seg=lraspp_mobilenet_v3_large
+$PY -c "
+import numpy as np; y = np.load('$tmp/$seg.ort.npy').argmax(1).astype(np.int64)
+y.reshape(-1)[::7] = (y.reshape(-1)[::7] + 1) % 21; y[:, :2] = y[:, -2:] = y[:, :, :2] = y[:, :, -2:] = 255
+np.save('$tmp/seg_labels.npy', y)"
+check "$seg: mean IoU against per-pixel labels, fp32 and int8" 0 "segmentation against the labels: mean IoU fp32" -- \
+  "$QFX" ptq --set model.path="$FIXTURES/$seg.pt" --set "model.input_shape=[-1, 3, 64, 64]" \
+  --set "calibration.data={format: npy, images: $tmp/x64_16.npy}" --set calibration.batch_size=8 \
+  --set "evaluation.data={format: npy, images: $tmp/x64_16.npy, labels: $tmp/seg_labels.npy}" --set evaluation.batch_size=8 \
+  --set evaluation.metric=miou --set evaluation.output=out --set evaluation.sqnr_samples=0 --set output.dir="$tmp/seg_labels"
+# The expectation: NumPy's mean IoU of ONNX Runtime's fp32 and int8 class maps against the labels.
+check "$seg: the reported mean IoU against the labels equals NumPy's on ONNX Runtime's outputs" 0 "^ok" -- bash -c \
+  "ORT_OPT=disabled $PY '$ort/run.py' '$tmp/seg_labels/model_fp32.onnx' '$tmp/seg_fp.npy' '$tmp/x64_16.npy' 2>/dev/null &&
+   ORT_OPT=disabled $PY '$ort/run.py' '$tmp/seg_labels/model_int8.onnx' '$tmp/seg_q.npy' '$tmp/x64_16.npy' 2>/dev/null &&
+   $PY -c \"
+import json, numpy as np; y = np.load('$tmp/seg_labels.npy'); v = y != 255
+def miou(p):
+    p, l = p.argmax(1)[v], y[v]; ious = []
+    for k in range(21):
+        u = ((p == k) | (l == k)).sum()
+        if u: ious.append(((p == k) & (l == k)).sum() / u)
+    return float(np.mean(ious))
+e = json.load(open('$tmp/seg_labels/report.json'))['evaluation']
+f, q = miou(np.load('$tmp/seg_fp.npy')), miou(np.load('$tmp/seg_q.npy'))
+ok = abs(e['miou_fp32_vs_labels'] - f) < 0.01 and abs(e['miou_int8_vs_labels'] - q) < 0.01 and e['labelled_pixels'] == int(v.sum())
+print('ok' if ok else 'differ', e['miou_fp32_vs_labels'], f, e['miou_int8_vs_labels'], q, e['labelled_pixels'], int(v.sum()))\""
+check "$seg: top1 with per-pixel labels is refused, naming the file (exit 6)" 6 "seg_labels.npy: evaluation.metric top1 needs one class per sample" -- \
+  "$QFX" ptq --set model.path="$FIXTURES/$seg.pt" --set "model.input_shape=[-1, 3, 64, 64]" \
+  --set "calibration.data={format: npy, images: $tmp/x64_16.npy}" \
+  --set "evaluation.data={format: npy, images: $tmp/x64_16.npy, labels: $tmp/seg_labels.npy}" --set evaluation.output=out \
+  --set output.dir="$tmp/seg_top1"
+# qfx qat reads per-pixel labels: its loss is a per-pixel cross-entropy (255 ignored), its
+# accuracies are over labelled pixels; the fp32 one equals NumPy's on ONNX Runtime's
+# fp32 outputs. (Training itself is not judged here: on these random weights QAT diverges.)
+check "$seg: qfx qat runs on per-pixel labels" 0 "top-1 on 16 images: fp32 " -- \
+  "$QFX" qat --set model.path="$FIXTURES/$seg.pt" --set "model.input_shape=[-1, 3, 64, 64]" \
+  --set "calibration.data={format: npy, images: $tmp/x64_16.npy}" --set calibration.num_samples=16 \
+  --set "training.data={format: npy, images: $tmp/x64_16.npy, labels: $tmp/seg_labels.npy}" --set training.num_samples=16 \
+  --set training.batch_size=8 --set training.epochs=1 --set qconfig.global.weight.bits=8 --set training.optimizer.lr=0.0001 \
+  --set "evaluation.data={format: npy, images: $tmp/x64_16.npy, labels: $tmp/seg_labels.npy}" --set evaluation.batch_size=8 \
+  --set evaluation.output=out --set evaluation.sqnr_samples=0 --set output.dir="$tmp/seg_qat"
+check "$seg: QAT's fp32 accuracy is over labelled pixels (NumPy on ONNX Runtime's fp32 outputs)" 0 "^ok" -- $PY -c "
+import json, numpy as np; e = json.load(open('$tmp/seg_qat/report.json'))['evaluation']
+y = np.load('$tmp/seg_labels.npy'); v = y != 255; p = np.load('$tmp/seg_fp.npy').argmax(1)
+want = float((p == y)[v].mean()); ok = abs(e['top1_fp32'] - want) < 0.005 and all(0 <= e[k] <= 1 for k in ('top1_fakequant', 'top1_int8'))
+print('ok' if ok else 'bad', e['top1_fp32'], want)"
 # A detector: backbone and two heads (int8, deployed), post-processing with
 # torchvision's nms and data-dependent branches kept whole by a wrap entry and left to
 # the host. No environment variable: torchvision's operator library loads by itself.

@@ -40,6 +40,10 @@ int run_ptq(const std::string& config_path, const std::vector<std::string>& over
     if (e.has_miou)
       std::printf("segmentation: mean IoU of int8 against fp32 %.4f over %lld classes; %.2f%% of pixels agree\n",
                   e.miou_int8_vs_fp32, static_cast<long long>(e.miou_classes), 100 * e.pixel_agreement);
+    if (e.has_miou_labels)
+      std::printf("segmentation against the labels: mean IoU fp32 %.4f, int8 %.4f (%+.4f) over %lld classes, %lld labelled pixels\n",
+                  e.miou_fp32_vs_labels, e.miou_int8_vs_labels, e.miou_int8_vs_labels - e.miou_fp32_vs_labels,
+                  static_cast<long long>(e.miou_label_classes), static_cast<long long>(e.labelled_pixels));
     if (e.sqnr_images > 0) {
       std::printf("per-layer SQNR vs fp32 on %lld images, worst first (%zu layers; all in report.json):\n",
                   static_cast<long long>(e.sqnr_images), e.layers.size());

@@ -54,8 +54,8 @@ double per_channel(const std::vector<double>& v, int64_t c) {
 
 at::Tensor npy_labels(const std::string& path, int64_t count, const std::string& samples) {
   auto l = runtime::load_npy(path);
-  if (l.shape().size() != 1 || (l.dtype() != runtime::DType::kInt64 && l.dtype() != runtime::DType::kInt32))
-    throw DataError(path + ": expected int64 or int32 labels [N]");
+  if (l.shape().empty() || (l.dtype() != runtime::DType::kInt64 && l.dtype() != runtime::DType::kInt32))
+    throw DataError(path + ": expected int64 or int32 labels: a class per sample [N], or per pixel [N, H, W]");
   if (l.shape()[0] != count)
     throw DataError(path + ": " + std::to_string(l.shape()[0]) + " labels for " + std::to_string(count) + " samples in " + samples);
   return at::from_blob(const_cast<void*>(l.raw()), l.shape(), l.dtype() == runtime::DType::kInt64 ? at::kLong : at::kInt)

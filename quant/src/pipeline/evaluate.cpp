@@ -1,5 +1,7 @@
 // Evaluate stage: the fp32 model (lowered) against the int8 model on the
 // evaluation data, on the runtime; and libtorch's fp32 output as the check of both.
+#include <tuple>
+
 #include "../algorithms/layers.h"
 #include "metrics.h"
 #include "qfx/quant/fake_quantize.h"
@@ -22,25 +24,42 @@ namespace {
 // Top-1 of both models when the metric is top1 (labels checked when the data was opened).
 void top1(const at::Tensor& fp, const at::Tensor& q, const at::Tensor& labels, PtqEvaluation* E) {
   E->has_top1 = true;
-  E->top1_fp32 = fp.argmax(1).eq(labels).to(at::kDouble).mean().item<double>();
-  E->top1_int8 = q.argmax(1).eq(labels).to(at::kDouble).mean().item<double>();
+  E->top1_fp32 = label_accuracy(fp.argmax(1), labels, fp.size(1), "evaluation.data.labels");
+  E->top1_int8 = label_accuracy(q.argmax(1), labels, q.size(1), "evaluation.data.labels");
   E->prediction_agreement = q.argmax(1).eq(fp.argmax(1)).to(at::kDouble).mean().item<double>();
 }
 
-// Mean IoU of the per-pixel classes of `q` against `fp` ([N, K, ...]: class axis 1).
-void miou(const Job& job, const at::Tensor& fp, const at::Tensor& q, PtqEvaluation* E) {
+// Mean IoU of class maps `a` against `b` (flat, values in [0, K)): per class present in
+// either, intersection over union, averaged; {mean IoU, classes present}.
+std::pair<double, int64_t> mean_iou(const at::Tensor& a, const at::Tensor& b, int64_t K) {
+  const at::Tensor inter = at::bincount(a.masked_select(a.eq(b)), {}, K).to(at::kDouble);
+  const at::Tensor ca = at::bincount(a, {}, K).to(at::kDouble), cb = at::bincount(b, {}, K).to(at::kDouble);
+  const at::Tensor uni = ca + cb - inter, present = uni.gt(0);
+  const int64_t classes = present.sum().item<int64_t>();
+  return {classes ? (inter.masked_select(present) / uni.masked_select(present)).mean().item<double>() : 1.0, classes};
+}
+
+// Mean IoU of the per-pixel classes of `q` against `fp` ([N, K, ...]: class axis 1),
+// and of both against per-pixel `labels` ([N, ...], values outside [0, K) ignored) when given.
+void miou(const Job& job, const at::Tensor& fp, const at::Tensor& q, const at::Tensor& labels, PtqEvaluation* E) {
   if (fp.dim() < 3)
     throw ConfigError(job.config() + ": evaluation.metric miou needs per-pixel class scores [N, classes, H, W]; output " +
                       std::to_string(job.output) + " has rank " + std::to_string(fp.dim()));
   const int64_t K = fp.size(1);
-  const at::Tensor a = fp.argmax(1).flatten(), b = q.argmax(1).flatten();
-  const at::Tensor inter = at::bincount(a.masked_select(a.eq(b)), {}, K).to(at::kDouble);
-  const at::Tensor ca = at::bincount(a, {}, K).to(at::kDouble), cb = at::bincount(b, {}, K).to(at::kDouble);
-  const at::Tensor uni = ca + cb - inter, present = uni.gt(0);
+  const at::Tensor a = fp.argmax(1), b = q.argmax(1);
   E->has_miou = true;
-  E->miou_classes = present.sum().item<int64_t>();
-  E->miou_int8_vs_fp32 = E->miou_classes ? (inter.masked_select(present) / uni.masked_select(present)).mean().item<double>() : 1.0;
+  std::tie(E->miou_int8_vs_fp32, E->miou_classes) = mean_iou(a.flatten(), b.flatten(), K);
   E->pixel_agreement = a.eq(b).to(at::kDouble).mean().item<double>();
+  if (!labels.defined()) return;
+  if (labels.sizes() != a.sizes())
+    throw DataError(job.cfg.evaluation.data.labels + ": evaluation.metric miou compares per-pixel labels " +
+                    c10::str(labels.sizes()) + " with the output's class map " + c10::str(a.sizes()));
+  const at::Tensor valid = labels.ge(0).logical_and(labels.lt(K));
+  const at::Tensor l = labels.masked_select(valid);
+  E->has_miou_labels = true;
+  E->labelled_pixels = l.numel();
+  std::tie(E->miou_fp32_vs_labels, E->miou_label_classes) = mean_iou(a.masked_select(valid), l, K);
+  E->miou_int8_vs_labels = mean_iou(b.masked_select(valid), l, K).first;
 }
 
 }  // namespace
@@ -106,7 +125,7 @@ at::Tensor evaluate_stage(const Job& job, const runtime::Model& fp32, runtime::M
   E->fp32_ms_per_image = 1000.0 * t_fp32 / static_cast<double>(std::max<int64_t>(timed, 1));
   E->int8_ms_per_image = 1000.0 * t_int8 / static_cast<double>(std::max<int64_t>(timed, 1));
   if (job.cfg.evaluation.metric == "top1") top1(fp, q, ev.labels(), E);
-  if (job.cfg.evaluation.metric == "miou") miou(job, fp, q, E);
+  if (job.cfg.evaluation.metric == "miou") miou(job, fp, q, ev.labels(), E);
   return q;
 }
 

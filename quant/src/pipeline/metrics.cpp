@@ -6,6 +6,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include "qfx/error.h"
+
 namespace qfx::quant::pipeline {
 
 double sqnr_db(double signal, double noise) { return 10.0 * std::log10(std::max(signal, 1e-30) / std::max(noise, 1e-30)); }
@@ -15,6 +17,14 @@ double cosine(const at::Tensor& a, const at::Tensor& b) {
   const double nx = x.norm().item<double>(), ny = y.norm().item<double>();
   if (nx == 0.0 || ny == 0.0) return nx == ny ? 1.0 : 0.0;
   return (x * y).sum().item<double>() / (nx * ny);
+}
+
+double label_accuracy(const at::Tensor& pred, const at::Tensor& labels, int64_t classes, const std::string& labels_file) {
+  if (pred.sizes() != labels.sizes())
+    throw DataError(labels_file + ": labels " + c10::str(labels.sizes()) + " do not match the model's predictions " +
+                    c10::str(pred.sizes()));
+  const at::Tensor valid = labels.ge(0).logical_and(labels.lt(classes));
+  return pred.eq(labels).logical_and(valid).sum().item<double>() / std::max<double>(valid.sum().item<double>(), 1.0);
 }
 
 }  // namespace qfx::quant::pipeline

@@ -21,6 +21,9 @@ PtqData open_ptq_data(const Job& job, int world) {
     note_fewer_samples(job.hooks, "evaluation.num_samples", cfg.evaluation.num_samples, d.ev->size());
     if (cfg.evaluation.metric == "top1" && !d.ev->labels().defined())
       throw ConfigError(job.config() + ": evaluation.metric top1 needs labels (evaluation.data.labels)");
+    if (cfg.evaluation.metric == "top1" && d.ev->labels().dim() != 1)
+      throw DataError(cfg.evaluation.data.labels + ": evaluation.metric top1 needs one class per sample [N]; these labels "
+                      "are per pixel (rank " + std::to_string(d.ev->labels().dim()) + "): use evaluation.metric miou");
   }
   const auto& s16 = job.backend.activation.dtypes;
   d.int16_available = std::find(s16.begin(), s16.end(), QDType::kInt16) != s16.end();

@@ -106,6 +106,12 @@ json evaluation_json(const PtqEvaluation& E) {
     j["miou_int8_vs_fp32"] = E.miou_int8_vs_fp32;
     j["pixel_agreement"] = E.pixel_agreement;
     j["miou_classes"] = E.miou_classes;
+    if (E.has_miou_labels) {
+      j["miou_fp32_vs_labels"] = E.miou_fp32_vs_labels;
+      j["miou_int8_vs_labels"] = E.miou_int8_vs_labels;
+      j["miou_label_classes"] = E.miou_label_classes;
+      j["labelled_pixels"] = E.labelled_pixels;
+    }
   }
   if (E.reference_images > 0)
     j["reference_check"] = {{"images", E.reference_images}, {"identical_outputs", E.reference_identical},

@@ -2,6 +2,7 @@
 #include "qfx/fx/tracer.h"
 #include "qfx/quant/distributed.h"
 #include "qfx/quant/fake_quantize.h"
+#include "metrics.h"
 #include "stages.h"
 
 namespace qfx::quant {
@@ -29,7 +30,7 @@ void deploy(const Job& job, fx::GraphModule& gm, Dataset& ev, const at::Tensor& 
   r->reference_identical = c.identical;
   r->reference_max_abs_diff = c.max_abs_diff;
   r->reference_exact_expected = c.exact_expected;
-  r->top1_int8 = q.argmax(1).eq(ev.labels()).to(at::kDouble).mean().item<double>();
+  r->top1_int8 = label_accuracy(q.argmax(1), ev.labels(), q.size(1), job.cfg.evaluation.data.labels);
   r->int8_agrees_with_fakequant = q.argmax(1).eq(fq_pred).to(at::kDouble).mean().item<double>();
   write_encodings(out.path("encodings.json"), int8.exported, graph_hash(gm), job.backend.name, &int8.model);
   r->outputs = {out.final_path("model_int8.onnx"), out.final_path("encodings.json"), out.final_path("report.json")};

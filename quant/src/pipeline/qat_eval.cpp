@@ -2,6 +2,7 @@
 // runtime, and the data-parallel check that every rank holds the same qparams.
 #include "qfx/quant/distributed.h"
 #include "qfx/quant/fake_quantize.h"
+#include "metrics.h"
 #include "stages.h"
 
 namespace qfx::quant::pipeline {
@@ -10,13 +11,16 @@ double top1_libtorch(const Job& job, fx::GraphModule& gm, Dataset& d, at::Tensor
   at::NoGradGuard ng;
   const int64_t bs = job.cfg.evaluation.batch_size;
   std::vector<at::Tensor> preds;
+  int64_t K = 0;  // classes
   for (int64_t i = 0; i < d.size(); i += bs) {
     const std::vector<at::Tensor> b = d.batch_inputs(i, std::min(i + bs, d.size()));
-    preds.push_back(forward_output(gm, b, job.output).argmax(1));
+    const at::Tensor scores = forward_output(gm, b, job.output);
+    K = scores.size(1);
+    preds.push_back(scores.argmax(1));
     progress(job.hooks, what, i + b[0].size(0), d.size());
   }
   *pred = at::cat(preds);
-  return pred->eq(d.labels()).to(at::kDouble).mean().item<double>();
+  return label_accuracy(*pred, d.labels(), K, job.cfg.evaluation.data.labels);
 }
 
 at::Tensor run_int8(const Job& job, const Int8Model& int8, Dataset& d) {

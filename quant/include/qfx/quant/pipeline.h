@@ -79,6 +79,13 @@ struct PtqEvaluation {
   bool has_miou = false;
   double miou_int8_vs_fp32 = 0, pixel_agreement = 0;   ///< mean IoU in [0, 1]; fraction of pixels
   int64_t miou_classes = 0;                     ///< classes present in either map
+  /// metric miou with per-pixel labels [N, H, W] (evaluation.data.labels; values outside
+  /// [0, classes) are ignored, e.g. 255 for VOC's borders): mean IoU of each model's
+  /// classes against the labels, over the classes present in the labels or the prediction.
+  bool has_miou_labels = false;
+  double miou_fp32_vs_labels = 0, miou_int8_vs_labels = 0;
+  int64_t miou_label_classes = 0;               ///< classes present (fp32 against labels)
+  int64_t labelled_pixels = 0;                  ///< pixels with a label in [0, classes)
   int64_t sqnr_images = 0;                      ///< images of the per-layer table
   std::vector<LayerSqnr> layers;                ///< worst first
   int64_t reference_images = 0;                 ///< images also run on the reference backend (0: no check)
