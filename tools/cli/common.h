@@ -12,19 +12,12 @@
 #include <string>
 #include <vector>
 
+#include "messages.h"
 #include "qfx/error.h"
 #include "qfx/quant/pipeline.h"
 #include "qfx/runtime/registry.h"
 
 namespace qfx::cli {
-
-/// An error message cut to one readable line: a message that quotes a huge value
-/// keeps its first 4000 characters and says how many more there were.
-inline std::string clip_message(const std::string& m) {
-  constexpr size_t kMax = 4000;
-  if (m.size() <= kMax) return m;
-  return m.substr(0, kMax) + "... (" + std::to_string(m.size() - kMax) + " more characters)";
-}
 
 /// Runs a pipeline with the data-parallel context `world` ranks share alive. In a
 /// run of several processes, a qfx::Error is reported as main() reports it and the

@@ -10,6 +10,7 @@
 #include "bench.h"
 #include "common.h"
 #include "launch.h"
+#include "run.h"
 #include "signals.h"
 #include "threads.h"
 #include "ptq.h"
@@ -24,7 +25,6 @@
 #include "qfx/quant/passes.h"
 #include "qfx/quant/report.h"
 #include "qfx/runtime/model.h"
-#include "qfx/runtime/npy.h"
 #include "qfx/runtime/registry.h"
 #include "qfx/version.h"
 #include <torch/version.h>
@@ -94,81 +94,6 @@ int run_inspect(const std::string& model, const std::vector<std::string>& wraps,
   std::cout << "\n";
   gm->print_tabular(std::cout);
   if (show_code) std::cout << "\n" << gm->code();
-  return 0;
-}
-
-// qfx run: one ONNX model on the runtime, inputs from .npy files.
-// Which implementation runs each node, and why the ones before it declined.
-void print_kernel_report(const qfx::runtime::Model& model) {
-  std::cout << "# kernels (backend " << model.backend() << "):\n";
-  for (const auto& c : model.kernel_report()) {
-    std::cout << "#   " << c.node << "  " << c.op << "  " << (c.folded ? "folded at plan time" : c.impl)
-              << (c.device_outputs ? "  (output stays on the device)" : "") << "\n";
-    for (const auto& d : c.declined) std::cout << "#       declined by " << d.impl << ": " << d.reason << "\n";
-  }
-}
-
-int run_model(const std::string& path, const std::vector<std::string>& input_args, const std::string& output,
-              const std::string& backend, const std::vector<std::string>& plugins, bool explain, bool onnx_arithmetic) {
-  qfx::runtime::ModelOptions mo;
-  mo.backend = backend;
-  mo.plugins = plugins;
-  if (onnx_arithmetic) mo.arithmetic = qfx::runtime::Arithmetic{};
-  auto model = qfx::runtime::Model::load(path, mo);
-  std::map<std::string, qfx::runtime::Tensor> inputs;
-  const auto& declared = model.inputs();
-  for (size_t i = 0; i < input_args.size(); ++i) {
-    std::string name, file = input_args[i];
-    const auto eq = file.find('=');
-    if (eq != std::string::npos) {
-      name = file.substr(0, eq);
-      file = file.substr(eq + 1);
-    } else {
-      if (i >= declared.size())
-        throw qfx::DataError("more --input files than the model has inputs (" + std::to_string(declared.size()) + ")");
-      name = declared[i].name;
-    }
-    inputs[name] = qfx::runtime::load_npy(file);
-  }
-  auto outs = model.run(inputs);
-  std::cout << "# " << path << " on " << model.backend() << ": " << model.total_ops() << " ops, " << model.int8_ops()
-            << " int8\n";
-  for (const auto& f : model.float_fallbacks()) std::cout << "#   float: " << f << "\n";
-  if (explain) print_kernel_report(model);
-  for (const auto& info : model.outputs()) {
-    const auto& t = outs.at(info.name);
-    std::cout << info.name << ": " << t.describe();
-    if (t.dtype() == qfx::runtime::DType::kFloat32 && t.numel() > 0) {
-      const float* d = t.data<float>();
-      double mn = d[0], mx = d[0], sum = 0;
-      for (int64_t i = 0; i < t.numel(); ++i) {
-        mn = std::min<double>(mn, d[i]);
-        mx = std::max<double>(mx, d[i]);
-        sum += d[i];
-      }
-      std::cout << " min " << mn << " max " << mx << " mean " << sum / static_cast<double>(t.numel());
-      if (t.shape().size() == 2) {
-        std::cout << " argmax";
-        const int64_t rows = std::min<int64_t>(t.shape()[0], 8), cols = t.shape()[1];
-        for (int64_t r = 0; r < rows; ++r)
-          std::cout << " " << (std::max_element(d + r * cols, d + (r + 1) * cols) - (d + r * cols));
-        if (t.shape()[0] > rows) std::cout << " ...";
-      }
-    }
-    std::cout << "\n";
-  }
-  if (!output.empty()) {
-    const auto& infos = model.outputs();
-    for (const auto& info : infos) {
-      std::string file = output;
-      if (infos.size() > 1) {
-        const std::string stem = file.size() > 4 && file.substr(file.size() - 4) == ".npy" ? file.substr(0, file.size() - 4) : file;
-        file = stem + "." + info.name + ".npy";
-      }
-      qfx::runtime::save_npy(file, outs.at(info.name));
-      std::cout << "wrote " << file << "\n";
-    }
-  }
   return 0;
 }
 
@@ -273,7 +198,7 @@ int main(int argc, char** argv) {
     qfx::cli::set_default_threads();
     for (const auto& lib : libraries) qfx::fx::load_operator_library(lib);
     if (*inspect) return run_inspect(model, wraps, config, train_mode, !no_code, prep);
-    if (*run) return run_model(onnx_path, run_inputs, run_output, run_backend, run_plugins, run_explain, run_onnx_arithmetic);
+    if (*run) return qfx::cli::run_model(onnx_path, run_inputs, run_output, run_backend, run_plugins, run_explain, run_onnx_arithmetic);
     if (*bench) return qfx::cli::run_bench(bargs);
     if (*report) {
       std::cout << "wrote " << qfx::quant::write_report_html(report_dir) << "\n";

@@ -1,0 +1,71 @@
+// The runtime benchmark (see runtime_bench.h): no libtorch.
+#include "runtime_bench.h"
+
+#include <chrono>
+#include <cstdio>
+#include <random>
+
+#include "bench_timing.h"
+#include "qfx/error.h"
+#include "qfx/runtime/model.h"
+
+namespace qfx::cli {
+using namespace qfx::runtime;
+
+namespace {
+
+// Median of `iters` timed runs after 3 warm-up runs (plans built, kernels loaded).
+Timing time_model(const Model& m, const std::map<std::string, Tensor>& feeds, int iters) {
+  for (int i = 0; i < 3; ++i) m.run(feeds);
+  std::vector<double> ms;
+  for (int i = 0; i < iters; ++i) {
+    const auto t0 = std::chrono::steady_clock::now();
+    m.run(feeds);
+    ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+  }
+  return timing_of(ms);
+}
+
+std::map<std::string, Tensor> random_feeds(const Model& m, int64_t batch) {
+  std::mt19937 rng(0);
+  std::normal_distribution<float> nd(0.0f, 1.0f);
+  std::map<std::string, Tensor> feeds;
+  for (const auto& in : m.inputs()) {
+    if (in.dtype != DType::kFloat32) throw qfx::DataError("input '" + in.name + "' is not float32: the benchmark feeds random floats");
+    Shape s = in.shape;
+    for (size_t d = 0; d < s.size(); ++d)
+      if (s[d] < 0) s[d] = d == 0 ? batch : 1;
+    if (!s.empty() && in.shape[0] < 0) s[0] = batch;
+    Tensor t(s, DType::kFloat32);
+    for (int64_t i = 0; i < t.numel(); ++i) t.data<float>()[i] = nd(rng);
+    feeds[in.name] = t;
+  }
+  return feeds;
+}
+
+}  // namespace
+
+int run_runtime_bench(const RuntimeBenchArgs& a) {
+  if (a.models.empty() || a.backends.empty() || a.batches.empty())
+    throw ArgumentError("runtime bench: needs at least one model, backend and batch size");
+  std::printf("| model | batch | backend | median ms | IQR ms | img/s | speed vs %s |\n|---|---:|---|---:|---:|---:|---:|\n",
+              a.backends[0].c_str());
+  for (const auto& path : a.models) {
+    std::vector<Model> loaded;
+    for (const auto& b : a.backends) loaded.push_back(Model::load(path, ModelOptions(b)));
+    for (int64_t batch : a.batches) {
+      std::vector<Timing> t;
+      for (const auto& m : loaded) t.push_back(time_model(m, random_feeds(m, batch), a.iters));
+      for (size_t i = 0; i < a.backends.size(); ++i)
+        std::printf("| %s | %lld | %s | %.3f | %.3f | %.1f | %.2fx |\n", path.substr(path.find_last_of('/') + 1).c_str(),
+                    static_cast<long long>(batch), a.backends[i].c_str(), t[i].median, t[i].iqr,
+                    1000.0 * static_cast<double>(batch) / t[i].median, t[0].median / t[i].median);
+      double worst = 0;
+      if (timings_disagree(t, a.iters, &worst))
+        std::printf("(timings spread by %.0f%% of their median: the machine was busy; ratios are not reliable)\n", 100 * worst);
+    }
+  }
+  return 0;
+}
+
+}  // namespace qfx::cli

@@ -1,0 +1,72 @@
+// qfx of the runtime-only build (-DQFX_RUNTIME_ONLY=ON): `qfx run` and `qfx bench`
+// on the runtime alone, for deployment machines without libtorch or Python.
+#include <CLI/CLI.hpp>
+
+#include <iostream>
+#include <new>
+
+#include "messages.h"
+#include "run.h"
+#include "runtime_bench.h"
+#include "qfx/error.h"
+#include "qfx/runtime/model.h"
+#include "qfx/version.h"
+
+int main(int argc, char** argv) {
+  CLI::App app{"qfx (runtime-only build): run and time quantized ONNX models"};
+  app.require_subcommand(1);
+  std::string versions = std::string("qfx ") + qfx::version() + " (runtime only";
+  for (const auto& [name, v] : qfx::runtime::library_versions()) versions += ", " + name + " " + v;
+  app.set_version_flag("--version", versions + ")", "Print qfx's version and those of the libraries it runs on");
+
+  auto* run = app.add_subcommand("run", "Run an ONNX model (float or int8 QDQ) on the qfx runtime");
+  std::string onnx_path, run_output, run_backend = "onednn";
+  std::vector<std::string> run_inputs, run_plugins;
+  bool run_explain = false, run_onnx_arithmetic = false;
+  run->add_option("model", onnx_path, "ONNX model (opset 13..17)")->required();
+  run->add_option("--input,-i", run_inputs, "Input .npy file, in the model's input order, or NAME=FILE.npy")->required();
+  run->add_option("--output,-o", run_output, "Save the output as .npy (several outputs: OUT.<name>.npy each)");
+  run->add_option("--backend", run_backend, "Runtime backend: onednn (default), reference, cuda, or one a --plugin registers");
+  run->add_option("--plugin", run_plugins, "Runtime plug-in shared library to load first (repeatable)");
+  run->add_flag("--explain", run_explain, "Print which kernel implementation runs each node, and why faster ones declined");
+  run->add_flag("--onnx-arithmetic", run_onnx_arithmetic,
+                "Compute int8 ops with ONNX's float requantization, ignoring the model's qfx.arithmetic");
+
+  auto* bench = app.add_subcommand("bench", "Latency of ONNX models on several runtime backends, side by side in one run");
+  qfx::cli::RuntimeBenchArgs b;
+  bench->add_option("models", b.models, "ONNX models (float or int8 QDQ) with float32 inputs")->required();
+  bench->add_option("--backends", b.backends, "Runtime backends; ratios are against the first (default onednn,cuda)")
+      ->delimiter(',');
+  bench->add_option("--batch", b.batches, "Batch sizes (default 1,32)")->delimiter(',')->check(CLI::Range(int64_t{1}, int64_t{1} << 20));
+  bench->add_option("--iters", b.iters, "Timed runs per row (default 20)")->check(CLI::Range(1, 1000000));
+
+  // The full build's commands, named so that their absence is explained.
+  for (const char* name : {"ptq", "qat", "inspect", "report"})
+    app.add_subcommand(name, std::string("(full build only)"))->allow_extras();
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  }
+  const std::string cmd = app.get_subcommands().at(0)->get_name();
+  try {
+    if (*run) return qfx::cli::run_model(onnx_path, run_inputs, run_output, run_backend, run_plugins, run_explain, run_onnx_arithmetic);
+    if (*bench) return qfx::cli::run_runtime_bench(b);
+    std::cerr << "qfx " << cmd << ": this qfx is a runtime-only build (QFX_RUNTIME_ONLY): it runs and times quantized "
+                 "models; " << cmd << " needs the full build with libtorch (README)\n";
+    return 2;
+  } catch (const qfx::InternalError& e) {
+    std::cerr << "qfx " << cmd << ": internal error (please report it with the command line): " << e.what() << "\n";
+    return e.exit_code();
+  } catch (const qfx::Error& e) {
+    std::cerr << "qfx: error: " << qfx::cli::clip_message(e.what()) << "\n";
+    return e.exit_code();
+  } catch (const std::bad_alloc&) {
+    std::cerr << "qfx: error: out of memory (an input or a batch larger than this machine's memory)\n";
+    return qfx::DataError("").exit_code();
+  } catch (const std::exception& e) {
+    std::cerr << "qfx " << cmd << ": internal error (please report it with the command line): " << e.what() << "\n";
+    return 1;
+  }
+}
