@@ -18,8 +18,9 @@ calibration samples and one of evaluation samples, as .npy. Then
 - qfx's int8 model run by qfx's runtime and by ONNX Runtime: the largest
   difference relative to the largest output, and the agreement of the argmax.
 Prints one markdown table; exit status 1 when qfx's better row is less accurate
-than ONNX Runtime's best method on a model (top-1 where there are labels, then
-cosine). Models: fashion_resnet / fashion_mobilenet (trained on
+than ONNX Runtime's best method on a model (top-1 where there are labels, unless
+the difference is within chance by an exact McNemar test on the paired predictions,
+p >= 0.05; then, as without labels, the cosine to the float model). Models: fashion_resnet / fashion_mobilenet (trained on
 Fashion-MNIST, the committed weights; real test images and labels), minilm
 (all-MiniLM-L6-v2's trained weights, tools/fixtures/minilm.py; generated sentences),
 minilm_ids (the same encoder from its int64 token ids and attention mask, two inputs;
@@ -36,6 +37,7 @@ import argparse
 import contextlib
 import io
 import logging
+import math
 import gzip
 import json
 import os
@@ -177,9 +179,38 @@ def run(path, x, batch=256):
 def metrics(y, ref, labels, out):
     cos = float((y * ref).sum() / np.sqrt((y * y).sum() * (ref * ref).sum()))
     if isinstance(labels, Lines):
-        return cos, ctc_accuracy(y, labels, out)
-    top1 = float((y.argmax(1) == labels).mean()) if labels is not None else None
-    return cos, top1
+        return cos, ctc_accuracy(y, labels, out), None
+    hits = y.argmax(1) == labels if labels is not None else None
+    return cos, float(hits.mean()) if hits is not None else None, hits
+
+
+def mcnemar_p(a_hits, b_hits):
+    """Two-sided exact McNemar test of two classifiers on the same samples: the
+    probability of a split of the discordant samples at least this uneven if both
+    were equally accurate."""
+    b, c = int((a_hits & ~b_hits).sum()), int((~a_hits & b_hits).sum())
+    n, k = b + c, min(b, c)
+    if n == 0:
+        return 1.0
+    return min(1.0, 2 * sum(math.comb(n, i) for i in range(k + 1)) / 2 ** n)
+
+
+def verdict(ort_rows, qfx_rows):
+    """qfx's better row against ONNX Runtime's best: (at least as accurate?, words).
+    Top-1 decides where there are labels, unless the two differ by less than chance
+    explains (exact McNemar test on the paired predictions, p >= 0.05): then, as
+    without labels, the cosine to the float model decides."""
+    score = lambda r: (r[3] if r[3] is not None else 0.0, r[2])
+    o, q = max(ort_rows, key=score), max(qfx_rows, key=score)
+    if score(q) >= score(o):
+        return True, "at least as accurate"
+    if o[4] is not None and q[4] is not None:
+        p = mcnemar_p(o[4], q[4])
+        if p >= 0.05 and q[2] >= o[2]:
+            return True, ("top-1 %+d images against %s (McNemar p = %.2f: within chance), higher cosine (%.5f against %.5f)"
+                          % (round((q[3] - o[3]) * len(q[4])), o[0], p, q[2], o[2]))
+        return False, "LESS accurate (top-1 McNemar p = %.2f)" % p
+    return False, "LESS accurate"
 
 
 def ort_quantize(src, dst, cal, method):
@@ -284,17 +315,15 @@ def main():
     worst = 0
     for name in models:
         n_cal, n_ev, rows, same = compare(name, os.path.join(a.out, name), qfx, a.quick, a.no_bias_correction)
-        score = lambda r: (r[3] if r[3] is not None else 0.0, r[2])  # top-1 where there are labels, then cosine
-        best_ort = max(score(r) for r in rows[:3])
-        mine = max(score(r) for r in rows[3:])
+        ok, words = verdict(rows[:3], rows[3:])
         for r in rows:
             top1 = "%.2f%%" % (100 * r[3]) if r[3] is not None else "-"
             print("| %s | %d / %d | %s | %.2f | %s | %.5f |" % (name, n_cal, n_ev, r[0], r[1], top1, r[2]))
         speed = min(r[1] for r in rows[1:3]) / rows[3][1]  # histogram calibration: qfx's vs ORT's quicker (Entropy, Percentile)
         print("| %s | | qfx vs best ONNX Runtime: %s; histogram calibration %.1fx faster than ONNX Runtime's (its quicker of Entropy, Percentile); "
               "ONNX Runtime on qfx's model: max diff %.2e of the largest output, argmax agrees on %.1f%% | | | |"
-              % (name, "at least as accurate" if mine >= best_ort else "LESS accurate", speed, same[0], 100 * same[1]))
-        worst = worst or (mine < best_ort) or not np.isfinite(mine[1])
+              % (name, words, speed, same[0], 100 * same[1]))
+        worst = worst or not ok or not all(np.isfinite(r[2]) for r in rows[3:])
     return 1 if worst else 0
 
 
