@@ -19,18 +19,8 @@ int main(int argc, char** argv) {
   for (const auto& [name, v] : qfx::runtime::library_versions()) versions += ", " + name + " " + v;
   app.set_version_flag("--version", versions + ")", "Print qfx's version and those of the libraries it runs on");
 
-  auto* run = app.add_subcommand("run", "Run an ONNX model (float or int8 QDQ) on the qfx runtime");
-  std::string onnx_path, run_output, run_backend = "onednn";
-  std::vector<std::string> run_inputs, run_plugins;
-  bool run_explain = false, run_onnx_arithmetic = false;
-  run->add_option("model", onnx_path, "ONNX model (opset 13..17)")->required();
-  run->add_option("--input,-i", run_inputs, "Input .npy file, in the model's input order, or NAME=FILE.npy")->required();
-  run->add_option("--output,-o", run_output, "Save the output as .npy (several outputs: OUT.<name>.npy each)");
-  run->add_option("--backend", run_backend, "Runtime backend: onednn (default), reference, cuda, or one a --plugin registers");
-  run->add_option("--plugin", run_plugins, "Runtime plug-in shared library to load first (repeatable)");
-  run->add_flag("--explain", run_explain, "Print which kernel implementation runs each node, and why faster ones declined");
-  run->add_flag("--onnx-arithmetic", run_onnx_arithmetic,
-                "Compute int8 ops with ONNX's float requantization, ignoring the model's qfx.arithmetic");
+  qfx::cli::RunArgs rargs;
+  auto* run = qfx::cli::add_run_command(app, rargs);
 
   auto* bench = app.add_subcommand("bench", "Latency of ONNX models on several runtime backends, side by side in one run");
   qfx::cli::RuntimeBenchArgs b;
@@ -51,7 +41,7 @@ int main(int argc, char** argv) {
   }
   const std::string cmd = app.get_subcommands().at(0)->get_name();
   try {
-    if (*run) return qfx::cli::run_model(onnx_path, run_inputs, run_output, run_backend, run_plugins, run_explain, run_onnx_arithmetic);
+    if (*run) return qfx::cli::run_model(rargs);
     if (*bench) return qfx::cli::run_runtime_bench(b);
     std::cerr << "qfx " << cmd << ": this qfx is a runtime-only build (QFX_RUNTIME_ONLY): it runs and times quantized "
                  "models; " << cmd << " needs the full build with libtorch (README)\n";
