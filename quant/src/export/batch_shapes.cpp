@@ -16,16 +16,28 @@ std::map<const fx::Node*, std::vector<Dim>> batch_shapes(fx::GraphModule& gm,
   for (const auto& s : input_shapes)
     for (size_t d = 1; d < s.size(); ++d)
       if (s[d] < 0) throw UnsupportedOpError("export_onnx: shape arithmetic needs static input dims after the batch");
-  // Nothing may learn from these runs: eval mode, observers paused.
+  // Nothing may learn from these runs, and nothing in them may depend on qparams (a
+  // model exported before calibration has none yet): eval mode, observers paused,
+  // fake quantization off.
+  struct Was {
+    FakeQuantize* fq;
+    bool observer, fake_quant;
+  };
   const bool training = gm.is_training();
-  std::vector<std::pair<FakeQuantize*, bool>> observers;
+  std::vector<Was> observers;
   for (const auto& m : gm.modules(/*include_self=*/false))
-    if (auto* fq = dynamic_cast<FakeQuantize*>(m.get())) observers.emplace_back(fq, fq->observer_enabled());
+    if (auto* fq = dynamic_cast<FakeQuantize*>(m.get())) observers.push_back({fq, fq->observer_enabled(), fq->fake_quant_enabled()});
   gm.eval();
-  for (auto& [fq, on] : observers) fq->enable_observer(false);
+  for (const Was& w : observers) {
+    w.fq->enable_observer(false);
+    w.fq->enable_fake_quant(false);
+  }
   auto restore = [&] {
     gm.train(training);
-    for (auto& [fq, on] : observers) fq->enable_observer(on);
+    for (const Was& w : observers) {
+      w.fq->enable_observer(w.observer);
+      w.fq->enable_fake_quant(w.fake_quant);
+    }
   };
   auto run = [&](int64_t batch) {
     std::vector<std::vector<int64_t>> in = input_shapes;
