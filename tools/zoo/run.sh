@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Every torchvision classification architecture of the zoo (tools/zoo/zoo.py list)
+# Every torchvision classification architecture of the zoo and the other model families
+# (segmentation, 1-D audio, GroupNorm / InstanceNorm; tools/zoo/zoo.py list)
 # through `qfx ptq` from its torch.export program (its TorchScript file where torch.export
 # fails) with the cosine metric, compared with torch.ao FX PTQ and PT2E (torchao's
 # X86InductorQuantizer) on the same random weights and inputs, and the int8 model run
@@ -35,10 +36,13 @@ for arch in "${archs[@]}"; do
       echo "   export failed (see $log)" >&2; rows+=("| $arch | export failed | | | | | | | | | **no** |"); fail=1; continue; }
   fi
   size=$("$PY" -c "import json; print(json.load(open('$out/$arch.torch_ao.json'))['size'])")
+  # The input shape and the evaluated output (the key "out" of a segmentation model's dictionary).
+  shape=$("$PY" -c "import json; print(json.load(open('$out/$arch.torch_ao.json')).get('input_shape', [-1, 3, $size, $size]))")
+  output=$("$PY" -c "import json; print(json.load(open('$out/$arch.torch_ao.json')).get('output', 0))")
   model=$out/$arch.pt2  # the exported program; the TorchScript file where torch.export failed
   [ -f "$model" ] || model=$out/$arch.pt
   rm -rf "${out:?}/$arch"
-  if ! "$QFX" ptq --set model.path="$model" --set "model.input_shape=[-1, 3, $size, $size]" \
+  if ! "$QFX" ptq --set model.path="$model" --set "model.input_shape=$shape" --set evaluation.output="$output" \
       --set "calibration.data={format: npy, images: $out/$arch.cal.npy}" --set calibration.num_samples=32 \
       --set calibration.batch_size=8 --set "evaluation.data={format: npy, images: $out/$arch.eval.npy}" \
       --set evaluation.metric=cosine --set evaluation.batch_size=8 --set evaluation.sqnr_samples=0 \

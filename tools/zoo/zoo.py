@@ -2,7 +2,9 @@
 """The torchvision model zoo for tools/zoo/run.sh (the torch and torchvision of
 requirements.txt, used only as users export their models).
 
-    zoo.py list                       the architectures, one "name size" per line
+    zoo.py list                       the architectures (torchvision's classifiers, then
+                                      FAMILIES: segmentation, 1-D audio, GroupNorm /
+                                      InstanceNorm), one "name size" per line
     zoo.py export ARCH DIR            DIR/ARCH.pt (TorchScript, random weights,
                                       batch-norm statistics re-estimated on random
                                       inputs) and DIR/ARCH.pt2 (torch.export of the same
@@ -61,8 +63,25 @@ SIZES = {
 }
 
 
+# Beyond classification: torchvision's segmentation models (dictionary output "out",
+# [N, 21, H, W]) at 64x64, and the fixtures' 1-D keyword spotter ([N, 40, 100] mel bands)
+# and GroupNorm / InstanceNorm network ([N, 3, 32, 32]).
+SEGMENTATION = ["lraspp_mobilenet_v3_large", "deeplabv3_mobilenet_v3_large", "fcn_resnet50", "deeplabv3_resnet50"]
+FAMILIES = SEGMENTATION + ["kws_1d", "norm_net"]
+
+
 def archs():
-    return torchvision.models.list_models(module=torchvision.models)
+    return torchvision.models.list_models(module=torchvision.models) + FAMILIES
+
+
+def input_shape(arch):
+    """One sample's shape."""
+    if arch == "kws_1d":
+        return (40, 100)
+    if arch == "norm_net":
+        return (3, 32, 32)
+    size = 64 if arch in SEGMENTATION else spec(arch)[0]
+    return (3, size, size)
 
 
 def spec(arch):
@@ -79,7 +98,28 @@ def spec(arch):
 CAL, EVAL = 32, 16
 
 
+def build_family(arch):
+    """A model of FAMILIES, random weights, batch-norm statistics of random inputs."""
+    from export_models import KeywordSpotter, NormNet, segmentation_model
+    if arch in SEGMENTATION:
+        return segmentation_model(arch)
+    torch.manual_seed(0)
+    m = KeywordSpotter() if arch == "kws_1d" else NormNet()
+    m.train()
+    with torch.no_grad():
+        for _ in range(3):
+            m(torch.randn((8,) + input_shape(arch)))
+    return m.eval()
+
+
+def main_output(y):
+    """The output the table compares: "out" of a dictionary output."""
+    return y["out"] if isinstance(y, dict) else y
+
+
 def build(arch):
+    if arch in FAMILIES:
+        return build_family(arch), input_shape(arch)[-1]
     size, kw = spec(arch)
     torch.manual_seed(0)
     m = getattr(torchvision.models, arch)(weights=None, **kw)
@@ -112,21 +152,21 @@ def torch_ao_cosine(m, size, cal, ev):
     torch.backends.quantized.engine = "onednn"
     try:
         with torch.no_grad():
-            fp = m(ev)
+            fp = main_output(m(ev))
             p = prepare_fx(m, get_default_qconfig_mapping("onednn"), (cal[:1],))
             for i in range(0, len(cal), 8):
                 p(cal[i:i + 8])
             q = convert_fx(p)
-            return {"cosine": cosine(q(ev), fp)}
+            return {"cosine": cosine(main_output(q(ev)), fp)}
     except Exception as e:  # torch.ao cannot trace or convert every model
         return {"cosine": None, "reason": "%s: %s" % (type(e).__name__, str(e).splitlines()[0][:160])}
 
 
-def export_program(m, size, path):
+def export_program(m, shape, path):
     """ARCH.pt2 (torch.export.save) with a dynamic batch, or batch 8 (the batch
     run.sh calibrates and evaluates with) where the model does not export with one;
     None, or why torch.export could not export the model."""
-    x = torch.randn(8, 3, size, size)
+    x = torch.randn((8,) + shape)
     try:
         batch = torch.export.Dim("batch", min=1, max=1024)
         ep = torch.export.export(m, (x,), dynamic_shapes=({0: batch},))
@@ -148,13 +188,13 @@ def pt2e_cosine(m, cal, ev):
         import torchao.quantization.pt2e.quantizer.x86_inductor_quantizer as xiq
         quantizer = xiq.X86InductorQuantizer().set_global(xiq.get_default_x86_inductor_quantization_config())
         with torch.no_grad():
-            fp = m(ev)
+            fp = main_output(m(ev))
             gm = torch.export.export(m, (cal[:8],)).module()
             p = prepare_pt2e(gm, quantizer)
             for i in range(0, len(cal), 8):
                 p(cal[i:i + 8])
             q = convert_pt2e(p)
-            out = torch.cat([q(ev[i:i + 8]) for i in range(0, len(ev), 8)])
+            out = torch.cat([main_output(q(ev[i:i + 8])) for i in range(0, len(ev), 8)])
             return {"cosine": cosine(out, fp)}
     except Exception as e:  # PT2E cannot export or quantize every model
         return {"cosine": None, "reason": "%s: %s" % (type(e).__name__, str(e).splitlines()[0][:160])}
@@ -167,13 +207,16 @@ def export(arch, out):
     torch.jit.script(m).save(path)
     strip_debug(path)
     rng = np.random.default_rng(0)
-    cal = rng.normal(0, 1, (CAL, 3, size, size)).astype(np.float32)
-    ev = rng.normal(0, 1, (EVAL, 3, size, size)).astype(np.float32)
+    shape = input_shape(arch)
+    cal = rng.normal(0, 1, (CAL,) + shape).astype(np.float32)
+    ev = rng.normal(0, 1, (EVAL,) + shape).astype(np.float32)
     np.save(os.path.join(out, arch + ".cal.npy"), cal)
     np.save(os.path.join(out, arch + ".eval.npy"), ev)
     res = torch_ao_cosine(m, size, torch.from_numpy(cal), torch.from_numpy(ev))
     res["size"] = size
-    res["pt2"] = export_program(m, size, os.path.join(out, arch + ".pt2"))
+    res["input_shape"] = [-1] + list(shape)
+    res["output"] = "out" if arch in SEGMENTATION else 0  # evaluation.output
+    res["pt2"] = export_program(m, shape, os.path.join(out, arch + ".pt2"))
     res["pt2e"] = pt2e_cosine(m, torch.from_numpy(cal), torch.from_numpy(ev))
     with open(os.path.join(out, arch + ".torch_ao.json"), "w") as f:
         json.dump(res, f)
@@ -208,7 +251,7 @@ def row(arch, d):
     a, b = np.load(os.path.join(d, arch + ".qfx.npy")), np.load(os.path.join(d, arch + ".ort.npy"))
     plain = np.load(os.path.join(d, arch + ".ort_plain.npy"))
     ort_self = cosine(torch.from_numpy(b), torch.from_numpy(plain)) if b.shape == plain.shape else 0.0
-    agree = float((a.argmax(1) == b.argmax(1)).mean()) if a.shape == b.shape else 0.0
+    agree = float((a.argmax(1) == b.argmax(1)).mean()) if a.shape == b.shape else 0.0  # per pixel for segmentation
     diff = float(np.abs(a - b).max() / max(np.abs(b).max(), 1e-30)) if a.shape == b.shape else float("inf")
     bar = ao["cosine"] - 0.01 if ao["cosine"] is not None else 0.98
     ort_cos = cosine(torch.from_numpy(a), torch.from_numpy(b)) if a.shape == b.shape else 0.0
@@ -219,16 +262,17 @@ def row(arch, d):
         return "%.5f" % r["cosine"] if r["cosine"] is not None else "n/a (%s)" % r["reason"].split(". ")[0].replace("|", "/")
     fls = ", ".join("%s %d" % kv for kv in sorted(fl.items())) or "none"
     read = ".pt2" if rep["model"].endswith(".pt2") else ".pt (torch.export: %s)" % (ao.get("pt2") or "not tried").replace("|", "/")
-    print("| %s | %d | %s | %d | %d | %s | %.5f | %s | %s | cosine %.5f (its own two runs: %.5f), max diff %.4f, same class %d/%d | %s |"
-          % (arch, ao["size"], read, rep.get("traced_nodes", 0), int8, fls, c, cell(ao), cell(pt2e), ort_cos, ort_self, diff,
-             round(agree * len(a)), len(a), "yes" if ok else "**no**"))
+    shape = ao.get("input_shape", [-1, 3, ao["size"], ao["size"]])[1:]
+    print("| %s | %s | %s | %d | %d | %s | %.5f | %s | %s | cosine %.5f (its own two runs: %.5f), max diff %.4f, same class %d/%d | %s |"
+          % (arch, "x".join(str(d) for d in shape), read, rep.get("traced_nodes", 0), int8, fls, c, cell(ao), cell(pt2e), ort_cos, ort_self, diff,
+             round(agree * a[:, 0].size), a[:, 0].size, "yes" if ok else "**no**"))
     return ok
 
 
 def main():
     if len(sys.argv) >= 2 and sys.argv[1] == "list":
         for a in archs():
-            print(a, spec(a)[0])
+            print(a, input_shape(a)[-1])
     elif len(sys.argv) == 4 and sys.argv[1] == "export":
         if sys.argv[2] not in archs():
             sys.exit("zoo.py: unknown architecture '%s' (zoo.py list)" % sys.argv[2])
