@@ -179,6 +179,17 @@ check "qfx ptq: auto_fallback top1 without labels names the key" 3 "ptq.auto_fal
 check "qfx ptq: auto_fallback without held-out samples" 3 "ptq.auto_fallback has no held-out samples" -- \
   "$QFX" ptq --set "calibration.data={format: npy, images: $tmp/rnd.npy}" --set calibration.num_samples=16 \
   --set 'ptq.auto_fallback={metric: sqnr}' --set evaluation=null --set output.dir="$tmp/bad_af"
+check "qfx ptq: range_search without histogram observers is refused before calibration" 3 \
+  "ptq.range_search chooses among histogram algorithms, but no activation is observed by a histogram observer" -- \
+  "$QFX" ptq --set ptq.range_search=true --set "qconfig.global.activation={observer: minmax}" --set output.dir="$tmp/bad_af"
+check "qfx ptq: range_search's choice in report.json, printed with each candidate's SQNR" 0 "^chosen" -- bash -c \
+  "'$QFX' ptq --set 'ptq.range_search={candidates: [minmax, mse], num_samples: 64}' --set calibration.num_samples=128 \
+     --set evaluation=null --set output.dir='$tmp/ptq_rs' | grep -E '^range_search: output SQNR on 64 calibration samples: minmax .* dB, mse .* dB; chosen' >/dev/null &&
+   $PY -c \"
+import json; r = json.load(open('$tmp/ptq_rs/report.json'))['algorithms']['range_search']
+c = {k['algorithm']: k['sqnr_db'] for k in r['candidates']}
+assert set(c) == {'minmax', 'mse'} and r['chosen'] == max(c, key=c.get) and r['samples'] == 64, r
+print('chosen', r['chosen'])\""
 check "qfx ptq: failed auto_fallback runs leave no output" 0 "^none$" -- bash -c "[ -n \"\$(ls -A '$tmp/bad_af' 2>/dev/null)\" ] && ls -A '$tmp/bad_af' || echo none"
 check "qfx ptq: calibration from a PNG/JPEG folder" 0 "calibration: 12 images on runtime:onednn" -- \
   "$QFX" ptq --set "calibration.data={format: images, images: $FIXTURES/images/small, resize: 28, crop: 28, color: gray}" \
