@@ -145,19 +145,21 @@ check "$seg: top1 with per-pixel labels is refused, naming the file (exit 6)" 6 
   --set output.dir="$tmp/seg_top1"
 # qfx qat reads per-pixel labels: its loss is a per-pixel cross-entropy (255 ignored), its
 # accuracies are over labelled pixels; the fp32 one equals NumPy's on ONNX Runtime's
-# fp32 outputs. (The fake-quant model is not judged here: see docs/zoo.md.)
+# fp32 outputs. Batch-norm statistics stay frozen: this random-weight fixture's running
+# statistics are far from its activations' (docs/zoo.md), and a training step would move
+# them enough to change the class of most pixels.
 check "$seg: qfx qat runs on per-pixel labels" 0 "top-1 on 16 images: fp32 " -- \
   "$QFX" qat --set model.path="$FIXTURES/$seg.pt" --set "model.input_shape=[-1, 3, 64, 64]" \
   --set "calibration.data={format: npy, images: $tmp/x64_16.npy}" --set calibration.num_samples=16 \
   --set "training.data={format: npy, images: $tmp/x64_16.npy, labels: $tmp/seg_labels.npy}" --set training.num_samples=16 \
-  --set training.batch_size=8 --set training.epochs=1 --set qconfig.global.weight.bits=8 \
+  --set training.batch_size=8 --set training.epochs=1 --set training.freeze_bn_after=0 --set qconfig.global.weight.bits=8 \
   --set qconfig.global.weight.granularity=per_channel --set training.optimizer.lr=0.0001 \
   --set "evaluation.data={format: npy, images: $tmp/x64_16.npy, labels: $tmp/seg_labels.npy}" --set evaluation.batch_size=8 \
   --set evaluation.output=out --set evaluation.sqnr_samples=0 --set output.dir="$tmp/seg_qat"
-check "$seg: QAT's fp32 accuracy is over labelled pixels (NumPy on ONNX Runtime's fp32 outputs)" 0 "^ok" -- $PY -c "
+check "$seg: QAT's accuracies are over labelled pixels (fp32: NumPy on ONNX Runtime's outputs); fake-quant and int8 within 0.05 of it" 0 "^ok" -- $PY -c "
 import json, numpy as np; e = json.load(open('$tmp/seg_qat/report.json'))['evaluation']
 y = np.load('$tmp/seg_labels.npy'); v = y != 255; p = np.load('$tmp/seg_fp.npy').argmax(1)
-want = float((p == y)[v].mean()); ok = abs(e['top1_fp32'] - want) < 0.005 and all(0 <= e[k] <= 1 for k in ('top1_fakequant', 'top1_int8'))
+want = float((p == y)[v].mean()); ok = abs(e['top1_fp32'] - want) < 0.005 and all(e['top1_fp32'] - 0.05 <= e[k] <= 1 for k in ('top1_fakequant', 'top1_int8'))
 print('ok' if ok else 'bad', e['top1_fp32'], want, e['top1_fakequant'], e['top1_int8'])"
 # A detector: backbone and two heads (int8, deployed), post-processing with
 # torchvision's nms and data-dependent branches kept whole by a wrap entry and left to
