@@ -143,6 +143,22 @@ check "$seg: top1 with per-pixel labels is refused, naming the file (exit 6)" 6 
   --set "calibration.data={format: npy, images: $tmp/x64_16.npy}" \
   --set "evaluation.data={format: npy, images: $tmp/x64_16.npy, labels: $tmp/seg_labels.npy}" --set evaluation.output=out \
   --set output.dir="$tmp/seg_top1"
+# Labels whose shape is not the class map's: named, exit 6 (PTQ's mean IoU, QAT's loss).
+$PY -c "import numpy as np; np.save('$tmp/seg_rows.npy', np.zeros(16, np.int64))"
+check "$seg: miou with a label per image instead of per pixel is refused, naming the file (exit 6)" 6 \
+  "seg_rows.npy: evaluation.metric miou compares per-pixel labels \[16\] with the output's class map \[16, 64, 64\]" -- \
+  "$QFX" ptq --set model.path="$FIXTURES/$seg.pt" --set "model.input_shape=[-1, 3, 64, 64]" \
+  --set "calibration.data={format: npy, images: $tmp/x64_16.npy}" --set evaluation.metric=miou \
+  --set "evaluation.data={format: npy, images: $tmp/x64_16.npy, labels: $tmp/seg_rows.npy}" --set evaluation.output=out \
+  --set evaluation.sqnr_samples=0 --set output.dir="$tmp/seg_rows"
+check "$seg: qfx qat with a label per image instead of per pixel is refused, naming the file (exit 6)" 6 \
+  "seg_rows.npy: labels \[8\] do not match the model's predictions \[8, 64, 64\]" -- \
+  "$QFX" qat --set model.path="$FIXTURES/$seg.pt" --set "model.input_shape=[-1, 3, 64, 64]" \
+  --set "calibration.data={format: npy, images: $tmp/x64_16.npy}" --set calibration.num_samples=16 \
+  --set "training.data={format: npy, images: $tmp/x64_16.npy, labels: $tmp/seg_rows.npy}" --set training.num_samples=16 \
+  --set training.batch_size=8 --set training.epochs=1 \
+  --set "evaluation.data={format: npy, images: $tmp/x64_16.npy, labels: $tmp/seg_labels.npy}" --set evaluation.batch_size=8 \
+  --set evaluation.output=out --set evaluation.sqnr_samples=0 --set output.dir="$tmp/seg_rows_qat"
 # qfx qat reads per-pixel labels: its loss is a per-pixel cross-entropy (255 ignored), its
 # accuracies are over labelled pixels; the fp32 one equals NumPy's on ONNX Runtime's
 # fp32 outputs. Batch-norm statistics stay frozen: this random-weight fixture's running

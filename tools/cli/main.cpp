@@ -3,8 +3,6 @@
 
 #include <algorithm>
 #include <cstdlib>
-#include <filesystem>
-#include <new>
 #include <iostream>
 
 #include "bench.h"
@@ -30,14 +28,6 @@
 #include <torch/version.h>
 
 namespace {
-
-// A std::filesystem error as a user reads it: the paths first, then the reason.
-std::string filesystem_message(const std::filesystem::filesystem_error& e) {
-  std::string m;
-  if (!e.path1().empty()) m += e.path1().string();
-  if (!e.path2().empty()) m += " -> " + e.path2().string();
-  return (m.empty() ? "" : m + ": ") + e.code().message();
-}
 
 struct PrepareArgs {
   std::string backend;  // empty: print the traced graph only
@@ -199,28 +189,14 @@ int main(int argc, char** argv) {
     if (*ptq) return qfx::cli::run_ptq(ptq_config.empty() ? qfx::quant::find_config("ptq/default.yaml") : ptq_config, ptq_set);
     if (*qat)
       return qfx::cli::run_qat(qat_config.empty() ? qfx::quant::find_config("qat/fashion_mobilenet.yaml") : qat_config, qat_set);
-  } catch (const qfx::InternalError& e) {  // a broken invariant: a bug
-    std::cerr << "qfx " << app.get_subcommands().at(0)->get_name() << ": internal error (please report it with the command line): "
-              << e.what() << "\n";
-    return e.exit_code();
-  } catch (const qfx::Error& e) {
-    std::cerr << "qfx: error: " << qfx::cli::clip_message(e.what()) << "\n";
-    return e.exit_code();
   } catch (const c10::Error& e) {  // libtorch raised it outside a graph node (loading, shapes)
     std::cerr << "qfx " << app.get_subcommands().at(0)->get_name() << ": libtorch error: "
               << qfx::cli::clip_message(e.what_without_backtrace()) << "\n";
     return 8;
-  } catch (const std::filesystem::filesystem_error& e) {  // a path the OS refused (too long, permissions, ...)
-    std::cerr << "qfx: error: " << qfx::cli::clip_message(filesystem_message(e)) << "\n";
-    return qfx::IoError("").exit_code();
-  } catch (const std::bad_alloc&) {
-    std::cerr << "qfx: error: out of memory (an input, a batch or a model larger than this machine's memory; "
-                 "try a smaller batch_size or num_samples)\n";
-    return qfx::DataError("").exit_code();
-  } catch (const std::exception& e) {  // a bug: say which command hit it
-    std::cerr << "qfx " << app.get_subcommands().at(0)->get_name() << ": internal error (please report it with the command line): "
-              << e.what() << "\n";
-    return 1;
+  } catch (...) {
+    return qfx::cli::report_exception(app.get_subcommands().at(0)->get_name(),
+                                      "an input, a batch or a model larger than this machine's memory; "
+                                      "try a smaller batch_size or num_samples");
   }
   return 0;
 }

@@ -12,9 +12,13 @@ namespace qfx::cli {
 
 /// `qfx run`'s command line (see run_model).
 struct RunArgs {
-  std::string model, output, backend = "onednn";
-  std::vector<std::string> inputs, plugins;
-  bool explain = false, onnx_arithmetic = false;
+  std::string model;                 ///< the ONNX file
+  std::string output;                ///< .npy to write (empty: print only)
+  std::string backend = "onednn";    ///< runtime backend
+  std::vector<std::string> inputs;   ///< .npy files, in input order, or NAME=FILE.npy
+  std::vector<std::string> plugins;  ///< runtime plug-in libraries loaded first
+  bool explain = false;              ///< print the kernel chosen per node
+  bool onnx_arithmetic = false;      ///< ONNX's float requantization instead of the model's qfx.arithmetic
 };
 
 /// Adds the `run` subcommand, its options stored into `args`, to `app`; returns it.

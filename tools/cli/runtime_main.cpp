@@ -3,7 +3,6 @@
 #include <CLI/CLI.hpp>
 
 #include <iostream>
-#include <new>
 
 #include "messages.h"
 #include "run.h"
@@ -46,17 +45,7 @@ int main(int argc, char** argv) {
     std::cerr << "qfx " << cmd << ": this qfx is a runtime-only build (QFX_RUNTIME_ONLY): it runs and times quantized "
                  "models; " << cmd << " needs the full build with libtorch (README)\n";
     return 2;
-  } catch (const qfx::InternalError& e) {
-    std::cerr << "qfx " << cmd << ": internal error (please report it with the command line): " << e.what() << "\n";
-    return e.exit_code();
-  } catch (const qfx::Error& e) {
-    std::cerr << "qfx: error: " << qfx::cli::clip_message(e.what()) << "\n";
-    return e.exit_code();
-  } catch (const std::bad_alloc&) {
-    std::cerr << "qfx: error: out of memory (an input or a batch larger than this machine's memory)\n";
-    return qfx::DataError("").exit_code();
-  } catch (const std::exception& e) {
-    std::cerr << "qfx " << cmd << ": internal error (please report it with the command line): " << e.what() << "\n";
-    return 1;
+  } catch (...) {
+    return qfx::cli::report_exception(cmd, "an input or a batch larger than this machine's memory");
   }
 }

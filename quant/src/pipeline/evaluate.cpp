@@ -22,10 +22,11 @@ at::Tensor libtorch_first_batch(const Job& job, fx::GraphModule& gm, Dataset* ev
 namespace {
 
 // Top-1 of both models when the metric is top1 (labels checked when the data was opened).
-void top1(const at::Tensor& fp, const at::Tensor& q, const at::Tensor& labels, PtqEvaluation* E) {
+void top1(const at::Tensor& fp, const at::Tensor& q, const at::Tensor& labels, const std::string& labels_file,
+          PtqEvaluation* E) {
   E->has_top1 = true;
-  E->top1_fp32 = label_accuracy(fp.argmax(1), labels, fp.size(1), "evaluation.data.labels");
-  E->top1_int8 = label_accuracy(q.argmax(1), labels, q.size(1), "evaluation.data.labels");
+  E->top1_fp32 = label_accuracy(fp.argmax(1), labels, fp.size(1), labels_file);
+  E->top1_int8 = label_accuracy(q.argmax(1), labels, q.size(1), labels_file);
   E->prediction_agreement = q.argmax(1).eq(fp.argmax(1)).to(at::kDouble).mean().item<double>();
 }
 
@@ -54,7 +55,7 @@ void miou(const Job& job, const at::Tensor& fp, const at::Tensor& q, const at::T
   if (labels.sizes() != a.sizes())
     throw DataError(job.cfg.evaluation.data.labels + ": evaluation.metric miou compares per-pixel labels " +
                     c10::str(labels.sizes()) + " with the output's class map " + c10::str(a.sizes()));
-  const at::Tensor valid = labels.ge(0).logical_and(labels.lt(K));
+  const at::Tensor valid = labelled(labels, K);
   const at::Tensor l = labels.masked_select(valid);
   E->has_miou_labels = true;
   E->labelled_pixels = l.numel();
@@ -124,7 +125,7 @@ at::Tensor evaluate_stage(const Job& job, const runtime::Model& fp32, runtime::M
                     "top-1 agreement say nothing about the quantization");
   E->fp32_ms_per_image = 1000.0 * t_fp32 / static_cast<double>(std::max<int64_t>(timed, 1));
   E->int8_ms_per_image = 1000.0 * t_int8 / static_cast<double>(std::max<int64_t>(timed, 1));
-  if (job.cfg.evaluation.metric == "top1") top1(fp, q, ev.labels(), E);
+  if (job.cfg.evaluation.metric == "top1") top1(fp, q, ev.labels(), job.cfg.evaluation.data.labels, E);
   if (job.cfg.evaluation.metric == "miou") miou(job, fp, q, ev.labels(), E);
   return q;
 }

@@ -19,12 +19,19 @@ double cosine(const at::Tensor& a, const at::Tensor& b) {
   return (x * y).sum().item<double>() / (nx * ny);
 }
 
-double label_accuracy(const at::Tensor& pred, const at::Tensor& labels, int64_t classes, const std::string& labels_file) {
+at::Tensor labelled(const at::Tensor& labels, int64_t classes) { return labels.ge(0).logical_and(labels.lt(classes)); }
+
+LabelHits label_hits(const at::Tensor& pred, const at::Tensor& labels, int64_t classes, const std::string& labels_file) {
   if (pred.sizes() != labels.sizes())
     throw DataError(labels_file + ": labels " + c10::str(labels.sizes()) + " do not match the model's predictions " +
                     c10::str(pred.sizes()));
-  const at::Tensor valid = labels.ge(0).logical_and(labels.lt(classes));
-  return pred.eq(labels).logical_and(valid).sum().item<double>() / std::max<double>(valid.sum().item<double>(), 1.0);
+  const at::Tensor valid = labelled(labels, classes);
+  return {pred.eq(labels).logical_and(valid).sum().item<int64_t>(), valid.sum().item<int64_t>()};
+}
+
+double label_accuracy(const at::Tensor& pred, const at::Tensor& labels, int64_t classes, const std::string& labels_file) {
+  const LabelHits h = label_hits(pred, labels, classes, labels_file);
+  return static_cast<double>(h.right) / static_cast<double>(std::max<int64_t>(h.labelled, 1));
 }
 
 }  // namespace qfx::quant::pipeline

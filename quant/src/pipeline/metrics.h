@@ -13,9 +13,18 @@ double sqnr_db(double signal, double noise);
 /// sums of squares overflow beyond 1e19). An all-zero side has no direction: 1 when
 /// both are zero, else 0.
 double cosine(const at::Tensor& a, const at::Tensor& b);
-/// The fraction of predicted classes `pred` ([N], or per pixel [N, H, W]) equal to
-/// `labels` (the same shape), over the labels in [0, classes) (others, such as 255 on
-/// VOC's borders, are left out). Throws DataError naming `labels_file` when the shapes differ.
+/// Where int64 `labels` (any shape) name a class in [0, classes): a bool tensor of the
+/// same shape. Other values (255 on VOC's borders) mark samples or pixels without a label.
+at::Tensor labelled(const at::Tensor& labels, int64_t classes);
+/// Predicted classes `pred` ([N], or per pixel [N, H, W]) against `labels` (the same
+/// shape), over the labelled entries (`labelled`).
+struct LabelHits {
+  int64_t right = 0;     ///< labelled entries whose prediction equals the label
+  int64_t labelled = 0;  ///< entries with a label in [0, classes)
+};
+/// Counts LabelHits. Throws DataError naming `labels_file` when the shapes differ.
+LabelHits label_hits(const at::Tensor& pred, const at::Tensor& labels, int64_t classes, const std::string& labels_file);
+/// right / labelled of `label_hits` (0 without labelled entries).
 double label_accuracy(const at::Tensor& pred, const at::Tensor& labels, int64_t classes, const std::string& labels_file);
 
 }  // namespace qfx::quant::pipeline

@@ -13,16 +13,23 @@
 #include "qfx/quant/distributed.h"
 #include "qfx/quant/fake_quantize.h"
 #include "qfx/quant/modules.h"
+#include "metrics.h"
 #include "stages.h"
 
 namespace qfx::quant::pipeline {
 namespace {
 
 // Cross-entropy of class scores [N, K] (or [N, K, H, W]) against labels [N] (or per
-// pixel [N, H, W]); labels outside [0, K) (255 on VOC's borders) are ignored.
-at::Tensor class_loss(const at::Tensor& logits, const at::Tensor& labels) {
+// pixel [N, H, W]); labels outside [0, K) (255 on VOC's borders) are ignored. Throws
+// DataError naming `labels_file` when the labels' shape is not the scores' without K.
+at::Tensor class_loss(const at::Tensor& logits, const at::Tensor& labels, const std::string& labels_file) {
+  std::vector<int64_t> want = logits.sizes().vec();
+  want.erase(want.begin() + 1);
+  if (labels.sizes() != at::IntArrayRef(want))
+    throw DataError(labels_file + ": labels " + c10::str(labels.sizes()) + " do not match the model's predictions " +
+                    c10::str(at::IntArrayRef(want)));
   const int64_t K = logits.size(1);
-  const at::Tensor y = labels.masked_fill(labels.lt(0).logical_or(labels.ge(K)), -100);
+  const at::Tensor y = labels.masked_fill(labelled(labels, K).logical_not(), -100);
   return torch::nn::functional::cross_entropy(logits, y, torch::nn::functional::CrossEntropyFuncOptions().ignore_index(-100));
 }
 
@@ -110,7 +117,7 @@ void train_step(Loop& L, const std::vector<int64_t>& order, int64_t k, int64_t s
   std::vector<at::Tensor> x = L.train.gather_inputs(pos);
   at::Tensor y = L.train.labels().index_select(0, at::tensor(pos, at::kLong));
   at::Tensor logits = forward_output(L.gm, x, L.job.output);
-  at::Tensor loss = class_loss(logits, y);
+  at::Tensor loss = class_loss(logits, y, tc.data.labels);
   // Averaged over ranks, the gradients are those of the global batch's mean loss.
   (loss * (static_cast<double>(pos.size() * L.world) / static_cast<double>(g1 - g0))).backward();
   if (L.reducer) L.reducer->reduce();
@@ -120,11 +127,10 @@ void train_step(Loop& L, const std::vector<int64_t>& order, int64_t k, int64_t s
   const double l = loss.item<double>();
   L.r->final_loss_ema = (step == 0 || k == 0) ? l : 0.95 * L.r->final_loss_ema + 0.05 * l;
   // Accuracy per sample, or per labelled pixel for per-pixel labels.
-  const at::Tensor valid = y.ge(0).logical_and(y.lt(logits.size(1)));
-  const int64_t hits = logits.argmax(1).eq(y).logical_and(valid).sum().item<int64_t>(), n = valid.sum().item<int64_t>();
-  *correct += hits;
-  *seen += n;
-  L.curve.add(l, static_cast<double>(hits) / static_cast<double>(std::max<int64_t>(n, 1)));
+  const LabelHits h = label_hits(logits.argmax(1), y, logits.size(1), tc.data.labels);
+  *correct += h.right;
+  *seen += h.labelled;
+  L.curve.add(l, static_cast<double>(h.right) / static_cast<double>(std::max<int64_t>(h.labelled, 1)));
   char extra[96];
   std::snprintf(extra, sizeof extra, "loss %.3f  acc %.1f%%  lr %.4f", L.r->final_loss_ema,
                 100.0 * static_cast<double>(*correct) / static_cast<double>(std::max<int64_t>(*seen, 1)), lr_at(tc, step, L.s.total));
@@ -202,7 +208,7 @@ void fake_quant_cost_stage(const Job& job, fx::GraphModule& gm, Dataset& train, 
     for (int i = 0; i < 7; ++i) {
       const auto t0 = Clock::now();
       gm.zero_grad();
-      class_loss(forward_output(gm, x, job.output), y).backward();
+      class_loss(forward_output(gm, x, job.output), y, job.cfg.training.data.labels).backward();
       t.push_back(1000.0 * secs(t0));
     }
     std::sort(t.begin(), t.end());
