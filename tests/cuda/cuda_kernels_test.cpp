@@ -177,6 +177,83 @@ TEST(CudaKernels, ElementwiseAndPoolingEqualReference) {
   }
 }
 
+// Channels last between GPU kernels: each int8 op that takes it, with its input(s)
+// NHWC and its consumers reading NHWC, against the reference on plain values.
+TEST(CudaKernels, ChannelsLastEqualsReference) {
+  QFX_REQUIRE_CUDA();
+  std::mt19937 rng(17);
+  struct Case {
+    int64_t C, M, k, stride, pad, group;
+    DType xdt;
+    bool x_nhwc;
+    const char* impl;
+    const char* what;
+  };
+  const Case convs[] = {
+      {8, 16, 3, 1, 1, 1, DType::kUInt8, true, "cublaslt", "3x3, u8, four channels per word"},
+      {6, 10, 3, 2, 1, 1, DType::kInt8, true, "cublaslt", "3x3, C = 6: one column per thread, K padded"},
+      {32, 24, 1, 1, 0, 1, DType::kInt8, true, "cublaslt", "pointwise s8: no im2col"},
+      {16, 8, 1, 1, 0, 1, DType::kUInt8, true, "cublaslt", "pointwise u8"},
+      {3, 16, 3, 2, 1, 1, DType::kUInt8, false, "cublaslt", "NCHW input, channels-last output"},
+      {16, 16, 3, 2, 1, 16, DType::kUInt8, true, "cuda", "depthwise: direct"},
+      {8, 8, 3, 1, 1, 2, DType::kInt8, true, "cuda", "grouped: direct"},
+  };
+  for (const Target& t : targets())
+    for (const Case& c : convs) {
+      ir::Node n = test::conv_node("QLinearConv", "qconv", c.group, c.stride, c.pad);
+      n.arithmetic = t.ar;
+      Tensor x = test::random_codes({2, c.C, 9, 11}, c.xdt, rng);
+      Tensor w = test::random_codes({c.M, c.C / c.group, c.k, c.k}, DType::kInt8, rng);
+      Tensor b({c.M}, DType::kInt32);
+      std::vector<float> ws;
+      for (int64_t m = 0; m < c.M; ++m) {
+        ws.push_back(t.pow2 ? std::ldexp(1.0f, -7 - static_cast<int>(m % 3)) : 0.001f * static_cast<float>(1 + m % 5));
+        b.data<int32_t>()[m] = static_cast<int32_t>((m * 7919) % 4001 - 2000);
+      }
+      n.in_q = {qinfo(c.xdt, {t.pow2 ? 0.015625f : 0.02f}, {c.xdt == DType::kUInt8 ? 128 : 3}),
+                qinfo(DType::kInt8, ws, std::vector<int32_t>(ws.size(), 0))};
+      n.out_q = qinfo(DType::kUInt8, {t.pow2 ? 0.125f : 0.05f}, {60});
+      n.fused_act = "Relu";
+      test::expect_cuda_nhwc_equals_reference(n, {nullptr, &w, &b}, {&x, &w, &b}, std::string(t.name) + " conv " + c.what,
+                                              c.x_nhwc, true, c.impl);
+    }
+  for (const Target& t : targets()) {
+    ir::Node add;
+    add.op = "QLinearAdd";
+    add.name = "add";
+    add.inputs = {"a", "b"};
+    add.arithmetic = t.ar;
+    add.in_q = {qinfo(DType::kUInt8, {t.pow2 ? 0.0625f : 0.061f}, {130}), qinfo(DType::kUInt8, {t.pow2 ? 0.03125f : 0.029f}, {4})};
+    add.out_q = qinfo(DType::kUInt8, {t.pow2 ? 0.125f : 0.11f}, {100});
+    add.fused_act = "Relu";
+    Tensor a = test::random_codes({2, 12, 5, 7}, DType::kUInt8, rng), b = test::random_codes({2, 12, 5, 7}, DType::kUInt8, rng);
+    test::expect_cuda_nhwc_equals_reference(add, {nullptr, nullptr}, {&a, &b}, std::string(t.name) + " add", true, true);
+    ir::Node relu;
+    relu.op = "QRelu";
+    relu.name = "relu";
+    relu.inputs = {"x"};
+    relu.arithmetic = t.ar;
+    relu.in_q = {qinfo(DType::kInt8, {0.05f}, {-10})};
+    relu.out_q = qinfo(DType::kInt8, {0.04f}, {-128});
+    relu.fused_act = "Relu";
+    Tensor c = test::random_codes({2, 12, 5, 7}, DType::kInt8, rng);
+    test::expect_cuda_nhwc_equals_reference(relu, {nullptr}, {&c}, std::string(t.name) + " relu", true, true);
+    ir::Node gap;
+    gap.op = "QLinearGlobalAveragePool";
+    gap.name = "gap";
+    gap.inputs = {"x"};
+    gap.arithmetic = t.ar;
+    gap.in_q = {qinfo(DType::kUInt8, {0.05f}, {7})};
+    gap.out_q = qinfo(DType::kUInt8, {0.02f}, {3});
+    test::expect_cuda_nhwc_equals_reference(gap, {nullptr}, {&a}, std::string(t.name) + " gap", true, false);
+  }
+  const ir::Node mp = maxpool_node();
+  for (DType dt : {DType::kUInt8, DType::kInt8}) {
+    Tensor x = test::random_codes({2, 5, 11, 10}, dt, rng);
+    test::expect_cuda_nhwc_equals_reference(mp, {nullptr}, {&x}, "maxpool", true, true);
+  }
+}
+
 TEST(CudaKernels, QuantizeDequantizeEqualReference) {
   QFX_REQUIRE_CUDA();
   std::mt19937 rng(14);

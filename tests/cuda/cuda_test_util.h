@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -66,6 +67,63 @@ inline void expect_cuda_equals_reference(const ir::Node& n, const std::vector<co
       if (pr[k] != pd[k] && differ++ == 0) first = k;
     EXPECT_EQ(differ, 0u) << what << ": " << differ << " of " << a[j].nbytes() << " bytes differ, first at byte " << first;
   }
+}
+
+/// A plain NCHW tensor copied channels last ([N, H, W, C] in memory, the same logical shape).
+inline Tensor to_nhwc(const Tensor& t) {
+  Tensor o(t.shape(), t.dtype());
+  const Shape& s = t.shape();
+  const size_t e = dtype_size(t.dtype());
+  const int64_t C = s[1], HW = s[2] * s[3];
+  for (int64_t n = 0; n < s[0]; ++n)
+    for (int64_t c = 0; c < C; ++c)
+      for (int64_t p = 0; p < HW; ++p)
+        std::memcpy(static_cast<char*>(o.raw()) + ((n * HW + p) * C + c) * e,
+                    static_cast<const char*>(t.raw()) + ((n * C + c) * HW + p) * e, e);
+  return o;
+}
+
+/// Node `n` on "cuda" with its computed 4-D inputs channels last (`x_nhwc`) or plain,
+/// and every consumer of its output taking channels last,
+/// against the reference on plain inputs: the kernel must take those layouts, write its
+/// output channels last exactly when `y_nhwc`, and every output code must be equal.
+inline void expect_cuda_nhwc_equals_reference(const ir::Node& n, const std::vector<const Tensor*>& consts,
+                                              const std::vector<const Tensor*>& inputs, const std::string& what,
+                                              bool x_nhwc, bool y_nhwc, const std::string& impl = "") {
+  std::vector<Meta> plain, laid;
+  std::vector<Tensor> stored;
+  stored.reserve(inputs.size());
+  std::vector<const Tensor*> dev_in;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const bool cl = x_nhwc && inputs[i]->shape().size() == 4 && !(i < consts.size() && consts[i]);
+    plain.push_back({inputs[i]->shape(), inputs[i]->dtype()});
+    laid.push_back({inputs[i]->shape(), inputs[i]->dtype(), cl});
+    stored.push_back(cl ? to_nhwc(*inputs[i]) : *inputs[i]);
+    dev_in.push_back(&stored.back());
+  }
+  KernelChoice choice;
+  Kernel ref = make_kernel(n, plain, consts, "reference");
+  Kernel dev = make_kernel(n, laid, consts, "cuda", true, &choice);
+  std::string why;
+  for (const auto& d : choice.declined) why += d.impl + ": " + d.reason + "; ";
+  ASSERT_TRUE(is_cuda_impl(dev.impl)) << what << " ran on " << dev.impl << "; declined: " << why;
+  if (!impl.empty()) EXPECT_EQ(dev.impl, impl) << what;
+  if (x_nhwc) EXPECT_TRUE(dev.accepts_nhwc) << what << ": channels-last input not taken";
+  ASSERT_EQ(ref.outputs.size(), 1u) << what;
+  EXPECT_EQ(dev.outputs[0].nhwc, y_nhwc) << what << ": output layout";
+  Tensor a(ref.outputs[0].shape, ref.outputs[0].dtype), b(dev.outputs[0].shape, dev.outputs[0].dtype);
+  ref.run(inputs, {&a});
+  dev.run(dev_in, {&b});
+  Tensor got = b;
+  if (dev.outputs[0].nhwc) {
+    got = Tensor(b.shape(), b.dtype());
+    nhwc_to_nchw(b.raw(), got.raw(), b.shape(), dtype_size(b.dtype()));
+  }
+  ASSERT_EQ(a.shape(), got.shape()) << what;
+  size_t differ = 0;
+  for (size_t k = 0; k < a.nbytes(); ++k)
+    differ += static_cast<const unsigned char*>(a.raw())[k] != static_cast<const unsigned char*>(got.raw())[k];
+  EXPECT_EQ(differ, 0u) << what << ": " << differ << " of " << a.nbytes() << " bytes differ";
 }
 
 /// max |a - b| / max |a| over two float32 tensors of equal size (0 when a is all 0).

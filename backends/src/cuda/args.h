@@ -31,10 +31,12 @@ struct RequantArgs {
 
 /// An int8 2-D convolution (QLinearConv; QGemm as a 1x1 convolution over 1x1
 /// images): x [N, C, H, W] codes, w [M, C/group, kH, kW] codes, int32 bias [M],
-/// weight zero points wz [M], output y [N, M, oH, oW] codes.
+/// weight zero points wz [M], output y [N, M, oH, oW] codes. `x_nhwc` / `y_nhwc`:
+/// x / y stored channels last ([N, H, W, C] / [N, oH, oW, M] in memory).
 struct ConvArgs {
   int64_t N, C, H, W, M, kH, kW, oH, oW, sH, sW, dH, dW, pT, pL, group;
   CodeType xt, wt, yt;
+  int x_nhwc, y_nhwc;
   int32_t zx;
   const void* x;
   const void* w;
@@ -50,11 +52,14 @@ void launch_qconv_direct(const ConvArgs& a, cudaStream_t s);
 
 /// im2col for the GEMM path (group 1, s8 weights with zero point 0): rows
 /// [N·oH·oW, kp] of int8 (x - xoff), where xoff is 128 for u8 input and 0 for s8;
-/// padding holds zx - xoff (a real 0) and columns K..kp hold 0.
+/// padding holds zx - xoff (a real 0) and columns K..kp hold 0. Columns are in
+/// (c, kh, kw) order for NCHW input and in (kh, kw, c) order for channels-last input
+/// (`a.x_nhwc`; four columns per thread when C is a multiple of 4).
 void launch_im2col(const ConvArgs& a, int64_t kp, int8_t* rows, cudaStream_t s);
 
 /// GEMM epilogue: acc = g[row, m] + corr[m] (corr = bias - (zx - xoff)·Σw),
-/// requantized to y in NCHW ([N, M, oH, oW]; oH = oW = 1 for Gemm).
+/// requantized to y in NCHW ([N, M, oH, oW]; oH = oW = 1 for Gemm) or, with
+/// `a.y_nhwc`, channels last (g's own order: [N·oH·oW, M]).
 void launch_gemm_epilogue(const ConvArgs& a, const int32_t* g, const int32_t* corr, cudaStream_t s);
 
 /// QuantizeLinear: y[i] = quantize(x[i]) with channel c = (i / inner) % channels.
@@ -65,14 +70,15 @@ void launch_dequantize(const void* x, CodeType xt, float* y, int64_t n, int64_t 
                        const float* scale, const int32_t* zp, cudaStream_t s);
 
 /// QLinearAdd / QLinearMul of two code tensors broadcast to `rank` dims of `out_dims`
-/// (strides sa / sb: 0 on broadcast dims). kFloat: ONNX's real-valued op requantized;
+/// (strides sa / sb: 0 on broadcast dims; `flat`: both inputs have the output's shape
+/// and layout, so element i of each is read). kFloat: ONNX's real-valued op requantized;
 /// otherwise TFLite's integer add / mul with rescales ra, rb, ro.
 struct BinaryArgs {
   int rank;
   int64_t out_dims[8], sa[8], sb[8];
   int64_t n;
   CodeType at, bt, yt;
-  int add;
+  int add, flat;
   float a_scale, b_scale, y_scale;
   int32_t za, zb;
   int left_shift;
@@ -86,18 +92,22 @@ void launch_qbinary(const BinaryArgs& a, cudaStream_t s);
 /// A 256-entry table lookup over 8-bit codes (QLut, QRelu / QClip tables): y = table[x + offset].
 void launch_lut(const void* x, void* y, int64_t n, int offset, const uint8_t* table, cudaStream_t s);
 
-/// int8 MaxPool over [N, C, H, W] codes (padding never wins).
+/// int8 MaxPool over [N, C, H, W] codes (padding never wins); `nhwc`: input and
+/// output stored channels last.
 struct PoolArgs {
   int64_t N, C, H, W, kH, kW, oH, oW, sH, sW, dH, dW, pT, pL;
   CodeType t;
+  int nhwc;
   const void* x;
   void* y;
 };
 void launch_qmaxpool(const PoolArgs& a, cudaStream_t s);
 
 /// QLinearGlobalAveragePool: per plane of `hw` codes, acc = Σx - hw·zx requantized by `rq`.
-void launch_qgap(const void* x, CodeType xt, void* y, CodeType yt, int64_t planes, int64_t hw, int32_t zx,
-                 const RequantArgs& rq, cudaStream_t s);
+/// `channels` > 0: x is stored channels last ([N, hw, channels]; planes = N·channels),
+/// y is [N, channels] either way.
+void launch_qgap(const void* x, CodeType xt, void* y, CodeType yt, int64_t planes, int64_t hw, int64_t channels,
+                 int32_t zx, const RequantArgs& rq, cudaStream_t s);
 
 /// Fixed-range histogram: counts[bin] += values of x [n] in each of `bins` bins over
 /// [lo_edge, hi_edge) (hd::histogram_bin), min / max into minmax[0..1].

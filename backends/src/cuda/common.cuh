@@ -67,15 +67,23 @@ bool fits32(const A& a, int64_t extra) {
   return a.N * a.C * a.H * a.W < lim && a.N * a.M * a.oH * a.oW < lim && extra < lim;
 }
 
-/// The direct convolution (NCHW output [N, M, oH, oW], one thread per output element
-/// i, grid-stride): acc = init(m), plus term(x index, w index) over the in-image window
-/// of every input channel of m's group (channels, then rows, then columns), then
-/// done(i, m, acc).
-template <typename I, typename A, typename Init, typename Term, typename Done>
+/// The direct convolution (one thread per output element i, grid-stride; the output
+/// [N, M, oH, oW] in NCHW, or [N, oH, oW, M] when YNhwc; the input NCHW, or channels
+/// last when XNhwc): acc = init(m), plus term(x index, w index) over the in-image
+/// window of every input channel of m's group (channels, then rows, then columns),
+/// then done(i, m, acc).
+template <bool XNhwc = false, bool YNhwc = false, typename I, typename A, typename Init, typename Term, typename Done>
 __device__ __forceinline__ void direct_conv(const Geometry<I, A>& g, Init init, Term term, Done done) {
   const I total = g.N * g.M * g.oH * g.oW, cg = g.C / g.group, mg = g.M / g.group;
   for (I i = blockIdx.x * blockDim.x + threadIdx.x; i < total; i += blockDim.x * gridDim.x) {
-    const I ow = i % g.oW, oh = (i / g.oW) % g.oH, m = (i / (g.oW * g.oH)) % g.M, n = i / (g.oW * g.oH * g.M);
+    I ow, oh, m, n;
+    if constexpr (YNhwc) {
+      m = i % g.M;
+      const I r = i / g.M;
+      ow = r % g.oW, oh = (r / g.oW) % g.oH, n = r / (g.oW * g.oH);
+    } else {
+      ow = i % g.oW, oh = (i / g.oW) % g.oH, m = (i / (g.oW * g.oH)) % g.M, n = i / (g.oW * g.oH * g.M);
+    }
     const I grp = m / mg;
     auto acc = init(m);
     for (I c = 0; c < cg; ++c)
@@ -85,10 +93,35 @@ __device__ __forceinline__ void direct_conv(const Geometry<I, A>& g, Init init, 
         for (I kw = 0; kw < g.kW; ++kw) {
           const I iw = ow * g.sW - g.pL + kw * g.dW;
           if (iw < 0 || iw >= g.W) continue;
-          acc += term(((n * g.C + grp * cg + c) * g.H + ih) * g.W + iw, ((m * cg + c) * g.kH + kh) * g.kW + kw, m);
+          const I xi = XNhwc ? ((n * g.H + ih) * g.W + iw) * g.C + grp * cg + c : ((n * g.C + grp * cg + c) * g.H + ih) * g.W + iw;
+          acc += term(xi, ((m * cg + c) * g.kH + kh) * g.kW + kw, m);
         }
       }
     done(i, m, acc);
+  }
+}
+
+/// Calls visit(x index) for every in-image element of output element i's pooling
+/// window (PoolArgs geometry; input and output NCHW, or both channels last).
+template <typename Visit>
+__device__ __forceinline__ void pool_window(const PoolArgs& a, int64_t i, Visit visit) {
+  int64_t ow, oh, n, c;
+  if (a.nhwc) {
+    c = i % a.C;
+    const int64_t r = i / a.C;
+    ow = r % a.oW, oh = (r / a.oW) % a.oH, n = r / (a.oW * a.oH);
+  } else {
+    ow = i % a.oW, oh = (i / a.oW) % a.oH;
+    const int64_t p = i / (a.oW * a.oH);
+    c = p % a.C, n = p / a.C;
+  }
+  for (int64_t kh = 0; kh < a.kH; ++kh) {
+    const int64_t ih = oh * a.sH + kh * a.dH - a.pT;
+    if (ih < 0 || ih >= a.H) continue;
+    for (int64_t kw = 0; kw < a.kW; ++kw) {
+      const int64_t iw = ow * a.sW + kw * a.dW - a.pL;
+      if (iw >= 0 && iw < a.W) visit(a.nhwc ? ((n * a.H + ih) * a.W + iw) * a.C + c : ((n * a.C + c) * a.H + ih) * a.W + iw);
+    }
   }
 }
 

@@ -12,13 +12,15 @@ namespace {
 using ref::Geom;
 
 // A layer as a convolution: geometry, weight codes [M, C/group·kH·kW] as a host tensor,
-// int32 bias, per-channel weight zero points, requantization.
+// int32 bias, per-channel weight zero points, requantization, and the layouts of its
+// input and output (channels last or NCHW).
 struct Layer {
   Geom g{};
   Tensor w;
   std::vector<int32_t> bias, wz;
   std::vector<float> mult;
   ir::QInfo xq, wq, yq;
+  bool x_nhwc = false, y_nhwc = false;
 };
 
 ConvArgs conv_args(const Layer& l, CodeType xt, CodeType wt, CodeType yt) {
@@ -26,11 +28,13 @@ ConvArgs conv_args(const Layer& l, CodeType xt, CodeType wt, CodeType yt) {
   ConvArgs a{};
   set_geometry(&a, g);
   a.xt = xt, a.wt = wt, a.yt = yt;
+  a.x_nhwc = l.x_nhwc, a.y_nhwc = l.y_nhwc;
   a.zx = l.xq.zero_point[0];
   return a;
 }
 
-// The GEMM path's constant operands: weights padded to kp columns, and
+// The GEMM path's constant operands: weights padded to kp columns, in the im2col
+// rows' column order ((c, kh, kw) for NCHW input, (kh, kw, c) for channels last), and
 // corr[m] = bias[m] - (zx - xoff)·Σ_k w[m, k] (the im2col rows hold x - xoff).
 struct GemmOperands {
   std::vector<int8_t> w;
@@ -42,10 +46,12 @@ GemmOperands gemm_operands(const Layer& l, int64_t K, int64_t kp, int32_t xoff) 
   o.w.assign(static_cast<size_t>(l.g.M * kp), 0);
   o.corr.resize(static_cast<size_t>(l.g.M));
   const int8_t* w = l.w.data<int8_t>();
+  const int64_t taps = l.g.kH * l.g.kW;
   for (int64_t m = 0; m < l.g.M; ++m) {
     int64_t sum = 0;
-    for (int64_t k = 0; k < K; ++k) {
-      o.w[static_cast<size_t>(m * kp + k)] = w[m * K + k];
+    for (int64_t k = 0; k < K; ++k) {  // k = (c·kH + kh)·kW + kw, the weight's own order
+      const int64_t col = l.x_nhwc ? (k % taps) * l.g.C + k / taps : k;
+      o.w[static_cast<size_t>(m * kp + col)] = w[m * K + k];
       sum += w[m * K + k];
     }
     const int64_t c = int64_t{l.bias[static_cast<size_t>(m)]} - int64_t{l.xq.zero_point[0] - xoff} * sum;
@@ -67,7 +73,8 @@ bool prepare(const KernelRequest& r, Kernel* k, const Layer& l, const Shape& out
   CodeType xt, wt, yt;
   if (!code_type(r.in[0].dtype, &xt)) return r.decline("needs 8-bit input (16x8 layers run on the CPU)");
   if (!code_type(l.w.dtype(), &wt) || !code_type(l.yq.dtype, &yt)) return r.decline("needs 8-bit weights and output");
-  k->outputs = {{out_shape, l.yq.dtype}};
+  k->outputs = {{out_shape, l.yq.dtype, l.y_nhwc}};
+  k->accepts_nhwc = l.x_nhwc;
   const ref::QRange range = ref::act_range(n);
   p->rq = std::make_shared<DevRequant>(dev_requant(Requantizer::accumulator(n.arithmetic, l.mult, n.label()),
                                                    l.yq.zero_point[0], range.lo, range.hi, n.label()));
@@ -96,7 +103,9 @@ bool build_direct(const KernelRequest& r, Kernel* k, const Layer& l, const Shape
 }
 
 // im2col + cuBLASLt int8 GEMM + requantizing epilogue: group 1, s8 weights with
-// zero point 0, sizes cuBLASLt has an int8 algorithm for.
+// zero point 0, sizes cuBLASLt has an int8 algorithm for. A pointwise convolution
+// (1x1, stride 1, no padding) of channels-last s8 codes with C a multiple of 4 needs
+// no im2col: its input already is the GEMM's rows.
 bool build_gemm(const KernelRequest& r, Kernel* k, const Layer& l, const Shape& out_shape) {
   if (l.g.group != 1) return r.decline("grouped convolution (the direct kernel runs it)");
   if (l.w.dtype() != DType::kInt8) return r.decline("u8 weights");
@@ -107,20 +116,23 @@ bool build_gemm(const KernelRequest& r, Kernel* k, const Layer& l, const Shape& 
   if (!gemm->ok()) return r.decline(gemm->why());
   Prepared p;
   if (!prepare(r, k, l, out_shape, &p)) return false;
+  const Geom& g = l.g;
+  const bool pointwise = l.x_nhwc && p.a.xt == kS8 && g.C % 4 == 0 && g.kH == 1 && g.kW == 1 && g.sH == 1 && g.sW == 1 &&
+                         g.pT == 0 && g.pL == 0 && g.oH == g.H && g.oW == g.W;
   const std::string what = r.node.label();
   const GemmOperands ops = gemm_operands(l, K, kp, p.a.xt == kU8 ? 128 : 0);
   DeviceMem w = upload(ops.w.data(), ops.w.size(), what + " weights");
   DeviceMem corr = upload(ops.corr.data(), ops.corr.size() * 4, what + " bias correction");
-  DeviceMem cols(static_cast<size_t>(rows * kp), what + " im2col rows");
+  DeviceMem cols = pointwise ? DeviceMem() : DeviceMem(static_cast<size_t>(rows * kp), what + " im2col rows");
   DeviceMem acc(static_cast<size_t>(rows * l.g.M) * 4, what + " int32 accumulators");
   // The closure owns every device buffer the args point into.
-  stage(r, k, {0}, [p, kp, cols, gemm, w, acc, corr](const std::vector<const void*>& in, const std::vector<void*>& out,
-                                                     cudaStream_t s) {
+  stage(r, k, {0}, [p, kp, cols, gemm, w, acc, corr, pointwise](const std::vector<const void*>& in,
+                                                                const std::vector<void*>& out, cudaStream_t s) {
     ConvArgs c = p.a;
     c.x = in[0];
     c.y = out[0];
-    launch_im2col(c, kp, cols.as<int8_t>(), s);
-    gemm->run(cols.as<int8_t>(), w.as<int8_t>(), acc.as<int32_t>(), s);
+    if (!pointwise) launch_im2col(c, kp, cols.as<int8_t>(), s);
+    gemm->run(pointwise ? static_cast<const int8_t*>(in[0]) : cols.as<int8_t>(), w.as<int8_t>(), acc.as<int32_t>(), s);
     launch_gemm_epilogue(c, acc.as<int32_t>(), corr.as<int32_t>(), s);
   });
   return true;
@@ -157,6 +169,8 @@ bool qconv(const KernelRequest& r, Kernel* k) {
   Layer l;
   l.w = *r.consts[1];
   l.g = ref::conv_geom(n, r.in, l.w.shape());
+  l.x_nhwc = r.in[0].nhwc;
+  l.y_nhwc = r.nhwc_out;
   if (!read_layer(r, &l, l.g.M)) return false;
   return B(r, k, l, ref::spatial_out(r.in[0].shape, l.g.M, l.g));
 }

@@ -24,8 +24,8 @@ __global__ void dequantize(const void* x, CodeType xt, float* y, int64_t n, int6
 
 __global__ void qbinary(BinaryArgs a) {
   QFX_GRID_STRIDE(i, a.n) {
-    int64_t ia, ib;
-    broadcast_offsets(a, i, &ia, &ib);
+    int64_t ia = i, ib = i;
+    if (!a.flat) broadcast_offsets(a, i, &ia, &ib);
     const int32_t qa = load_code(a.a, a.at, ia), qb = load_code(a.b, a.bt, ib);
     int32_t v;
     if (a.ro.mode == RequantMode::kFloat) {
@@ -49,18 +49,11 @@ __global__ void lut(const uint8_t* x, uint8_t* y, int64_t n, int offset, const u
 __global__ void qmaxpool(PoolArgs a) {
   const int64_t total = a.N * a.C * a.oH * a.oW;
   QFX_GRID_STRIDE(i, total) {
-    const int64_t ow = i % a.oW, oh = (i / a.oW) % a.oH, p = i / (a.oW * a.oH);
     int32_t best = a.t == kU8 ? 0 : -128;
-    for (int64_t kh = 0; kh < a.kH; ++kh) {
-      const int64_t ih = oh * a.sH + kh * a.dH - a.pT;
-      if (ih < 0 || ih >= a.H) continue;
-      for (int64_t kw = 0; kw < a.kW; ++kw) {
-        const int64_t iw = ow * a.sW + kw * a.dW - a.pL;
-        if (iw < 0 || iw >= a.W) continue;
-        const int32_t v = load_code(a.x, a.t, (p * a.H + ih) * a.W + iw);
-        best = v > best ? v : best;
-      }
-    }
+    pool_window(a, i, [&](int64_t at) {
+      const int32_t v = load_code(a.x, a.t, at);
+      best = v > best ? v : best;
+    });
     store_code(a.y, a.t, i, best);
   }
 }
@@ -86,6 +79,18 @@ __global__ void qgap(const void* x, CodeType xt, void* y, CodeType yt, int64_t p
   }
 }
 
+// Channels last: one thread per (image, channel), consecutive threads on consecutive
+// channels (coalesced), the exact integer sum over the plane's hw codes.
+__global__ void qgap_nhwc(const void* x, CodeType xt, void* y, CodeType yt, int64_t planes, int64_t hw, int64_t channels,
+                          int32_t zx, RequantArgs rq) {
+  QFX_GRID_STRIDE(p, planes) {
+    const int64_t n = p / channels, c = p % channels;
+    long long s = 0;
+    for (int64_t j = 0; j < hw; ++j) s += load_code(x, xt, (n * hw + j) * channels + c);
+    store_code(y, yt, p, requant_code(rq, static_cast<int32_t>(s - hw * zx), 0));
+  }
+}
+
 }  // namespace
 
 void launch_quantize(const float* x, void* y, CodeType yt, int64_t n, int64_t inner, int64_t channels,
@@ -108,8 +113,12 @@ void launch_qmaxpool(const PoolArgs& a, cudaStream_t s) {
   qmaxpool<<<blocks_for(a.N * a.C * a.oH * a.oW), kThreads, 0, s>>>(a);
 }
 
-void launch_qgap(const void* x, CodeType xt, void* y, CodeType yt, int64_t planes, int64_t hw, int32_t zx,
-                 const RequantArgs& rq, cudaStream_t s) {
+void launch_qgap(const void* x, CodeType xt, void* y, CodeType yt, int64_t planes, int64_t hw, int64_t channels,
+                 int32_t zx, const RequantArgs& rq, cudaStream_t s) {
+  if (channels > 0) {
+    qgap_nhwc<<<blocks_for(planes), kThreads, 0, s>>>(x, xt, y, yt, planes, hw, channels, zx, rq);
+    return;
+  }
   const unsigned b = static_cast<unsigned>(planes < 65535 ? (planes < 1 ? 1 : planes) : 65535);
   qgap<<<b, kThreads, 0, s>>>(x, xt, y, yt, planes, hw, zx, rq);
 }

@@ -66,6 +66,11 @@ bool qbinary(const KernelRequest& r, Kernel* k) {
     return r.decline("needs 8-bit inputs and output");
   const Shape o = ref::broadcast(n, r.in[0].shape, r.in[1].shape);
   if (o.size() > 8 || o.empty()) return r.decline("rank above 8");
+  // Inputs of the output's shape and one layout are read element for element, channels
+  // last included (then so is the output); broadcasting ones are read in NCHW.
+  a.flat = r.in[0].shape == o && r.in[1].shape == o && r.in[0].nhwc == r.in[1].nhwc && (!r.in[0].nhwc || r.nhwc_out);
+  const bool nhwc = a.flat && r.in[0].nhwc;
+  k->accepts_nhwc = nhwc;
   a.rank = static_cast<int>(o.size());
   for (size_t d = 0; d < o.size(); ++d) a.out_dims[d] = o[d];
   broadcast_strides(o, r.in[0].shape, a.sa);
@@ -88,7 +93,7 @@ bool qbinary(const KernelRequest& r, Kernel* k) {
       *dst = keep.back()->args;
     }
   }
-  k->outputs = {{o, qy.dtype}};
+  k->outputs = {{o, qy.dtype, nhwc}};
   stage(r, k, {0, 1}, [a, keep](const std::vector<const void*>& in, const std::vector<void*>& out, cudaStream_t s) {
     BinaryArgs b = a;
     b.a = in[0], b.b = in[1], b.y = out[0];
@@ -109,7 +114,9 @@ bool table_op(const KernelRequest& r, Kernel* k) {
   std::vector<Meta> m256 = {Meta{{256}, r.in[0].dtype}};
   Kernel ref_k = make_kernel(r.node, m256, r.consts, "reference");
   ref_k.run({&codes}, {&table});
-  k->outputs = {{r.in[0].shape, r.node.out_q.dtype}};
+  const bool nhwc = r.in[0].nhwc && r.nhwc_out;  // elementwise: any layout, kept
+  k->accepts_nhwc = nhwc;
+  k->outputs = {{r.in[0].shape, r.node.out_q.dtype, nhwc}};
   DeviceMem t = upload(table.raw(), 256, r.node.label() + " table");
   const int64_t total = ref::numel(r.in[0].shape);
   const int offset = -lowest;
@@ -131,7 +138,9 @@ bool maxpool(const KernelRequest& r, Kernel* k) {
   const ref::Geom g = ref::window_geom(n, r.in[0].shape, n.attr_ints("kernel_shape"), n.attr_i("ceil_mode", 0) != 0);
   a.N = g.N, a.C = g.C, a.H = g.H, a.W = g.W, a.kH = g.kH, a.kW = g.kW, a.oH = g.oH, a.oW = g.oW;
   a.sH = g.sH, a.sW = g.sW, a.dH = g.dH, a.dW = g.dW, a.pT = g.pT, a.pL = g.pL;
-  k->outputs = {{ref::spatial_out(r.in[0].shape, g.C, g), r.in[0].dtype}};
+  a.nhwc = r.in[0].nhwc && r.nhwc_out;  // the output in the input's layout
+  k->accepts_nhwc = a.nhwc;
+  k->outputs = {{ref::spatial_out(r.in[0].shape, g.C, g), r.in[0].dtype, a.nhwc != 0}};
   stage(r, k, {0}, [a, f32](const std::vector<const void*>& in, const std::vector<void*>& out, cudaStream_t s) {
     PoolArgs p = a;
     p.x = in[0], p.y = out[0];
@@ -156,9 +165,12 @@ bool qgap(const KernelRequest& r, Kernel* k) {
   auto rq = std::make_shared<DevRequant>(dev_requant(Requantizer::pooling(n.arithmetic, {sx / (sy * static_cast<float>(hw))}, n.label()),
                                                      n.out_q.zero_point[0], range.lo, range.hi, n.label()));
   const int32_t zx = n.in_q.at(0).zero_point[0];
+  // A channels-last input gives the same [N, C, 1, 1] output, plain.
+  k->accepts_nhwc = r.in[0].nhwc;
+  const int64_t channels = r.in[0].nhwc ? x[1] : 0;
   k->outputs = {{out, n.out_q.dtype}};
   stage(r, k, {0}, [=](const std::vector<const void*>& in, const std::vector<void*>& o, cudaStream_t s) {
-    launch_qgap(in[0], xt, o[0], yt, planes, hw, zx, rq->args, s);
+    launch_qgap(in[0], xt, o[0], yt, planes, hw, channels, zx, rq->args, s);
   });
   return true;
 }

@@ -57,16 +57,8 @@ __global__ void fmaxpool(PoolArgs a) {
   const int64_t total = a.N * a.C * a.oH * a.oW;
   const float* x = static_cast<const float*>(a.x);
   QFX_GRID_STRIDE(i, total) {
-    const int64_t ow = i % a.oW, oh = (i / a.oW) % a.oH, p = i / (a.oW * a.oH);
     float best = -3.402823466e38f;  // numeric_limits<float>::lowest(), as the reference
-    for (int64_t kh = 0; kh < a.kH; ++kh) {
-      const int64_t ih = oh * a.sH + kh * a.dH - a.pT;
-      if (ih < 0 || ih >= a.H) continue;
-      for (int64_t kw = 0; kw < a.kW; ++kw) {
-        const int64_t iw = ow * a.sW + kw * a.dW - a.pL;
-        if (iw >= 0 && iw < a.W) best = fmaxf(best, x[(p * a.H + ih) * a.W + iw]);
-      }
-    }
+    pool_window(a, i, [&](int64_t at) { best = fmaxf(best, x[at]); });
     static_cast<float*>(a.y)[i] = best;
   }
 }

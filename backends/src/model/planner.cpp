@@ -100,13 +100,19 @@ DevicePlacement Model::Impl::place_on_device(Plan& p, const std::vector<Tensor>&
     }
   }
   if (!d.alloc) return d;
-  std::vector<char> ok(nv, 0), bad(nv, 0);
+  // A channels-last value stays on the device only if every consumer reads that
+  // layout: the planner converts it for the others on the host (plain_inputs).
+  std::vector<char> ok(nv, 0), bad(nv, 0), nhwc(nv, 0);
   for (size_t n = 0; n < im.g.nodes.size(); ++n) {
-    const bool dev = p.kernels[n].run && p.kernels[n].device_io;
-    for (int v : im.node_out[n])
-      if (v >= 0) ok[static_cast<size_t>(v)] = dev && !folded[static_cast<size_t>(v)].defined();
+    const Kernel& k = p.kernels[n];
+    const bool dev = k.run && k.device_io;
+    for (size_t o = 0; o < im.node_out[n].size(); ++o)
+      if (const int v = im.node_out[n][o]; v >= 0) {
+        ok[static_cast<size_t>(v)] = dev && !folded[static_cast<size_t>(v)].defined();
+        nhwc[static_cast<size_t>(v)] = o < k.outputs.size() && k.outputs[o].nhwc;
+      }
     for (int v : im.node_in[n])
-      if (v >= 0 && !dev) bad[static_cast<size_t>(v)] = 1;
+      if (v >= 0 && (!dev || (nhwc[static_cast<size_t>(v)] && !k.accepts_nhwc))) bad[static_cast<size_t>(v)] = 1;
   }
   for (int v : im.output_ids) bad[static_cast<size_t>(v)] = 1;
   for (const auto& k : im.keep) {
