@@ -228,6 +228,8 @@ TEST(CudaKernels, ChannelsLastEqualsReference) {
     add.fused_act = "Relu";
     Tensor a = test::random_codes({2, 12, 5, 7}, DType::kUInt8, rng), b = test::random_codes({2, 12, 5, 7}, DType::kUInt8, rng);
     test::expect_cuda_nhwc_equals_reference(add, {nullptr, nullptr}, {&a, &b}, std::string(t.name) + " add", true, true);
+    Tensor odd_a = test::random_codes({1, 3, 5, 7}, DType::kUInt8, rng), odd_b = test::random_codes({1, 3, 5, 7}, DType::kUInt8, rng);
+    test::expect_cuda_equals_reference(add, {nullptr, nullptr}, {&odd_a, &odd_b}, std::string(t.name) + " add, 105 codes");
     ir::Node relu;
     relu.op = "QRelu";
     relu.name = "relu";

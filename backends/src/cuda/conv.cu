@@ -81,6 +81,26 @@ __global__ void gemm_epilogue(ConvArgs a, const int32_t* acc_g, const int32_t* c
   }
 }
 
+// Channels last with M a multiple of 4: four channels per thread, one 16-byte load of
+// accumulators and one 32-bit store of codes.
+template <typename I>
+__global__ void gemm_epilogue_nhwc4(ConvArgs a, const int4* acc_g, const int32_t* corr) {
+  const Geometry<I, ConvArgs> g(a);
+  const I m4 = g.M / 4, total = g.N * g.oH * g.oW * m4;
+  for (I i = blockIdx.x * blockDim.x + threadIdx.x; i < total; i += blockDim.x * gridDim.x) {
+    const I m = (i % m4) * 4;
+    const int4 v = acc_g[i];
+    const int32_t sums[4] = {v.x, v.y, v.z, v.w};
+    uint32_t word = 0;
+    for (int j = 0; j < 4; ++j) {
+      const int64_t acc =
+          static_cast<int64_t>(static_cast<int32_t>(static_cast<uint32_t>(sums[j]) + static_cast<uint32_t>(corr[m + j])));
+      word |= (static_cast<uint32_t>(requant_code(a.rq, acc, m + j)) & 0xFFu) << (8 * j);
+    }
+    static_cast<uint32_t*>(a.y)[i] = word;
+  }
+}
+
 template <typename I>
 void launch_direct_as(const ConvArgs& a, unsigned b, cudaStream_t s) {
   if (a.x_nhwc && a.y_nhwc) qconv_direct<I, true, true><<<b, kThreads, 0, s>>>(a);
@@ -117,7 +137,12 @@ void launch_im2col(const ConvArgs& a, int64_t kp, int8_t* rows, cudaStream_t s) 
 void launch_gemm_epilogue(const ConvArgs& a, const int32_t* g, const int32_t* corr, cudaStream_t s) {
   const unsigned b = blocks_for(a.N * a.oH * a.oW * a.M);
   const bool i32 = fits32(a, 0);
-  if (a.y_nhwc) {
+  if (a.y_nhwc && a.M % 4 == 0) {
+    const unsigned b4 = blocks_for(a.N * a.oH * a.oW * a.M / 4);
+    const int4* g4 = reinterpret_cast<const int4*>(g);
+    if (i32) gemm_epilogue_nhwc4<int32_t><<<b4, kThreads, 0, s>>>(a, g4, corr);
+    else gemm_epilogue_nhwc4<int64_t><<<b4, kThreads, 0, s>>>(a, g4, corr);
+  } else if (a.y_nhwc) {
     if (i32) gemm_epilogue<int32_t, true><<<b, kThreads, 0, s>>>(a, g, corr);
     else gemm_epilogue<int64_t, true><<<b, kThreads, 0, s>>>(a, g, corr);
   } else {

@@ -125,6 +125,11 @@ bool build_gemm(const KernelRequest& r, Kernel* k, const Layer& l, const Shape& 
   DeviceMem corr = upload(ops.corr.data(), ops.corr.size() * 4, what + " bias correction");
   DeviceMem cols = pointwise ? DeviceMem() : DeviceMem(static_cast<size_t>(rows * kp), what + " im2col rows");
   DeviceMem acc(static_cast<size_t>(rows * l.g.M) * 4, what + " int32 accumulators");
+  {  // the fastest of cuBLASLt's algorithms for these sizes, timed on zero rows
+    DeviceMem a = pointwise ? DeviceMem(static_cast<size_t>(rows * kp), what + " tuning rows") : cols;
+    fill_zero(a.get(), static_cast<size_t>(rows * kp), stream());
+    gemm->tune(a.as<int8_t>(), w.as<int8_t>(), acc.as<int32_t>());
+  }
   // The closure owns every device buffer the args point into.
   stage(r, k, {0}, [p, kp, cols, gemm, w, acc, corr, pointwise](const std::vector<const void*>& in,
                                                                 const std::vector<void*>& out, cudaStream_t s) {

@@ -22,23 +22,43 @@ __global__ void dequantize(const void* x, CodeType xt, float* y, int64_t n, int6
   }
 }
 
+// One output code of QLinearAdd / QLinearMul from its input codes.
+__device__ __forceinline__ int32_t binary_code(const BinaryArgs& a, int32_t qa, int32_t qb) {
+  if (a.ro.mode == RequantMode::kFloat) {
+    const float ra = a.a_scale * static_cast<float>(qa - a.za), rb = a.b_scale * static_cast<float>(qb - a.zb);
+    return hd::quantize_value(a.add ? ra + rb : ra * rb, a.y_scale, a.ro.zp, a.ro.lo, a.ro.hi);
+  }
+  const int64_t da = qa - a.za, db = qb - a.zb;
+  const int64_t acc = a.add ? int64_t{scaled(a.ra, da * (int64_t{1} << a.left_shift), 0)} +
+                                  scaled(a.rb, db * (int64_t{1} << a.left_shift), 0)
+                            : da * db;
+  return requant_code(a.ro, acc, 0);
+}
+
 __global__ void qbinary(BinaryArgs a) {
   QFX_GRID_STRIDE(i, a.n) {
     int64_t ia = i, ib = i;
     if (!a.flat) broadcast_offsets(a, i, &ia, &ib);
-    const int32_t qa = load_code(a.a, a.at, ia), qb = load_code(a.b, a.bt, ib);
-    int32_t v;
-    if (a.ro.mode == RequantMode::kFloat) {
-      const float ra = a.a_scale * static_cast<float>(qa - a.za), rb = a.b_scale * static_cast<float>(qb - a.zb);
-      v = hd::quantize_value(a.add ? ra + rb : ra * rb, a.y_scale, a.ro.zp, a.ro.lo, a.ro.hi);
-    } else {
-      const int64_t da = qa - a.za, db = qb - a.zb;
-      const int64_t acc = a.add ? int64_t{scaled(a.ra, da * (int64_t{1} << a.left_shift), 0)} +
-                                      scaled(a.rb, db * (int64_t{1} << a.left_shift), 0)
-                                : da * db;
-      v = requant_code(a.ro, acc, 0);
-    }
-    store_code(a.y, a.yt, i, v);
+    store_code(a.y, a.yt, i, binary_code(a, load_code(a.a, a.at, ia), load_code(a.b, a.bt, ib)));
+  }
+}
+
+// Code j (0..3) of a 32-bit word of four codes of type t.
+__device__ __forceinline__ int32_t code_of(uint32_t word, int j, CodeType t) {
+  const uint32_t byte = (word >> (8 * j)) & 0xFFu;
+  return t == kU8 ? static_cast<int32_t>(byte) : static_cast<int32_t>(static_cast<int8_t>(byte));
+}
+
+// Inputs of the output's shape and layout, n a multiple of 4: four codes per thread.
+__global__ void qbinary_flat4(BinaryArgs a) {
+  const uint32_t* pa = static_cast<const uint32_t*>(a.a);
+  const uint32_t* pb = static_cast<const uint32_t*>(a.b);
+  QFX_GRID_STRIDE(i, a.n / 4) {
+    const uint32_t wa = pa[i], wb = pb[i];
+    uint32_t word = 0;
+    for (int j = 0; j < 4; ++j)
+      word |= (static_cast<uint32_t>(binary_code(a, code_of(wa, j, a.at), code_of(wb, j, a.bt))) & 0xFFu) << (8 * j);
+    static_cast<uint32_t*>(a.y)[i] = word;
   }
 }
 
@@ -103,7 +123,10 @@ void launch_dequantize(const void* x, CodeType xt, float* y, int64_t n, int64_t 
   dequantize<<<blocks_for(n), kThreads, 0, s>>>(x, xt, y, n, inner, channels, scale, zp);
 }
 
-void launch_qbinary(const BinaryArgs& a, cudaStream_t s) { qbinary<<<blocks_for(a.n), kThreads, 0, s>>>(a); }
+void launch_qbinary(const BinaryArgs& a, cudaStream_t s) {
+  if (a.flat && a.n % 4 == 0) qbinary_flat4<<<blocks_for(a.n / 4), kThreads, 0, s>>>(a);
+  else qbinary<<<blocks_for(a.n), kThreads, 0, s>>>(a);
+}
 
 void launch_lut(const void* x, void* y, int64_t n, int offset, const uint8_t* table, cudaStream_t s) {
   lut<<<blocks_for(n), kThreads, 0, s>>>(static_cast<const uint8_t*>(x), static_cast<uint8_t*>(y), n, offset, table);

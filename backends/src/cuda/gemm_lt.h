@@ -21,9 +21,15 @@ class Int8Gemm {
   const std::string& why() const { return why_; }
   /// Runs on `s`; `b` is the weight [m, k]. Throws ExecutionError on a cuBLASLt error.
   void run(const int8_t* a, const int8_t* b, int32_t* g, cudaStream_t s) const;
+  /// Times each algorithm the heuristic offered (up to 8; one warm-up and the best of
+  /// three runs each) on these operands and keeps the fastest. Any of them gives the
+  /// same exact int32 sums. Waits for the device; call when the plan is built.
+  void tune(const int8_t* a, const int8_t* b, int32_t* g);
+
+  /// The cuBLASLt handle, descriptors, algorithms and workspace (gemm_lt.cpp).
+  struct State;
 
  private:
-  struct State;
   std::shared_ptr<State> st_;
   bool ok_ = false;
   std::string why_;
