@@ -212,7 +212,10 @@ class TraceImpl {
   bool structural_list_op(JNode* n, Env& env);
   // A dictionary that holds traced values (`result["out"] = x`, as torchvision's
   // segmentation models return): keys are constants, values symbolic.
+  void construct_dict(JNode* n, Env& env);
+  bool dict_view(JNode* n, const Sym& d, const std::string& op, Env& env);
   bool structural_dict_op(JNode* n, Env& env);
+  bool in_place_list_op(JNode* n, const std::string& op, std::vector<Sym>& items, Env& env);
 
   void run_isinstance(JNode* n, Env& env);
 

@@ -60,18 +60,7 @@ void TraceImpl::run_node(JNode* n, Env& env) {
     env[n->output()] = Sym::constant(IValue(c10::impl::GenericDict(dt->getKeyType(), dt->getValueType())));
     return;
   }
-  if (kind == c10::prim::DictConstruct) {  // e.g. the empty dicts of libtorch 2.x's fast-path checks
-    auto dt = n->output()->type()->expect<c10::DictType>();
-    c10::impl::GenericDict d(dt->getKeyType(), dt->getValueType());
-    for (size_t i = 0; i + 1 < n->inputs().size(); i += 2) {
-      const Sym& k = in(n, i, env);
-      const Sym& v = in(n, i + 1, env);
-      if (k.k != Sym::K::kConst || v.k != Sym::K::kConst) fail(n, "dictionary built from tensor values (prim::DictConstruct)");
-      d.insert(k.c, v.c);
-    }
-    env[n->output()] = Sym::constant(IValue(d));
-    return;
-  }
+  if (kind == c10::prim::DictConstruct) return construct_dict(n, env);
   if (kind == c10::prim::ListUnpack || kind == c10::prim::TupleUnpack) {
     const Sym& s = in(n, 0, env);
     for (size_t i = 0; i < n->outputs().size(); ++i) env[n->outputs()[i]] = element(n, s, static_cast<int64_t>(i));
@@ -158,6 +147,62 @@ Sym TraceImpl::element(const JNode* n, const Sym& s, int64_t i) {
   fail(n, "cannot index this value");
 }
 
+// `{k: v, ...}`: a constant dictionary when every value is one (the empty dicts of
+// libtorch 2.x's fast-path checks), otherwise a symbolic one (a detection head's
+// {"cls_logits": ..., "bbox_regression": ...}); keys must be constants either way.
+void TraceImpl::construct_dict(JNode* n, Env& env) {
+  auto dt = n->output()->type()->expect<c10::DictType>();
+  Sym d;
+  d.k = Sym::K::kDict;
+  d.items = std::make_shared<std::vector<Sym>>();
+  d.keys = std::make_shared<std::vector<IValue>>();
+  bool all_const = true;
+  for (size_t i = 0; i + 1 < n->inputs().size(); i += 2) {
+    const Sym& k = in(n, i, env);
+    const Sym& v = in(n, i + 1, env);
+    if (k.k != Sym::K::kConst) fail(n, "dictionary key depends on tensor values");
+    all_const = all_const && v.k == Sym::K::kConst;
+    d.keys->push_back(k.c);
+    d.items->push_back(v);
+  }
+  if (!all_const) {
+    env[n->output()] = d;
+    return;
+  }
+  c10::impl::GenericDict c(dt->getKeyType(), dt->getValueType());
+  for (size_t i = 0; i < d.keys->size(); ++i) c.insert((*d.keys)[i], (*d.items)[i].c);
+  env[n->output()] = Sym::constant(IValue(c));
+}
+
+// keys(), values() and items() of a symbolic dictionary, in insertion order.
+bool TraceImpl::dict_view(JNode* n, const Sym& d, const std::string& op, Env& env) {
+  const auto list_type = n->output()->type()->cast<c10::ListType>();
+  if (!list_type) return false;
+  if (op == "aten::keys") {
+    c10::impl::GenericList keys(list_type->getElementType());
+    for (const auto& k : *d.keys) keys.push_back(k);
+    env[n->output()] = Sym::constant(IValue(keys));
+    return true;
+  }
+  if (op != "aten::values" && op != "aten::items") return false;
+  Sym l;
+  l.k = Sym::K::kList;
+  l.elem = list_type->getElementType();
+  l.items = std::make_shared<std::vector<Sym>>();
+  for (size_t i = 0; i < d.keys->size(); ++i) {
+    if (op == "aten::values") {
+      l.items->push_back((*d.items)[i]);
+      continue;
+    }
+    Sym pair;
+    pair.k = Sym::K::kTuple;
+    pair.items = std::make_shared<std::vector<Sym>>(std::vector<Sym>{Sym::constant((*d.keys)[i]), (*d.items)[i]});
+    l.items->push_back(pair);
+  }
+  env[n->output()] = l;
+  return true;
+}
+
 bool TraceImpl::structural_dict_op(JNode* n, Env& env) {
   if (n->inputs().empty()) return false;
   const Sym& first = in(n, 0, env);
@@ -208,7 +253,51 @@ bool TraceImpl::structural_dict_op(JNode* n, Env& env) {
     env[n->output()] = Sym::constant(IValue(static_cast<int64_t>(first.keys->size())));
     return true;
   }
+  if (op == "aten::__contains__") {
+    const Sym& key = in(n, 1, env);
+    if (key.k != Sym::K::kConst) fail(n, "dictionary key depends on tensor values");
+    env[n->output()] = Sym::constant(IValue(find(first, key.c) >= 0));
+    return true;
+  }
+  if (dict_view(n, first, op, env)) return true;
   fail(n, "operation " + op + " on a dictionary of traced values");
+}
+
+// insert, pop, clear and reverse of a list holding traced values, with Python's
+// semantics (insert clamps its index; pop takes the last item by default); the index
+// must be a constant.
+bool TraceImpl::in_place_list_op(JNode* n, const std::string& op, std::vector<Sym>& items, Env& env) {
+  const auto size = static_cast<int64_t>(items.size());
+  auto index = [&](size_t input, int64_t fallback) {
+    if (n->inputs().size() <= input) return fallback;
+    const Sym& idx = in(n, input, env);
+    if (idx.k != Sym::K::kConst) fail(n, "list index depends on tensor values");
+    return idx.c.toInt();
+  };
+  if (op == "aten::insert") {
+    int64_t i = index(1, 0);
+    if (i < 0) i += size;
+    i = std::min(std::max<int64_t>(i, 0), size);
+    items.insert(items.begin() + i, in(n, 2, env));
+    return true;
+  }
+  if (op == "aten::pop") {
+    int64_t i = index(1, -1);
+    if (i < 0) i += size;
+    if (i < 0 || i >= size) fail(n, "pop index out of range");
+    env[n->output()] = items[static_cast<size_t>(i)];
+    items.erase(items.begin() + i);
+    return true;
+  }
+  if (op == "aten::clear") {
+    items.clear();
+    return true;
+  }
+  if (op == "aten::reverse") {
+    std::reverse(items.begin(), items.end());
+    return true;
+  }
+  fail(n, "in-place list operation " + op + " on a list of traced values");
 }
 
 bool TraceImpl::structural_list_op(JNode* n, Env& env) {
@@ -253,7 +342,7 @@ bool TraceImpl::structural_list_op(JNode* n, Env& env) {
   if (op == "aten::insert" || op == "aten::pop" || op == "aten::clear" || op == "aten::remove" ||
       op == "aten::reverse") {
     if (first.is_const()) return false;
-    fail(n, "in-place list operation " + op + " on a list of traced values");
+    return in_place_list_op(n, op, items, env);
   }
   return false;
 }

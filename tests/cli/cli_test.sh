@@ -174,6 +174,9 @@ assert 'auto_fallback' not in json.load(open('$tmp/ptq_af2/report.json'))
 assert r['evaluation']['reference_check']['exact_expected'] is False, r['evaluation']['reference_check']  # float convs
 same = all(filecmp.cmp('$tmp/ptq_af/' + f, '$tmp/ptq_af2/' + f, shallow=False) for f in ('model_int8.onnx', 'encodings.json'))
 print('moved', len(steps), 'reproduced' if same else 'differs')\""
+check "qfx ptq: evaluation.metric detection on a model without host post-processing is refused, and says what to wrap" 3 \
+  "evaluation.metric detection .* has none left to the host: wrap the post-processing \(tracer.wrap" -- \
+  "$QFX" ptq --set evaluation.metric=detection --set output.dir="$tmp/bad_detection"
 check "qfx ptq: auto_fallback top1 without labels names the key" 3 "ptq.auto_fallback.metric top1 needs labels" -- \
   "$QFX" ptq --set ptq.auto_fallback=true --set output.dir="$tmp/bad_af"
 check "qfx ptq: auto_fallback without held-out samples" 3 "ptq.auto_fallback has no held-out samples" -- \

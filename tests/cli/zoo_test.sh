@@ -186,7 +186,7 @@ check "qfx ptq on a detector: the wrapped nms post-processing stays on the host"
   env -u QFX_TORCHVISION_LIBRARY "$QFX" ptq --set model.path="$FIXTURES/detector_two_head.pt" --set "model.input_shape=[-1, 3, 32, 32]" \
     --set 'tracer.wrap=["module_type:DetectionPostProcess"]' \
     --set "calibration.data={format: npy, images: $tmp/x32.npy}" --set calibration.num_samples=32 --set calibration.batch_size=16 \
-    --set "evaluation.data={format: npy, images: $tmp/x32.npy}" --set evaluation.metric=cosine --set evaluation.sqnr_samples=0 \
+    --set "evaluation.data={format: npy, images: $tmp/x32.npy}" --set evaluation.metric=detection --set evaluation.sqnr_samples=0 \
     --set output.dir="$d"
 check "detector: the report lists the host nodes; the int8 model holds backbone and heads (6 int8 convs, 2 outputs)" 0 "^ok" -- \
   $PY -c "
@@ -207,6 +207,26 @@ dets = m.post(torch.from_numpy(cls), torch.from_numpy(box))
 found = [float((torchvision.ops.box_iou(r[:, :4], q[:, :4]).max(1).values > 0.5).float().mean()) for r, q in zip(ref, dets)]
 same = cls.shape == (32, 1, 8, 8) and box.shape == (32, 4, 8, 8) and np.abs(ort - cls).max() <= 1e-6 * np.abs(cls).max()
 print('ok' if same and np.mean(found) >= 0.9 else 'bad', same, np.mean(found))\""
+# metric detection: qfx runs the host post-processing on its fp32 and int8 outputs and
+# matches the boxes. Recomputed here with PyTorch's own fp32 model and the post-processing
+# on qfx's int8 outputs (qfx run, above), greedy matching by torchvision's box_iou.
+check "detector: report.json's box agreement equals PyTorch's recount (int8 boxes exactly; fp32 boxes and recall within 2%)" 0 "^ok" -- $PY -c "
+import json, numpy as np, torch, torchvision
+r = json.load(open('$d/report.json'))['evaluation']['detection']
+m = torch.jit.load('$FIXTURES/detector_two_head.pt')
+fp = m(torch.from_numpy(np.load('$tmp/x32.npy')))
+q = m.post(torch.from_numpy(np.load('$tmp/det.output_0.npy')), torch.from_numpy(np.load('$tmp/det.output_1.npy')))
+matched = 0
+for a, b in zip(fp, q):
+    iou = torchvision.ops.box_iou(a[:, :4], b[:, :4]) if len(a) and len(b) else torch.zeros(len(a), len(b))
+    taken = set()
+    for i in a[:, 4].argsort(descending=True).tolist():
+        cand = [(float(iou[i, j]), j) for j in range(len(b)) if j not in taken and float(iou[i, j]) >= 0.5]
+        if cand:
+            taken.add(max(cand)[1]); matched += 1
+fb, qb = sum(len(a) for a in fp), sum(len(b) for b in q)
+ok = r['int8_boxes'] == qb and abs(r['fp32_boxes'] - fb) <= 0.02 * fb and abs(r['recall'] - matched / fb) <= 0.02 and r['recall'] >= 0.9
+print('ok' if ok else 'bad', r, fb, qb, matched)"
 
 # A wrapped part that reads the model's input leaves nothing to deploy: one error naming
 # it (UnsupportedOpError, exit 5), and no output folder.

@@ -354,7 +354,7 @@ JobConfig load_job_config(const std::string& path, const std::vector<std::string
       if (n.IsScalar() && !YAML::convert<int64_t>::decode(n, index)) e.output_key = as_string(path, n, "evaluation.output");
       else e.output = positive(path, n, "evaluation.output", true);
     }
-    if (auto mt = ev["metric"]) e.metric = as_choice(path, mt, "evaluation.metric", {"top1", "cosine", "miou"});
+    if (auto mt = ev["metric"]) e.metric = as_choice(path, mt, "evaluation.metric", {"top1", "cosine", "miou", "detection"});
     if (e.metric == "top1" && e.data.labels.empty()) bad(path, ev["data"], "evaluation.metric top1 needs evaluation.data.labels");
   }
   if (const YAML::Node t = root["training"]; t && !t.IsNull()) {

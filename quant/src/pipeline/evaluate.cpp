@@ -1,8 +1,10 @@
 // Evaluate stage: the fp32 model (lowered) against the int8 model on the
 // evaluation data, on the runtime; and libtorch's fp32 output as the check of both.
+#include <optional>
 #include <tuple>
 
 #include "../algorithms/layers.h"
+#include "detection.h"
 #include "metrics.h"
 #include "qfx/quant/fake_quantize.h"
 #include "stages.h"
@@ -63,10 +65,30 @@ void miou(const Job& job, const at::Tensor& fp, const at::Tensor& q, const at::T
   E->miou_int8_vs_labels = mean_iou(b.masked_select(valid), l, K).first;
 }
 
+// metric detection on one batch: the host post-processing on each model's outputs (all
+// of them, in the deployed model's order), then the boxes matched image by image.
+void detection_batch(const HostPost& post, const std::vector<at::Tensor>& inputs, const runtime::Model& int8,
+                     const std::map<std::string, runtime::Tensor>& fo, const std::map<std::string, runtime::Tensor>& qo,
+                     PtqEvaluation* E) {
+  std::vector<at::Tensor> f, q;
+  for (const auto& o : int8.outputs()) {
+    f.push_back(to_aten(fo.at(o.name)));
+    q.push_back(to_aten(qo.at(o.name)));
+  }
+  const auto a = read_detections(run_host_postprocess(post, inputs, f), "the post-processing of the fp32 model's outputs");
+  const auto b = read_detections(run_host_postprocess(post, inputs, q), "the post-processing of the int8 model's outputs");
+  if (a.size() != b.size())
+    throw DataError("evaluation.metric detection: the post-processing gave " + std::to_string(a.size()) + " images for fp32 and " +
+                    std::to_string(b.size()) + " for int8");
+  for (size_t i = 0; i < a.size(); ++i) match_detections(a[i], b[i], 0.5, E);
+}
+
 }  // namespace
 
 at::Tensor evaluate_stage(const Job& job, const runtime::Model& fp32, runtime::Model& int8, const std::string& out_name,
-                          Dataset& ev, const at::Tensor& libtorch_first, PtqEvaluation* E) {
+                          Dataset& ev, const at::Tensor& libtorch_first, const PreparedModel& prepared, PtqEvaluation* E) {
+  std::optional<HostPost> post;
+  if (job.cfg.evaluation.metric == "detection") post = HostPost{prepared.traced, prepared.host};
   const int64_t n = ev.size(), ebs = job.cfg.evaluation.batch_size;
   // The evaluated output and every other float output, batch by batch, by name.
   std::map<std::string, std::vector<at::Tensor>> fp_all, q_all;
@@ -87,6 +109,7 @@ at::Tensor evaluate_stage(const Job& job, const runtime::Model& fp32, runtime::M
       t_int8 += secs(t0);
       timed += b[0].size(0);
     }
+    if (post) detection_batch(*post, b, int8, fo, qo, E);
     for (const auto& [name, t] : fo) {
       const bool both_float = t.dtype() == runtime::DType::kFloat32 && qo.count(name) &&
                               qo.at(name).dtype() == runtime::DType::kFloat32;
@@ -127,6 +150,7 @@ at::Tensor evaluate_stage(const Job& job, const runtime::Model& fp32, runtime::M
   E->int8_ms_per_image = 1000.0 * t_int8 / static_cast<double>(std::max<int64_t>(timed, 1));
   if (job.cfg.evaluation.metric == "top1") top1(fp, q, ev.labels(), job.cfg.evaluation.data.labels, E);
   if (job.cfg.evaluation.metric == "miou") miou(job, fp, q, ev.labels(), E);
+  if (post) finish_detection_metric(E);
   return q;
 }
 

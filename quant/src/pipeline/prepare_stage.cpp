@@ -11,7 +11,13 @@ PreparedModel prepare_stage(const Job& job, const QConfigMapping& qc, Dataset& c
   PreparedModel p;
   p.gm = fx::trace_file(cfg.model.path, cfg.tracer.options);
   p.traced_nodes = p.gm->graph().size();
+  std::shared_ptr<fx::GraphModule> traced = p.gm->copy();
   p.host = split_host_postprocess(*p.gm);  // wrapped post-processing stays on the host, in float
+  if (!p.host.empty()) p.traced = traced;
+  if (cfg.evaluation.metric == "detection" && p.host.empty())
+    throw ConfigError(job.config() + ": evaluation.metric detection compares the boxes a detector's post-processing finds, "
+                      "and " + cfg.model.path + " has none left to the host: wrap the post-processing (tracer.wrap, "
+                      "e.g. [\"module_type:PostProcess\"]) so that qfx ptq splits it off");
   p.gm->eval();
   const PassReport prepared = prepare_fx(*p.gm, qc, job.backend);
   if (say_warnings)

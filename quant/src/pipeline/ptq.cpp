@@ -15,10 +15,10 @@ void set_calibration(PtqResult* r, const CalibrationResult& c) {
 // Evaluation, per-layer SQNR, the target arithmetic's differences and the
 // reference check, all on the evaluation data (into r.evaluation).
 void evaluate_all(const Job& job, const LoweredModel& fp32, Int8Model& int8, Dataset& ev, const at::Tensor& libtorch_first,
-                  PtqResult* r) {
+                  const PreparedModel& p, PtqResult* r) {
   PtqEvaluation& E = r->evaluation;
   r->evaluated = true;
-  const at::Tensor q = evaluate_stage(job, fp32.model(), int8.model, int8.output, ev, libtorch_first, &E);
+  const at::Tensor q = evaluate_stage(job, fp32.model(), int8.model, int8.output, ev, libtorch_first, p, &E);
   layer_sqnr_stage(job, fp32, int8, ev, &E);
   if (!job.backend.arithmetic.is_float()) {
     info(job.hooks, "target arithmetic: " + job.backend.arithmetic.describe());
@@ -97,7 +97,7 @@ PtqResult ptq(const JobConfig& cfg, const PipelineHooks& hooks, distributed::Con
   Int8Model int8 = convert_stage(job, *p.gm, *out, &res);
   res.export_float_ops = int8.exported.float_ops;
   if (cfg.ptq.auto_fallback) fallback_deployed(job, lowered->model(), int8.model, data.held, int8.output, &res.algorithms);
-  if (data.ev) evaluate_all(job, *lowered, int8, *data.ev, libtorch_first, &res);
+  if (data.ev) evaluate_all(job, *lowered, int8, *data.ev, libtorch_first, p, &res);
   write_outputs(job, &res, int8, *p.gm, *lowered, *out, t_start);
   res.seconds = secs(t_start);
   return res;

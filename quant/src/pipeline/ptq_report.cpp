@@ -113,6 +113,17 @@ json evaluation_json(const PtqEvaluation& E) {
       j["labelled_pixels"] = E.labelled_pixels;
     }
   }
+  if (E.has_detection)
+    j["detection"] = {{"images", E.detection_images},
+                      {"min_iou", E.detection_min_iou},
+                      {"fp32_boxes", E.detection_fp32_boxes},
+                      {"int8_boxes", E.detection_int8_boxes},
+                      {"matched", E.detection_matched},
+                      {"recall", E.detection_recall},
+                      {"precision", E.detection_precision},
+                      {"mean_iou", E.detection_mean_iou},
+                      {"score_mean_abs_diff", E.detection_score_mean_abs_diff},
+                      {"score_max_abs_diff", E.detection_score_max_abs_diff}};
   if (E.reference_images > 0)
     j["reference_check"] = {{"images", E.reference_images}, {"identical_outputs", E.reference_identical},
                             {"max_abs_diff", E.reference_max_abs_diff}, {"exact_expected", E.reference_exact_expected}};

@@ -65,6 +65,9 @@ PtqData open_ptq_data(const Job& job, int world);
 struct PreparedModel {
   std::shared_ptr<fx::GraphModule> gm;  ///< prepare_fx's output, eval mode
   HostSplit host;                       ///< post-processing left on the host
+  /// The traced model before the split (its host nodes included), when there is one:
+  /// evaluation.metric detection runs its host part (detection.h).
+  std::shared_ptr<fx::GraphModule> traced;
   size_t traced_nodes = 0;              ///< nodes of the traced graph
 };
 /// Traces model.path, splits the host post-processing off, prepares for `qc`
@@ -141,9 +144,12 @@ Int8Model convert_stage(const Job& job, fx::GraphModule& gm, const Staging& out,
 /// Undefined without evaluation data.
 at::Tensor libtorch_first_batch(const Job& job, fx::GraphModule& gm, Dataset* ev, const runtime::Model& fp32);
 /// fp32 (the lowered float model) against int8 on every evaluation sample:
-/// cosine, SQNR, top-1, latency, the int8 profile (into `E`). Returns the int8 outputs.
+/// cosine, SQNR, top-1 or mean IoU, latency, the int8 profile (into `E`); with
+/// `traced` (the model before split_host_postprocess, for metric detection) the host
+/// post-processing on both models' outputs and their boxes' agreement. Returns the
+/// int8 outputs.
 at::Tensor evaluate_stage(const Job& job, const runtime::Model& fp32, runtime::Model& int8, const std::string& out_name,
-                          Dataset& ev, const at::Tensor& libtorch_first, PtqEvaluation* E);
+                          Dataset& ev, const at::Tensor& libtorch_first, const PreparedModel& prepared, PtqEvaluation* E);
 
 // ---- layer_sqnr.cpp
 

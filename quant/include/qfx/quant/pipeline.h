@@ -86,6 +86,19 @@ struct PtqEvaluation {
   double miou_fp32_vs_labels = 0, miou_int8_vs_labels = 0;
   int64_t miou_label_classes = 0;               ///< classes present (fp32 against labels)
   int64_t labelled_pixels = 0;                  ///< pixels with a label in [0, classes)
+  /// metric detection (a detector whose post-processing split_host_postprocess left to
+  /// the host): the host part run on the fp32 and on the int8 network outputs, and
+  /// fp32's boxes matched to int8's greedily in descending score (same label, IoU at
+  /// least detection_min_iou), as COCO matches detections to ground truth.
+  bool has_detection = false;
+  double detection_min_iou = 0.5;
+  int64_t detection_images = 0, detection_fp32_boxes = 0, detection_int8_boxes = 0;
+  int64_t detection_matched = 0;                ///< matched pairs
+  double detection_recall = 0;                  ///< matched / fp32 boxes (1 when fp32 found none)
+  double detection_precision = 0;               ///< matched / int8 boxes (1 when int8 found none)
+  double detection_mean_iou = 0;                ///< IoU of the matched pairs, averaged
+  double detection_score_mean_abs_diff = 0;     ///< |fp32 score - int8 score| over matched pairs
+  double detection_score_max_abs_diff = 0;
   int64_t sqnr_images = 0;                      ///< images of the per-layer table
   std::vector<LayerSqnr> layers;                ///< worst first
   int64_t reference_images = 0;                 ///< images also run on the reference backend (0: no check)
