@@ -61,6 +61,22 @@ void TraceImpl::run_node(JNode* n, Env& env) {
     return;
   }
   if (kind == c10::prim::DictConstruct) return construct_dict(n, env);
+  if (n->kind().toQualString() == std::string("aten::dict") && n->inputs().size() == 1 &&
+      in(n, 0, env).k == Sym::K::kList && !in(n, 0, env).is_const()) {  // dict([(k, v), ...]) with traced values
+    Sym d;
+    d.k = Sym::K::kDict;
+    d.items = std::make_shared<std::vector<Sym>>();
+    d.keys = std::make_shared<std::vector<IValue>>();
+    for (const Sym& pair : *in(n, 0, env).items) {
+      const Sym k = element(n, pair, 0), v = element(n, pair, 1);
+      if (k.k != Sym::K::kConst) fail(n, "dictionary key depends on tensor values");
+      auto at = std::find(d.keys->begin(), d.keys->end(), k.c);
+      if (at != d.keys->end()) (*d.items)[static_cast<size_t>(at - d.keys->begin())] = v;
+      else d.keys->push_back(k.c), d.items->push_back(v);
+    }
+    env[n->output()] = d;
+    return;
+  }
   if (kind == c10::prim::ListUnpack || kind == c10::prim::TupleUnpack) {
     const Sym& s = in(n, 0, env);
     for (size_t i = 0; i < n->outputs().size(); ++i) env[n->outputs()[i]] = element(n, s, static_cast<int64_t>(i));
@@ -319,6 +335,14 @@ bool TraceImpl::structural_list_op(JNode* n, Env& env) {
     env[n->output()] = element(n, first, idx.c.toInt());
     return true;
   }
+  if (op == "aten::list" || op == "aten::copy") {  // list(xs), xs.copy(): a new list of the same items
+    Sym copy = first;
+    copy.k = Sym::K::kList;
+    copy.items = std::make_shared<std::vector<Sym>>(items);
+    if (!copy.elem) copy.elem = n->output()->type()->expect<c10::ListType>()->getElementType();
+    env[n->output()] = copy;
+    return true;
+  }
   if (op == "aten::append") {
     items.push_back(in(n, 1, env));
     env[n->output()] = first;
@@ -341,7 +365,9 @@ bool TraceImpl::structural_list_op(JNode* n, Env& env) {
   }
   if (op == "aten::insert" || op == "aten::pop" || op == "aten::clear" || op == "aten::remove" ||
       op == "aten::reverse") {
-    if (first.is_const()) return false;
+    // A list of constants folds, unless a traced value goes into it (an empty list is
+    // one of constants).
+    if (first.is_const() && (op != "aten::insert" || in(n, 2, env).is_const())) return false;
     return in_place_list_op(n, op, items, env);
   }
   return false;

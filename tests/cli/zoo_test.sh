@@ -228,6 +228,31 @@ fb, qb = sum(len(a) for a in fp), sum(len(b) for b in q)
 ok = r['int8_boxes'] == qb and abs(r['fp32_boxes'] - fb) <= 0.02 * fb and abs(r['recall'] - matched / fb) <= 0.02 and r['recall'] >= 0.9
 print('ok' if ok else 'bad', r, fb, qb, matched)"
 
+# torchvision's RetinaNet (ResNet-50, feature pyramid, heads; 128x128, random weights) as
+# tools/zoo/detection.py builds it: the network int8 and deployed; torchvision's own
+# post-processing (anchors, decoding, top-k, NMS) kept whole by a wrap entry and left to
+# the host; metric detection runs it on both models' outputs.
+check "RetinaNet: scripted with its post-processing as a module of its own" 0 "^ok" -- $PY -c "
+import sys, numpy as np, torch; sys.path.insert(0, '$ort/../zoo')
+from detection import build_detector
+det, net = build_detector('retinanet_resnet50_fpn')
+torch.jit.script(det).save('$tmp/retina.pt')
+np.save('$tmp/x128.npy', np.random.default_rng(3).normal(0, 1, (16, 3, 128, 128)).astype(np.float32)); print('ok')"
+check "RetinaNet: qfx ptq leaves the post-processing to the host and compares the boxes" 0 \
+  "detection \(host post-processing on each model's outputs, 16 images\)" -- \
+  "$QFX" ptq --set model.path="$tmp/retina.pt" --set "model.input_shape=[-1, 3, 128, 128]" \
+    --set 'tracer.wrap=["module_type:RetinaNetPostProcess"]' \
+    --set "calibration.data={format: npy, images: $tmp/x128.npy}" --set calibration.num_samples=16 --set calibration.batch_size=8 \
+    --set "evaluation.data={format: npy, images: $tmp/x128.npy}" --set evaluation.metric=detection \
+    --set evaluation.batch_size=8 --set evaluation.sqnr_samples=0 --set evaluation.reference_check=0 --set output.dir="$tmp/retina"
+check "RetinaNet: both head outputs within cosine 0.98 of fp32; 20 boxes per image each side; the host runs RetinaNetPostProcess" 0 "^ok" -- \
+  $PY -c "
+import json; r = json.load(open('$tmp/retina/report.json')); e = r['evaluation']; d = e['detection']
+ok = len(e['outputs']) == 2 and all(o['cosine_int8_vs_fp32'] >= 0.98 for o in e['outputs'])
+ok = ok and d['fp32_boxes'] == d['int8_boxes'] == 16 * 20 and d['matched'] > 0
+ok = ok and any('RetinaNetPostProcess' in n for n in r['host_postprocess']['nodes'])
+print('ok' if ok else 'bad', e['outputs'], d)"
+
 # A wrapped part that reads the model's input leaves nothing to deploy: one error naming
 # it (UnsupportedOpError, exit 5), and no output folder.
 check "detector with its backbone wrapped too: nothing is left to deploy, named" 5 \

@@ -309,6 +309,15 @@ TEST(LoadTorchScript, MissingOperatorNamesItAndTheKey) {
   EXPECT_THROW(qfx::fx::load_operator_library("/nonexistent/libops.so"), qfx::IoError);
 }
 
+// Dictionaries of traced values ({k: v}, keys / values / items, `in`) and in-place list
+// operations (insert, pop, reverse), as torchvision's FPN and detection heads use them:
+// traced through, and the graph computes what TorchScript computed.
+TEST(Tracer, DictionariesAndListOperationsOfTracedValues) {
+  auto t = trace("dict_list", false);
+  EXPECT_TRUE(targets(*t.gm, Opcode::kCallFunction).count("aten::cat"));
+  expect_matches_recording("dict_list", false);
+}
+
 TEST(Tracer, FunctionKeptWholeByName) {
   const std::string msg = trace_error("function_call");
   EXPECT_NE(msg.find("function:topk_decode"), std::string::npos) << msg;

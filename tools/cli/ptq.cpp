@@ -44,6 +44,14 @@ int run_ptq(const std::string& config_path, const std::vector<std::string>& over
       std::printf("segmentation against the labels: mean IoU fp32 %.4f, int8 %.4f (%+.4f) over %lld classes, %lld labelled pixels\n",
                   e.miou_fp32_vs_labels, e.miou_int8_vs_labels, e.miou_int8_vs_labels - e.miou_fp32_vs_labels,
                   static_cast<long long>(e.miou_label_classes), static_cast<long long>(e.labelled_pixels));
+    if (e.has_detection)
+      std::printf("detection (host post-processing on each model's outputs, %lld images): int8 finds %.2f%% of fp32's %lld "
+                  "boxes (IoU >= %.2f, same label), %.2f%% of its %lld boxes match; matched IoU %.4f, score difference "
+                  "mean %.4f, max %.4f\n",
+                  static_cast<long long>(e.detection_images), 100 * e.detection_recall,
+                  static_cast<long long>(e.detection_fp32_boxes), e.detection_min_iou, 100 * e.detection_precision,
+                  static_cast<long long>(e.detection_int8_boxes), e.detection_mean_iou, e.detection_score_mean_abs_diff,
+                  e.detection_score_max_abs_diff);
     if (e.sqnr_images > 0) {
       std::printf("per-layer SQNR vs fp32 on %lld images, worst first (%zu layers; all in report.json):\n",
                   static_cast<long long>(e.sqnr_images), e.layers.size());

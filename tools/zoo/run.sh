@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Every torchvision classification architecture of the zoo and the other model families
-# (segmentation, 1-D audio, GroupNorm / InstanceNorm; tools/zoo/zoo.py list)
+# (segmentation, detection, 1-D audio, GroupNorm / InstanceNorm; tools/zoo/zoo.py list)
 # through `qfx ptq` from its torch.export program (its TorchScript file where torch.export
 # fails) with the cosine metric, compared with torch.ao FX PTQ and PT2E (torchao's
 # X86InductorQuantizer) on the same random weights and inputs, and the int8 model run
@@ -39,13 +39,16 @@ for arch in "${archs[@]}"; do
   # The input shape and the evaluated output (the key "out" of a segmentation model's dictionary).
   shape=$("$PY" -c "import json; print(json.load(open('$out/$arch.torch_ao.json')).get('input_shape', [-1, 3, $size, $size]))")
   output=$("$PY" -c "import json; print(json.load(open('$out/$arch.torch_ao.json')).get('output', 0))")
+  # A detector: its post-processing kept whole (a wrap entry) and left to the host; boxes compared.
+  metric=$("$PY" -c "import json; print(json.load(open('$out/$arch.torch_ao.json')).get('metric', 'cosine'))")
+  wrap=$("$PY" -c "import json; w = json.load(open('$out/$arch.torch_ao.json')).get('wrap'); print('[\"%s\"]' % w if w else '[]')")
   model=$out/$arch.pt2  # the exported program; the TorchScript file where torch.export failed
   [ -f "$model" ] || model=$out/$arch.pt
   rm -rf "${out:?}/$arch"
   if ! "$QFX" ptq --set model.path="$model" --set "model.input_shape=$shape" --set evaluation.output="$output" \
       --set "calibration.data={format: npy, images: $out/$arch.cal.npy}" --set calibration.num_samples=32 \
       --set calibration.batch_size=8 --set "evaluation.data={format: npy, images: $out/$arch.eval.npy}" \
-      --set evaluation.metric=cosine --set evaluation.batch_size=8 --set evaluation.sqnr_samples=0 \
+      --set "tracer.wrap=$wrap" --set evaluation.metric="$metric" --set evaluation.batch_size=8 --set evaluation.sqnr_samples=0 \
       --set evaluation.reference_check=4 \
       --set output.dir="$out/$arch" >>"$log" 2>&1; then
     echo "   qfx ptq failed: $(grep 'qfx: error' "$log" | head -1)" >&2

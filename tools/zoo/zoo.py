@@ -3,8 +3,8 @@
 requirements.txt, used only as users export their models).
 
     zoo.py list                       the architectures (torchvision's classifiers, then
-                                      FAMILIES: segmentation, 1-D audio, GroupNorm /
-                                      InstanceNorm), one "name size" per line
+                                      FAMILIES: segmentation, detection, 1-D audio,
+                                      GroupNorm / InstanceNorm), one "name size" per line
     zoo.py export ARCH DIR            DIR/ARCH.pt (TorchScript, random weights,
                                       batch-norm statistics re-estimated on random
                                       inputs) and DIR/ARCH.pt2 (torch.export of the same
@@ -37,6 +37,7 @@ import torchvision
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "fixtures"))
 from fixture_util import strip_debug  # noqa: E402
+from detection import DETECTION, build_detector, post_module_type  # noqa: E402
 
 # Every classification architecture the installed torchvision lists
 # (torchvision.models.list_models(module=torchvision.models)). Input sizes: 224 where a
@@ -64,10 +65,12 @@ SIZES = {
 
 
 # Beyond classification: torchvision's segmentation models (dictionary output "out",
-# [N, 21, H, W]) at 64x64, and the fixtures' 1-D keyword spotter ([N, 40, 100] mel bands)
-# and GroupNorm / InstanceNorm network ([N, 3, 32, 32]).
+# [N, 21, H, W]) at 64x64, its detectors (detection.py: the network deployed, the
+# post-processing on the host; the table compares the first head output and reports the
+# boxes' agreement), and the fixtures' 1-D keyword spotter ([N, 40, 100] mel bands) and
+# GroupNorm / InstanceNorm network ([N, 3, 32, 32]).
 SEGMENTATION = ["lraspp_mobilenet_v3_large", "deeplabv3_mobilenet_v3_large", "fcn_resnet50", "deeplabv3_resnet50"]
-FAMILIES = SEGMENTATION + ["kws_1d", "norm_net"]
+FAMILIES = SEGMENTATION + list(DETECTION) + ["kws_1d", "norm_net"]
 
 
 def archs():
@@ -80,7 +83,7 @@ def input_shape(arch):
         return (40, 100)
     if arch == "norm_net":
         return (3, 32, 32)
-    size = 64 if arch in SEGMENTATION else spec(arch)[0]
+    size = 64 if arch in SEGMENTATION else DETECTION[arch] if arch in DETECTION else spec(arch)[0]
     return (3, size, size)
 
 
@@ -103,6 +106,8 @@ def build_family(arch):
     from export_models import KeywordSpotter, NormNet, segmentation_model
     if arch in SEGMENTATION:
         return segmentation_model(arch)
+    if arch in DETECTION:
+        return build_detector(arch)[0]
     torch.manual_seed(0)
     m = KeywordSpotter() if arch == "kws_1d" else NormNet()
     m.train()
@@ -113,8 +118,10 @@ def build_family(arch):
 
 
 def main_output(y):
-    """The output the table compares: "out" of a dictionary output."""
-    return y["out"] if isinstance(y, dict) else y
+    """The output the table compares: "out" of a dictionary output, the first of several."""
+    if isinstance(y, dict):
+        return y["out"]
+    return y[0] if isinstance(y, (list, tuple)) else y
 
 
 def build(arch):
@@ -212,12 +219,18 @@ def export(arch, out):
     ev = rng.normal(0, 1, (EVAL,) + shape).astype(np.float32)
     np.save(os.path.join(out, arch + ".cal.npy"), cal)
     np.save(os.path.join(out, arch + ".eval.npy"), ev)
-    res = torch_ao_cosine(m, size, torch.from_numpy(cal), torch.from_numpy(ev))
+    net = m.net if arch in DETECTION else m  # PyTorch's flows quantize a detector's network
+    res = torch_ao_cosine(net, size, torch.from_numpy(cal), torch.from_numpy(ev))
     res["size"] = size
     res["input_shape"] = [-1] + list(shape)
     res["output"] = "out" if arch in SEGMENTATION else 0  # evaluation.output
-    res["pt2"] = export_program(m, shape, os.path.join(out, arch + ".pt2"))
-    res["pt2e"] = pt2e_cosine(m, torch.from_numpy(cal), torch.from_numpy(ev))
+    if arch in DETECTION:  # qfx ptq: the post-processing kept whole, left to the host
+        res["wrap"] = post_module_type(arch)
+        res["metric"] = "detection"
+        res["pt2"] = "the post-processing has data-dependent shapes: qfx reads the TorchScript file"
+    else:
+        res["pt2"] = export_program(m, shape, os.path.join(out, arch + ".pt2"))
+    res["pt2e"] = pt2e_cosine(net, torch.from_numpy(cal), torch.from_numpy(ev))
     with open(os.path.join(out, arch + ".torch_ao.json"), "w") as f:
         json.dump(res, f)
 
@@ -248,7 +261,9 @@ def row(arch, d):
             int8 += 1
         elif k.get("dtype") == "float32":
             fl[k["op"]] = fl.get(k["op"], 0) + 1
-    a, b = np.load(os.path.join(d, arch + ".qfx.npy")), np.load(os.path.join(d, arch + ".ort.npy"))
+    first = os.path.join(d, arch + ".qfx.npy")  # a model of several outputs: qfx run writes one file each
+    a = np.load(first if os.path.exists(first) else os.path.join(d, arch + ".qfx.output_0.npy"))
+    b = np.load(os.path.join(d, arch + ".ort.npy"))
     plain = np.load(os.path.join(d, arch + ".ort_plain.npy"))
     ort_self = cosine(torch.from_numpy(b), torch.from_numpy(plain)) if b.shape == plain.shape else 0.0
     agree = float((a.argmax(1) == b.argmax(1)).mean()) if a.shape == b.shape else 0.0  # per pixel for segmentation
@@ -263,9 +278,12 @@ def row(arch, d):
     fls = ", ".join("%s %d" % kv for kv in sorted(fl.items())) or "none"
     read = ".pt2" if rep["model"].endswith(".pt2") else ".pt (torch.export: %s)" % (ao.get("pt2") or "not tried").replace("|", "/")
     shape = ao.get("input_shape", [-1, 3, ao["size"], ao["size"]])[1:]
-    print("| %s | %s | %s | %d | %d | %s | %.5f | %s | %s | cosine %.5f (its own two runs: %.5f), max diff %.4f, same class %d/%d | %s |"
-          % (arch, "x".join(str(d) for d in shape), read, rep.get("traced_nodes", 0), int8, fls, c, cell(ao), cell(pt2e), ort_cos, ort_self, diff,
-             round(agree * a[:, 0].size), a[:, 0].size, "yes" if ok else "**no**"))
+    det = rep["evaluation"].get("detection")
+    boxes = "; boxes: int8 finds %.1f%% of fp32's %d (IoU >= 0.5), score diff %.4f" % (
+        100 * det["recall"], det["fp32_boxes"], det["score_mean_abs_diff"]) if det else ""
+    print("| %s | %s | %s | %d | %d | %s | %.5f%s | %s | %s | cosine %.5f (its own two runs: %.5f), max diff %.4f, same class %d/%d | %s |"
+          % (arch, "x".join(str(d) for d in shape), read, rep.get("traced_nodes", 0), int8, fls, c, boxes, cell(ao), cell(pt2e), ort_cos,
+             ort_self, diff, round(agree * a[:, 0].size), a[:, 0].size, "yes" if ok else "**no**"))
     return ok
 
 
