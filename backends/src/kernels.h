@@ -32,6 +32,7 @@ void register_reference_logic();
 void register_reference_pooling();
 void register_reference_shape();
 void register_reference_gather();
+void register_reference_rnn();
 void register_reference_quantize();
 void register_reference_lut();
 void register_reference_integer_only();

@@ -44,6 +44,7 @@ void register_builtins() {
   register_reference_pooling();
   register_reference_shape();
   register_reference_gather();
+  register_reference_rnn();
   register_reference_quantize();
   register_reference_lut();
   register_reference_integer_only();
@@ -153,7 +154,7 @@ size_t required_inputs(const std::string& op) {
       {"Add", 2}, {"Sub", 2}, {"Mul", 2}, {"Div", 2}, {"MatMul", 2}, {"Gemm", 2}, {"Conv", 2},
       {"ConvTranspose", 2}, {"BatchNormalization", 5}, {"Reshape", 2}, {"QLinearAdd", 2}, {"QLinearMul", 2}, {"QLinearConv", 2}, {"QGemm", 2},
       {"QLinearMatMul", 2}, {"Pow", 2}, {"Equal", 2}, {"Less", 2}, {"Greater", 2}, {"LessOrEqual", 2},
-      {"GreaterOrEqual", 2}, {"And", 2}, {"Or", 2}, {"Where", 3}, {"Gather", 2}};
+      {"GreaterOrEqual", 2}, {"And", 2}, {"Or", 2}, {"Where", 3}, {"Gather", 2}, {"LSTM", 3}, {"GRU", 3}};
   auto it = k.find(op);
   return it == k.end() ? 1 : it->second;
 }
@@ -165,7 +166,7 @@ void check_input_dtypes(const ir::Node& n, const std::vector<Meta>& in) {
   static const std::map<std::string, size_t> float_inputs = {
       {"QuantizeLinear", 1}, {"Conv", 1},    {"ConvTranspose", 1}, {"Gemm", 3},      {"MatMul", 2},
       {"Softmax", 1},        {"ReduceMean", 1}, {"ReduceSum", 1}, {"GlobalAveragePool", 1}, {"AveragePool", 1}, {"Resize", 1},
-      {"BatchNormalization", 1}};
+      {"BatchNormalization", 1}, {"LSTM", 3}, {"GRU", 3}};
   auto f = float_inputs.find(n.op);
   if (f != float_inputs.end()) {
     for (size_t i = 0; i < std::min(f->second, in.size()); ++i)

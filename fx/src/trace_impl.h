@@ -213,6 +213,7 @@ class TraceImpl {
   // A dictionary that holds traced values (`result["out"] = x`, as torchvision's
   // segmentation models return): keys are constants, values symbolic.
   void construct_dict(JNode* n, Env& env);
+  bool whole_slice(JNode* n, Env& env);
   bool dict_view(JNode* n, const Sym& d, const std::string& op, Env& env);
   bool structural_dict_op(JNode* n, Env& env);
   bool in_place_list_op(JNode* n, const std::string& op, std::vector<Sym>& items, Env& env);

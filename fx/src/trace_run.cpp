@@ -612,6 +612,17 @@ bool TraceImpl::produces_tensor(const c10::TypePtr& t) {
   return false;
 }
 
+// aten::slice.Tensor(x, dim, start, end, step) of a traced x that keeps every element:
+// start None or 0, end None or past any size, step 1.
+bool TraceImpl::whole_slice(JNode* n, Env& env) {
+  if (n->inputs().size() != 5 || in(n, 0, env).k != Sym::K::kProxy) return false;
+  const Sym &start = in(n, 2, env), &end = in(n, 3, env), &step = in(n, 4, env);
+  if (start.k != Sym::K::kConst || end.k != Sym::K::kConst || step.k != Sym::K::kConst) return false;
+  const bool from_0 = start.c.isNone() || (start.c.isInt() && start.c.toInt() == 0);
+  const bool to_end = end.c.isNone() || (end.c.isInt() && end.c.toInt() >= (int64_t{1} << 62));
+  return from_0 && to_end && step.c.isInt() && step.c.toInt() == 1;
+}
+
 void TraceImpl::run_operator(JNode* n, Env& env) {
   const torch::jit::Operator* op = n->maybeOperator();
   if (!op) fail(n, std::string("unsupported TorchScript construct ") + n->kind().toQualString());
@@ -627,6 +638,10 @@ void TraceImpl::run_operator(JNode* n, Env& env) {
     return;
   }
 
+  if (target == "aten::slice.Tensor" && whole_slice(n, env)) {  // x[:, ...]: the value itself, as torch.export records it
+    env[n->output()] = in(n, 0, env);
+    return;
+  }
   bool any_proxy = false;
   for (size_t i = 0; i < n->inputs().size(); ++i) any_proxy = any_proxy || in(n, i, env).has_proxy();
   bool tensor_out = false;

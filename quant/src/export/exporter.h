@@ -196,6 +196,11 @@ class Exporter {
   // A parameter or buffer read by a function (F.linear's weight, a layer scale): an
   // initializer, in float (a tensor of another dtype keeps its type).
   void attribute(fx::Node* n) {
+    if (!n->users().empty() && std::all_of(n->users().begin(), n->users().end(), [&](const fx::Node* u) {
+          const std::string op = canonical_op_name(*u, gm_);
+          return op == "lstm" || op == "gru";
+        }))
+      return;  // a recurrent layer's weight: exported reordered by rnn_function
     at::Tensor t = gm_.get_attr(n->target()).detach();
     if (t.is_floating_point()) t = t.to(at::kFloat);
     names_[n] = init(n->name(), t);
@@ -572,6 +577,17 @@ class Exporter {
   // chunk(x, chunks, dim) as Slices (torch: pieces of ceil(D / chunks), the last smaller).
   void chunk(fx::Node* n);
 
+  // Recurrent layers (export_rnn_ops.cpp): aten::lstm.input / gru.input as one ONNX LSTM /
+  // GRU per layer (tuple_items_: output, h_n[, c_n]); false for other ops. The zeros
+  // nn.LSTM makes for its initial state export as nothing (is_zeros: left out there).
+  bool rnn_function(fx::Node* n, const std::string& op);
+  bool is_zeros(const fx::Argument& a);
+  void zeros(fx::Node* n);
+  at::Tensor tensor_arg(const fx::Node& n, const fx::Argument& a);  // a constant or parameter, float
+  std::vector<at::Tensor> tensors_arg(const fx::Node& n, const fx::Argument& a);  // a list of them
+  std::string transposed(const std::string& x, const std::vector<int64_t>& perm, const std::string& hint);
+  static void attr_s(onnx::NodeProto* p, const std::string& k, const std::string& v);
+
   // Float elementwise ops with a one-to-one ONNX operator (export_elementwise_ops.cpp);
   // false for any other op.
   bool elementwise_function(fx::Node* n, const std::string& op);
@@ -591,6 +607,8 @@ class Exporter {
     if (op == "pad" || op == "constant_pad_nd") return pad(n);
     if (op == "roll") return roll(n);
     if (op == "chunk") return chunk(n);
+    if (op == "zeros" || op == "zeros_like") return zeros(n);
+    if (rnn_function(n, op)) return;
     if (op == "add") return binary(n, "Add");
     if (op == "sub") return binary(n, "Sub");
     if (op == "mul") return binary(n, "Mul");

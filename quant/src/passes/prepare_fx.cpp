@@ -2,6 +2,7 @@
 // (observer) insertion with shared and fixed qparams.
 #include <torch/nn/modules/activation.h>
 
+#include <algorithm>
 #include <map>
 #include <optional>
 #include <set>
@@ -73,7 +74,19 @@ class Preparer {
       return;
     NodeInfo i;
     i.op = canonical_op_name(*n, gm_);
+    if (i.op == "lstm" || i.op == "gru") {  // recurrent layers: float, int8 at their boundaries
+      i.float_reason = "recurrent layer: weights, gates and states in float32; its input and outputs int8 where "
+                       "the ops around it are";
+      info_[n] = i;
+      return;
+    }
     if (i.op == "getitem" || !produces_tensor(*n)) return;
+    if ((i.op == "zeros" || i.op == "zeros_like") && !n->users().empty() &&
+        std::all_of(n->users().begin(), n->users().end(), [&](const fx::Node* u) {
+          const std::string op = canonical_op_name(*u, gm_);
+          return op == "lstm" || op == "gru";
+        }))
+      return;  // a recurrent layer's default initial state: not exported
     i.qconfig = mapping_.resolve(node_module_path(*n), node_object_type(*n, gm_), &i.matched_by);
     i.op_config = backend_.op(i.op);
     if (i.op == "wrapped") {

@@ -1,0 +1,150 @@
+// export_onnx's recurrent layers (see exporter.h): aten::lstm.input and aten::gru.input,
+// what nn.LSTM and nn.GRU call (any number of layers, one or two directions, batch
+// first or not), as one ONNX LSTM / GRU per layer (ONNX operator spec, opset 7-14
+// semantics at layout 0: X [seq, batch, input], Y [seq, directions, batch, hidden]):
+//   - weights reordered to ONNX's gate order: LSTM i, o, f, c from PyTorch's i, f, g, o;
+//     GRU z, r, h from PyTorch's r, z, n, with linear_before_reset = 1 (PyTorch applies
+//     the reset gate after the hidden projection);
+//   - B = [b_ih, b_hh] per direction; initial states sliced per layer from h0 / c0, or
+//     left out when they are zeros (nn.LSTM's default creates them with aten::zeros);
+//   - Y transposed and reshaped to PyTorch's [seq, batch, directions * hidden] for the
+//     next layer and the output; h_n / c_n the layers' Y_h / Y_c concatenated.
+#include "exporter.h"
+
+namespace qfx::quant::detail {
+
+namespace {
+
+// `t` [gates * H, ...] with its gate blocks in `order`.
+at::Tensor gates_in(const at::Tensor& t, const std::vector<int64_t>& order) {
+  const auto blocks = t.chunk(static_cast<int64_t>(order.size()), 0);
+  std::vector<at::Tensor> out;
+  for (int64_t i : order) out.push_back(blocks[static_cast<size_t>(i)]);
+  return at::cat(out, 0);
+}
+
+}  // namespace
+
+bool Exporter::is_zeros(const fx::Argument& a) {
+  return a.is_node() && a.node->op() == fx::Opcode::kCallFunction &&
+         (canonical_op_name(*a.node, gm_) == "zeros" || canonical_op_name(*a.node, gm_) == "zeros_like");
+}
+
+void Exporter::zeros(fx::Node* n) {
+  // Only recurrent layers read a zeros of the dynamic batch (their default initial
+  // state), and they leave it out; anything else reads a value never exported.
+  for (const fx::Node* u : n->users()) {
+    const std::string op = canonical_op_name(*u, gm_);
+    if (op != "lstm" && op != "gru") unsupported(*n, "zeros read by '" + u->name() + "' (" + op + "): only as an LSTM / GRU initial state");
+  }
+}
+
+at::Tensor Exporter::tensor_arg(const fx::Node& n, const fx::Argument& a) {
+  if (a.is_const() && a.value.isTensor()) return a.value.toTensor().detach().to(at::kFloat);
+  if (a.is_node() && a.node->op() == fx::Opcode::kGetAttr) return gm_.get_attr(a.node->target()).detach().to(at::kFloat);
+  unsupported(n, "a recurrent layer's weight that is not a parameter or a constant");
+}
+
+std::vector<at::Tensor> Exporter::tensors_arg(const fx::Node& n, const fx::Argument& a) {
+  std::vector<at::Tensor> out;
+  if (a.is_const() && a.value.isTensorList()) {
+    for (const at::Tensor& t : a.value.toTensorVector()) out.push_back(t.detach().to(at::kFloat));
+  } else if (a.is_const() && a.value.isList()) {
+    for (const c10::IValue& v : a.value.toListRef()) {
+      if (!v.isTensor()) unsupported(n, "a recurrent layer's weight list holding a non-tensor");
+      out.push_back(v.toTensor().detach().to(at::kFloat));
+    }
+  } else if (a.kind == fx::Argument::Kind::kList || a.kind == fx::Argument::Kind::kTuple) {
+    for (const auto& item : a.items) out.push_back(tensor_arg(n, item));
+  } else {
+    unsupported(n, "a recurrent layer's weights that are not a list of parameters or constants");
+  }
+  return out;
+}
+
+bool Exporter::rnn_function(fx::Node* n, const std::string& op) {
+  if (op != "lstm" && op != "gru") return false;
+  const bool lstm = op == "lstm";
+  if (n->args().size() < 9) unsupported(*n, "an " + op + " overload other than " + op + ".input");
+  const bool has_b = num_arg(*n, 3, 1) != 0, bidir = num_arg(*n, 7, 0) != 0, batch_first = num_arg(*n, 8, 0) != 0;
+  const int64_t layers = static_cast<int64_t>(num_arg(*n, 4, 1)), dirs = bidir ? 2 : 1, per = has_b ? 4 : 2;
+  if (num_arg(*n, 6, 0) != 0 && num_arg(*n, 5, 0) != 0) unsupported(*n, "dropout between layers in training mode");
+  const std::vector<at::Tensor> params = tensors_arg(*n, n->args()[2]);
+  if (static_cast<int64_t>(params.size()) != layers * dirs * per)
+    unsupported(*n, std::to_string(params.size()) + " weights for " + std::to_string(layers) + " layers");
+  const std::vector<int64_t> order = lstm ? std::vector<int64_t>{0, 3, 1, 2} : std::vector<int64_t>{1, 0, 2};
+  const int64_t H = params[1].size(1);
+  // Initial states: h0 (and c0), [layers * dirs, batch, H]; zeros are left out.
+  std::vector<const fx::Argument*> states;
+  if (lstm) {
+    for (const auto& s : n->args()[1].items) states.push_back(&s);
+  } else {
+    states.push_back(&n->args()[1]);
+  }
+  const std::string b = n->name();
+  std::string x = value(*n, n->args()[0]);
+  if (batch_first) x = transposed(x, {1, 0, 2}, b + "_seq_first");
+  std::vector<std::string> y_h, y_c;
+  for (int64_t l = 0; l < layers; ++l) {
+    std::vector<at::Tensor> W, R, B;
+    for (int64_t d = 0; d < dirs; ++d) {
+      const size_t at = static_cast<size_t>((l * dirs + d) * per);
+      W.push_back(gates_in(params[at], order));
+      R.push_back(gates_in(params[at + 1], order));
+      if (has_b) B.push_back(at::cat({gates_in(params[at + 2], order), gates_in(params[at + 3], order)}));
+    }
+    std::vector<std::string> in = {x, init(b + "_W", at::stack(W)), init(b + "_R", at::stack(R)),
+                                   has_b ? init(b + "_B", at::stack(B)) : "", ""};
+    for (const fx::Argument* s : states) {
+      if (is_zeros(*s)) {
+        in.push_back("");
+        continue;
+      }
+      const std::string piece = fresh(b + "_state");
+      slice_axis(value(*n, *s), l * dirs, (l + 1) * dirs, 0, 1, piece, piece);
+      in.push_back(piece);
+    }
+    while (!in.empty() && in.back().empty()) in.pop_back();
+    const std::string y = fresh(b + "_Y");
+    auto* p = node(lstm ? "LSTM" : "GRU", in, y, fresh(b + "_layer"));
+    y_h.push_back(fresh(b + "_Y_h"));
+    p->add_output(y_h.back());
+    if (lstm) {
+      y_c.push_back(fresh(b + "_Y_c"));
+      p->add_output(y_c.back());
+    }
+    attr_i(p, "hidden_size", H);
+    if (bidir) attr_s(p, "direction", "bidirectional");
+    if (!lstm) attr_i(p, "linear_before_reset", 1);
+    // [seq, dirs, batch, H] -> [seq, batch, dirs * H]
+    const std::string merged = fresh(b + "_out");
+    node("Reshape", {transposed(y, {0, 2, 1, 3}, b + "_batch_major"), ints_init(b + "_out_shape", {0, 0, -1})}, merged, merged);
+    x = merged;
+  }
+  if (batch_first) x = transposed(x, {1, 0, 2}, b + "_batch_first");
+  auto concat = [&](const std::vector<std::string>& parts, const std::string& hint) {
+    if (parts.size() == 1) return parts[0];
+    const std::string v = fresh(b + hint);
+    attr_i(node("Concat", parts, v, v), "axis", 0);
+    return v;
+  };
+  tuple_items_[n] = {x, concat(y_h, "_h_n")};
+  if (lstm) tuple_items_[n].push_back(concat(y_c, "_c_n"));
+  rank_[n] = 3;
+  return true;
+}
+
+std::string Exporter::transposed(const std::string& x, const std::vector<int64_t>& perm, const std::string& hint) {
+  const std::string v = fresh(hint);
+  attr_ints(node("Transpose", {x}, v, v), "perm", perm);
+  return v;
+}
+
+void Exporter::attr_s(onnx::NodeProto* p, const std::string& k, const std::string& v) {
+  auto* a = p->add_attribute();
+  a->set_name(k);
+  a->set_type(onnx::AttributeProto::STRING);
+  a->set_s(v);
+}
+
+}  // namespace qfx::quant::detail
