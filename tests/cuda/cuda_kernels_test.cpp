@@ -56,6 +56,32 @@ ir::Node maxpool_node() {
   return mp;
 }
 
+// QLinearGlobalAveragePool, u8 codes in and out, under arithmetic `ar`.
+ir::Node qgap_node(const Arithmetic& ar) {
+  ir::Node n;
+  n.op = "QLinearGlobalAveragePool";
+  n.name = "gap";
+  n.inputs = {"x"};
+  n.arithmetic = ar;
+  n.in_q = {qinfo(DType::kUInt8, {0.05f}, {7})};
+  n.out_q = qinfo(DType::kUInt8, {0.02f}, {3});
+  return n;
+}
+
+// QRelu or QClip (`op`) on s8 codes under arithmetic `ar`.
+ir::Node qact_node(const Arithmetic& ar, const std::string& op) {
+  ir::Node n;
+  n.op = op;
+  n.name = "act";
+  n.inputs = {"x"};
+  n.arithmetic = ar;
+  n.in_q = {qinfo(DType::kInt8, {0.05f}, {-10})};
+  n.out_q = qinfo(DType::kInt8, {0.04f}, {-128});
+  n.fused_act = op == "QClip" ? "Clip" : "Relu";
+  n.clip_hi = 4.0f;
+  return n;
+}
+
 struct ConvCase {
   int64_t N, C, H, W, M, k, stride, pad, group;
   DType xdt, ydt, wdt;
@@ -146,29 +172,11 @@ TEST(CudaKernels, ElementwiseAndPoolingEqualReference) {
       test::expect_cuda_equals_reference(n, {nullptr, nullptr}, {&a, &b}, std::string(t.name) + " " + op);
     }
     for (const char* op : {"QRelu", "QClip"}) {
-      ir::Node n;
-      n.op = op;
-      n.name = "act";
-      n.inputs = {"x"};
-      n.arithmetic = t.ar;
-      n.in_q = {qinfo(DType::kInt8, {0.05f}, {-10})};
-      n.out_q = qinfo(DType::kInt8, {0.04f}, {-128});
-      n.fused_act = std::string(op) == "QClip" ? "Clip" : "Relu";
-      n.clip_hi = 4.0f;
       Tensor x = test::random_codes({3, 4, 5, 6}, DType::kInt8, rng);
-      test::expect_cuda_equals_reference(n, {nullptr}, {&x}, std::string(t.name) + " " + op);
+      test::expect_cuda_equals_reference(qact_node(t.ar, op), {nullptr}, {&x}, std::string(t.name) + " " + op);
     }
-    {
-      ir::Node n;
-      n.op = "QLinearGlobalAveragePool";
-      n.name = "gap";
-      n.inputs = {"x"};
-      n.arithmetic = t.ar;
-      n.in_q = {qinfo(DType::kUInt8, {0.05f}, {7})};
-      n.out_q = qinfo(DType::kUInt8, {0.02f}, {3});
-      Tensor x = test::random_codes({2, 9, 7, 7}, DType::kUInt8, rng);
-      test::expect_cuda_equals_reference(n, {nullptr}, {&x}, std::string(t.name) + " gap");
-    }
+    Tensor x = test::random_codes({2, 9, 7, 7}, DType::kUInt8, rng);
+    test::expect_cuda_equals_reference(qgap_node(t.ar), {nullptr}, {&x}, std::string(t.name) + " gap");
   }
   const ir::Node mp = maxpool_node();
   for (DType dt : {DType::kUInt8, DType::kInt8}) {
@@ -230,24 +238,9 @@ TEST(CudaKernels, ChannelsLastEqualsReference) {
     test::expect_cuda_nhwc_equals_reference(add, {nullptr, nullptr}, {&a, &b}, std::string(t.name) + " add", true, true);
     Tensor odd_a = test::random_codes({1, 3, 5, 7}, DType::kUInt8, rng), odd_b = test::random_codes({1, 3, 5, 7}, DType::kUInt8, rng);
     test::expect_cuda_equals_reference(add, {nullptr, nullptr}, {&odd_a, &odd_b}, std::string(t.name) + " add, 105 codes");
-    ir::Node relu;
-    relu.op = "QRelu";
-    relu.name = "relu";
-    relu.inputs = {"x"};
-    relu.arithmetic = t.ar;
-    relu.in_q = {qinfo(DType::kInt8, {0.05f}, {-10})};
-    relu.out_q = qinfo(DType::kInt8, {0.04f}, {-128});
-    relu.fused_act = "Relu";
     Tensor c = test::random_codes({2, 12, 5, 7}, DType::kInt8, rng);
-    test::expect_cuda_nhwc_equals_reference(relu, {nullptr}, {&c}, std::string(t.name) + " relu", true, true);
-    ir::Node gap;
-    gap.op = "QLinearGlobalAveragePool";
-    gap.name = "gap";
-    gap.inputs = {"x"};
-    gap.arithmetic = t.ar;
-    gap.in_q = {qinfo(DType::kUInt8, {0.05f}, {7})};
-    gap.out_q = qinfo(DType::kUInt8, {0.02f}, {3});
-    test::expect_cuda_nhwc_equals_reference(gap, {nullptr}, {&a}, std::string(t.name) + " gap", true, false);
+    test::expect_cuda_nhwc_equals_reference(qact_node(t.ar, "QRelu"), {nullptr}, {&c}, std::string(t.name) + " relu", true, true);
+    test::expect_cuda_nhwc_equals_reference(qgap_node(t.ar), {nullptr}, {&a}, std::string(t.name) + " gap", true, false);
   }
   const ir::Node mp = maxpool_node();
   for (DType dt : {DType::kUInt8, DType::kInt8}) {

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Every torchvision classification architecture of the zoo and the other model families
-# (segmentation, detection, 1-D audio, GroupNorm / InstanceNorm; tools/zoo/zoo.py list)
+# (segmentation, detection, 1-D audio, GroupNorm / InstanceNorm, recurrent; tools/zoo/zoo.py list)
 # through `qfx ptq` from its torch.export program (its TorchScript file where torch.export
 # fails) with the cosine metric, compared with torch.ao FX PTQ and PT2E (torchao's
 # X86InductorQuantizer) on the same random weights and inputs, and the int8 model run

@@ -4,7 +4,8 @@ requirements.txt, used only as users export their models).
 
     zoo.py list                       the architectures (torchvision's classifiers, then
                                       FAMILIES: segmentation, detection, 1-D audio,
-                                      GroupNorm / InstanceNorm), one "name size" per line
+                                      GroupNorm / InstanceNorm, recurrent), one "name
+                                      size" per line
     zoo.py export ARCH DIR            DIR/ARCH.pt (TorchScript, random weights,
                                       batch-norm statistics re-estimated on random
                                       inputs) and DIR/ARCH.pt2 (torch.export of the same
@@ -67,10 +68,11 @@ SIZES = {
 # Beyond classification: torchvision's segmentation models (dictionary output "out",
 # [N, 21, H, W]) at 64x64, its detectors (detection.py: the network deployed, the
 # post-processing on the host; the table compares the first head output and reports the
-# boxes' agreement), and the fixtures' 1-D keyword spotter ([N, 40, 100] mel bands) and
-# GroupNorm / InstanceNorm network ([N, 3, 32, 32]).
+# boxes' agreement), and the fixtures' 1-D keyword spotter ([N, 40, 100] mel bands),
+# GroupNorm / InstanceNorm network ([N, 3, 32, 32]) and recurrent networks (a Conv1d, a
+# two-layer bidirectional LSTM or GRU, a linear head; [N, 8, 20]).
 SEGMENTATION = ["lraspp_mobilenet_v3_large", "deeplabv3_mobilenet_v3_large", "fcn_resnet50", "deeplabv3_resnet50"]
-FAMILIES = SEGMENTATION + list(DETECTION) + ["kws_1d", "norm_net"]
+FAMILIES = SEGMENTATION + list(DETECTION) + ["kws_1d", "norm_net", "lstm_net", "gru_net"]
 
 
 def archs():
@@ -83,6 +85,8 @@ def input_shape(arch):
         return (40, 100)
     if arch == "norm_net":
         return (3, 32, 32)
+    if arch in ("lstm_net", "gru_net"):
+        return (8, 20)
     size = 64 if arch in SEGMENTATION else DETECTION[arch] if arch in DETECTION else spec(arch)[0]
     return (3, size, size)
 
@@ -103,12 +107,14 @@ CAL, EVAL = 32, 16
 
 def build_family(arch):
     """A model of FAMILIES, random weights, batch-norm statistics of random inputs."""
-    from export_models import KeywordSpotter, NormNet, segmentation_model
+    from export_models import KeywordSpotter, NormNet, RecurrentNet, segmentation_model
     if arch in SEGMENTATION:
         return segmentation_model(arch)
     if arch in DETECTION:
         return build_detector(arch)[0]
     torch.manual_seed(0)
+    if arch in ("lstm_net", "gru_net"):
+        return RecurrentNet(arch[:-4]).eval()
     m = KeywordSpotter() if arch == "kws_1d" else NormNet()
     m.train()
     with torch.no_grad():
