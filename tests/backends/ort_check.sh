@@ -35,6 +35,34 @@ for m in resnet18 mobilenet_v2 zoo; do
   "$PY" "$ort/run.py" "$FIXTURES/onnx/$m.onnx" "$tmp/$m.ort.npy" "$FIXTURES/onnx/$m.in.npy" || fail=1
   for backend in onednn reference; do compare "$m ($backend)" "$tmp/$m.$backend.npy" "$tmp/$m.ort.npy" rel 1e-4 || fail=1; done
 done
+# Recurrent layers as other exporters write them: ONNX LSTM and GRU with biases and
+# initial states, reverse and bidirectional, GRU with linear_before_reset 0 and 1
+# (random weights, made here with onnx.helper); float within 1e-4 relative.
+$PY - "$tmp" <<'PY' || fail=1
+import sys, numpy as np, onnx
+from onnx import TensorProto, helper, numpy_helper
+out, rng = sys.argv[1], np.random.default_rng(7)
+S, N, I, H = 6, 3, 5, 4
+def model(name, op, direction, G, extra):
+    D = 2 if direction == "bidirectional" else 1
+    inits = [numpy_helper.from_array(rng.normal(0, 0.5, a).astype(np.float32), n) for n, a in
+             (("W", (D, G * H, I)), ("R", (D, G * H, H)), ("B", (D, 2 * G * H)), ("h0", (D, N, H)), ("c0", (D, N, H)))]
+    ins = ["x", "W", "R", "B", "", "h0"] + (["c0"] if op == "LSTM" else [])
+    node = helper.make_node(op, ins, ["y", "y_h"], hidden_size=H, direction=direction, **extra)
+    g = helper.make_graph([node], name, [helper.make_tensor_value_info("x", TensorProto.FLOAT, [S, N, I])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], inits if op == "LSTM" else inits[:4])
+    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 14)], ir_version=8), "%s/%s.onnx" % (out, name))
+model("lstm_reverse", "LSTM", "reverse", 4, {})
+model("lstm_bidirectional", "LSTM", "bidirectional", 4, {})
+model("gru_forward", "GRU", "forward", 3, {"linear_before_reset": 0})
+model("gru_bidirectional", "GRU", "bidirectional", 3, {"linear_before_reset": 1})
+np.save("%s/seq.npy" % out, rng.normal(0, 1, (S, N, I)).astype(np.float32))
+PY
+for m in lstm_reverse lstm_bidirectional gru_forward gru_bidirectional; do
+  "$QFX" run "$tmp/$m.onnx" -i "$tmp/seq.npy" -o "$tmp/$m.qfx.npy" >/dev/null || fail=1
+  "$PY" "$ort/run.py" "$tmp/$m.onnx" "$tmp/$m.ort.npy" "$tmp/seq.npy" || fail=1
+  compare "$m (float)" "$tmp/$m.qfx.npy" "$tmp/$m.ort.npy" rel 1e-4 || fail=1
+done
 for m in qdq_convnet qdq_s8; do
   ORT_OPT=disabled "$PY" "$ort/run.py" "$FIXTURES/onnx/$m.onnx" "$tmp/$m.ort.npy" "$FIXTURES/onnx/$m.in.npy" || fail=1
   "$PY" "$ort/run.py" "$FIXTURES/onnx/$m.onnx" "$tmp/$m.ortopt.npy" "$FIXTURES/onnx/$m.in.npy" || fail=1

@@ -100,15 +100,17 @@ Kernel rnn(const Node& n, const std::vector<Meta>& in, bool lstm) {
   if (lstm) k.outputs.push_back({{D, N, H}, DType::kFloat32});
   k.run = [=](const In& i, const Out& o) {
     std::vector<float> wx(static_cast<size_t>(G * H)), rh(wx.size()), tmp(static_cast<size_t>(H));
-    std::vector<float> cs(static_cast<size_t>(H));
-    float* Y = o[0]->data<float>();
+    std::vector<float> hs(static_cast<size_t>(H)), cs(hs.size());
+    // Every output is optional (an empty name in the model): written only where present.
+    auto out = [&](size_t j) -> float* { return o.size() > j && o[j] ? o[j]->data<float>() : nullptr; };
+    float *Y = out(0), *Yh = out(1), *Yc = lstm ? out(2) : nullptr;
     for (int64_t d = 0; d < D; ++d) {
       const Cell c{i[1]->data<float>() + d * G * H * I, i[2]->data<float>() + d * G * H * H,
                    has_b ? i[3]->data<float>() + d * 2 * G * H : nullptr,
                    has_b ? i[3]->data<float>() + d * 2 * G * H + G * H : nullptr, I, H};
       const bool backward = reverse_only || d == 1;
       for (int64_t b = 0; b < N; ++b) {
-        float* h = o[1]->data<float>() + (d * N + b) * H;
+        float* h = hs.data();
         for (int64_t k2 = 0; k2 < H; ++k2) {
           h[k2] = has_h ? i[5]->data<float>()[(d * N + b) * H + k2] : 0.0f;
           cs[static_cast<size_t>(k2)] = has_c ? i[6]->data<float>()[(d * N + b) * H + k2] : 0.0f;
@@ -118,9 +120,10 @@ Kernel rnn(const Node& n, const std::vector<Meta>& in, bool lstm) {
           const float* x = i[0]->data<float>() + (t * N + b) * I;
           if (lstm) lstm_step(c, x, h, cs.data(), wx, rh);
           else gru_step(c, before_reset, x, h, wx, rh, tmp);
-          std::copy(h, h + H, Y + ((t * D + d) * N + b) * H);
+          if (Y) std::copy(h, h + H, Y + ((t * D + d) * N + b) * H);
         }
-        if (lstm) std::copy(cs.begin(), cs.end(), o[2]->data<float>() + (d * N + b) * H);
+        if (Yh) std::copy(h, h + H, Yh + (d * N + b) * H);
+        if (Yc) std::copy(cs.begin(), cs.end(), Yc + (d * N + b) * H);
       }
     }
   };
