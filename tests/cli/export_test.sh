@@ -77,16 +77,23 @@ npy seq 6 "(32, 8, 20)"
 for cell in lstm gru; do
   SAME=same_int8_values both_frontends "$cell" ${cell}_net "[-1, 8, 20]" seq "fp32 on the runtime vs libtorch \(first batch\): max relative error [0-9.]+e-0[6-9]" \
     --set evaluation.metric=cosine --set evaluation.sqnr_samples=0
-  check "$cell: int8 cosine >= 0.99; the recurrent layer reported float; ONNX Runtime runs the int8 model within 1% of qfx" 0 "^ok" -- \
+  check "$cell: int8 cosine >= 0.99; W and R stored as int8 codes per row (onednn: lstm/gru weighted); ONNX Runtime runs the int8 model within 1% of qfx" 0 "^ok" -- \
     bash -c "'$QFX' run '$tmp/${cell}_net_pt/model_int8.onnx' -i '$tmp/seq.npy' -o '$tmp/$cell.qfx.npy' >/dev/null &&
       $PY -c \"
 import json, numpy as np, onnxruntime as ort
 r = json.load(open('$tmp/${cell}_net_pt/report.json'))
 s = ort.InferenceSession('$tmp/${cell}_net_pt/model_int8.onnx', providers=['CPUExecutionProvider'])
 x = np.load('$tmp/seq.npy'); y = s.run(None, {s.get_inputs()[0].name: x})[0]; q = np.load('$tmp/$cell.qfx.npy')
-ok = r['evaluation']['cosine_int8_vs_fp32'] >= 0.99 and any('$cell: recurrent layer' in f for f in r['float_fallbacks'])
+ok = r['evaluation']['cosine_int8_vs_fp32'] >= 0.99 and any('$cell: recurrent layer: int8 weights' in f for f in r['float_fallbacks'])
 ok = ok and np.abs(y - q).max() <= 0.01 * np.abs(q).max()
-print('ok' if ok else 'bad', r['evaluation']['cosine_int8_vs_fp32'], r['float_fallbacks'], np.abs(y - q).max())\""
+import onnx
+g = onnx.load('$tmp/${cell}_net_pt/model_int8.onnx').graph
+int8 = {i.name for i in g.initializer if i.data_type == onnx.TensorProto.INT8}
+stacked = {n.input[0] for n in g.node if n.op_type == 'Unsqueeze'}  # one direction's W or R, stacked for the layer
+rows = [n for n in g.node if n.op_type == 'DequantizeLinear' and n.input[0] in int8 and n.output[0] in stacked
+        and any(a.name == 'axis' and a.i == 0 for a in n.attribute)]
+ok = ok and len(rows) == 8  # W and R of 2 layers x 2 directions
+print('ok' if ok else 'bad', r['evaluation']['cosine_int8_vs_fp32'], r['float_fallbacks'], np.abs(y - q).max(), len(rows))\""
 done
 # GroupNorm and InstanceNorm2d.
 npy x32 3 "(32, 3, 32, 32)"

@@ -29,7 +29,7 @@ const std::vector<std::string>& known_op_names() {
       "relu", "relu6", "hardtanh", "clamp", "leaky_relu", "hardswish", "hardsigmoid", "silu", "gelu", "sigmoid",
       "tanh", "softmax", "max_pool1d", "max_pool2d", "avg_pool1d", "avg_pool2d", "adaptive_avg_pool1d",
       "adaptive_avg_pool2d", "mean", "dropout", "identity",
-      "flatten", "reshape", "transpose", "permute", "layer_norm", "group_norm", "instance_norm", "upsample", "add", "sub", "mul", "div", "cat",
+      "flatten", "reshape", "transpose", "permute", "layer_norm", "group_norm", "instance_norm", "lstm", "gru", "upsample", "add", "sub", "mul", "div", "cat",
       "matmul", "pad", "squeeze", "unsqueeze", "unflatten", "select", "slice"};
   return names;
 }
@@ -231,7 +231,7 @@ BackendConfig BackendConfig::load(const std::string& path) {
                   : k == "quantized" ? OpKind::kQuantized
                   : k == "share" ? OpKind::kShare
                                  : OpKind::kFloat;
-        static const std::vector<std::string> weighted = {"conv1d", "conv2d", "conv3d", "conv_transpose2d", "linear"};
+        static const std::vector<std::string> weighted = {"conv1d", "conv2d", "conv3d", "conv_transpose2d", "linear", "lstm", "gru"};
         const bool is_w = std::find(weighted.begin(), weighted.end(), name) != weighted.end();
         if (oc.kind == OpKind::kWeighted && !is_w) bad(path, v, "'" + name + "' has no weights; use quantized, share or float");
         if (is_w && oc.kind != OpKind::kWeighted && oc.kind != OpKind::kFloat)

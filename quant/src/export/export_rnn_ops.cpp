@@ -42,6 +42,8 @@ void Exporter::zeros(fx::Node* n) {
 at::Tensor Exporter::tensor_arg(const fx::Node& n, const fx::Argument& a) {
   if (a.is_const() && a.value.isTensor()) return a.value.toTensor().detach().to(at::kFloat);
   if (a.is_node() && a.node->op() == fx::Opcode::kGetAttr) return gm_.get_attr(a.node->target()).detach().to(at::kFloat);
+  if (a.is_node() && a.node->op() == fx::Opcode::kCallModule && !a.node->args().empty())
+    return tensor_arg(n, a.node->args()[0]);  // a weight FakeQuantize / QuantDequant: the parameter it reads
   unsupported(n, "a recurrent layer's weight that is not a parameter or a constant");
 }
 
@@ -62,6 +64,64 @@ std::vector<at::Tensor> Exporter::tensors_arg(const fx::Node& n, const fx::Argum
   return out;
 }
 
+const QuantDequant* Exporter::rnn_weight_qd(const fx::Argument& a) const {
+  if (opt_.float_model || !a.is_node() || a.node->op() != fx::Opcode::kCallModule) return nullptr;
+  return dynamic_cast<const QuantDequant*>(gm_.get_submodule(a.node->target()).get());
+}
+
+bool Exporter::read_by_rnn_only(const fx::Node* n) {
+  // A parameter, or a quantizer of one: activations entering a recurrent layer are
+  // quantized as everywhere else.
+  const bool param = n->op() == fx::Opcode::kGetAttr ||
+                     (n->op() == fx::Opcode::kCallModule && !n->args().empty() && n->args()[0].is_node() &&
+                      n->args()[0].node->op() == fx::Opcode::kGetAttr);
+  if (!param || n->users().empty()) return false;
+  for (const fx::Node* u : n->users()) {
+    const std::string op = u->op() == fx::Opcode::kCallFunction ? canonical_op_name(*u, gm_) : "";
+    if (op == "lstm" || op == "gru") continue;
+    if (u->op() == fx::Opcode::kCallModule && read_by_rnn_only(u)) continue;  // its weight FakeQuantize / QuantDequant
+    return false;
+  }
+  return true;
+}
+
+// W or R of one layer, [dirs, gates * H, in], from the weights at `at` (one per
+// direction) in ONNX's gate order: a float initializer, or, where the target quantizes
+// them, per direction the integer codes DequantizeLinear'd along the rows (per-row
+// scales reordered with the rows), unsqueezed and concatenated.
+std::string Exporter::rnn_weight(fx::Node* n, const std::vector<fx::Argument>& items, const std::vector<at::Tensor>& w,
+                                 const std::vector<size_t>& at, const std::vector<int64_t>& order, const std::string& hint) {
+  bool quantized = !items.empty();
+  for (size_t i : at) quantized = quantized && i < items.size() && rnn_weight_qd(items[i]);
+  if (!quantized) {
+    std::vector<at::Tensor> ws;
+    for (size_t i : at) ws.push_back(gates_in(w[i], order));
+    return init(n->name() + hint, at::stack(ws));
+  }
+  std::vector<std::string> parts;
+  for (size_t i : at) {
+    const QParams& q = rnn_weight_qd(items[i])->qparams();
+    const int64_t rows = w[i].size(0);
+    const at::Tensor scale = q.scale.to(at::kFloat).reshape({-1}).expand({rows}).contiguous();
+    const at::Tensor zp = q.zero_point.to(at::kLong).reshape({-1}).expand({rows}).contiguous();
+    const at::Tensor codes = at::clamp(at::round(w[i] / scale.unsqueeze(1)) + zp.unsqueeze(1), q.quant_min, q.quant_max);
+    QParams rq = q;
+    rq.zero_point = gates_in(zp, order);
+    const at::ScalarType ct = q.dtype == QDType::kUInt8 ? at::kByte : at::kChar;
+    const std::string c = init(n->name() + hint + "_q", gates_in(codes, order).to(ct));
+    const std::string sc = init(n->name() + hint + "_scale", gates_in(scale, order));
+    const std::string z = init(n->name() + hint + "_zero_point", zero_points(rq));
+    const std::string dq = fresh(n->name() + hint + "_dq"), one = fresh(n->name() + hint + "_dir");
+    attr_i(node("DequantizeLinear", {c, sc, z}, dq, dq), "axis", 0);
+    node("Unsqueeze", {dq, ints_init("axes", {0})}, one, one);
+    parts.push_back(one);
+  }
+  if (parts.size() == 1) return parts[0];
+  const std::string v = fresh(n->name() + hint);
+  attr_i(node("Concat", parts, v, v), "axis", 0);
+  return v;
+}
+
 bool Exporter::rnn_function(fx::Node* n, const std::string& op) {
   if (op != "lstm" && op != "gru") return false;
   const bool lstm = op == "lstm";
@@ -70,6 +130,7 @@ bool Exporter::rnn_function(fx::Node* n, const std::string& op) {
   const int64_t layers = static_cast<int64_t>(num_arg(*n, 4, 1)), dirs = bidir ? 2 : 1, per = has_b ? 4 : 2;
   if (num_arg(*n, 6, 0) != 0 && num_arg(*n, 5, 0) != 0) unsupported(*n, "dropout between layers in training mode");
   const std::vector<at::Tensor> params = tensors_arg(*n, n->args()[2]);
+  const std::vector<fx::Argument> items = n->args()[2].kind == fx::Argument::Kind::kList ? n->args()[2].items : std::vector<fx::Argument>{};
   if (static_cast<int64_t>(params.size()) != layers * dirs * per)
     unsupported(*n, std::to_string(params.size()) + " weights for " + std::to_string(layers) + " layers");
   const std::vector<int64_t> order = lstm ? std::vector<int64_t>{0, 3, 1, 2} : std::vector<int64_t>{1, 0, 2};
@@ -86,15 +147,16 @@ bool Exporter::rnn_function(fx::Node* n, const std::string& op) {
   if (batch_first) x = transposed(x, {1, 0, 2}, b + "_seq_first");
   std::vector<std::string> y_h, y_c;
   for (int64_t l = 0; l < layers; ++l) {
-    std::vector<at::Tensor> W, R, B;
+    std::vector<at::Tensor> B;
+    std::vector<size_t> w_at, r_at;
     for (int64_t d = 0; d < dirs; ++d) {
       const size_t at = static_cast<size_t>((l * dirs + d) * per);
-      W.push_back(gates_in(params[at], order));
-      R.push_back(gates_in(params[at + 1], order));
+      w_at.push_back(at);
+      r_at.push_back(at + 1);
       if (has_b) B.push_back(at::cat({gates_in(params[at + 2], order), gates_in(params[at + 3], order)}));
     }
-    std::vector<std::string> in = {x, init(b + "_W", at::stack(W)), init(b + "_R", at::stack(R)),
-                                   has_b ? init(b + "_B", at::stack(B)) : "", ""};
+    const std::string W = rnn_weight(n, items, params, w_at, order, "_W"), R = rnn_weight(n, items, params, r_at, order, "_R");
+    std::vector<std::string> in = {x, W, R, has_b ? init(b + "_B", at::stack(B)) : "", ""};
     for (const fx::Argument* s : states) {
       if (is_zeros(*s)) {
         in.push_back("");

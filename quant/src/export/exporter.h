@@ -196,11 +196,7 @@ class Exporter {
   // A parameter or buffer read by a function (F.linear's weight, a layer scale): an
   // initializer, in float (a tensor of another dtype keeps its type).
   void attribute(fx::Node* n) {
-    if (!n->users().empty() && std::all_of(n->users().begin(), n->users().end(), [&](const fx::Node* u) {
-          const std::string op = canonical_op_name(*u, gm_);
-          return op == "lstm" || op == "gru";
-        }))
-      return;  // a recurrent layer's weight: exported reordered by rnn_function
+    if (read_by_rnn_only(n)) return;  // a recurrent layer's weight: exported reordered by rnn_function
     at::Tensor t = gm_.get_attr(n->target()).detach();
     if (t.is_floating_point()) t = t.to(at::kFloat);
     names_[n] = init(n->name(), t);
@@ -210,6 +206,7 @@ class Exporter {
   // A FakeQuantize of a prepared graph exported as the float model: a pass-through
   // that records what it observes.
   void observed(fx::Node* n) {
+    if (read_by_rnn_only(n)) return;  // a recurrent layer's weight quantizer: rnn_function reads the weight
     const std::string& x = value(*n, n->args().at(0));
     res_.observed.push_back({n->target(), n->args().at(0).is_node() ? n->args().at(0).node->name() : n->name(), x});
     names_[n] = x;
@@ -218,6 +215,7 @@ class Exporter {
 
   // QuantizeLinear -> DequantizeLinear for a QuantDequant (an activation).
   void quant_dequant(fx::Node* n, const QuantDequant& qd) {
+    if (read_by_rnn_only(n)) return;  // a recurrent layer's weight: rnn_function writes its codes
     const std::string& x = value(*n, n->args().at(0));
     const QParams& q = qd.qparams();
     if (opt_.float_model || weight_of_functional_linear(n)) {  // the linear writes the weight's codes itself
@@ -585,6 +583,10 @@ class Exporter {
   void zeros(fx::Node* n);
   at::Tensor tensor_arg(const fx::Node& n, const fx::Argument& a);  // a constant or parameter, float
   std::vector<at::Tensor> tensors_arg(const fx::Node& n, const fx::Argument& a);  // a list of them
+  const QuantDequant* rnn_weight_qd(const fx::Argument& a) const;  // a quantized weight's QuantDequant, or null
+  bool read_by_rnn_only(const fx::Node* n);  // every use is a recurrent layer's (through its weight quantizers)
+  std::string rnn_weight(fx::Node* n, const std::vector<fx::Argument>& items, const std::vector<at::Tensor>& w,
+                         const std::vector<size_t>& at, const std::vector<int64_t>& order, const std::string& hint);
   std::string transposed(const std::string& x, const std::vector<int64_t>& perm, const std::string& hint);
   static void attr_s(onnx::NodeProto* p, const std::string& k, const std::string& v);
 

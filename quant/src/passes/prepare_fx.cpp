@@ -75,8 +75,13 @@ class Preparer {
     NodeInfo i;
     i.op = canonical_op_name(*n, gm_);
     if (i.op == "lstm" || i.op == "gru") {  // recurrent layers: float, int8 at their boundaries
-      i.float_reason = "recurrent layer: weights, gates and states in float32; its input and outputs int8 where "
-                       "the ops around it are";
+      i.qconfig = mapping_.resolve(node_module_path(*n), node_object_type(*n, gm_), &i.matched_by);
+      i.op_config = backend_.op(i.op);
+      const bool int8_weights = i.qconfig && i.op_config.kind == OpKind::kWeighted && observe_rnn_weights(n, i);
+      i.float_reason = int8_weights ? "recurrent layer: int8 weights (W, R); biases, gates and states in float32; "
+                                      "its input and outputs int8 where the ops around it are"
+                                    : "recurrent layer: weights, gates and states in float32; its input and outputs int8 "
+                                      "where the ops around it are";
       info_[n] = i;
       return;
     }
@@ -155,6 +160,49 @@ class Preparer {
     n->replace_input_with(w, call);
     report_.changes.push_back(n->name() + ": functional linear with weight " + ws.spec.str() + " (" +
                               observer_kind_name(ws.kind) + ")");
+  }
+
+  // A recurrent layer's weights on a target that quantizes them (`lstm: weighted`):
+  // the qconfig's weight FakeQuantize (per row where it is per channel) on each W_ih and W_hh (aten::lstm / gru's
+  // params: w_ih, w_hh[, b_ih, b_hh] per layer and direction). Constant weights (the
+  // TorchScript tracer records them in the call) become parameters first. False when
+  // the weights are not a list of tensors.
+  bool observe_rnn_weights(fx::Node* n, const NodeInfo& i) {
+    if (n->args().size() < 4) return false;
+    const fx::Argument& pa = n->args()[2];
+    std::vector<fx::Argument> items;
+    if (pa.is_const() && pa.value.isTensorList()) {
+      for (const at::Tensor& t : pa.value.toTensorVector()) items.emplace_back(c10::IValue(t));
+    } else if (pa.kind == fx::Argument::Kind::kList) {
+      items = pa.items;
+    } else {
+      return false;
+    }
+    const size_t per = n->args()[3].is_const() && n->args()[3].value.isBool() && !n->args()[3].value.toBool() ? 2 : 4;
+    for (size_t k = 0; k < items.size(); ++k) {
+      if (k % per > 1) continue;  // biases stay float
+      fx::Argument& a = items[k];
+      fx::Graph::InsertPoint ip(g_, n);
+      if (a.is_const() && a.value.isTensor()) {
+        const std::string path = n->name() + "_param_" + std::to_string(k);
+        gm_.add_tensor(path, a.value.toTensor().detach().clone(), /*is_buffer=*/false);
+        a = fx::Argument(g_.get_attr(path, path));
+      }
+      if (!a.is_node() || a.node->op() != fx::Opcode::kGetAttr) return false;
+      ObserverSpec ws = resolve_tensor_qconfig(i.qconfig->weight, backend_, /*is_weight=*/true, qat_, n->name());
+      ws.spec.ch_axis = 0;  // [gates * hidden, in]: per row where the qconfig is per channel
+      auto fq = std::make_shared<FakeQuantize>(make_observer(ws), qat_ && i.qconfig->weight.learnable);
+      const std::string path = n->name() + "_weight_fake_quant_" + std::to_string(k);
+      gm_.add_submodule(path, fq, fq_call_fn(fq));
+      fx::Node* call = g_.call_module(path, {a}, {}, path);
+      call->meta()["is_tensor"] = true;
+      a = fx::Argument(call);
+    }
+    std::vector<fx::Argument> args = n->args();
+    args[2] = fx::Argument::list(items, c10::TensorType::get());
+    n->set_args(args);
+    report_.changes.push_back(n->name() + ": recurrent layer with int8 weights");
+    return true;
   }
 
   // Weighted ops run as FusedConvLinear with a weight fake quantize.

@@ -12,6 +12,7 @@
 #include "qfx/quant/convert.h"
 #include "qfx/quant/fake_quantize.h"
 #include "qfx/quant/lowered_model.h"
+#include "qfx/quant/op_names.h"
 #include "qfx/quant/dataset.h"
 #include "qfx/quant/distributed.h"
 #include "../distributed/lockstep.h"
@@ -34,12 +35,26 @@ NextBatch batches(Dataset& data, int64_t batch_size, int rank, int world) {
 namespace {
 using Clock = std::chrono::steady_clock;
 
-// Weight observers: the deployed (batch-norm folded) weights, once (they do not change with data).
+// Weight observers: the deployed (batch-norm folded) weights, once (they do not change
+// with data); and the FakeQuantize of a parameter that only recurrent layers read (their
+// W and R, which the runtime's calibration pass does not watch).
 void observe_weights(fx::GraphModule& gm) {
   for (const auto& item : gm.named_modules("", /*include_self=*/false)) {
     auto* f = dynamic_cast<FusedConvLinear*>(item.value().get());
     if (!f || !f->weight_fake_quant() || !f->weight_fake_quant()->observer_enabled()) continue;
     f->weight_fake_quant()->forward(f->folded_weight_bias().first);
+  }
+  for (const fx::Node* n : gm.graph().nodes()) {
+    if (n->op() != fx::Opcode::kCallModule || n->args().empty() || !n->args()[0].is_node() ||
+        n->args()[0].node->op() != fx::Opcode::kGetAttr || n->users().empty())
+      continue;
+    bool rnn_only = true;
+    for (const fx::Node* u : n->users()) {
+      const std::string op = canonical_op_name(*u, gm);
+      rnn_only = rnn_only && (op == "lstm" || op == "gru");
+    }
+    auto fq = std::dynamic_pointer_cast<FakeQuantize>(gm.get_submodule(n->target()));
+    if (rnn_only && fq && fq->observer_enabled()) fq->forward(gm.get_attr(n->args()[0].node->target()));
   }
 }
 
