@@ -59,6 +59,13 @@ struct Sym {
 
   static Sym constant(IValue v) { Sym s; s.c = std::move(v); return s; }
   static Sym proxy(Node* n) { Sym s; s.k = K::kProxy; s.node = n; return s; }
+  static Sym dict() {  // an empty symbolic dictionary
+    Sym s;
+    s.k = K::kDict;
+    s.items = std::make_shared<std::vector<Sym>>();
+    s.keys = std::make_shared<std::vector<IValue>>();
+    return s;
+  }
   bool has_proxy() const {
     if (k == K::kProxy || k == K::kParam) return true;
     if (items) for (const auto& i : *items) if (i.has_proxy()) return true;

@@ -63,10 +63,7 @@ void TraceImpl::run_node(JNode* n, Env& env) {
   if (kind == c10::prim::DictConstruct) return construct_dict(n, env);
   if (n->kind().toQualString() == std::string("aten::dict") && n->inputs().size() == 1 &&
       in(n, 0, env).k == Sym::K::kList && !in(n, 0, env).is_const()) {  // dict([(k, v), ...]) with traced values
-    Sym d;
-    d.k = Sym::K::kDict;
-    d.items = std::make_shared<std::vector<Sym>>();
-    d.keys = std::make_shared<std::vector<IValue>>();
+    Sym d = Sym::dict();
     for (const Sym& pair : *in(n, 0, env).items) {
       const Sym k = element(n, pair, 0), v = element(n, pair, 1);
       if (k.k != Sym::K::kConst) fail(n, "dictionary key depends on tensor values");
@@ -168,10 +165,7 @@ Sym TraceImpl::element(const JNode* n, const Sym& s, int64_t i) {
 // {"cls_logits": ..., "bbox_regression": ...}); keys must be constants either way.
 void TraceImpl::construct_dict(JNode* n, Env& env) {
   auto dt = n->output()->type()->expect<c10::DictType>();
-  Sym d;
-  d.k = Sym::K::kDict;
-  d.items = std::make_shared<std::vector<Sym>>();
-  d.keys = std::make_shared<std::vector<IValue>>();
+  Sym d = Sym::dict();
   bool all_const = true;
   for (size_t i = 0; i + 1 < n->inputs().size(); i += 2) {
     const Sym& k = in(n, i, env);
@@ -237,10 +231,7 @@ bool TraceImpl::structural_dict_op(JNode* n, Env& env) {
     if (const_dict && v.is_const()) return false;  // folds as a constant
     Sym d = first;
     if (const_dict) {  // becomes symbolic: its constant entries first, in order
-      d = Sym();
-      d.k = Sym::K::kDict;
-      d.items = std::make_shared<std::vector<Sym>>();
-      d.keys = std::make_shared<std::vector<IValue>>();
+      d = Sym::dict();
       for (const auto& e : first.c.toGenericDict()) {
         d.keys->push_back(e.key());
         d.items->push_back(Sym::constant(e.value()));

@@ -89,6 +89,15 @@ std::string canonical_op_name(const fx::Node& n, const fx::GraphModule& gm) {
   return a == aten_aliases().end() ? name : a->second;
 }
 
+bool is_recurrent_op(const std::string& op) { return op == "lstm" || op == "gru"; }
+
+bool read_by_recurrent_only(const fx::Node& n, const fx::GraphModule& gm) {
+  if (n.users().empty()) return false;
+  for (const fx::Node* u : n.users())
+    if (!is_recurrent_op(canonical_op_name(*u, gm))) return false;
+  return true;
+}
+
 bool produces_tensor(const fx::Node& n) {
   auto it = n.meta().find("is_tensor");
   if (it != n.meta().end() && it->second.isBool()) return it->second.toBool();

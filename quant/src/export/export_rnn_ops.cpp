@@ -33,10 +33,9 @@ bool Exporter::is_zeros(const fx::Argument& a) {
 void Exporter::zeros(fx::Node* n) {
   // Only recurrent layers read a zeros of the dynamic batch (their default initial
   // state), and they leave it out; anything else reads a value never exported.
-  for (const fx::Node* u : n->users()) {
-    const std::string op = canonical_op_name(*u, gm_);
-    if (op != "lstm" && op != "gru") unsupported(*n, "zeros read by '" + u->name() + "' (" + op + "): only as an LSTM / GRU initial state");
-  }
+  for (const fx::Node* u : n->users())
+    if (!is_recurrent_op(canonical_op_name(*u, gm_)))
+      unsupported(*n, "zeros read by '" + u->name() + "' (" + canonical_op_name(*u, gm_) + "): only as an LSTM / GRU initial state");
 }
 
 at::Tensor Exporter::tensor_arg(const fx::Node& n, const fx::Argument& a) {
@@ -77,8 +76,7 @@ bool Exporter::read_by_rnn_only(const fx::Node* n) {
                       n->args()[0].node->op() == fx::Opcode::kGetAttr);
   if (!param || n->users().empty()) return false;
   for (const fx::Node* u : n->users()) {
-    const std::string op = u->op() == fx::Opcode::kCallFunction ? canonical_op_name(*u, gm_) : "";
-    if (op == "lstm" || op == "gru") continue;
+    if (u->op() == fx::Opcode::kCallFunction && is_recurrent_op(canonical_op_name(*u, gm_))) continue;
     if (u->op() == fx::Opcode::kCallModule && read_by_rnn_only(u)) continue;  // its weight FakeQuantize / QuantDequant
     return false;
   }
@@ -123,7 +121,7 @@ std::string Exporter::rnn_weight(fx::Node* n, const std::vector<fx::Argument>& i
 }
 
 bool Exporter::rnn_function(fx::Node* n, const std::string& op) {
-  if (op != "lstm" && op != "gru") return false;
+  if (!is_recurrent_op(op)) return false;
   const bool lstm = op == "lstm";
   if (n->args().size() < 9) unsupported(*n, "an " + op + " overload other than " + op + ".input");
   const bool has_b = num_arg(*n, 3, 1) != 0, bidir = num_arg(*n, 7, 0) != 0, batch_first = num_arg(*n, 8, 0) != 0;

@@ -2,7 +2,6 @@
 // (observer) insertion with shared and fixed qparams.
 #include <torch/nn/modules/activation.h>
 
-#include <algorithm>
 #include <map>
 #include <optional>
 #include <set>
@@ -74,7 +73,7 @@ class Preparer {
       return;
     NodeInfo i;
     i.op = canonical_op_name(*n, gm_);
-    if (i.op == "lstm" || i.op == "gru") {  // recurrent layers: float, int8 at their boundaries
+    if (is_recurrent_op(i.op)) {  // recurrent layers: float, int8 at their boundaries
       i.qconfig = mapping_.resolve(node_module_path(*n), node_object_type(*n, gm_), &i.matched_by);
       i.op_config = backend_.op(i.op);
       const bool int8_weights = i.qconfig && i.op_config.kind == OpKind::kWeighted && observe_rnn_weights(n, i);
@@ -86,11 +85,7 @@ class Preparer {
       return;
     }
     if (i.op == "getitem" || !produces_tensor(*n)) return;
-    if ((i.op == "zeros" || i.op == "zeros_like") && !n->users().empty() &&
-        std::all_of(n->users().begin(), n->users().end(), [&](const fx::Node* u) {
-          const std::string op = canonical_op_name(*u, gm_);
-          return op == "lstm" || op == "gru";
-        }))
+    if ((i.op == "zeros" || i.op == "zeros_like") && read_by_recurrent_only(*n, gm_))
       return;  // a recurrent layer's default initial state: not exported
     i.qconfig = mapping_.resolve(node_module_path(*n), node_object_type(*n, gm_), &i.matched_by);
     i.op_config = backend_.op(i.op);

@@ -46,15 +46,10 @@ void observe_weights(fx::GraphModule& gm) {
   }
   for (const fx::Node* n : gm.graph().nodes()) {
     if (n->op() != fx::Opcode::kCallModule || n->args().empty() || !n->args()[0].is_node() ||
-        n->args()[0].node->op() != fx::Opcode::kGetAttr || n->users().empty())
+        n->args()[0].node->op() != fx::Opcode::kGetAttr || !read_by_recurrent_only(*n, gm))
       continue;
-    bool rnn_only = true;
-    for (const fx::Node* u : n->users()) {
-      const std::string op = canonical_op_name(*u, gm);
-      rnn_only = rnn_only && (op == "lstm" || op == "gru");
-    }
     auto fq = std::dynamic_pointer_cast<FakeQuantize>(gm.get_submodule(n->target()));
-    if (rnn_only && fq && fq->observer_enabled()) fq->forward(gm.get_attr(n->args()[0].node->target()));
+    if (fq && fq->observer_enabled()) fq->forward(gm.get_attr(n->args()[0].node->target()));
   }
 }
 

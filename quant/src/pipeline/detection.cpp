@@ -121,9 +121,10 @@ void match_detections(const ImageDetections& fp32, const ImageDetections& int8, 
   const auto la = fp32.labels.accessor<int64_t, 1>(), lb = int8.labels.accessor<int64_t, 1>();
   const auto sa = fp32.scores.accessor<double, 1>(), sb = int8.scores.accessor<double, 1>();
   std::vector<char> taken(static_cast<size_t>(nq), 0);
-  const at::Tensor order = fp32.scores.argsort(0, /*descending=*/true);
+  const at::Tensor order = fp32.scores.argsort(0, /*descending=*/true).contiguous();
+  const auto O = order.accessor<int64_t, 1>();
   for (int64_t r = 0; r < nf; ++r) {
-    const int64_t i = order[r].item<int64_t>();
+    const int64_t i = O[r];
     int64_t best = -1;
     double best_iou = min_iou;
     for (int64_t j = 0; j < nq; ++j)

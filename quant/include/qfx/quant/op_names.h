@@ -25,6 +25,13 @@ std::string node_module_path(const fx::Node& n);
 /// call_module nodes, the canonical op name for the rest.
 std::string node_object_type(const fx::Node& n, const fx::GraphModule& gm);
 
+/// True for a recurrent layer's op ("lstm", "gru": aten::lstm.input / gru.input).
+bool is_recurrent_op(const std::string& op);
+
+/// True if `n` has users and every one is a recurrent layer (its initial state of
+/// zeros, its weights' quantizers).
+bool read_by_recurrent_only(const fx::Node& n, const fx::GraphModule& gm);
+
 /// True if the node's value is a tensor (from the tracer's `meta["is_tensor"]`;
 /// call_module nodes are assumed to return tensors).
 bool produces_tensor(const fx::Node& n);
