@@ -2,7 +2,7 @@
 # Hostile input, one block per class of failure: output folders the atomic swap
 # cannot take, over-long paths, archives that unpack to more than memory, images
 # that resize to gigabytes, huge config values, ONNX parameters that are not
-# finite, plug-ins that throw, qconfig entries that match nothing, backend axes
+# finite, recurrent layers the runtime cannot run, plug-ins that throw, qconfig entries that match nothing, backend axes
 # that cannot be honoured, .npy arrays with a zero dimension, and models with
 # dynamic height and width. Each case: the documented exit code and a message
 # naming the file, key or node (or the right result), never a crash.
@@ -117,6 +117,31 @@ check "a NaN bias is named at load (node, initializer, element)" 6 "nan_bias.onn
   "$QFX" run "$tmp/nan_bias.onnx" -i "$tmp/x8.npy"
 check "an infinite weight is named at load" 6 "node 'conv1' \\(Conv\\) reads initializer 'w', whose element 1 is infinite" -- \
   "$QFX" run "$tmp/inf_weight.onnx" -i "$tmp/x8.npy" --backend reference
+
+# ---- Recurrent layers the runtime cannot run as written ------------------------------
+$PY - "$tmp" <<'EOF'
+import sys, numpy as np, onnx
+from onnx import helper, numpy_helper, TensorProto
+d, S, N, I, H = sys.argv[1], 4, 2, 3, 5
+def lstm(name, r_cols=H, extra_inputs=(), **attrs):
+    inits = [numpy_helper.from_array(np.ones((1, 4 * H, I), np.float32), "W"),
+             numpy_helper.from_array(np.ones((1, 4 * H, r_cols), np.float32), "R"),
+             numpy_helper.from_array(np.full((N,), S, np.int32), "lens")]
+    node = helper.make_node("LSTM", ["x", "W", "R", *extra_inputs], ["y"], name="rnn1", hidden_size=H, **attrs)
+    g = helper.make_graph([node], "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [S, N, I])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], inits)
+    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 14)], ir_version=8), f"{d}/{name}.onnx")
+lstm("lstm_bad_r", r_cols=H + 1)
+lstm("lstm_lens", extra_inputs=("", "lens"))
+lstm("lstm_clip", clip=1.0)
+np.save(f"{d}/seq.npy", np.ones((S, N, I), np.float32))
+EOF
+check "an LSTM whose R does not match W: DataError naming the node" 6 "rnn1.*R or hidden_size does not match W" -- \
+  "$QFX" run "$tmp/lstm_bad_r.onnx" -i "$tmp/seq.npy"
+check "an LSTM with sequence_lens: declined by name" 5 "rnn1.*sequence_lens" -- \
+  "$QFX" run "$tmp/lstm_lens.onnx" -i "$tmp/seq.npy"
+check "an LSTM with clip: declined by name" 5 "rnn1.*clip, input_forget or layout 1" -- \
+  "$QFX" run "$tmp/lstm_clip.onnx" -i "$tmp/seq.npy"
 
 # ---- Plug-ins whose registration throws ---------------------------------------------
 check "a plug-in that throws while registering: its path and its message" 7 "libqfx_throwing_plugin.so: runtime plug-in failed while registering its kernels: vendor SDK libnpu.so.3 not found" -- \
