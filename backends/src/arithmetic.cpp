@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "qfx/error.h"
+#include "qfx/runtime/op_schema.h"
 #include "qfx/runtime/kernel.h"
 
 namespace qfx::runtime {
@@ -49,8 +50,10 @@ const char* overflow_name(Overflow o) {
   return "?";
 }
 
-const std::vector<std::string>& lut_op_types() {
-  static const std::vector<std::string> ops = {"Sigmoid", "Tanh", "HardSwish", "HardSigmoid", "Exp", "Erf"};
+std::vector<std::string> lut_op_types() {
+  std::vector<std::string> ops;
+  for (const auto& s : op_schemas())
+    if (s.table) ops.push_back(s.op);
   return ops;
 }
 

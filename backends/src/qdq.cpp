@@ -228,7 +228,7 @@ std::vector<std::string> fuse_qdq(Graph& g) {
     if (qdq::fuse_integer_only(c, i, *d0)) continue;
     // A target's tables are the ops its `arithmetic.lut` names. Under ONNX's arithmetic
     // every table op runs as one: the table equals the float group it replaces.
-    const auto& lut_ops = g.arithmetic.is_float() ? lut_op_types() : g.arithmetic.lut;
+    const std::vector<std::string> lut_ops = g.arithmetic.is_float() ? lut_op_types() : g.arithmetic.lut;
     // A chain of elementwise float ops on one 8-bit value (SiLU as x * Sigmoid(x)):
     // one table, where the target has tables at all.
     if (!lut_ops.empty() && !d0->q.per_channel() && (d0->q.dtype == DType::kUInt8 || d0->q.dtype == DType::kInt8))

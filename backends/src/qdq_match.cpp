@@ -3,6 +3,8 @@
 
 #include <algorithm>
 
+#include "qfx/runtime/op_schema.h"
+
 namespace qfx::runtime::ir::qdq {
 
 Tensor dequantized_codes(const QInfo& xq) {
@@ -14,9 +16,8 @@ Tensor dequantized_codes(const QInfo& xq) {
 }
 
 bool elementwise_float_op(const std::string& op) {
-  static const std::set<std::string> ops = {"Sigmoid", "Tanh", "HardSigmoid", "HardSwish", "Relu", "Clip", "LeakyRelu",
-                                            "Exp", "Erf", "Neg", "Abs", "Mul", "Add", "Sub", "Div"};
-  return ops.count(op) > 0;
+  const OpSchema* s = find_op_schema(op);
+  return s && s->tabulable;
 }
 
 std::optional<std::vector<size_t>> unary_region(const Graph& g, const std::vector<bool>& removed,

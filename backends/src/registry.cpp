@@ -11,6 +11,7 @@
 
 #include "kernels.h"
 #include "qfx/error.h"
+#include "qfx/runtime/op_schema.h"
 
 namespace qfx::runtime {
 namespace {
@@ -143,46 +144,29 @@ std::vector<std::string> backend_chain(const std::string& name) {
 
 namespace {
 
-// Inputs every implementation may rely on (the ONNX operator spec's required
-// inputs; for qfx's int8 ops, the codes of each quantized input; QDQ matching
-// moves Q/DQ scales and zero points into qparams, so those ops need 1). A node with
-// fewer is a malformed model, reported before any kernel indexes its inputs
-// (the ONNX fuzzer found an Add with one input reading past its inputs). Gemm's C is
-// optional (ONNX opset 11 and newer).
-size_t required_inputs(const std::string& op) {
-  static const std::map<std::string, size_t> k = {
-      {"Add", 2}, {"Sub", 2}, {"Mul", 2}, {"Div", 2}, {"MatMul", 2}, {"Gemm", 2}, {"Conv", 2},
-      {"ConvTranspose", 2}, {"BatchNormalization", 5}, {"Reshape", 2}, {"QLinearAdd", 2}, {"QLinearMul", 2}, {"QLinearConv", 2}, {"QGemm", 2},
-      {"QLinearMatMul", 2}, {"Pow", 2}, {"Equal", 2}, {"Less", 2}, {"Greater", 2}, {"LessOrEqual", 2},
-      {"GreaterOrEqual", 2}, {"And", 2}, {"Or", 2}, {"Where", 3}, {"Gather", 2}, {"LSTM", 3}, {"GRU", 3}};
-  auto it = k.find(op);
-  return it == k.end() ? 1 : it->second;
-}
-
-// Input dtypes every implementation relies on: float ops read float32 (the ONNX
-// fuzzer found a QuantizeLinear reading a uint8 input as float); int8 ops read the
-// 8-bit codes their qparams describe.
-void check_input_dtypes(const ir::Node& n, const std::vector<Meta>& in) {
-  static const std::map<std::string, size_t> float_inputs = {
-      {"QuantizeLinear", 1}, {"Conv", 1},    {"ConvTranspose", 1}, {"Gemm", 3},      {"MatMul", 2},
-      {"Softmax", 1},        {"ReduceMean", 1}, {"ReduceSum", 1}, {"GlobalAveragePool", 1}, {"AveragePool", 1}, {"Resize", 1},
-      {"BatchNormalization", 1}, {"LSTM", 3}, {"GRU", 3}};
-  auto f = float_inputs.find(n.op);
-  if (f != float_inputs.end()) {
-    for (size_t i = 0; i < std::min(f->second, in.size()); ++i)
-      if (in[i].dtype != DType::kFloat32)
-        throw DataError(n.label() + ": input " + std::to_string(i) + " is " + dtype_name(in[i].dtype) + ", " + n.op +
-                        " takes float32");
-    return;
+// A node against its op's schema (op_schema.h): enough inputs (the ONNX fuzzer found
+// an Add with one input reading past its inputs); float ops read float32 (it found
+// a QuantizeLinear reading a uint8 input as float); int8 ops read the 8-bit codes
+// their qparams describe.
+void check_schema(const ir::Node& n, const std::vector<Meta>& in) {
+  const OpSchema* s = find_op_schema(n.op);
+  const size_t need = s ? s->min_inputs : 1;
+  if (in.size() < need)
+    throw DataError(n.label() + ": needs at least " + std::to_string(need) + " inputs, has " + std::to_string(in.size()));
+  const size_t float_inputs = s ? s->float_inputs : 0;
+  for (size_t i = 0; i < std::min(float_inputs, in.size()); ++i)
+    if (in[i].dtype != DType::kFloat32)
+      throw DataError(n.label() + ": input " + std::to_string(i) + " is " + dtype_name(in[i].dtype) + ", " + n.op + " takes float32");
+  if (s && !s->input0_dtypes.empty() && std::find(s->input0_dtypes.begin(), s->input0_dtypes.end(), in[0].dtype) == s->input0_dtypes.end()) {
+    std::string allowed;
+    for (size_t i = 0; i < s->input0_dtypes.size(); ++i)
+      allowed += std::string(i == 0 ? "" : i + 1 == s->input0_dtypes.size() ? " or " : ", ") + dtype_name(s->input0_dtypes[i]);
+    throw DataError(n.label() + ": input is " + std::string(dtype_name(in[0].dtype)) + ", " + n.op + " takes " + allowed);
   }
-  if (n.op == "MaxPool" && in[0].dtype != DType::kFloat32 && in[0].dtype != DType::kUInt8 && in[0].dtype != DType::kInt8)
-    throw DataError(n.label() + ": input is " + std::string(dtype_name(in[0].dtype)) + ", MaxPool takes float32, uint8 or int8");
-  if (n.in_q.empty()) return;
-  // 16x8 layers: int16 activations into conv / gemm / matmul (8-bit weights).
-  const bool wide_ok = n.op == "QLinearConv" || n.op == "QGemm" || n.op == "QLinearMatMul";
+  if (float_inputs > 0 || n.in_q.empty()) return;
   for (size_t i = 0; i < std::min(in.size(), n.in_q.size()); ++i) {
     const DType q = n.in_q[i].dtype;
-    const bool q16 = q == DType::kInt16 && wide_ok && i == 0;
+    const bool q16 = q == DType::kInt16 && s && s->wide_input && i == 0;
     if ((q != DType::kUInt8 && q != DType::kInt8 && !q16) || in[i].dtype != q)
       throw DataError(n.label() + ": quantized input " + std::to_string(i) + " is " + dtype_name(in[i].dtype) + " with " +
                       dtype_name(q) + " qparams; int8 ops take the uint8 or int8 (conv / gemm input: int16) codes their "
@@ -194,10 +178,7 @@ void check_input_dtypes(const ir::Node& n, const std::vector<Meta>& in) {
 
 Kernel make_kernel(const ir::Node& n, const std::vector<Meta>& in, const std::vector<const Tensor*>& consts,
                    const std::string& backend, bool nhwc_out, KernelChoice* choice) {
-  const size_t need = required_inputs(n.op);
-  if (in.size() < need)
-    throw DataError(n.label() + ": needs at least " + std::to_string(need) + " inputs, has " + std::to_string(in.size()));
-  check_input_dtypes(n, in);
+  check_schema(n, in);
   Registry& r = ready();
   // Candidates in order, copied out so factories run without the lock.
   std::vector<std::pair<std::string, Impl>> cands;

@@ -98,6 +98,8 @@ TEST(BackendConfig, BadFilesNameFileLineAndColumn) {
       {"bad_op", head + "ops:\n  conv9d: weighted\n", ":5:3", "unknown op 'conv9d'"},
       {"bad_kind", head + "ops:\n  add: fast\n", ":5:8", "fast"},
       {"weighted_add", head + "ops:\n  add: weighted\n", ":5:8", "no weights"},
+      {"shared_lstm", head + "ops:\n  lstm: share\n", ":5:9", "'lstm' has weights"},
+      {"fixed_conv", head + "ops:\n  conv2d: {fixed: [0.0, 1.0]}\n", ":5:11", "'conv2d' has weights"},
       {"bad_fusion", head + "fusions:\n  - [relu, conv2d]\n", ":5:5", "must start with a conv"},
       {"bad_elementwise_fusion", head + "fusions:\n  - [add, sigmoid]\n", ":5:5", "[add|mul, relu|relu6]"},
       {"bad_scale", head + "scale: {power_of_two: maybe}\n", ":4:23", "true or false"},

@@ -7,6 +7,7 @@
 #include <set>
 
 #include "model_impl.h"
+#include "qfx/runtime/op_schema.h"
 #include "qfx/error.h"
 
 namespace qfx::runtime {
@@ -92,7 +93,8 @@ Model Model::from_graph(ir::Graph graph, const ModelOptions& options, const std:
     // Every input must be a graph input, an initializer or an earlier output.
     im->node_in.push_back(in);
     im->node_out.push_back(out);
-    if (n.op.size() > 1 && n.op[0] == 'Q' && n.op != "QuantizeLinear") ++im->int8_ops;
+    const OpSchema* schema = find_op_schema(n.op);
+    if (schema && schema->integer) ++im->int8_ops;
   }
   std::set<int> defined(im->input_ids.begin(), im->input_ids.end());
   for (size_t v = 0; v < im->const_of.size(); ++v)

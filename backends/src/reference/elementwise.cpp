@@ -55,6 +55,9 @@ Kernel unary(const Node& n, const std::vector<Meta>& in, const std::vector<const
   else if (op == "LeakyRelu") {
     const float a = n.attr_f("alpha", 0.01f);
     f = [a](float x) { return x >= 0 ? x : a * x; };
+  } else if (op == "Elu") {
+    const float a = n.attr_f("alpha", 1.0f);
+    f = [a](float x) { return x > 0 ? x : a * std::expm1(x); };
   } else if (op == "HardSigmoid") {
     const float a = n.attr_f("alpha", 0.2f), b = n.attr_f("beta", 0.5f);
     f = [a, b](float x) { return std::min(std::max(a * x + b, 0.0f), 1.0f); };
@@ -210,7 +213,7 @@ Kernel qunary(const Node& n, const std::vector<Meta>& in) {
 void register_reference_elementwise() {
   add_reference({"Add", "Sub", "Mul", "Div", "Pow"}, [](const Node& n, const std::vector<Meta>& in, const std::vector<const Tensor*>&) { return binary(n, in); });
   add_reference({"Relu", "Sigmoid", "Tanh", "Erf", "Sqrt", "Exp", "Neg", "HardSwish", "LeakyRelu", "HardSigmoid", "Gelu",
-                 "Clip", "Abs", "Log", "Reciprocal", "Floor", "Ceil", "Sin", "Cos", "Sign", "Softplus"},
+                 "Clip", "Abs", "Log", "Reciprocal", "Floor", "Ceil", "Sin", "Cos", "Sign", "Softplus", "Elu"},
                 unary);
   add_reference({"Softmax"}, [](const Node& n, const std::vector<Meta>& in, const std::vector<const Tensor*>&) { return softmax(n, in); });
   add_reference({"BatchNormalization"}, batch_norm);

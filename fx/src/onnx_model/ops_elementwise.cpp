@@ -125,6 +125,12 @@ void leaky_relu(Builder& b) {
   b.bind(0, b.call("aten::leaky_relu", {Argument(b.tensor(0)), Argument(c10::IValue(static_cast<double>(attr_f(b.node(), "alpha", 0.01f))))}));
 }
 
+// Elu(alpha): aten::elu(x, alpha, scale 1, input_scale 1).
+void elu(Builder& b) {
+  b.bind(0, b.call("aten::elu", {Argument(b.tensor(0)), Argument(c10::IValue(static_cast<double>(attr_f(b.node(), "alpha", 1.0f)))),
+                                  Argument(c10::IValue(1.0)), Argument(c10::IValue(1.0))}));
+}
+
 // The constant operand of a two-input node whose other input is `x`, or undefined.
 at::Tensor other_constant(const Builder& b, const onnx::NodeProto& n, const std::string& x) {
   if (n.input_size() != 2) return at::Tensor();
@@ -282,6 +288,7 @@ void add_elementwise_ops(ConverterTable& t) {
   t["Clip"] = clip;
   t["HardSigmoid"] = hard_sigmoid;
   t["LeakyRelu"] = leaky_relu;
+  t["Elu"] = elu;
   t["Gelu"] = gelu;
   t["Erf"] = erf;
   t["Softmax"] = softmax("aten::softmax.int");

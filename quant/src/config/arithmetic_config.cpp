@@ -4,6 +4,7 @@
 #include <map>
 
 #include "qfx/quant/backend_config.h"
+#include "qfx/quant/op_catalog.h"
 #include "yaml_util.h"
 
 namespace qfx::quant {
@@ -24,17 +25,14 @@ int bits(const std::string& path, const YAML::Node& n, const std::string& what, 
   return static_cast<int>(v);
 }
 
-// qfx op names a `lut` entry may use, and the ONNX op each becomes.
-const std::map<std::string, std::string>& lut_op_names() {
-  static const std::map<std::string, std::string> m = {{"sigmoid", "Sigmoid"}, {"tanh", "Tanh"},
-                                                       {"hardswish", "HardSwish"}, {"hardsigmoid", "HardSigmoid"},
-                                                       {"exp", "Exp"},         {"erf", "Erf"}};
-  return m;
-}
-
-// qfx op names an `integer_only` entry may use, and the ONNX op each becomes.
-const std::map<std::string, std::string>& integer_only_op_names() {
-  static const std::map<std::string, std::string> m = {{"gelu", "Gelu"}, {"softmax", "Softmax"}, {"layer_norm", "LayerNormalization"}};
+// qfx op names a `lut` (`integer_only`) entry may use, and the ONNX op each becomes:
+// the op catalog's records with a table (integer-only) form.
+std::map<std::string, std::string> catalog_forms(bool table) {
+  std::map<std::string, std::string> m;
+  for (const auto& [name, r] : op_catalog().records()) {
+    const std::string& onnx = table ? r.table_onnx : r.integer_only_onnx;
+    if (!onnx.empty()) m[name] = onnx;
+  }
   return m;
 }
 
@@ -87,8 +85,8 @@ runtime::Arithmetic read_arithmetic(const std::string& path, const YAML::Node& a
     if (auto m = e["multiplier_bits"]) ar.elementwise_multiplier_bits = bits(path, m, "arithmetic.elementwise.multiplier_bits", 2, 32);
     if (auto l = e["left_shift"]) ar.elementwise_left_shift = bits(path, l, "arithmetic.elementwise.left_shift", 0, 22);
   }
-  if (auto l = a["lut"]) ar.lut = onnx_ops(path, l, "lut", lut_op_names(), b);
-  if (auto l = a["integer_only"]) ar.integer_only = onnx_ops(path, l, "integer_only", integer_only_op_names(), b);
+  if (auto l = a["lut"]) ar.lut = onnx_ops(path, l, "lut", catalog_forms(true), b);
+  if (auto l = a["integer_only"]) ar.integer_only = onnx_ops(path, l, "integer_only", catalog_forms(false), b);
   const bool shift = ar.requantize == runtime::RequantMode::kShift || ar.elementwise == runtime::RequantMode::kShift;
   if (shift && !b.power_of_two_scale)
     bad(path, a, "arithmetic: 'shift' requantization needs power-of-two scales (scale: {power_of_two: true})");

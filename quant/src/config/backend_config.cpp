@@ -7,6 +7,7 @@
 #include <fstream>
 #include <limits>
 
+#include "qfx/quant/op_catalog.h"
 #include "qfx/runtime/registry.h"
 #include "yaml_util.h"
 
@@ -24,13 +25,7 @@ const char* op_kind_name(OpKind k) {
 }
 
 const std::vector<std::string>& known_op_names() {
-  static const std::vector<std::string> names = {
-      "conv1d", "conv2d", "conv3d", "conv_transpose2d", "linear", "batchnorm1d", "batchnorm2d", "batchnorm3d",
-      "relu", "relu6", "hardtanh", "clamp", "leaky_relu", "hardswish", "hardsigmoid", "silu", "gelu", "sigmoid",
-      "tanh", "softmax", "max_pool1d", "max_pool2d", "avg_pool1d", "avg_pool2d", "adaptive_avg_pool1d",
-      "adaptive_avg_pool2d", "mean", "dropout", "identity",
-      "flatten", "reshape", "transpose", "permute", "layer_norm", "group_norm", "instance_norm", "lstm", "gru", "upsample", "add", "sub", "mul", "div", "cat",
-      "matmul", "pad", "squeeze", "unsqueeze", "unflatten", "select", "slice"};
+  static const std::vector<std::string> names = op_catalog().configurable_names();
   return names;
 }
 
@@ -231,11 +226,13 @@ BackendConfig BackendConfig::load(const std::string& path) {
                   : k == "quantized" ? OpKind::kQuantized
                   : k == "share" ? OpKind::kShare
                                  : OpKind::kFloat;
-        static const std::vector<std::string> weighted = {"conv1d", "conv2d", "conv3d", "conv_transpose2d", "linear", "lstm", "gru"};
-        const bool is_w = std::find(weighted.begin(), weighted.end(), name) != weighted.end();
-        if (oc.kind == OpKind::kWeighted && !is_w) bad(path, v, "'" + name + "' has no weights; use quantized, share or float");
-        if (is_w && oc.kind != OpKind::kWeighted && oc.kind != OpKind::kFloat)
-          bad(path, v, "'" + name + "' has weights: use weighted or float");
+      }
+      // The catalog says which categories the op can take (weighted: only ops with weights).
+      const auto& kinds = op_catalog().find(name)->kinds;
+      if (std::find(kinds.begin(), kinds.end(), oc.kind) == kinds.end()) {
+        const bool is_w = std::find(kinds.begin(), kinds.end(), OpKind::kWeighted) != kinds.end();
+        bad(path, v, is_w ? "'" + name + "' has weights: use weighted or float"
+                          : "'" + name + "' has no weights; use quantized, share, fixed or float");
       }
       b.ops[name] = oc;
     }

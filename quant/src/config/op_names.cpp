@@ -1,38 +1,14 @@
 #include "qfx/quant/op_names.h"
 
 #include <cctype>
-#include <map>
 
 #include "qfx/fx/module_matcher.h"
 #include "qfx/quant/fake_quantize.h"
 #include "qfx/quant/modules.h"
+#include "qfx/quant/op_catalog.h"
 
 namespace qfx::quant {
 namespace {
-
-const std::map<std::string, std::string>& module_ops() {
-  static const std::map<std::string, std::string> m = {
-      {"Conv1d", "conv1d"}, {"Conv2d", "conv2d"}, {"Conv3d", "conv3d"}, {"ConvTranspose2d", "conv_transpose2d"},
-      {"Linear", "linear"}, {"BatchNorm1d", "batchnorm1d"}, {"BatchNorm2d", "batchnorm2d"},
-      {"BatchNorm3d", "batchnorm3d"}, {"ReLU", "relu"}, {"ReLU6", "relu6"}, {"LeakyReLU", "leaky_relu"},
-      {"Hardswish", "hardswish"}, {"Hardsigmoid", "hardsigmoid"}, {"SiLU", "silu"}, {"GELU", "gelu"},
-      {"Sigmoid", "sigmoid"}, {"Tanh", "tanh"}, {"Softmax", "softmax"}, {"MaxPool2d", "max_pool2d"},
-      {"AvgPool2d", "avg_pool2d"}, {"AdaptiveAvgPool2d", "adaptive_avg_pool2d"}, {"Dropout", "dropout"},
-      {"Identity", "identity"}, {"Flatten", "flatten"}, {"LayerNorm", "layer_norm"}, {"Upsample", "upsample"},
-  };
-  return m;
-}
-
-const std::map<std::string, std::string>& aten_aliases() {
-  static const std::map<std::string, std::string> m = {
-      {"view", "reshape"}, {"_softmax", "softmax"}, {"concat", "cat"}, {"mm", "matmul"}, {"bmm", "matmul"},
-      {"t", "transpose"}, {"feature_dropout", "dropout"}, {"upsample_nearest2d", "upsample"},
-      {"upsample_bilinear2d", "upsample"}, {"constant_pad_nd", "pad"}, {"contiguous", "identity"},
-      {"detach", "identity"}, {"clone", "identity"}, {"clamp_min", "clamp"}, {"clamp_max", "clamp"},
-      {"batch_norm", "batchnorm2d"}, {"__getitem__", "getitem"}, {"sym_size", "size"},
-  };
-  return m;
-}
 
 bool const_equals(const fx::Node& n, size_t i, double v) {
   if (n.args().size() <= i || !n.args()[i].is_const()) return false;
@@ -68,8 +44,8 @@ std::string canonical_op_name(const fx::Node& n, const fx::GraphModule& gm) {
       if (auto* f = dynamic_cast<FusedConvLinear*>(m.get())) return f->base_op();
       if (dynamic_cast<FakeQuantize*>(m.get()) || dynamic_cast<ObserverBase*>(m.get())) return "fake_quantize";
       const std::string cls = fx::module_type_name(n, gm);
-      auto mo = module_ops().find(cls);
-      if (mo != module_ops().end()) return mo->second;
+      const std::string known = op_catalog().name_of_module(cls);
+      if (!known.empty()) return known;
       std::string lower;
       for (char c : cls) lower += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
       return lower.empty() ? "wrapped" : lower;
@@ -85,8 +61,8 @@ std::string canonical_op_name(const fx::Node& n, const fx::GraphModule& gm) {
   if (dot != std::string::npos) name.resize(dot);
   if (name.size() > 1 && name.back() == '_' && name[name.size() - 2] != '_') name.pop_back();
   if (name == "hardtanh" && const_equals(n, 1, 0.0) && const_equals(n, 2, 6.0)) return "relu6";
-  auto a = aten_aliases().find(name);
-  return a == aten_aliases().end() ? name : a->second;
+  const std::string known = op_catalog().name_of_aten(name);
+  return known.empty() ? name : known;
 }
 
 bool is_recurrent_op(const std::string& op) { return op == "lstm" || op == "gru"; }

@@ -1,11 +1,9 @@
-// export_onnx's float elementwise ops with a one-to-one ONNX operator: the unary
-// math ops, comparisons and logic, where, pow, rsub, clamp / hardtanh, leaky_relu,
+// The op catalog's elementwise ops: add / sub / mul / div (also between sizes), the
+// unary math ops, comparisons and logic, where, pow, rsub, clamp / hardtanh,
 // log_softmax and dtype casts (what a float ONNX model's graph carries between its
-// quantized groups; see exporter.h).
-#include <map>
-#include <set>
-
+// quantized groups).
 #include "exporter.h"
+#include "op_families.h"
 
 namespace qfx::quant::detail {
 namespace {
@@ -26,60 +24,103 @@ int onnx_type(int64_t scalar_type) {
   }
 }
 
+// The value of node `n` is `y`; its rank the largest of its tensor arguments'.
+void finish(Exporter& e, fx::Node& n, const std::string& y) {
+  e.names_[&n] = y;
+  int r = e.rank_of(n.args().at(0));
+  for (const auto& a : n.args())
+    if (a.is_node()) r = std::max(r, e.rank_of(a));
+  e.rank_[&n] = r;
+}
+
+void rsub(Exporter& e, fx::Node& n) {  // other - self (alpha 1)
+  const std::string y = e.fresh(n.name());
+  if (n.args().size() > 2 && e.num_arg(n, 2, 1.0) != 1.0) unsupported(n, "alpha != 1");
+  e.last_ = e.node("Sub", {e.operand(n, n.args().at(1)), e.operand(n, n.args().at(0))}, y, n.name());
+  finish(e, n, y);
+}
+
+void where(Exporter& e, fx::Node& n) {
+  const std::string y = e.fresh(n.name());
+  e.last_ = e.node("Where", {e.value(n, n.args().at(0)), e.operand(n, n.args().at(1)), e.operand(n, n.args().at(2))}, y, n.name());
+  finish(e, n, y);
+}
+
+void clamp(Exporter& e, fx::Node& n) {  // clamp / hardtanh (min, max): Clip with the bounds given
+  const std::string y = e.fresh(n.name());
+  std::vector<std::string> in = {e.value(n, n.args().at(0))};
+  for (size_t i = 1; i < 3; ++i) {
+    const bool given = i < n.args().size() && n.args()[i].is_const() && (n.args()[i].value.isDouble() || n.args()[i].value.isInt());
+    in.push_back(given ? e.init(i == 1 ? "min" : "max", at::full({}, static_cast<float>(e.num_arg(n, i, 0.0)))) : std::string());
+  }
+  while (!in.empty() && in.back().empty()) in.pop_back();
+  e.last_ = e.node("Clip", in, y, n.name());
+  finish(e, n, y);
+}
+
+void log_softmax(Exporter& e, fx::Node& n) {
+  const std::string y = e.fresh(n.name());
+  e.last_ = e.node("LogSoftmax", {e.value(n, n.args().at(0))}, y, n.name());
+  e.attr_i(e.last_, "axis", e.ints_arg(n, 1).at(0));
+  finish(e, n, y);
+}
+
+void cast(Exporter& e, fx::Node& n) {  // to(dtype); other overloads (device, tensor) are not exported
+  if (!(n.args().size() > 1 && n.args()[1].is_const() && n.args()[1].value.isInt())) unsupported(n, "op 'to' has no ONNX export in qfx yet");
+  const std::string y = e.fresh(n.name());
+  const int t = onnx_type(n.args()[1].value.toInt());
+  if (t < 0) unsupported(n, "a cast to a dtype ONNX lacks");
+  e.last_ = e.node("Cast", {e.value(n, n.args().at(0))}, y, n.name());
+  e.attr_i(e.last_, "to", t);
+  finish(e, n, y);
+}
+
+// add / sub / mul / div: size arithmetic between ints, else the ONNX op.
+std::function<void(Exporter&, fx::Node&)> arithmetic(std::string name, std::string onnx) {
+  return [name, onnx](Exporter& e, fx::Node& n) {
+    if (name != "div" && e.int_operands(n)) return e.int_arith(&n, name);
+    e.binary(&n, onnx);
+  };
+}
+
 }  // namespace
 
-bool Exporter::elementwise_function(fx::Node* n, const std::string& op) {
-  static const std::map<std::string, std::string> unaries = {
+void register_elementwise_ops(OpCatalog& c) {
+  for (const char* op : {"add", "sub", "mul", "div"}) {
+    const std::string onnx = std::string(1, static_cast<char>(op[0] - 'a' + 'A')) + (op + 1);
+    c.add(OpRecord(op).quantized_as(activation_kinds()).describe("elementwise " + std::string(op) + " (ONNX " + onnx + ")")
+              .to_onnx(arithmetic(op, onnx)));
+  }
+  for (const char* op : {"floordiv", "floor_divide"})
+    c.add(OpRecord(op).describe("integer floor division of sizes").to_onnx([](Exporter& e, fx::Node& n) {
+      if (!e.int_operands(n)) unsupported(n, "op '" + canonical_op_name(n, e.gm_) + "' has no ONNX export in qfx yet");
+      e.int_arith(&n, "floordiv");
+    }));
+  static const std::vector<std::pair<const char*, const char*>> unaries = {
       {"abs", "Abs"},   {"neg", "Neg"},   {"exp", "Exp"},         {"log", "Log"},   {"sqrt", "Sqrt"},
       {"reciprocal", "Reciprocal"},       {"floor", "Floor"},     {"ceil", "Ceil"}, {"erf", "Erf"},
       {"sin", "Sin"},   {"cos", "Cos"},   {"softplus", "Softplus"}, {"logical_not", "Not"}, {"sign", "Sign"}};
-  static const std::map<std::string, std::string> binaries = {
+  for (const auto& [op, onnx] : unaries) {
+    OpRecord r(op);
+    if (std::string(op) == "exp" || std::string(op) == "erf") r.as_table(onnx);
+    c.add(r.describe(std::string("ONNX ") + onnx + " in float").to_onnx([o = std::string(onnx)](Exporter& e, fx::Node& n) {
+      e.unary(&n, o);
+    }));
+  }
+  static const std::vector<std::pair<const char*, const char*>> binaries = {
       {"eq", "Equal"},  {"lt", "Less"},   {"gt", "Greater"}, {"le", "LessOrEqual"}, {"ge", "GreaterOrEqual"},
       {"logical_and", "And"}, {"logical_or", "Or"}, {"pow", "Pow"}};
-  if (auto u = unaries.find(op); u != unaries.end()) {
-    unary(n, u->second);
-    return true;
-  }
-  if (auto b = binaries.find(op); b != binaries.end()) {
-    binary(n, b->second);
-    return true;
-  }
-  static const std::set<std::string> others = {"rsub", "where", "clamp", "hardtanh", "leaky_relu", "log_softmax", "to"};
-  if (!others.count(op) || (op == "to" && !(n->args().size() > 1 && n->args()[1].is_const() && n->args()[1].value.isInt())))
-    return false;
-  const std::string y = fresh(n->name());  // only for an op written here: names stay as without this file
-  const int r0 = rank_of(n->args().at(0));
-  if (op == "rsub") {  // other - self (alpha 1)
-    if (n->args().size() > 2 && num_arg(*n, 2, 1.0) != 1.0) unsupported(*n, "alpha != 1");
-    last_ = node("Sub", {operand(*n, n->args().at(1)), operand(*n, n->args().at(0))}, y, n->name());
-  } else if (op == "where") {
-    last_ = node("Where", {value(*n, n->args().at(0)), operand(*n, n->args().at(1)), operand(*n, n->args().at(2))}, y, n->name());
-  } else if (op == "clamp" || op == "hardtanh") {
-    std::vector<std::string> in = {value(*n, n->args().at(0))};
-    for (size_t i = 1; i < 3; ++i) {
-      const bool given = i < n->args().size() && n->args()[i].is_const() && (n->args()[i].value.isDouble() || n->args()[i].value.isInt());
-      in.push_back(given ? init(i == 1 ? "min" : "max", at::full({}, static_cast<float>(num_arg(*n, i, 0.0)))) : std::string());
-    }
-    while (!in.empty() && in.back().empty()) in.pop_back();
-    last_ = node("Clip", in, y, n->name());
-  } else if (op == "leaky_relu") {
-    last_ = node("LeakyRelu", {value(*n, n->args().at(0))}, y, n->name());
-    attr_f(last_, "alpha", static_cast<float>(num_arg(*n, 1, 0.01)));
-  } else if (op == "log_softmax") {
-    last_ = node("LogSoftmax", {value(*n, n->args().at(0))}, y, n->name());
-    attr_i(last_, "axis", ints_arg(*n, 1).at(0));
-  } else {  // to(dtype)
-    const int t = onnx_type(n->args()[1].value.toInt());
-    if (t < 0) unsupported(*n, "a cast to a dtype ONNX lacks");
-    last_ = node("Cast", {value(*n, n->args().at(0))}, y, n->name());
-    attr_i(last_, "to", t);
-  }
-  names_[n] = y;
-  int r = r0;
-  for (const auto& a : n->args())
-    if (a.is_node()) r = std::max(r, rank_of(a));
-  rank_[n] = r;
-  return true;
+  for (const auto& [op, onnx] : binaries)
+    c.add(OpRecord(op).describe(std::string("ONNX ") + onnx + " in float").to_onnx([o = std::string(onnx)](Exporter& e, fx::Node& n) {
+      e.binary(&n, o);
+    }));
+  c.add(OpRecord("rsub").describe("other - self (ONNX Sub)").to_onnx(rsub));
+  c.add(OpRecord("where").describe("ONNX Where").to_onnx(where));
+  c.add(OpRecord("clamp").also_aten({"clamp_min", "clamp_max"}).quantized_as(activation_kinds())
+            .describe("ONNX Clip with the bounds given").to_onnx(clamp));
+  c.add(OpRecord("hardtanh").quantized_as(activation_kinds()).describe("ONNX Clip (hardtanh(0, 6) is relu6)").to_onnx(clamp));
+  c.add(OpRecord("log_softmax").describe("ONNX LogSoftmax").to_onnx(log_softmax));
+  c.add(OpRecord("to").describe("a dtype cast (ONNX Cast)").to_onnx(cast));
 }
 
 }  // namespace qfx::quant::detail

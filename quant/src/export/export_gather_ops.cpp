@@ -1,25 +1,28 @@
-// export_onnx's lookups: embedding and index_select as ONNX Gather (the float
+// The op catalog's lookups: embedding and index_select as ONNX Gather (the float
 // table stays an initializer; the indices are an int64 input or value).
 #include "exporter.h"
+#include "op_families.h"
 
 namespace qfx::quant::detail {
 
-bool Exporter::gather_function(fx::Node* n, const std::string& op) {
-  if (op != "embedding" && op != "index_select") return false;
+namespace {
+
+void gather(Exporter& ex, fx::Node& node, bool emb) {
+  fx::Node* n = &node;
   // embedding(weight, indices, padding_idx, ...): rows of the table (padding_idx only
   // matters for gradients); index_select(self, dim, index): a 1-D index along dim.
-  const bool emb = op == "embedding";
   const fx::Argument& data = n->args().at(emb ? 0 : 0);
   const fx::Argument& idx = n->args().at(emb ? 1 : 2);
-  const int64_t axis = emb ? 0 : ints_arg(*n, 1).at(0);
-  const std::string y = fresh(n->name());
-  last_ = node("Gather", {value(*n, data), value(*n, idx)}, y, n->name());
-  attr_i(last_, "axis", axis);
-  names_[n] = y;
-  const int rd = rank_of(data), ri = rank_of(idx);
-  rank_[n] = rd < 0 || ri < 0 ? -1 : rd + ri - 1;
-  return true;
+  const int64_t axis = emb ? 0 : ex.ints_arg(*n, 1).at(0);
+  const std::string y = ex.fresh(n->name());
+  ex.last_ = ex.node("Gather", {ex.value(*n, data), ex.value(*n, idx)}, y, n->name());
+  ex.attr_i(ex.last_, "axis", axis);
+  ex.names_[n] = y;
+  const int rd = ex.rank_of(data), ri = ex.rank_of(idx);
+  ex.rank_[n] = rd < 0 || ri < 0 ? -1 : rd + ri - 1;
 }
+
+}  // namespace
 
 void Exporter::reduce_sum(fx::Node* n) {
   // sum(self, dim, keepdim=False, dtype=None) as ReduceSum (opset 13: axes as an input).
@@ -33,6 +36,13 @@ void Exporter::reduce_sum(fx::Node* n) {
   names_[n] = y;
   const int r = rank_of(n->args().at(0));
   rank_[n] = r < 0 ? -1 : keep ? r : dims.empty() ? 0 : r - static_cast<int>(dims.size());
+}
+
+void register_gather_ops(OpCatalog& c) {
+  c.add(OpRecord("embedding").describe("rows of a table (ONNX Gather, axis 0)").to_onnx([](Exporter& e, fx::Node& n) { gather(e, n, true); }));
+  c.add(OpRecord("index_select").describe("a 1-D index along one dim (ONNX Gather)").to_onnx([](Exporter& e, fx::Node& n) {
+    gather(e, n, false);
+  }));
 }
 
 }  // namespace qfx::quant::detail

@@ -1,4 +1,4 @@
-// export_onnx's GroupNorm and InstanceNorm (see exporter.h), as the ONNX ops qfx's
+// The op catalog's group_norm and instance_norm, as the ONNX ops qfx's
 // runtime and every ONNX runtime run at opset 13 (GroupNormalization is opset 18):
 //   group_norm(x [N, C, ...], G):  Reshape to [N, G, -1], normalise over the last axis,
 //                                  Reshape back (Shape of x);
@@ -6,6 +6,7 @@
 //                                  the input, as in eval mode without running stats);
 // then y * weight + bias with [C] weight and bias reshaped to [C, 1, ...].
 #include "exporter.h"
+#include "op_families.h"
 
 namespace qfx::quant::detail {
 
@@ -26,31 +27,43 @@ void Exporter::channel_affine(fx::Node* n, std::string y, const fx::Argument* we
   rank_[n] = rank;
 }
 
-bool Exporter::norm_function(fx::Node* n, const std::string& op) {
+namespace {
+
+void norm(Exporter& ex, fx::Node& node, bool group) {
+  fx::Node* n = &node;
   auto arg = [&](size_t i) -> const fx::Argument* { return n->args().size() > i ? &n->args()[i] : nullptr; };
-  if (op != "group_norm" && op != "instance_norm") return false;
-  const int known = rank_of(n->args().at(0));
-  const int rank = known >= 0 ? known : static_cast<int>(dims_of(*n, n->args().at(0)).size());
-  if (op == "group_norm") {  // aten::group_norm(x, num_groups, weight?, bias?, eps, cudnn)
+  const int known = ex.rank_of(n->args().at(0));
+  const int rank = known >= 0 ? known : static_cast<int>(ex.dims_of(*n, n->args().at(0)).size());
+  if (group) {  // aten::group_norm(x, num_groups, weight?, bias?, eps, cudnn)
     if (rank < 3) unsupported(*n, "group_norm of a tensor of rank " + std::to_string(rank) + " (expected [N, C, ...])");
-    const int64_t groups = static_cast<int64_t>(num_arg(*n, 1, 1));
-    const std::string x = value(*n, n->args().at(0)), b = n->name();
-    const std::string grouped = fresh(b + "_grouped"), shape = fresh(b + "_shape"), back = fresh(b + "_ungrouped");
-    node("Reshape", {x, ints_init(b + "_group_shape", {0, groups, -1})}, grouped, grouped);
-    node("Shape", {x}, shape, shape);
-    node("Reshape", {normalize(grouped, b, {-1}, num_arg(*n, 4, 1e-5)), shape}, back, back);
-    channel_affine(n, back, arg(2), arg(3), rank);
-    return true;
+    const int64_t groups = static_cast<int64_t>(ex.num_arg(*n, 1, 1));
+    const std::string x = ex.value(*n, n->args().at(0)), b = n->name();
+    const std::string grouped = ex.fresh(b + "_grouped"), shape = ex.fresh(b + "_shape"), back = ex.fresh(b + "_ungrouped");
+    ex.node("Reshape", {x, ex.ints_init(b + "_group_shape", {0, groups, -1})}, grouped, grouped);
+    ex.node("Shape", {x}, shape, shape);
+    ex.node("Reshape", {ex.normalize(grouped, b, {-1}, ex.num_arg(*n, 4, 1e-5)), shape}, back, back);
+    ex.channel_affine(n, back, arg(2), arg(3), rank);
+    return;
   }
-  if (op == "instance_norm") {  // aten::instance_norm(x, weight?, bias?, mean?, var?, use_input_stats, momentum, eps, cudnn)
+  {  // aten::instance_norm(x, weight?, bias?, mean?, var?, use_input_stats, momentum, eps, cudnn)
     if (rank < 3) unsupported(*n, "instance_norm of a tensor of rank " + std::to_string(rank) + " (expected [N, C, ...])");
-    if (num_arg(*n, 5, 1) == 0) unsupported(*n, "instance_norm with running statistics (track_running_stats in eval mode)");
+    if (ex.num_arg(*n, 5, 1) == 0) unsupported(*n, "instance_norm with running statistics (track_running_stats in eval mode)");
     std::vector<int64_t> axes;
     for (int d = 2; d < rank; ++d) axes.push_back(d);
-    channel_affine(n, normalize(value(*n, n->args().at(0)), n->name(), axes, num_arg(*n, 7, 1e-5)), arg(1), arg(2), rank);
-    return true;
+    ex.channel_affine(n, ex.normalize(ex.value(*n, n->args().at(0)), n->name(), axes, ex.num_arg(*n, 7, 1e-5)), arg(1), arg(2), rank);
+    return;
   }
-  return false;
+}
+
+}  // namespace
+
+void register_norm_ops(OpCatalog& c) {
+  c.add(OpRecord("group_norm").quantized_as(activation_kinds())
+            .describe("normalisation per group of channels, then the per-channel affine")
+            .to_onnx([](Exporter& e, fx::Node& n) { norm(e, n, true); }));
+  c.add(OpRecord("instance_norm").quantized_as(activation_kinds())
+            .describe("normalisation per channel, then the per-channel affine")
+            .to_onnx([](Exporter& e, fx::Node& n) { norm(e, n, false); }));
 }
 
 }  // namespace qfx::quant::detail

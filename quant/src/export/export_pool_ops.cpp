@@ -1,11 +1,15 @@
-// export_onnx's pooling, padding and roll (see exporter.h). ONNX has no adaptive
+// The op catalog's pooling and reductions (max / average pooling, adaptive
+// average pooling, mean, sum), with padding and roll. ONNX has no adaptive
 // pooling: to 1x1 it is GlobalAveragePool; an output size that divides the input's
 // (static) spatial size is AveragePool with kernel = stride = input / output
 // (PyTorch's windows are exactly those then); any other size is the exact
 // pooling as a matrix product, input [N, C, H*W] x P [H*W, oh*ow], where P's column
 // for output cell (i, j) holds 1/|window| over PyTorch's window rows
 // [floor(i*H/oh), ceil((i+1)*H/oh)) and columns likewise (float between DQ and Q).
+#include <torch/nn/modules/pooling.h>
+
 #include "exporter.h"
+#include "op_families.h"
 
 namespace qfx::quant::detail {
 
@@ -120,6 +124,97 @@ void Exporter::roll(fx::Node* n) {
   }
   names_[n] = cur;
   rank_[n] = static_cast<int>(d.size());
+}
+
+namespace {
+
+// max_pool{1,2}d(x, kernel, stride, padding, dilation, ceil_mode) and
+// avg_pool{1,2}d(x, kernel, stride, padding, ceil_mode, count_include_pad).
+void pool_function(Exporter& e, fx::Node& n, bool max, size_t dims) {
+  // A pooling argument: empty if absent, one value per spatial dim for a single v.
+  auto per_dim = [&](size_t i) {
+    std::vector<int64_t> v = i < n.args().size() ? e.ints_arg(n, i) : std::vector<int64_t>{};
+    if (v.size() == 1) v.assign(dims, v[0]);
+    return v;
+  };
+  auto k = per_dim(1), s = per_dim(2), p = per_dim(3);
+  if (p.empty()) p.assign(dims, 0);
+  if (max) return e.pool(&n, true, k, s, p, per_dim(4), e.num_arg(n, 5, 0) != 0, false);
+  e.pool(&n, false, k, s, p, {}, e.num_arg(n, 4, 0) != 0, e.num_arg(n, 5, 1) != 0);
+}
+
+void max_pool2d_module(Exporter& e, fx::Node& n, torch::nn::Module& m) {
+  auto* mp = dynamic_cast<torch::nn::MaxPool2dImpl*>(&m);
+  if (!mp) unsupported(n, "module 'max_pool2d' has no ONNX export in qfx yet");
+  const auto& o = mp->options;
+  e.pool(&n, true, {(*o.kernel_size())[0], (*o.kernel_size())[1]}, {(*o.stride())[0], (*o.stride())[1]},
+         {(*o.padding())[0], (*o.padding())[1]}, {(*o.dilation())[0], (*o.dilation())[1]}, o.ceil_mode(), false);
+}
+
+void avg_pool2d_module(Exporter& e, fx::Node& n, torch::nn::Module& m) {
+  auto* ap = dynamic_cast<torch::nn::AvgPool2dImpl*>(&m);
+  if (!ap) unsupported(n, "module 'avg_pool2d' has no ONNX export in qfx yet");
+  const auto& o = ap->options;
+  if (o.divisor_override()) unsupported(n, "AvgPool2d with divisor_override");
+  e.pool(&n, false, {(*o.kernel_size())[0], (*o.kernel_size())[1]}, {(*o.stride())[0], (*o.stride())[1]},
+         {(*o.padding())[0], (*o.padding())[1]}, {}, o.ceil_mode(), o.count_include_pad());
+}
+
+void adaptive_avg_pool2d_module(Exporter& e, fx::Node& n, torch::nn::Module& m) {
+  auto* aa = dynamic_cast<torch::nn::AdaptiveAvgPool2dImpl*>(&m);
+  if (!aa) unsupported(n, "module 'adaptive_avg_pool2d' has no ONNX export in qfx yet");
+  const auto& os = *aa->options.output_size();
+  e.adaptive_avg_pool(&n, {os[0] ? *os[0] : -1, os[1] ? *os[1] : -1});
+}
+
+// mean(x, dims, keepdim): over H and W of a 4-D tensor GlobalAveragePool (int8 as
+// QLinearGlobalAveragePool), then Flatten unless keepdim; else ReduceMean.
+void mean(Exporter& e, fx::Node& n) {
+  auto dims = e.ints_arg(n, 1);
+  const bool keep = e.num_arg(n, 2, 0) != 0;
+  const int r = e.rank_of(n.args().at(0));
+  std::vector<int64_t> nd;
+  for (auto d : dims) nd.push_back(d < 0 && r > 0 ? d + r : d);
+  std::sort(nd.begin(), nd.end());
+  if (r == 4 && nd == std::vector<int64_t>{2, 3}) {
+    e.unary(&n, "GlobalAveragePool");
+    if (keep) return;
+    const std::string y = e.fresh(n.name());
+    e.last_ = e.node("Flatten", {e.names_[&n]}, y, n.name() + "_flatten");
+    e.attr_i(e.last_, "axis", 1);
+    e.names_[&n] = y;
+    e.rank_[&n] = 2;
+    return;
+  }
+  e.unary(&n, "ReduceMean");
+  e.attr_ints(e.last_, "axes", dims);
+  e.attr_i(e.last_, "keepdims", keep ? 1 : 0);
+  e.rank_[&n] = r < 0 ? -1 : (keep ? r : r - static_cast<int>(dims.size()));
+}
+
+}  // namespace
+
+void register_pool_ops(OpCatalog& c) {
+  for (const bool max : {true, false})
+    for (const size_t dims : {1, 2}) {
+      const std::string name = std::string(max ? "max" : "avg") + "_pool" + std::to_string(dims) + "d";
+      OpRecord r(name);
+      if (dims == 2) r.also_modules({max ? "MaxPool2d" : "AvgPool2d"});
+      c.add(r.quantized_as(activation_kinds())
+                .describe(std::string("ONNX ") + (max ? "MaxPool" : "AveragePool"))
+                .to_onnx([max, dims](Exporter& e, fx::Node& n) { pool_function(e, n, max, dims); },
+                         dims == 1 ? nullptr : max ? max_pool2d_module : avg_pool2d_module));
+    }
+  c.add(OpRecord("adaptive_avg_pool2d").also_modules({"AdaptiveAvgPool2d"}).quantized_as(activation_kinds())
+            .describe("ONNX GlobalAveragePool, AveragePool or the exact pooling matrix")
+            .to_onnx([](Exporter& e, fx::Node& n) { e.adaptive_avg_pool(&n, e.ints_arg(n, 1)); }, adaptive_avg_pool2d_module));
+  c.add(OpRecord("adaptive_avg_pool1d").quantized_as(activation_kinds()).describe("ONNX GlobalAveragePool or AveragePool")
+            .to_onnx([](Exporter& e, fx::Node& n) { e.adaptive_avg_pool1d(&n, e.ints_arg(n, 1)); }));
+  c.add(OpRecord("mean").quantized_as(activation_kinds()).describe("ONNX GlobalAveragePool or ReduceMean").to_onnx(mean));
+  c.add(OpRecord("sum").describe("ONNX ReduceSum over dims").to_onnx([](Exporter& e, fx::Node& n) {
+    if (n.args().size() <= 1) unsupported(n, "op 'sum' of all elements has no ONNX export in qfx yet");
+    e.reduce_sum(&n);
+  }));
 }
 
 }  // namespace qfx::quant::detail

@@ -1,4 +1,4 @@
-// export_onnx's interpolation (see exporter.h): nn.Upsample and F.interpolate
+// The op catalog's upsample: nn.Upsample and F.interpolate
 // (aten::upsample_nearest2d / upsample_bilinear2d, .vec or not) as ONNX Resize on
 // [N, C, H, W], computing PyTorch's sampling positions:
 //   nearest:          src = floor(dst * in / out)      -> asymmetric, nearest_mode floor
@@ -8,6 +8,7 @@
 // from the input's own N and C (Shape, Slice) and the static H and W, so the batch
 // stays dynamic and no float rounding of out / in can lose a row.
 #include "exporter.h"
+#include "op_families.h"
 #include "qfx/fx/upsample.h"
 
 namespace qfx::quant::detail {
@@ -90,12 +91,21 @@ void Exporter::upsample_function(fx::Node* n) {
   resize(n, linear, sizes, sizes.empty() ? scales : std::vector<double>{}, align);
 }
 
-bool Exporter::upsample_module(fx::Node* n, const torch::nn::Module& m) {
+namespace {
+
+void upsample_module(Exporter& e, fx::Node& n, torch::nn::Module& m) {
   const auto* u = dynamic_cast<const fx::UpsampleLeaf*>(&m);
-  if (!u) return false;
-  if (u->mode() != "nearest" && u->mode() != "bilinear") unsupported(*n, "Upsample mode '" + u->mode() + "' (nearest or bilinear)");
-  resize(n, u->mode() == "bilinear", u->sizes(), u->scales(), u->align_corners().value_or(false));
-  return true;
+  if (!u) unsupported(n, "module 'upsample' has no ONNX export in qfx yet");
+  if (u->mode() != "nearest" && u->mode() != "bilinear") unsupported(n, "Upsample mode '" + u->mode() + "' (nearest or bilinear)");
+  e.resize(&n, u->mode() == "bilinear", u->sizes(), u->scales(), u->align_corners().value_or(false));
+}
+
+}  // namespace
+
+void register_resize_ops(OpCatalog& c) {
+  c.add(OpRecord("upsample").also_aten({"upsample_nearest2d", "upsample_bilinear2d"}).also_modules({"Upsample"})
+            .quantized_as(activation_kinds()).describe("nearest or bilinear interpolation (ONNX Resize)")
+            .to_onnx([](Exporter& e, fx::Node& n) { e.upsample_function(&n); }, upsample_module));
 }
 
 }  // namespace qfx::quant::detail

@@ -1,4 +1,4 @@
-// export_onnx's recurrent layers (see exporter.h): aten::lstm.input and aten::gru.input,
+// The op catalog's recurrent layers: aten::lstm.input and aten::gru.input,
 // what nn.LSTM and nn.GRU call (any number of layers, one or two directions, batch
 // first or not), as one ONNX LSTM / GRU per layer (ONNX operator spec, opset 7-14
 // semantics at layout 0: X [seq, batch, input], Y [seq, directions, batch, hidden]):
@@ -10,6 +10,7 @@
 //   - Y transposed and reshaped to PyTorch's [seq, batch, directions * hidden] for the
 //     next layer and the output; h_n / c_n the layers' Y_h / Y_c concatenated.
 #include "exporter.h"
+#include "op_families.h"
 
 namespace qfx::quant::detail {
 
@@ -120,9 +121,8 @@ std::string Exporter::rnn_weight(fx::Node* n, const std::vector<fx::Argument>& i
   return v;
 }
 
-bool Exporter::rnn_function(fx::Node* n, const std::string& op) {
-  if (!is_recurrent_op(op)) return false;
-  const bool lstm = op == "lstm";
+void Exporter::rnn(fx::Node* n, bool lstm) {
+  const std::string op = lstm ? "lstm" : "gru";
   if (n->args().size() < 9) unsupported(*n, "an " + op + " overload other than " + op + ".input");
   const bool has_b = num_arg(*n, 3, 1) != 0, bidir = num_arg(*n, 7, 0) != 0, batch_first = num_arg(*n, 8, 0) != 0;
   const int64_t layers = static_cast<int64_t>(num_arg(*n, 4, 1)), dirs = bidir ? 2 : 1, per = has_b ? 4 : 2;
@@ -191,7 +191,6 @@ bool Exporter::rnn_function(fx::Node* n, const std::string& op) {
   tuple_items_[n] = {x, concat(y_h, "_h_n")};
   if (lstm) tuple_items_[n].push_back(concat(y_c, "_c_n"));
   rank_[n] = 3;
-  return true;
 }
 
 std::string Exporter::transposed(const std::string& x, const std::vector<int64_t>& perm, const std::string& hint) {
@@ -205,6 +204,15 @@ void Exporter::attr_s(onnx::NodeProto* p, const std::string& k, const std::strin
   a->set_name(k);
   a->set_type(onnx::AttributeProto::STRING);
   a->set_s(v);
+}
+
+void register_rnn_ops(OpCatalog& c) {
+  c.add(OpRecord("lstm").quantized_as(weighted_kinds()).describe("nn.LSTM (aten::lstm.input) as one ONNX LSTM per layer")
+            .to_onnx([](Exporter& e, fx::Node& n) { e.rnn(&n, true); }, nullptr, 7));
+  c.add(OpRecord("gru").quantized_as(weighted_kinds()).describe("nn.GRU (aten::gru.input) as one ONNX GRU per layer")
+            .to_onnx([](Exporter& e, fx::Node& n) { e.rnn(&n, false); }, nullptr, 7));
+  for (const char* z : {"zeros", "zeros_like"})
+    c.add(OpRecord(z).describe("a recurrent layer's zero initial state, left out").to_onnx([](Exporter& e, fx::Node& n) { e.zeros(&n); }));
 }
 
 }  // namespace qfx::quant::detail

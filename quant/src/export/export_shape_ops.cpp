@@ -1,8 +1,12 @@
-// export_onnx's shape arithmetic (see exporter.h): size(), ints computed from
-// sizes, view/reshape with computed shapes, transpose, chunk.
+// The op catalog's shape ops: size(), ints computed from sizes, view / reshape
+// with computed shapes, (un)flatten, (un)squeeze, expand, transpose, cat, chunk,
+// slice / select, and the pass-through ops (dropout, identity).
 #include <limits>
 
+#include <torch/nn/modules/linear.h>
+
 #include "exporter.h"
+#include "op_families.h"
 
 namespace qfx::quant::detail {
 namespace {
@@ -327,6 +331,60 @@ void Exporter::chunk(fx::Node* n) {
   }
   tuple_items_[n] = items;
   rank_[n] = rank_of(n->args().at(0));
+}
+
+namespace {
+
+void cat(Exporter& e, fx::Node& n) {
+  const fx::Argument& list = n.args().at(0);
+  std::vector<std::string> ins;
+  for (const auto& it : list.items) ins.push_back(e.value(n, it));
+  const std::string y = e.fresh(n.name());
+  auto* p = e.node("Concat", ins, y, n.name());
+  e.attr_i(p, "axis", n.args().size() > 1 ? e.ints_arg(n, 1).at(0) : 0);
+  e.names_[&n] = y;
+  e.rank_[&n] = list.items.empty() ? -1 : e.rank_of(list.items[0]);
+}
+
+void flatten_module(Exporter& e, fx::Node& n, torch::nn::Module& m) {
+  auto* fl = dynamic_cast<torch::nn::FlattenImpl*>(&m);
+  if (!fl) unsupported(n, "module 'flatten' has no ONNX export in qfx yet");
+  e.flatten(&n, fl->options.start_dim(), fl->options.end_dim());
+}
+
+// A record whose function emission is the Exporter method `f`.
+OpRecord op(const std::string& name, void (Exporter::*f)(fx::Node*), const std::string& what) {
+  return OpRecord(name).describe(what).to_onnx([f](Exporter& e, fx::Node& n) { (e.*f)(&n); });
+}
+
+}  // namespace
+
+void register_shape_ops(OpCatalog& c) {
+  c.add(op("size", &Exporter::size_op, "a tensor's sizes (static, or the batch as ONNX Shape)").also_aten({"sym_size"}));
+  c.add(op("getitem", &Exporter::getitem, "an element of a list or tuple").also_aten({"__getitem__"}));
+  c.add(op("reshape", &Exporter::reshape, "ONNX Reshape").also_aten({"view"}).quantized_as(activation_kinds()));
+  c.add(op("unflatten", &Exporter::unflatten, "ONNX Reshape").quantized_as(activation_kinds()));
+  c.add(op("unsqueeze", &Exporter::unsqueeze, "ONNX Unsqueeze").quantized_as(activation_kinds()));
+  c.add(OpRecord("squeeze").quantized_as(activation_kinds()).describe("ONNX Squeeze of one dim").to_onnx([](Exporter& e, fx::Node& n) {
+    if (n.args().size() != 2) unsupported(n, "op 'squeeze' without a dim has no ONNX export in qfx yet");
+    e.squeeze(&n);
+  }));
+  c.add(op("expand", &Exporter::expand, "ONNX Expand"));
+  c.add(op("transpose", &Exporter::transpose, "ONNX Transpose of two dims").also_aten({"t"}).quantized_as(activation_kinds()));
+  c.add(op("chunk", &Exporter::chunk, "pieces along one dim (ONNX Slice)"));
+  c.add(op("pad", &Exporter::pad, "ONNX Pad (constant, reflect, edge)").also_aten({"constant_pad_nd"}).quantized_as(activation_kinds()));
+  c.add(op("roll", &Exporter::roll, "torch.roll (ONNX Slice + Concat)"));
+  for (const char* s : {"slice", "select"})
+    c.add(op(s, &Exporter::slice, "ONNX Slice (select: then Squeeze)").quantized_as(activation_kinds()));
+  c.add(OpRecord("cat").also_aten({"concat"}).quantized_as(activation_kinds()).describe("ONNX Concat").to_onnx(cat));
+  c.add(OpRecord("flatten").also_modules({"Flatten"}).quantized_as(activation_kinds()).describe("ONNX Flatten or Reshape")
+            .to_onnx([](Exporter& e, fx::Node& n) {
+              e.flatten(&n, n.args().size() > 1 ? e.ints_arg(n, 1).at(0) : 0, n.args().size() > 2 ? e.ints_arg(n, 2).at(0) : -1);
+            }, flatten_module));
+  c.add(op("dropout", &Exporter::alias, "the identity in eval mode").also_aten({"feature_dropout"}).also_modules({"Dropout"})
+            .quantized_as(activation_kinds()));
+  c.add(op("identity", &Exporter::alias, "the identity").also_aten({"contiguous", "detach", "clone"}).also_modules({"Identity"})
+            .quantized_as(activation_kinds()));
 }
 
 }  // namespace qfx::quant::detail

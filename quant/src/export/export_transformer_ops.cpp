@@ -1,5 +1,5 @@
-// Export of the ops transformers use (nn.TransformerEncoder, MultiheadAttention,
-// ViT): F.linear on a parameter, matmul / bmm between activations, LayerNorm and
+// The op catalog's transformer ops (nn.TransformerEncoder, MultiheadAttention,
+// ViT): F.linear on a parameter, LayerNorm and
 // GELU decomposed into opset-14 ops (LayerNormalization is opset 17, Gelu opset
 // 20), permute.
 #include <torch/nn/modules/normalization.h>
@@ -7,97 +7,100 @@
 #include <cmath>
 
 #include "exporter.h"
+#include "op_families.h"
 
 namespace qfx::quant::detail {
 
-bool Exporter::transformer_function(fx::Node* n, const std::string& op) {
-  if (op == "linear") {
-    // y = x W^T + b: MatMul with Transpose(W) (folded at load when W is a parameter);
-    // a quantized parameter (prepare_fx's weight FakeQuantize, converted) as the
-    // DequantizeLinear of its codes, stored transposed (per channel: axis 1).
-    std::string wt;
-    const fx::Argument& wa = n->args().at(1);
-    if (!opt_.float_model && wa.is_node() && weight_of_functional_linear(wa.node)) {
-      const auto* qd = dynamic_cast<const QuantDequant*>(gm_.get_submodule(wa.node->target()).get());
-      if (!qd) unsupported(*n, "internal: the weight of a quantized functional linear is not a QuantDequant");
-      const QParams& q = qd->qparams();
-      const at::Tensor w = gm_.get_attr(wa.node->args()[0].node->target()).detach().to(at::kFloat);
-      const at::Tensor codes = quantize_weight_codes(w, q, /*axis=*/0).t().contiguous();
-      const std::vector<int64_t> vec = q.per_channel ? std::vector<int64_t>{-1} : std::vector<int64_t>{};
-      const std::string ci = init(n->name() + "_weight_q", codes);
-      const std::string cs = init(n->name() + "_weight_scale", q.scale.to(at::kFloat).reshape(vec));
-      const std::string cz = init(n->name() + "_weight_zero_point", zero_points(q).reshape(vec));
-      wt = fresh(n->name() + "_weight");
-      auto* dn = node("DequantizeLinear", {ci, cs, cz}, wt, wt);
-      if (q.per_channel) attr_i(dn, "axis", 1);
-      ++res_.quantized_weights;
-    } else {
-      wt = fresh(n->name() + "_weight_t");
-      node("Transpose", {value(*n, wa)}, wt, wt);
-    }
-    std::string y = fresh(n->name());
-    node("MatMul", {value(*n, n->args().at(0)), wt}, y, n->name());
-    if (n->args().size() > 2 && !(n->args().at(2).is_const() && n->args().at(2).value.isNone())) {
-      const std::string yb = fresh(n->name() + "_bias");
-      node("Add", {y, operand(*n, n->args().at(2))}, yb, yb);
-      y = yb;
-    }
-    names_[n] = y;
-    rank_[n] = rank_of(n->args().at(0));
-    return true;
+void Exporter::functional_linear(fx::Node* n) {
+  // y = x W^T + b: MatMul with Transpose(W) (folded at load when W is a parameter);
+  // a quantized parameter (prepare_fx's weight FakeQuantize, converted) as the
+  // DequantizeLinear of its codes, stored transposed (per channel: axis 1).
+  std::string wt;
+  const fx::Argument& wa = n->args().at(1);
+  if (!opt_.float_model && wa.is_node() && weight_of_functional_linear(wa.node)) {
+    const auto* qd = dynamic_cast<const QuantDequant*>(gm_.get_submodule(wa.node->target()).get());
+    if (!qd) unsupported(*n, "internal: the weight of a quantized functional linear is not a QuantDequant");
+    const QParams& q = qd->qparams();
+    const at::Tensor w = gm_.get_attr(wa.node->args()[0].node->target()).detach().to(at::kFloat);
+    const at::Tensor codes = quantize_weight_codes(w, q, /*axis=*/0).t().contiguous();
+    const std::vector<int64_t> vec = q.per_channel ? std::vector<int64_t>{-1} : std::vector<int64_t>{};
+    const std::string ci = init(n->name() + "_weight_q", codes);
+    const std::string cs = init(n->name() + "_weight_scale", q.scale.to(at::kFloat).reshape(vec));
+    const std::string cz = init(n->name() + "_weight_zero_point", zero_points(q).reshape(vec));
+    wt = fresh(n->name() + "_weight");
+    auto* dn = node("DequantizeLinear", {ci, cs, cz}, wt, wt);
+    if (q.per_channel) attr_i(dn, "axis", 1);
+    ++res_.quantized_weights;
+  } else {
+    wt = fresh(n->name() + "_weight_t");
+    node("Transpose", {value(*n, wa)}, wt, wt);
   }
-  if (op == "matmul") {  // bmm, mm, matmul: between two activations
-    const std::string y = fresh(n->name());
-    node("MatMul", {value(*n, n->args().at(0)), value(*n, n->args().at(1))}, y, n->name());
-    names_[n] = y;
-    rank_[n] = std::max(rank_of(n->args().at(0)), rank_of(n->args().at(1)));
-    return true;
+  std::string y = fresh(n->name());
+  node("MatMul", {value(*n, n->args().at(0)), wt}, y, n->name());
+  if (n->args().size() > 2 && !(n->args().at(2).is_const() && n->args().at(2).value.isNone())) {
+    const std::string yb = fresh(n->name() + "_bias");
+    node("Add", {y, operand(*n, n->args().at(2))}, yb, yb);
+    y = yb;
   }
-  if (op == "layer_norm") {  // aten::layer_norm(x, normalized_shape, weight?, bias?, eps, cudnn)
-    auto opt = [&](size_t i) {
-      return n->args().size() > i && !(n->args().at(i).is_const() && n->args().at(i).value.isNone())
-                 ? operand(*n, n->args().at(i)) : std::string();
-    };
-    layer_norm(n, static_cast<int64_t>(ints_arg(*n, 1).size()), opt(2), opt(3), num_arg(*n, 4, 1e-5));
-    return true;
-  }
-  if (op == "gelu") {
-    const fx::Argument* a = n->args().size() > 1 ? &n->args().at(1) : nullptr;
-    for (const auto& kv : n->kwargs())
-      if (kv.first == "approximate") a = &kv.second;
-    gelu(n, a && a->is_const() && a->value.isString() && a->value.toStringRef() == "tanh");
-    return true;
-  }
-  if (op == "permute") {
-    const int r = rank_of(n->args().at(0));
-    std::vector<int64_t> perm = ints_arg(*n, 1);
-    for (auto& d : perm)
-      if (d < 0) {
-        if (r < 0) unsupported(*n, "permute with negative dims of an input of unknown rank");
-        d += r;
-      }
-    unary(n, "Transpose");
-    attr_ints(last_, "perm", perm);
-    return true;
-  }
-  return false;
+  names_[n] = y;
+  rank_[n] = rank_of(n->args().at(0));
 }
 
-bool Exporter::transformer_module(fx::Node* n, const std::shared_ptr<torch::nn::Module>& m) {
-  if (auto* ln = dynamic_cast<torch::nn::LayerNormImpl*>(m.get())) {
-    const auto& o = ln->options;
-    const bool affine = o.elementwise_affine() && ln->weight.defined();
-    layer_norm(n, static_cast<int64_t>(o.normalized_shape().size()),
-               affine ? init(n->name() + "_weight", ln->weight.detach().to(at::kFloat)) : std::string(),
-               affine && ln->bias.defined() ? init(n->name() + "_bias", ln->bias.detach().to(at::kFloat)) : std::string(),
-               o.eps());
-    return true;
-  }
-  if (auto* g = dynamic_cast<torch::nn::GELUImpl*>(m.get())) {
-    gelu(n, g->options.approximate() == "tanh");
-    return true;
-  }
-  return false;
+namespace {
+
+// aten::layer_norm(x, normalized_shape, weight?, bias?, eps, cudnn)
+void layer_norm(Exporter& e, fx::Node& n) {
+  auto opt = [&](size_t i) {
+    return n.args().size() > i && !(n.args().at(i).is_const() && n.args().at(i).value.isNone()) ? e.operand(n, n.args().at(i))
+                                                                                                  : std::string();
+  };
+  e.layer_norm(&n, static_cast<int64_t>(e.ints_arg(n, 1).size()), opt(2), opt(3), e.num_arg(n, 4, 1e-5));
+}
+
+void layer_norm_module(Exporter& e, fx::Node& n, torch::nn::Module& m) {
+  auto* ln = dynamic_cast<torch::nn::LayerNormImpl*>(&m);
+  if (!ln) unsupported(n, "module 'layer_norm' has no ONNX export in qfx yet");
+  const auto& o = ln->options;
+  const bool affine = o.elementwise_affine() && ln->weight.defined();
+  e.layer_norm(&n, static_cast<int64_t>(o.normalized_shape().size()),
+               affine ? e.init(n.name() + "_weight", ln->weight.detach().to(at::kFloat)) : std::string(),
+               affine && ln->bias.defined() ? e.init(n.name() + "_bias", ln->bias.detach().to(at::kFloat)) : std::string(), o.eps());
+}
+
+void gelu(Exporter& e, fx::Node& n) {
+  const fx::Argument* a = n.args().size() > 1 ? &n.args().at(1) : nullptr;
+  for (const auto& kv : n.kwargs())
+    if (kv.first == "approximate") a = &kv.second;
+  e.gelu(&n, a && a->is_const() && a->value.isString() && a->value.toStringRef() == "tanh");
+}
+
+void gelu_module(Exporter& e, fx::Node& n, torch::nn::Module& m) {
+  auto* g = dynamic_cast<torch::nn::GELUImpl*>(&m);
+  if (!g) unsupported(n, "module 'gelu' has no ONNX export in qfx yet");
+  e.gelu(&n, g->options.approximate() == "tanh");
+}
+
+void permute(Exporter& e, fx::Node& n) {
+  const int r = e.rank_of(n.args().at(0));
+  std::vector<int64_t> perm = e.ints_arg(n, 1);
+  for (auto& d : perm)
+    if (d < 0) {
+      if (r < 0) unsupported(n, "permute with negative dims of an input of unknown rank");
+      d += r;
+    }
+  e.unary(&n, "Transpose");
+  e.attr_ints(e.last_, "perm", perm);
+}
+
+}  // namespace
+
+void register_transformer_ops(OpCatalog& c) {
+  c.add(OpRecord("layer_norm").also_modules({"LayerNorm"}).quantized_as(activation_kinds())
+            .describe("normalisation over the last dims, decomposed into opset-14 ops")
+            .as_integer_only("LayerNormalization").to_onnx(layer_norm, layer_norm_module));
+  c.add(OpRecord("gelu").also_modules({"GELU"}).quantized_as(activation_kinds())
+            .describe("GELU (erf or tanh form), decomposed into opset-14 ops").as_integer_only("Gelu").to_onnx(gelu, gelu_module));
+  c.add(OpRecord("permute").quantized_as(activation_kinds()).describe("ONNX Transpose").to_onnx(permute));
 }
 
 std::string Exporter::two_input(const char* op, const std::string& a, const std::string& b, const std::string& name) {

@@ -18,8 +18,10 @@
 #include <map>
 
 #include "qfx/error.h"
+#include "qfx/fx/module_matcher.h"
 #include "qfx/quant/fake_quantize.h"
 #include "qfx/quant/modules.h"
+#include "qfx/quant/op_catalog.h"
 #include "qfx/quant/op_names.h"
 #include "qfx/quant/quantized_modules.h"
 #include "qfx/runtime/model.h"
@@ -76,7 +78,9 @@ class Exporter {
     return b;
   }
 
- private:
+  // Below: the helpers and state the op catalog's emissions (the family files'
+  // register_*_ops) use; the class is internal to export_onnx.
+
   // --- ONNX building helpers ---------------------------------------------------------
   std::string fresh(const std::string& hint) { return hint + "_" + std::to_string(counter_++); }
 
@@ -310,19 +314,6 @@ class Exporter {
     rank_[n] = r < 0 ? -1 : r + rank_delta;
   }
 
-  // The elementwise activations modules and functions share; false for any other op.
-  bool activation(fx::Node* n, const std::string& op) {
-    if (op == "relu") unary(n, "Relu");
-    else if (op == "relu6") clip(n, 0.0f, 6.0f);
-    else if (op == "sigmoid") unary(n, "Sigmoid");
-    else if (op == "tanh") unary(n, "Tanh");
-    else if (op == "hardswish") hardswish(n);
-    else if (op == "silu") silu(n);
-    else if (op == "hardsigmoid") hardsigmoid(n);
-    else return false;
-    return true;
-  }
-
   // SiLU as x * Sigmoid(x); HardSwish, below opset 14, as x * HardSigmoid(x)
   // (export_activation_ops.cpp).
   void silu(fx::Node* n);
@@ -373,59 +364,32 @@ class Exporter {
       return weighted(n, QuantizedConvLinear(*f, /*quantize_weight=*/false, -1.0f));
     }
     const std::string op = canonical_op_name(*n, gm_);
-    if (op == "conv1d" || op == "conv2d" || op == "conv3d" || op == "conv_transpose2d" || op == "linear") {
-      std::string why;
-      auto f = FusedConvLinear::create(m, nullptr, FusedConvLinear::BnMode::kFold, FusedActivation::kNone, &why);
-      if (!f) unsupported(*n, why);
-      res_.float_ops.push_back(n->name() + " (" + op + "): float weights (not prepared for int8)");
-      return weighted(n, QuantizedConvLinear(*f, /*quantize_weight=*/false, -1.0f));
-    }
-    if (auto* bn = dynamic_cast<torch::nn::BatchNorm2dImpl*>(m.get())) {
-      const std::string y = fresh(n->name());
-      auto* p = node("BatchNormalization",
-                     {value(*n, n->args().at(0)), init("bn_scale", bn->weight.defined() ? bn->weight : at::ones_like(bn->running_mean)),
-                      init("bn_bias", bn->bias.defined() ? bn->bias : at::zeros_like(bn->running_mean)),
-                      init("bn_mean", bn->running_mean), init("bn_var", bn->running_var)},
-                     y, n->name());
-      attr_f(p, "epsilon", static_cast<float>(bn->options.eps()));
-      names_[n] = y;
-      rank_[n] = rank_of(n->args().at(0));
-      res_.float_ops.push_back(n->name() + " (batchnorm2d): unfused batch norm runs in float");
-      return;
-    }
-    if (activation(n, op)) return;
-    if (transformer_module(n, m)) return;
-    if (auto* lr = dynamic_cast<torch::nn::LeakyReLUImpl*>(m.get())) {
-      unary(n, "LeakyRelu");
-      attr_f(last_, "alpha", static_cast<float>(lr->options.negative_slope()));
-      return;
-    }
-    if (auto* sm = dynamic_cast<torch::nn::SoftmaxImpl*>(m.get())) {
-      unary(n, "Softmax");
-      attr_i(last_, "axis", sm->options.dim());
-      return;
-    }
-    if (op == "dropout" || op == "identity") return alias(n);
-    if (upsample_module(n, *m)) return;
-    if (auto* fl = dynamic_cast<torch::nn::FlattenImpl*>(m.get())) {
-      return flatten(n, fl->options.start_dim(), fl->options.end_dim());
-    }
-    if (auto* mp = dynamic_cast<torch::nn::MaxPool2dImpl*>(m.get())) {
-      const auto& o = mp->options;
-      return pool(n, true, {(*o.kernel_size())[0], (*o.kernel_size())[1]}, {(*o.stride())[0], (*o.stride())[1]},
-                  {(*o.padding())[0], (*o.padding())[1]}, {(*o.dilation())[0], (*o.dilation())[1]}, o.ceil_mode(), false);
-    }
-    if (auto* ap = dynamic_cast<torch::nn::AvgPool2dImpl*>(m.get())) {
-      const auto& o = ap->options;
-      if (o.divisor_override()) unsupported(*n, "AvgPool2d with divisor_override");
-      return pool(n, false, {(*o.kernel_size())[0], (*o.kernel_size())[1]}, {(*o.stride())[0], (*o.stride())[1]},
-                  {(*o.padding())[0], (*o.padding())[1]}, {}, o.ceil_mode(), o.count_include_pad());
-    }
-    if (auto* aa = dynamic_cast<torch::nn::AdaptiveAvgPool2dImpl*>(m.get())) {
-      const auto& os = *aa->options.output_size();
-      return adaptive_avg_pool(n, {os[0] ? *os[0] : -1, os[1] ? *os[1] : -1});
-    }
-    unsupported(*n, "module '" + op + "' has no ONNX export in qfx yet");
+    const OnnxExport& x = emission(*n, op, "module");
+    if (x.module) return x.module(*this, *n, *m);
+    // Called with the function's arguments (ReLU(x) as relu(x)): only for a class
+    // the op's record lists.
+    if (op_catalog().name_of_module(fx::module_type_name(*n, gm_)) != op || !x.function)
+      unsupported(*n, "module '" + op + "' has no ONNX export in qfx yet");
+    x.function(*this, *n);
+  }
+
+  // The op catalog's emission of `op` at the exported opset; what: "op" or "module".
+  const OnnxExport& emission(const fx::Node& n, const std::string& op, const std::string& what) {
+    if (const OnnxExport* x = op_catalog().onnx_export(op, opt_.opset)) return *x;
+    const OpRecord* r = op_catalog().find(op);
+    if (r && !r->onnx.empty())
+      unsupported(n, what + " '" + op + "' needs ONNX opset " + std::to_string(r->onnx.front().since_opset) +
+                         " or newer (exporting opset " + std::to_string(opt_.opset) + ")");
+    unsupported(n, what + " '" + op + "' has no ONNX export in qfx yet");
+  }
+
+  // A weighted layer module that prepare_fx left float (not fused, not observed).
+  void float_layer(fx::Node* n, const std::shared_ptr<torch::nn::Module>& m, const std::string& op) {
+    std::string why;
+    auto f = FusedConvLinear::create(m, nullptr, FusedConvLinear::BnMode::kFold, FusedActivation::kNone, &why);
+    if (!f) unsupported(*n, why);
+    res_.float_ops.push_back(n->name() + " (" + op + "): float weights (not prepared for int8)");
+    weighted(n, QuantizedConvLinear(*f, /*quantize_weight=*/false, -1.0f));
   }
 
   std::vector<int64_t> ints_arg(const fx::Node& n, size_t i) {
@@ -462,17 +426,14 @@ class Exporter {
     rank_[n] = std::max(rank_of(n->args().at(0)), rank_of(n->args().at(1)));
   }
 
-  // --- transformer ops (export_transformer_ops.cpp): F.linear, matmul / bmm between
-  // activations, LayerNorm and GELU (function and module), permute. False for others.
-  bool transformer_function(fx::Node* n, const std::string& op);
-  bool transformer_module(fx::Node* n, const std::shared_ptr<torch::nn::Module>& m);
+  // --- transformer ops (export_transformer_ops.cpp): F.linear on a parameter.
+  void functional_linear(fx::Node* n);
   // LayerNorm over the last `dims` axes; weight / bias: ONNX value names or empty.
   void layer_norm(fx::Node* n, int64_t dims, const std::string& weight, const std::string& bias, double eps);
   // (x - mean) / sqrt(var + eps) over `axes` of value `x` (statistics kept per the other axes).
   std::string normalize(const std::string& x, const std::string& base, const std::vector<int64_t>& axes, double eps);
-  // GroupNorm / InstanceNorm (export_norm_ops.cpp): normalisation per group / per
-  // channel, then the per-channel affine ([C] weight and bias broadcast over [N, C, ...]).
-  bool norm_function(fx::Node* n, const std::string& op);
+  // GroupNorm / InstanceNorm (export_norm_ops.cpp): the per-channel affine ([C]
+  // weight and bias broadcast over [N, C, ...]) after the normalisation.
   void channel_affine(fx::Node* n, std::string y, const fx::Argument* weight, const fx::Argument* bias, int rank);
   void gelu(fx::Node* n, bool tanh);
   // A node `op`(a, b) writing a fresh value named after `name`; returns that value.
@@ -507,7 +468,6 @@ class Exporter {
   // Interpolation as ONNX Resize (export_resize_ops.cpp).
   void resize(fx::Node* n, bool linear, std::vector<int64_t> sizes, std::vector<double> scales, bool align_corners);
   void upsample_function(fx::Node* n);
-  bool upsample_module(fx::Node* n, const torch::nn::Module& m);
   void adaptive_avg_pool1d(fx::Node* n, const std::vector<int64_t>& out);  // [N, C, L]: global, or windows of L / out
   void pad(fx::Node* n);   // F.pad / constant_pad_nd: ONNX Pad (constant, reflect, edge)
   void roll(fx::Node* n);  // torch.roll: Slice + Concat per dim
@@ -525,9 +485,9 @@ class Exporter {
   void chunk(fx::Node* n);
 
   // Recurrent layers (export_rnn_ops.cpp): aten::lstm.input / gru.input as one ONNX LSTM /
-  // GRU per layer (tuple_items_: output, h_n[, c_n]); false for other ops. The zeros
+  // GRU per layer (tuple_items_: output, h_n[, c_n]). The zeros
   // nn.LSTM makes for its initial state export as nothing (is_zeros: left out there).
-  bool rnn_function(fx::Node* n, const std::string& op);
+  void rnn(fx::Node* n, bool lstm);
   bool is_zeros(const fx::Argument& a);
   void zeros(fx::Node* n);
   at::Tensor tensor_arg(const fx::Node& n, const fx::Argument& a);  // a constant or parameter, float
@@ -539,107 +499,19 @@ class Exporter {
   std::string transposed(const std::string& x, const std::vector<int64_t>& perm, const std::string& hint);
   static void attr_s(onnx::NodeProto* p, const std::string& k, const std::string& v);
 
-  // Float elementwise ops with a one-to-one ONNX operator (export_elementwise_ops.cpp);
-  // false for any other op.
-  bool elementwise_function(fx::Node* n, const std::string& op);
-  // embedding / index_select as Gather (export_gather_ops.cpp); false for any other op.
-  bool gather_function(fx::Node* n, const std::string& op);
   // sum over dims as ReduceSum (export_gather_ops.cpp).
   void reduce_sum(fx::Node* n);
 
+  // A call_function node: the op catalog's emission of its canonical op.
   void function(fx::Node* n) {
     const std::string op = canonical_op_name(*n, gm_);
-    if (op == "size") return size_op(n);
-    if (op == "getitem") return getitem(n);
-    if ((op == "add" || op == "sub" || op == "mul" || op == "floordiv" || op == "floor_divide") && n->args().size() >= 2 &&
-        is_int(n->args().at(0)) && is_int(n->args().at(1)))
-      return int_arith(n, op == "floor_divide" ? "floordiv" : op);
-    if (op == "transpose") return transpose(n);
-    if (op == "pad" || op == "constant_pad_nd") return pad(n);
-    if (op == "roll") return roll(n);
-    if (op == "chunk") return chunk(n);
-    if (op == "zeros" || op == "zeros_like") return zeros(n);
-    if (rnn_function(n, op)) return;
-    if (op == "add") return binary(n, "Add");
-    if (op == "sub") return binary(n, "Sub");
-    if (op == "mul") return binary(n, "Mul");
-    if (op == "div") return binary(n, "Div");
-    if (activation(n, op)) return;
-    if (elementwise_function(n, op)) return;
-    if (gather_function(n, op)) return;
-    if (op == "sum" && n->args().size() > 1) return reduce_sum(n);
-    if (op == "dropout" || op == "identity") return alias(n);
-    if (op == "softmax") {
-      unary(n, "Softmax");
-      attr_i(last_, "axis", ints_arg(*n, 1).at(0));
-      return;
-    }
-    if (op == "flatten") {
-      return flatten(n, n->args().size() > 1 ? ints_arg(*n, 1).at(0) : 0, n->args().size() > 2 ? ints_arg(*n, 2).at(0) : -1);
-    }
-    if (op == "cat") {
-      const fx::Argument& list = n->args().at(0);
-      std::vector<std::string> ins;
-      for (const auto& it : list.items) ins.push_back(value(*n, it));
-      const std::string y = fresh(n->name());
-      auto* p = node("Concat", ins, y, n->name());
-      attr_i(p, "axis", n->args().size() > 1 ? ints_arg(*n, 1).at(0) : 0);
-      names_[n] = y;
-      rank_[n] = list.items.empty() ? -1 : rank_of(list.items[0]);
-      return;
-    }
-    if (op == "max_pool2d" || op == "avg_pool2d" || op == "max_pool1d" || op == "avg_pool1d") {
-      const bool max = op[0] == 'm';
-      const size_t dims = op.back() == 'd' && op[op.size() - 2] == '1' ? 1 : 2;
-      // A pooling argument: empty if absent, one value per spatial dim for a single v.
-      auto per_dim = [&](size_t i) {
-        std::vector<int64_t> v = i < n->args().size() ? ints_arg(*n, i) : std::vector<int64_t>{};
-        if (v.size() == 1) v.assign(dims, v[0]);
-        return v;
-      };
-      auto k = per_dim(1), s = per_dim(2), p = per_dim(3);
-      if (p.empty()) p.assign(dims, 0);
-      if (max) return pool(n, true, k, s, p, per_dim(4), num_arg(*n, 5, 0) != 0, false);
-      return pool(n, false, k, s, p, {}, num_arg(*n, 4, 0) != 0, num_arg(*n, 5, 1) != 0);
-    }
-    if (op == "adaptive_avg_pool2d") {
-      return adaptive_avg_pool(n, ints_arg(*n, 1));
-    }
-    if (op == "adaptive_avg_pool1d") return adaptive_avg_pool1d(n, ints_arg(*n, 1));
-    if (op == "upsample") return upsample_function(n);
-    if (op == "mean") {
-      auto dims = ints_arg(*n, 1);
-      const bool keep = num_arg(*n, 2, 0) != 0;
-      const int r = rank_of(n->args().at(0));
-      std::vector<int64_t> nd;
-      for (auto d : dims) nd.push_back(d < 0 && r > 0 ? d + r : d);
-      std::sort(nd.begin(), nd.end());
-      if (r == 4 && nd == std::vector<int64_t>{2, 3}) {  // int8 as QLinearGlobalAveragePool (+ Flatten)
-        unary(n, "GlobalAveragePool");
-        if (keep) return;
-        const std::string y = fresh(n->name());
-        last_ = node("Flatten", {names_[n]}, y, n->name() + "_flatten");
-        attr_i(last_, "axis", 1);
-        names_[n] = y;
-        rank_[n] = 2;
-        return;
-      }
-      unary(n, "ReduceMean");
-      attr_ints(last_, "axes", dims);
-      attr_i(last_, "keepdims", keep ? 1 : 0);
-      rank_[n] = r < 0 ? -1 : (keep ? r : r - static_cast<int>(dims.size()));
-      return;
-    }
-    if (op == "reshape") return reshape(n);
-    if (op == "unflatten") return unflatten(n);
-    if (op == "unsqueeze") return unsqueeze(n);
-    if (op == "squeeze" && n->args().size() == 2) return squeeze(n);
-    if (op == "expand") return expand(n);
-    if (op == "slice" || op == "select") return slice(n);
-    if (transformer_function(n, op)) return;
-    if (norm_function(n, op)) return;
-    unsupported(*n, "op '" + op + "' has no ONNX export in qfx yet");
+    const OnnxExport& x = emission(*n, op, "op");
+    if (!x.function) unsupported(*n, "op '" + op + "' is exported only as a module");
+    x.function(*this, *n);
   }
+
+  // True when both operands of a binary node are ints (size arithmetic).
+  bool int_operands(const fx::Node& n) const { return n.args().size() >= 2 && is_int(n.args()[0]) && is_int(n.args()[1]); }
 
   fx::GraphModule& gm_;
   const ExportOptions& opt_;

@@ -44,7 +44,7 @@ struct Arithmetic {
   int elementwise_multiplier_bits = 32;
   /// Left shift of add's inputs before rescaling (0..22; TFLite uses 20 for int8).
   int elementwise_left_shift = 20;
-  /// ONNX op types ("Sigmoid", "Tanh", "HardSwish", "HardSigmoid", "Exp", "Erf")
+  /// ONNX op types of lut_op_types() ("Sigmoid", "Tanh", "Elu", ...)
   /// that run as 256-entry int8 -> int8 tables between a DequantizeLinear and a
   /// QuantizeLinear: table[q] = Q(f(DQ(q))) computed once at load with the float
   /// kernel of the op. Under ONNX's arithmetic (is_float()) every op of
@@ -75,8 +75,9 @@ struct Arithmetic {
 /// The ONNX `metadata_props` key an exported model stores Arithmetic::to_json() under.
 inline constexpr const char* kArithmeticMetadataKey = "qfx.arithmetic";
 
-/// The ONNX ops Arithmetic::lut may name.
-const std::vector<std::string>& lut_op_types();
+/// The ONNX ops Arithmetic::lut may name: those whose op schema says `table`
+/// (qfx/runtime/op_schema.h), sorted.
+std::vector<std::string> lut_op_types();
 
 /// The ONNX ops Arithmetic::integer_only may name: Gelu, Softmax, LayerNormalization.
 const std::vector<std::string>& integer_only_op_types();
