@@ -69,9 +69,11 @@ void add_builtins(std::map<std::string, OpSchema>& m) {
   for (const char* op : {"Sigmoid", "Tanh", "HardSigmoid", "HardSwish", "Relu", "Clip", "LeakyRelu", "Exp", "Erf", "Neg", "Abs"})
     v.push_back(float_op(op, 1, 0, std::string("ONNX ") + op));
   v.push_back(float_op("Elu", 1, 1, "ONNX Elu"));
+  v.push_back(float_op("Softplus", 1, 1, "ONNX Softplus"));
   for (auto& s : v) {
     static const std::set<std::string> tabulable = {"Sigmoid", "Tanh", "HardSigmoid", "HardSwish", "Relu", "Clip", "LeakyRelu",
-                                                    "Exp", "Erf", "Neg", "Abs", "Mul", "Add", "Sub", "Div", "Elu"};
+                                                    "Exp", "Erf", "Neg", "Abs", "Mul", "Add", "Sub", "Div", "Elu",
+                                                    "Softplus"};
     static const std::set<std::string> table = {"Sigmoid", "Tanh", "HardSwish", "HardSigmoid", "Exp", "Erf", "Elu"};
     s.tabulable = tabulable.count(s.op) > 0;
     s.table = table.count(s.op) > 0;

@@ -8,6 +8,10 @@ tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 
 source "$(dirname "$0")/check.sh"
 
+check "qfx ops --backend onednn: the op catalog with the target's categories (elu, mish quantized; conv2d weighted; size float only)" 0 "^ok$" -- \
+  bash -c "'$QFX' ops --backend onednn | awk '\$1 == \"elu\" && \$NF == \"quantized\" && /table/ {e = 1} \$1 == \"mish\" && \$NF == \"quantized\" {m = 1}
+    \$1 == \"conv2d\" && \$NF == \"weighted\" {c = 1} \$1 == \"size\" && /float only/ {s = 1} END {print (e && m && c && s) ? \"ok\" : \"bad\"}'"
+check "qfx ops --backend with a missing YAML file" 7 "no_such_target.yaml: cannot open" -- "$QFX" ops --backend "$tmp/no_such_target.yaml"
 check "wrap fixture: _post_process is one call_method" 0 "call_method +_post_process +_post_process" -- \
   "$QFX" inspect "$FIXTURES/wrap_example.pt"
 check "code view" 0 "_post_process = self._post_process\(relu\)" -- "$QFX" inspect "$FIXTURES/wrap_example.pt"

@@ -99,34 +99,34 @@ done
 npy x32 3 "(32, 3, 32, 32)"
 both_frontends "GroupNorm / InstanceNorm" norm_net "[-1, 3, 32, 32]" x32 "output: cosine int8 vs fp32 0\\.9[89]" \
   --set evaluation.metric=cosine
-# ELU (nn.ELU(alpha=0.5) and F.elu), an op the op catalog adds with one record: the fp32
-# model against libtorch, int8 as a 256-entry table on the codes (QLut, nothing float),
-# ONNX Runtime on the int8 model equal to qfx, and the same model from a float ONNX file.
-both_frontends "ELU" elu_net "[-1, 3, 32, 32]" x32 "fp32 on the runtime vs libtorch \(first batch\): max relative error [0-9.]+e-0[6-9]" \
+# ELU (nn.ELU(alpha=0.5) and F.elu) and Mish, ops the op catalog adds with one record
+# each: the fp32 model against libtorch, int8 as 256-entry tables on the codes (QLut,
+# nothing float), ONNX Runtime on the int8 model equal to qfx, and a float ONNX file.
+both_frontends "ELU / Mish" act_net "[-1, 3, 32, 32]" x32 "fp32 on the runtime vs libtorch \(first batch\): max relative error [0-9.]+e-0[6-9]" \
   --set evaluation.metric=cosine
-check "elu: int8 cosine >= 0.999, both ELUs QLut with no float fallback; ONNX Runtime equals qfx on the int8 model" 0 "^ok" -- \
-  bash -c "'$QFX' run '$tmp/elu_net_pt/model_int8.onnx' -i '$tmp/x32.npy' -o '$tmp/elu.qfx.npy' >/dev/null &&
+check "act_net: int8 cosine >= 0.999, both ELUs and the Mish QLut with no float fallback; ONNX Runtime equals qfx on the int8 model" 0 "^ok" -- \
+  bash -c "'$QFX' run '$tmp/act_net_pt/model_int8.onnx' -i '$tmp/x32.npy' -o '$tmp/act.qfx.npy' >/dev/null &&
     $PY -c \"
 import json, numpy as np, onnxruntime as ort
-r = json.load(open('$tmp/elu_net_pt/report.json'))
-s = ort.InferenceSession('$tmp/elu_net_pt/model_int8.onnx', providers=['CPUExecutionProvider'])
-x = np.load('$tmp/x32.npy'); y = s.run(None, {s.get_inputs()[0].name: x})[0]; q = np.load('$tmp/elu.qfx.npy')
+r = json.load(open('$tmp/act_net_pt/report.json'))
+s = ort.InferenceSession('$tmp/act_net_pt/model_int8.onnx', providers=['CPUExecutionProvider'])
+x = np.load('$tmp/x32.npy'); y = s.run(None, {s.get_inputs()[0].name: x})[0]; q = np.load('$tmp/act.qfx.npy')
 k = [(e['node'], e['op']) for e in r['kernels']]
 luts = sum(op == 'QLut' for _, op in k)
-ok = r['evaluation']['cosine_int8_vs_fp32'] >= 0.999 and luts == 2 and not r['float_fallbacks'] and np.array_equal(y, q)
+ok = r['evaluation']['cosine_int8_vs_fp32'] >= 0.999 and luts == 3 and not r['float_fallbacks'] and np.array_equal(y, q)
 print('ok' if ok else 'bad', r['evaluation']['cosine_int8_vs_fp32'], k, r['float_fallbacks'], np.abs(y - q).max())\""
-check "elu: a float ONNX model with Elu (torch.onnx.export) gives the same int8 model as the TorchScript file" 0 "^same$" -- \
+check "act_net: a float ONNX model (torch.onnx.export: Elu, and Mish as Mul(x, Tanh(Softplus(x)))) gives the same int8 model as the TorchScript file" 0 "^same$" -- \
   bash -c "$PY -c \"
 import torch
-m = torch.jit.load('$FIXTURES/elu_net.pt').eval()
-torch.onnx.export(m, (torch.randn(2, 3, 32, 32),), '$tmp/elu_float.onnx', opset_version=17, dynamo=False, input_names=['x'],
+m = torch.jit.load('$FIXTURES/act_net.pt').eval()
+torch.onnx.export(m, (torch.randn(2, 3, 32, 32),), '$tmp/act_float.onnx', opset_version=17, dynamo=False, input_names=['x'],
                   dynamic_axes={'x': {0: 'N'}})\" 2>/dev/null &&
-    '$QFX' ptq --set model.path='$tmp/elu_float.onnx' --set 'model.input_shape=[-1, 3, 32, 32]' --set 'calibration.data={format: npy, images: $tmp/x32.npy}' \
-      --set 'evaluation.data={format: npy, images: $tmp/x32.npy}' --set evaluation.metric=cosine --set output.dir='$tmp/elu_onnx' >/dev/null &&
+    '$QFX' ptq --set model.path='$tmp/act_float.onnx' --set 'model.input_shape=[-1, 3, 32, 32]' --set 'calibration.data={format: npy, images: $tmp/x32.npy}' \
+      --set 'evaluation.data={format: npy, images: $tmp/x32.npy}' --set evaluation.metric=cosine --set output.dir='$tmp/act_onnx' >/dev/null &&
     $PY -c \"
 import onnx
 ops = lambda d: [n.op_type for n in onnx.load(d + '/model_int8.onnx').graph.node]
-print('same' if ops('$tmp/elu_onnx') == ops('$tmp/elu_net_pt') and 'Elu' in ops('$tmp/elu_onnx') else 'differs')\""
+print('same' if ops('$tmp/act_onnx') == ops('$tmp/act_net_pt') and 'Elu' in ops('$tmp/act_onnx') and 'Softplus' in ops('$tmp/act_onnx') else 'differs')\""
 # A dictionary output (segmentation), selected by its key.
 npy x64 5 "(16, 3, 64, 64)"
 both_frontends "segmentation" lraspp_mobilenet_v3_large "[-1, 3, 64, 64]" x64 "segmentation: mean IoU" \

@@ -72,7 +72,11 @@ TEST(OpCatalog, EveryOpAShippedTargetNamesHasARecordThatAllowsItsKind) {
   for (const char* w : {"conv2d", "linear", "lstm", "gru"})
     EXPECT_EQ(c.find(w)->kinds, qfx::quant::weighted_kinds()) << w;
   EXPECT_EQ(c.find("elu")->kinds, qfx::quant::activation_kinds());
-  EXPECT_TRUE(c.find("size")->kinds.empty());  // structural: not a target's choice
+  EXPECT_EQ(c.find("elu")->table_onnx, "Elu");
+  ASSERT_NE(c.find("mish"), nullptr);
+  EXPECT_EQ(c.find("mish")->onnx.front().since_opset, 1);  // written as Softplus / Tanh / Mul
+  EXPECT_EQ(c.find("gelu")->integer_only_onnx, "Gelu");
+  EXPECT_TRUE(c.find("size")->kinds.empty());  // always float: not a target's choice
 }
 
 TEST(OpSchema, BuiltinsHoldWhatKernelsRelyOn) {

@@ -8,6 +8,7 @@
 #include "bench.h"
 #include "common.h"
 #include "launch.h"
+#include "ops.h"
 #include "run.h"
 #include "signals.h"
 #include "threads.h"
@@ -164,6 +165,10 @@ int main(int argc, char** argv) {
   qat->add_option("--nproc", nproc, "Data-parallel training on N local processes, training.batch_size each (c10d Gloo)")
       ->check(CLI::Range(1, 1024));
 
+  auto* ops = app.add_subcommand("ops", "List the ops qfx knows (the op catalog) and, with --backend, what a target gives each");
+  std::string ops_backend;
+  ops->add_option("--backend", ops_backend, "A backend name (onednn, ...) or YAML file: add its category for each op");
+
   auto* report = app.add_subcommand("report", "Write report.html again from a qfx ptq / qat output folder's report.json");
   std::string report_dir;
   report->add_option("dir", report_dir, "The output folder (it holds report.json)")->required();
@@ -179,6 +184,7 @@ int main(int argc, char** argv) {
     for (const auto& lib : libraries) qfx::fx::load_operator_library(lib);
     if (*inspect) return run_inspect(model, wraps, config, train_mode, !no_code, prep);
     if (*run) return qfx::cli::run_model(rargs);
+    if (*ops) return qfx::cli::print_ops(ops_backend);
     if (*bench) return qfx::cli::run_bench(bargs);
     if (*report) {
       std::cout << "wrote " << qfx::quant::write_report_html(report_dir) << "\n";

@@ -30,7 +30,7 @@ int main(int argc, char** argv) {
   bench->add_option("--iters", b.iters, "Timed runs per row (default 20)")->check(CLI::Range(1, 1000000));
 
   // The full build's commands, named so that their absence is explained.
-  for (const char* name : {"ptq", "qat", "inspect", "report"})
+  for (const char* name : {"ptq", "qat", "inspect", "ops", "report"})
     app.add_subcommand(name, std::string("(full build only)"))->allow_extras();
 
   try {

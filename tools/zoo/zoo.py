@@ -28,6 +28,7 @@ output batch. torch.ao runs with the 'onednn' engine and its default qconfig map
 (per-channel symmetric int8 weights, per-tensor uint8 activations with HistogramObserver),
 calibrated on ARCH.cal.npy, compared on ARCH.eval.npy.
 """
+import copy
 import json
 import os
 import sys
@@ -37,7 +38,7 @@ import torch
 import torchvision
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "fixtures"))
-from fixture_util import strip_debug  # noqa: E402
+from fixture_util import functional_relus, strip_debug  # noqa: E402
 from detection import DETECTION, build_detector, post_module_type  # noqa: E402
 
 # Every classification architecture the installed torchvision lists
@@ -194,7 +195,8 @@ def export_program(m, shape, path):
 
 def pt2e_cosine(m, cal, ev):
     """PyTorch 2's own quantization flow (PT2E, torchao): the exported program,
-    X86InductorQuantizer with its default static config, the same calibration and
+    X86InductorQuantizer with its default static config (ReLU modules called as
+    F.relu: fixture_util.functional_relus), the same calibration and
     evaluation batches (8 at a time); the converted reference model run in eager mode."""
     try:
         from torchao.quantization.pt2e.quantize_pt2e import convert_pt2e, prepare_pt2e
@@ -202,7 +204,7 @@ def pt2e_cosine(m, cal, ev):
         quantizer = xiq.X86InductorQuantizer().set_global(xiq.get_default_x86_inductor_quantization_config())
         with torch.no_grad():
             fp = main_output(m(ev))
-            gm = torch.export.export(m, (cal[:8],)).module()
+            gm = torch.export.export(functional_relus(copy.deepcopy(m)), (cal[:8],)).module()
             p = prepare_pt2e(gm, quantizer)
             for i in range(0, len(cal), 8):
                 p(cal[i:i + 8])

@@ -164,6 +164,25 @@ void erf(Builder& b) {
   b.bind(0, y);
 }
 
+// Softplus inside Mish as exporters below opset 18 write it, Mul(x, Tanh(Softplus(x))),
+// is read as aten::mish(x): one quantized op, as PyTorch has it. Any other Softplus is
+// aten::softplus.
+void softplus(Builder& b) {
+  const std::string& x = b.node().input(0);
+  const onnx::NodeProto* tanh = b.sole_consumer(0);
+  const onnx::NodeProto* mul = tanh && tanh->op_type() == "Tanh" ? b.sole_consumer_of(*tanh, 0) : nullptr;
+  const bool mish = mul && mul->op_type() == "Mul" && mul->input_size() == 2 &&
+                    ((mul->input(0) == x && mul->input(1) == tanh->output(0)) || (mul->input(1) == x && mul->input(0) == tanh->output(0)));
+  if (!mish) {
+    b.bind(0, b.call("aten::softplus", {Argument(b.tensor(0))}));
+    return;
+  }
+  const Value y = b.call("aten::mish", {Argument(b.tensor(0))});
+  b.absorb(*tanh, y);
+  b.absorb(*mul, y);
+  b.bind(0, y);
+}
+
 void gelu(Builder& b) {
   b.bind(0, b.call("aten::gelu", {Argument(b.tensor(0)), Argument(c10::IValue(attr_s(b.node(), "approximate", "none")))}));
 }
@@ -266,7 +285,7 @@ void add_elementwise_ops(ConverterTable& t) {
       {"Sqrt", "aten::sqrt"},       {"Exp", "aten::exp"},     {"Log", "aten::log"},
       {"Neg", "aten::neg"},     {"Abs", "aten::abs"},         {"Reciprocal", "aten::reciprocal"},
       {"Floor", "aten::floor"}, {"Ceil", "aten::ceil"},       {"Not", "aten::logical_not"}, {"Sin", "aten::sin"},
-      {"Cos", "aten::cos"},     {"Softplus", "aten::softplus"}, {"Mish", "aten::mish"}};
+      {"Cos", "aten::cos"},     {"Mish", "aten::mish"}};
   for (const auto& [onnx_op, aten] : unaries) t[onnx_op] = unary(aten);
   t["Add"] = binary("add", '+', true);
   t["Sub"] = binary("sub", '-', false);
@@ -291,6 +310,7 @@ void add_elementwise_ops(ConverterTable& t) {
   t["Elu"] = elu;
   t["Gelu"] = gelu;
   t["Erf"] = erf;
+  t["Softplus"] = softplus;
   t["Softmax"] = softmax("aten::softmax.int");
   t["LogSoftmax"] = softmax("aten::log_softmax.int");
   t["Cast"] = cast;

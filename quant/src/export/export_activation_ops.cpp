@@ -1,5 +1,5 @@
 // The op catalog's activations: relu, relu6, sigmoid, tanh, hardswish, silu,
-// hardsigmoid, leaky_relu, softmax and elu, and the ONNX forms of those ONNX (at
+// hardsigmoid, leaky_relu, softmax, elu and mish, and the ONNX forms of those ONNX (at
 // the exported opset) lacks as one op.
 #include <torch/nn/modules/activation.h>
 
@@ -61,6 +61,20 @@ void elu(Exporter& e, fx::Node& n) {
   e.attr_f(e.last_, "alpha", static_cast<float>(e.num_arg(n, 1, 1.0)));
 }
 
+// mish(x) = x * tanh(softplus(x)): ONNX Mish is opset 18, so its pieces (a chain of
+// elementwise ops on one value, which the runtime runs as one table between DQ and Q).
+void mish(Exporter& e, fx::Node& n) {
+  const std::string& x = e.value(n, n.args().at(0));
+  const std::string sp = e.fresh(n.name() + "_softplus");
+  e.node("Softplus", {x}, sp, sp);
+  const std::string th = e.fresh(n.name() + "_tanh");
+  e.node("Tanh", {sp}, th, th);
+  const std::string y = e.fresh(n.name());
+  e.last_ = e.node("Mul", {x, th}, y, n.name());
+  e.names_[&n] = y;
+  e.rank_[&n] = e.rank_of(n.args().at(0));
+}
+
 OpRecord activation(const std::string& name, const std::string& module, const std::string& what) {
   OpRecord r(name);
   if (!module.empty()) r.also_modules({module});
@@ -94,6 +108,7 @@ void register_activation_ops(OpCatalog& c) {
                   e.attr_i(e.last_, "axis", e.ints_arg(n, 1).at(0));
                 },
                 softmax_module));
+  c.add(activation("mish", "", "x * tanh(softplus(x))").to_onnx(mish));
   c.add(activation("elu", "", "x if x > 0 else alpha * (exp(x) - 1) (ONNX Elu)").as_table("Elu").to_onnx(elu, nullptr, 6));
 }
 

@@ -48,7 +48,8 @@ struct OpRecord {
   std::vector<std::string> aten;     ///< other aten spellings meaning this op ("view" for reshape)
   std::vector<std::string> modules;  ///< torch.nn module classes meaning this op ("Conv2d")
   /// The quantization categories a BackendConfig may give the op (`ops:` kinds);
-  /// empty: the op is structural (size, getitem) and not a BackendConfig key.
+  /// empty: not a BackendConfig key, the op always computes in float (shape
+  /// arithmetic such as size and getitem, float math between quantized groups).
   std::vector<OpKind> kinds;
   std::vector<OnnxExport> onnx;  ///< emissions, by since_opset ascending
   /// The ONNX op of its 256-entry table form (a target's `arithmetic.lut` may name
