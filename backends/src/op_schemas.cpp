@@ -17,23 +17,23 @@ struct Schemas {
   std::map<std::string, OpSchema> by_op;
 };
 
-OpSchema float_op(const std::string& op, size_t min_inputs, size_t float_inputs, const std::string& what) {
+OpSchema schema(const std::string& op, size_t min_inputs, size_t float_inputs, bool integer, bool wide, const std::string& what) {
   OpSchema s;
   s.op = op;
   s.min_inputs = min_inputs;
   s.float_inputs = float_inputs;
+  s.integer = integer;
+  s.wide_input = wide;
   s.summary = what;
   return s;
 }
 
+OpSchema float_op(const std::string& op, size_t min_inputs, size_t float_inputs, const std::string& what) {
+  return schema(op, min_inputs, float_inputs, false, false, what);
+}
+
 OpSchema integer_op(const std::string& op, size_t min_inputs, bool wide, const std::string& what) {
-  OpSchema s;
-  s.op = op;
-  s.min_inputs = min_inputs;
-  s.integer = true;
-  s.wide_input = wide;
-  s.summary = what;
-  return s;
+  return schema(op, min_inputs, 0, true, wide, what);
 }
 
 void add_builtins(std::map<std::string, OpSchema>& m) {

@@ -12,8 +12,9 @@ build=$(cd "${1:-build}" && pwd)
 src=$(cd "$(dirname "$0")/../.." && pwd)
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 export OMP_NUM_THREADS=2
+export QFX_PYTHON="${QFX_PYTHON:-$src/.venv/bin/python}"  # qfx bench runs PyTorch's side with it
 bench="$build/fixtures/bench"
-[ -f "$bench/resnet50.pt" ] || "${QFX_PYTHON:-$src/.venv/bin/python}" "$src/tools/fixtures/export_onnx.py" "$build/fixtures" bench resnet50 >/dev/null
+[ -f "$bench/resnet50.pt" ] || "$QFX_PYTHON" "$src/tools/fixtures/export_onnx.py" "$build/fixtures" bench resnet50 >/dev/null
 for arch in resnet18 mobilenet_v2 resnet50; do
   config="$src/configs/examples/${arch}_ptq.yaml" batches=(1 32)
   if [ "$arch" = resnet50 ]; then  # resnet18's config on the benchmark's resnet50 (traced TorchScript)
