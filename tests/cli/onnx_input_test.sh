@@ -209,6 +209,10 @@ bad bad_opset11.onnx 5 "bad_opset11.onnx: opset 11; qfx reads opset 13 and newer
 bad bad_op.onnx 5 "\\(NonMaxSuppression\\): qfx does not read this op type \\(it reads: .*Conv"
 bad small_cnn.onnx 3 "model.input_shape \\[\\?, 1, 28, 28\\] does not fit .*small_cnn.onnx's input 'input' \\[\\?, 3, 16, 16\\]" \
   --set "model.input_shape=[-1, 1, 28, 28]"
+check "--set model.input_shape=null takes the ONNX model's own shape over the default config's" 0 "output: cosine int8 vs fp32" -- \
+  "$QFX" ptq --set model.path="$FIXTURES/small_cnn.onnx" --set model.input_shape=null \
+    --set "calibration.data={format: npy, images: $tmp/x16.npy}" --set "evaluation.data={format: npy, images: $tmp/x16.npy}" \
+    --set evaluation.metric=cosine --set output.dir="$tmp/null_shape"
 bad bad_external.onnx 7 "external data location '../outside.bin' is not a file inside the model's folder"
 bad static_batch.onnx 3 "static batch of 2; .* export the model with a dynamic batch"
 check "an ONNX input with a dynamic height and no model.input_shape" 3 "dynamic dims past the batch; give its shape .model.input_shape" -- \

@@ -31,7 +31,7 @@ void check_fits(const std::string& path, const YAML::Node& at, const std::string
   for (size_t d = 1; fits && d < in.shape.size(); ++d) fits = in.shape[d] < 0 || given[d] == in.shape[d];
   if (!fits)
     bad(path, at, what + " " + dims_text(given) + " does not fit " + model + "'s input '" + in.name + "' " + dims_text(in.shape) +
-                      " (leave it out to take the model's)");
+                      " (leave it out, or --set model.input_shape=null, to take the model's)");
 }
 
 // An ONNX input's shape as qfx feeds it: the batch dynamic, every other dim static.
@@ -100,24 +100,28 @@ std::vector<InputSpec> onnx_inputs(const std::string& path, const YAML::Node& m,
 }  // namespace
 
 void read_model_inputs(const std::string& path, const YAML::Node& m, ModelConfig* model) {
-  if (m["inputs"] && m["input_shape"])
+  // model.input_shape: null counts as absent (--set model.input_shape=null clears a
+  // shape a base config gives, so that an ONNX model's own is taken).
+  const YAML::Node shape = m["input_shape"];
+  const bool has_shape = shape && !shape.IsNull();
+  if (m["inputs"] && has_shape)
     bad(path, m["inputs"], "give model.input_shape (a model with one float input) or model.inputs, not both");
   const bool onnx = fx::is_onnx_model(model->path) && std::filesystem::exists(model->path);
   const std::vector<fx::OnnxInput> ins = onnx ? fx::onnx_model_inputs(model->path) : std::vector<fx::OnnxInput>{};
-  if (m["input_shape"]) model->input_shape = shape_of(path, m["input_shape"], "model.input_shape");
+  if (has_shape) model->input_shape = shape_of(path, shape, "model.input_shape");
   const std::vector<InputSpec> given = m["inputs"] ? read_inputs(path, m["inputs"], ins) : std::vector<InputSpec>{};
   if (!onnx) {
     if (!given.empty()) model->inputs = given;
-    else if (m["input_shape"]) model->inputs = {{"input", model->input_shape, "float32"}};
+    else if (has_shape) model->inputs = {{"input", model->input_shape, "float32"}};
     else bad(path, m, "model.input_shape is required, e.g. [-1, 1, 28, 28] (or model.inputs for several inputs)");
   } else if (given.empty() && ins.size() == 1 && ins[0].dtype == "float32") {  // one float input, fed as "input"
     if (!ins[0].shape.empty() && ins[0].shape[0] > 0) onnx_shape(path, m["path"], ins[0], model->path);  // a static batch first
-    if (!model->input_shape.empty()) check_fits(path, m["input_shape"], "model.input_shape", model->input_shape, ins[0], model->path);
+    if (!model->input_shape.empty()) check_fits(path, shape, "model.input_shape", model->input_shape, ins[0], model->path);
     else model->input_shape = onnx_shape(path, m, ins[0], model->path);
     model->inputs = {{"input", model->input_shape, "float32"}};
   } else {
-    if (m["input_shape"])
-      bad(path, m["input_shape"], model->path + " has " + std::to_string(ins.size()) + " input(s) of which not all are one float32 tensor: "
+    if (has_shape)
+      bad(path, shape, model->path + " has " + std::to_string(ins.size()) + " input(s) of which not all are one float32 tensor: "
                                   "give their shapes as model.inputs.NAME.shape");
     model->inputs = onnx_inputs(path, m, ins, given, model->path);
   }
