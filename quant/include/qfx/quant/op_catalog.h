@@ -57,7 +57,7 @@ struct OpRecord {
   std::string table_onnx;
   /// The ONNX op of its integer-only (I-BERT) form (`arithmetic.integer_only`); empty: none.
   std::string integer_only_onnx;
-  std::string summary;           ///< one line saying what the op computes
+  std::string summary;           ///< one line saying what the op computes (`qfx ops`)
 
   explicit OpRecord(std::string n) : name(std::move(n)) {}
   OpRecord& also_aten(std::vector<std::string> v) { aten = std::move(v); return *this; }
