@@ -359,110 +359,143 @@ at::Tensor UpsampleLeaf::forward(const at::Tensor& x) {
 
 namespace qfx::fx::detail {
 
+// The torch.nn classes the tracer keeps as leaf modules, each with the builder that
+// reads the scripted module's hyper-parameters into the libtorch module (or declines:
+// nullopt, and the tracer traces through it). A new leaf class is one entry here.
+using M = torch::jit::Module;
+using Out = std::optional<LeafModule>;
+using LeafBuilder = std::function<Out(M& sm, Reader& r)>;
+
+const std::map<std::string, LeafBuilder>& leaf_builders() {
+  static const std::map<std::string, LeafBuilder> b = {
+      {"Conv1d", []([[maybe_unused]] M& sm, Reader& r) -> Out {
+         return make_conv<1, torch::nn::Conv1d, torch::nn::Conv1dOptions>(sm, r);
+       }},
+      {"Conv2d", []([[maybe_unused]] M& sm, Reader& r) -> Out {
+         return make_conv<2, torch::nn::Conv2d, torch::nn::Conv2dOptions>(sm, r);
+       }},
+      {"Conv3d", []([[maybe_unused]] M& sm, Reader& r) -> Out {
+         return make_conv<3, torch::nn::Conv3d, torch::nn::Conv3dOptions>(sm, r);
+       }},
+      {"ConvTranspose2d", []([[maybe_unused]] M& sm, Reader& r) -> Out { return make_conv_transpose2d(sm, r); }},
+      {"Linear", []([[maybe_unused]] M& sm, Reader& r) -> Out { return make_linear(sm, r); }},
+      {"BatchNorm1d", []([[maybe_unused]] M& sm, Reader& r) -> Out { return make_bn<torch::nn::BatchNorm1d>(sm, r); }},
+      {"BatchNorm2d", []([[maybe_unused]] M& sm, Reader& r) -> Out { return make_bn<torch::nn::BatchNorm2d>(sm, r); }},
+      {"BatchNorm3d", []([[maybe_unused]] M& sm, Reader& r) -> Out { return make_bn<torch::nn::BatchNorm3d>(sm, r); }},
+      {"ReLU", []([[maybe_unused]] M& sm, Reader& r) -> Out {
+         return simple(r, {"aten::relu", "aten::relu_"}, [] { return unary(torch::nn::ReLU()); });
+       }},
+      {"ReLU6", []([[maybe_unused]] M& sm, Reader& r) -> Out {
+         return simple(r, {"aten::hardtanh", "aten::hardtanh_", "aten::relu6"}, [] { return unary(torch::nn::ReLU6()); });
+       }},
+      {"Sigmoid", []([[maybe_unused]] M& sm, Reader& r) -> Out {
+         return simple(r, {"aten::sigmoid"}, [] { return unary(torch::nn::Sigmoid()); });
+       }},
+      {"Tanh", []([[maybe_unused]] M& sm, Reader& r) -> Out {
+         return simple(r, {"aten::tanh"}, [] { return unary(torch::nn::Tanh()); });
+       }},
+      {"SiLU", []([[maybe_unused]] M& sm, Reader& r) -> Out {
+         return simple(r, {"aten::silu", "aten::silu_"}, [] { return unary(torch::nn::SiLU()); });
+       }},
+      {"Hardswish", []([[maybe_unused]] M& sm, Reader& r) -> Out {
+         return simple(r, {"aten::hardswish", "aten::hardswish_"}, [] { return leaf(std::make_shared<HardswishLeaf>()); });
+       }},
+      {"Hardsigmoid", []([[maybe_unused]] M& sm, Reader& r) -> Out {
+         return simple(r, {"aten::hardsigmoid", "aten::hardsigmoid_"}, [] { return leaf(std::make_shared<HardsigmoidLeaf>()); });
+       }},
+      {"Identity", []([[maybe_unused]] M& sm, Reader& r) -> Out {
+         if (!r.scripted() && !r.ops_.empty()) return std::nullopt;
+         return unary(torch::nn::Identity());
+       }},
+      {"LeakyReLU", []([[maybe_unused]] M& sm, Reader& r) -> Out {
+         auto s = param(r, "negative_slope", {"aten::leaky_relu", "aten::leaky_relu_"}, 1);
+         if (!s) return std::nullopt;
+         return unary(torch::nn::LeakyReLU(torch::nn::LeakyReLUOptions().negative_slope(s->toDouble())));
+       }},
+      {"GELU", []([[maybe_unused]] M& sm, Reader& r) -> Out {
+         auto a = param(r, "approximate", {"aten::gelu"}, 1);
+         if (!a) return std::nullopt;
+         return unary(torch::nn::GELU(torch::nn::GELUOptions().approximate(a->toStringRef())));
+       }},
+      {"Softmax", []([[maybe_unused]] M& sm, Reader& r) -> Out {
+         auto d = param(r, "dim", {"aten::softmax"}, 1);
+         if (!d || d->isNone()) return std::nullopt;
+         return unary(torch::nn::Softmax(torch::nn::SoftmaxOptions(d->toInt())));
+       }},
+      {"Dropout", []([[maybe_unused]] M& sm, Reader& r) -> Out {
+         auto p = param(r, "p", {"aten::dropout", "aten::dropout_"}, 1);
+         if (!p) return std::nullopt;
+         return unary(torch::nn::Dropout(torch::nn::DropoutOptions(p->toDouble())));
+       }},
+      {"Flatten", []([[maybe_unused]] M& sm, Reader& r) -> Out {
+         auto s = param(r, "start_dim", {"aten::flatten"}, 1);
+         auto e = param(r, "end_dim", {"aten::flatten"}, 2);
+         if (!s || !e) return std::nullopt;
+         return unary(torch::nn::Flatten(torch::nn::FlattenOptions().start_dim(s->toInt()).end_dim(e->toInt())));
+       }},
+      {"MaxPool2d", []([[maybe_unused]] M& sm, Reader& r) -> Out {
+         const char* op = "aten::max_pool2d";
+         auto k = param(r, "kernel_size", {op}, 1), s = param(r, "stride", {op}, 2), p = param(r, "padding", {op}, 3),
+              d = param(r, "dilation", {op}, 4), c = param(r, "ceil_mode", {op}, 5);
+         if (!k || !s || !p || !d || !c) return std::nullopt;
+         if (auto ri = r.constant("return_indices"); ri && ri->toBool()) return std::nullopt;
+         torch::nn::MaxPool2dOptions o(arr<2>(*k));
+         o.stride(arr<2>(s->isNone() || (s->isList() && s->toListRef().empty()) ? *k : *s)).padding(arr<2>(*p)).dilation(arr<2>(*d)).ceil_mode(c->toBool());
+         return unary(torch::nn::MaxPool2d(o));
+       }},
+      {"AvgPool2d", []([[maybe_unused]] M& sm, Reader& r) -> Out {
+         const char* op = "aten::avg_pool2d";
+         auto k = param(r, "kernel_size", {op}, 1), s = param(r, "stride", {op}, 2), p = param(r, "padding", {op}, 3),
+              c = param(r, "ceil_mode", {op}, 4), ci = param(r, "count_include_pad", {op}, 5),
+              dv = param(r, "divisor_override", {op}, 6);
+         if (!k || !s || !p || !c || !ci || !dv) return std::nullopt;
+         torch::nn::AvgPool2dOptions o(arr<2>(*k));
+         o.stride(arr<2>(s->isNone() || (s->isList() && s->toListRef().empty()) ? *k : *s)).padding(arr<2>(*p)).ceil_mode(c->toBool())
+             .count_include_pad(ci->toBool());
+         if (!dv->isNone()) o.divisor_override(dv->toInt());
+         return unary(torch::nn::AvgPool2d(o));
+       }},
+      {"AdaptiveAvgPool2d", []([[maybe_unused]] M& sm, Reader& r) -> Out {
+         auto s = param(r, "output_size", {"aten::adaptive_avg_pool2d"}, 1);
+         if (!s) return std::nullopt;
+         std::vector<c10::optional<int64_t>> out;
+         if (s->isInt()) out = {s->toInt(), s->toInt()};
+         else for (const auto& e : s->isTuple() ? s->toTupleRef().elements().vec() : s->toListRef().vec())
+           out.push_back(e.isNone() ? c10::optional<int64_t>() : c10::optional<int64_t>(e.toInt()));
+         if (out.size() == 1) out.push_back(out[0]);
+         if (out.size() != 2) return std::nullopt;
+         return unary(torch::nn::AdaptiveAvgPool2d(torch::nn::AdaptiveAvgPool2dOptions({out[0], out[1]})));
+       }},
+      {"LayerNorm", []([[maybe_unused]] M& sm, Reader& r) -> Out {
+         auto shape = param(r, "normalized_shape", {"aten::layer_norm"}, 1);
+         auto eps = param(r, "eps", {"aten::layer_norm"}, 4);
+         if (!shape || !eps) return std::nullopt;
+         std::vector<int64_t> s;
+         for (const auto& e : shape->isTuple() ? shape->toTupleRef().elements().vec() : shape->toListRef().vec()) s.push_back(e.toInt());
+         const bool affine = has_tensor(sm, "weight");
+         torch::nn::LayerNorm m(torch::nn::LayerNormOptions(s).eps(eps->toDouble()).elementwise_affine(affine));
+         if (affine) { tie(sm, "weight", m->weight); tie(sm, "bias", m->bias); }
+         return unary(m);
+       }},
+      {"Upsample", []([[maybe_unused]] M& sm, Reader& r) -> Out { return make_upsample(sm, r); }},
+  };
+  return b;
+}
+
 std::optional<LeafModule> make_leaf(torch::jit::Module& sm) {
   const std::string type = demangle_type(sm.type()->name()->qualifiedName());
   if (type.rfind("torch.nn.modules.", 0) != 0) return std::nullopt;
   const std::string cls = short_type(type);
   if (!sm.find_method("forward")) return std::nullopt;
+  auto it = leaf_builders().find(cls);
+  if (it == leaf_builders().end()) return std::nullopt;
   Reader r(sm);
   try {
-    if (cls == "Conv1d") return make_conv<1, torch::nn::Conv1d, torch::nn::Conv1dOptions>(sm, r);
-    if (cls == "Conv2d") return make_conv<2, torch::nn::Conv2d, torch::nn::Conv2dOptions>(sm, r);
-    if (cls == "Conv3d") return make_conv<3, torch::nn::Conv3d, torch::nn::Conv3dOptions>(sm, r);
-    if (cls == "ConvTranspose2d") return make_conv_transpose2d(sm, r);
-    if (cls == "Linear") return make_linear(sm, r);
-    if (cls == "BatchNorm1d") return make_bn<torch::nn::BatchNorm1d>(sm, r);
-    if (cls == "BatchNorm2d") return make_bn<torch::nn::BatchNorm2d>(sm, r);
-    if (cls == "BatchNorm3d") return make_bn<torch::nn::BatchNorm3d>(sm, r);
-    if (cls == "ReLU") return simple(r, {"aten::relu", "aten::relu_"}, [] { return unary(torch::nn::ReLU()); });
-    if (cls == "ReLU6") return simple(r, {"aten::hardtanh", "aten::hardtanh_", "aten::relu6"}, [] { return unary(torch::nn::ReLU6()); });
-    if (cls == "Sigmoid") return simple(r, {"aten::sigmoid"}, [] { return unary(torch::nn::Sigmoid()); });
-    if (cls == "Tanh") return simple(r, {"aten::tanh"}, [] { return unary(torch::nn::Tanh()); });
-    if (cls == "SiLU") return simple(r, {"aten::silu", "aten::silu_"}, [] { return unary(torch::nn::SiLU()); });
-    if (cls == "Hardswish")
-      return simple(r, {"aten::hardswish", "aten::hardswish_"}, [] { return leaf(std::make_shared<HardswishLeaf>()); });
-    if (cls == "Hardsigmoid")
-      return simple(r, {"aten::hardsigmoid", "aten::hardsigmoid_"}, [] { return leaf(std::make_shared<HardsigmoidLeaf>()); });
-    if (cls == "Identity") {
-      if (!r.scripted() && !r.ops_.empty()) return std::nullopt;
-      return unary(torch::nn::Identity());
-    }
-    if (cls == "LeakyReLU") {
-      auto s = param(r, "negative_slope", {"aten::leaky_relu", "aten::leaky_relu_"}, 1);
-      if (!s) return std::nullopt;
-      return unary(torch::nn::LeakyReLU(torch::nn::LeakyReLUOptions().negative_slope(s->toDouble())));
-    }
-    if (cls == "GELU") {
-      auto a = param(r, "approximate", {"aten::gelu"}, 1);
-      if (!a) return std::nullopt;
-      return unary(torch::nn::GELU(torch::nn::GELUOptions().approximate(a->toStringRef())));
-    }
-    if (cls == "Softmax") {
-      auto d = param(r, "dim", {"aten::softmax"}, 1);
-      if (!d || d->isNone()) return std::nullopt;
-      return unary(torch::nn::Softmax(torch::nn::SoftmaxOptions(d->toInt())));
-    }
-    if (cls == "Dropout") {
-      auto p = param(r, "p", {"aten::dropout", "aten::dropout_"}, 1);
-      if (!p) return std::nullopt;
-      return unary(torch::nn::Dropout(torch::nn::DropoutOptions(p->toDouble())));
-    }
-    if (cls == "Flatten") {
-      auto s = param(r, "start_dim", {"aten::flatten"}, 1);
-      auto e = param(r, "end_dim", {"aten::flatten"}, 2);
-      if (!s || !e) return std::nullopt;
-      return unary(torch::nn::Flatten(torch::nn::FlattenOptions().start_dim(s->toInt()).end_dim(e->toInt())));
-    }
-    if (cls == "MaxPool2d") {
-      const char* op = "aten::max_pool2d";
-      auto k = param(r, "kernel_size", {op}, 1), s = param(r, "stride", {op}, 2), p = param(r, "padding", {op}, 3),
-           d = param(r, "dilation", {op}, 4), c = param(r, "ceil_mode", {op}, 5);
-      if (!k || !s || !p || !d || !c) return std::nullopt;
-      if (auto ri = r.constant("return_indices"); ri && ri->toBool()) return std::nullopt;
-      torch::nn::MaxPool2dOptions o(arr<2>(*k));
-      o.stride(arr<2>(s->isNone() || (s->isList() && s->toListRef().empty()) ? *k : *s)).padding(arr<2>(*p)).dilation(arr<2>(*d)).ceil_mode(c->toBool());
-      return unary(torch::nn::MaxPool2d(o));
-    }
-    if (cls == "AvgPool2d") {
-      const char* op = "aten::avg_pool2d";
-      auto k = param(r, "kernel_size", {op}, 1), s = param(r, "stride", {op}, 2), p = param(r, "padding", {op}, 3),
-           c = param(r, "ceil_mode", {op}, 4), ci = param(r, "count_include_pad", {op}, 5),
-           dv = param(r, "divisor_override", {op}, 6);
-      if (!k || !s || !p || !c || !ci || !dv) return std::nullopt;
-      torch::nn::AvgPool2dOptions o(arr<2>(*k));
-      o.stride(arr<2>(s->isNone() || (s->isList() && s->toListRef().empty()) ? *k : *s)).padding(arr<2>(*p)).ceil_mode(c->toBool())
-          .count_include_pad(ci->toBool());
-      if (!dv->isNone()) o.divisor_override(dv->toInt());
-      return unary(torch::nn::AvgPool2d(o));
-    }
-    if (cls == "AdaptiveAvgPool2d") {
-      auto s = param(r, "output_size", {"aten::adaptive_avg_pool2d"}, 1);
-      if (!s) return std::nullopt;
-      std::vector<c10::optional<int64_t>> out;
-      if (s->isInt()) out = {s->toInt(), s->toInt()};
-      else for (const auto& e : s->isTuple() ? s->toTupleRef().elements().vec() : s->toListRef().vec())
-        out.push_back(e.isNone() ? c10::optional<int64_t>() : c10::optional<int64_t>(e.toInt()));
-      if (out.size() == 1) out.push_back(out[0]);
-      if (out.size() != 2) return std::nullopt;
-      return unary(torch::nn::AdaptiveAvgPool2d(torch::nn::AdaptiveAvgPool2dOptions({out[0], out[1]})));
-    }
-    if (cls == "LayerNorm") {
-      auto shape = param(r, "normalized_shape", {"aten::layer_norm"}, 1);
-      auto eps = param(r, "eps", {"aten::layer_norm"}, 4);
-      if (!shape || !eps) return std::nullopt;
-      std::vector<int64_t> s;
-      for (const auto& e : shape->isTuple() ? shape->toTupleRef().elements().vec() : shape->toListRef().vec()) s.push_back(e.toInt());
-      const bool affine = has_tensor(sm, "weight");
-      torch::nn::LayerNorm m(torch::nn::LayerNormOptions(s).eps(eps->toDouble()).elementwise_affine(affine));
-      if (affine) { tie(sm, "weight", m->weight); tie(sm, "bias", m->bias); }
-      return unary(m);
-    }
-    if (cls == "Upsample") return make_upsample(sm, r);
+    return it->second(sm, r);
   } catch (const std::exception&) {
     // Hyper-parameters of an unexpected form: trace through the module instead.
     return std::nullopt;
   }
-  return std::nullopt;
 }
 
 }  // namespace qfx::fx::detail
