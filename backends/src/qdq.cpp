@@ -214,6 +214,7 @@ std::vector<std::string> fuse_qdq(Graph& g) {
   sink_dequantize(g);
   Ctx c(g);
   std::vector<std::string> report;
+  const std::vector<std::string> float_luts = lut_op_types();  // the ops with a table form (op schemas)
   for (size_t i = 0; i < g.nodes.size(); ++i) {
     if (c.removed[i]) continue;
     const Node n = g.nodes[i];
@@ -228,7 +229,7 @@ std::vector<std::string> fuse_qdq(Graph& g) {
     if (qdq::fuse_integer_only(c, i, *d0)) continue;
     // A target's tables are the ops its `arithmetic.lut` names. Under ONNX's arithmetic
     // every table op runs as one: the table equals the float group it replaces.
-    const std::vector<std::string> lut_ops = g.arithmetic.is_float() ? lut_op_types() : g.arithmetic.lut;
+    const std::vector<std::string>& lut_ops = g.arithmetic.is_float() ? float_luts : g.arithmetic.lut;
     // A chain of elementwise float ops on one 8-bit value (SiLU as x * Sigmoid(x)):
     // one table, where the target has tables at all.
     if (!lut_ops.empty() && !d0->q.per_channel() && (d0->q.dtype == DType::kUInt8 || d0->q.dtype == DType::kInt8))

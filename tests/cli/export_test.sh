@@ -62,6 +62,19 @@ both_frontends() {  # WHAT FIXTURE INPUT_SHAPE DATA PATTERN [ARGS...]
   done
   ${SAME:-same_int8} "$what: TorchScript and torch.export give the same int8 model" "$tmp/${fixture}_pt" "$tmp/${fixture}_pt2"
 }
+# qfx and ONNX Runtime both run DIR's int8 model on DATA.npy; the Python JUDGE then
+# decides with r (DIR's report.json), y (ONNX Runtime's output) and q (qfx's), and prints
+# ok or bad with its evidence.
+int8_vs_ort() {  # WHAT DIR DATA JUDGE
+  local what=$1 dir=$2 data=$3 judge=$4
+  check "$what" 0 "^ok" -- bash -c "'$QFX' run '$dir/model_int8.onnx' -i '$tmp/$data.npy' -o '$dir/qfx_output.npy' >/dev/null &&
+    $PY -c \"
+import json, numpy as np, onnxruntime as ort
+r = json.load(open('$dir/report.json'))
+s = ort.InferenceSession('$dir/model_int8.onnx', providers=['CPUExecutionProvider'])
+x = np.load('$tmp/$data.npy'); y = s.run(None, {s.get_inputs()[0].name: x})[0]; q = np.load('$dir/qfx_output.npy')
+$judge\""
+}
 npy() {  # NAME SEED SHAPE
   $PY -c "import numpy; numpy.save('$tmp/$1.npy', numpy.random.default_rng($2).normal(0, 1, $3).astype(numpy.float32))"
 }
@@ -77,13 +90,8 @@ npy seq 6 "(32, 8, 20)"
 for cell in lstm gru; do
   SAME=same_int8_values both_frontends "$cell" ${cell}_net "[-1, 8, 20]" seq "fp32 on the runtime vs libtorch \(first batch\): max relative error [0-9.]+e-0[6-9]" \
     --set evaluation.metric=cosine --set evaluation.sqnr_samples=0
-  check "$cell: int8 cosine >= 0.99; W and R stored as int8 codes per row (onednn: lstm/gru weighted); ONNX Runtime runs the int8 model within 1% of qfx" 0 "^ok" -- \
-    bash -c "'$QFX' run '$tmp/${cell}_net_pt/model_int8.onnx' -i '$tmp/seq.npy' -o '$tmp/$cell.qfx.npy' >/dev/null &&
-      $PY -c \"
-import json, numpy as np, onnxruntime as ort
-r = json.load(open('$tmp/${cell}_net_pt/report.json'))
-s = ort.InferenceSession('$tmp/${cell}_net_pt/model_int8.onnx', providers=['CPUExecutionProvider'])
-x = np.load('$tmp/seq.npy'); y = s.run(None, {s.get_inputs()[0].name: x})[0]; q = np.load('$tmp/$cell.qfx.npy')
+  int8_vs_ort "$cell: int8 cosine >= 0.99; W and R stored as int8 codes per row (onednn: lstm/gru weighted); ONNX Runtime runs the int8 model within 1% of qfx" \
+    "$tmp/${cell}_net_pt" seq "
 ok = r['evaluation']['cosine_int8_vs_fp32'] >= 0.99 and any('$cell: recurrent layer: int8 weights' in f for f in r['float_fallbacks'])
 ok = ok and np.abs(y - q).max() <= 0.01 * np.abs(q).max()
 import onnx
@@ -93,7 +101,7 @@ stacked = {n.input[0] for n in g.node if n.op_type == 'Unsqueeze'}  # one direct
 rows = [n for n in g.node if n.op_type == 'DequantizeLinear' and n.input[0] in int8 and n.output[0] in stacked
         and any(a.name == 'axis' and a.i == 0 for a in n.attribute)]
 ok = ok and len(rows) == 8  # W and R of 2 layers x 2 directions
-print('ok' if ok else 'bad', r['evaluation']['cosine_int8_vs_fp32'], r['float_fallbacks'], np.abs(y - q).max(), len(rows))\""
+print('ok' if ok else 'bad', r['evaluation']['cosine_int8_vs_fp32'], r['float_fallbacks'], np.abs(y - q).max(), len(rows))"
 done
 # GroupNorm and InstanceNorm2d.
 npy x32 3 "(32, 3, 32, 32)"
@@ -104,17 +112,12 @@ both_frontends "GroupNorm / InstanceNorm" norm_net "[-1, 3, 32, 32]" x32 "output
 # nothing float), ONNX Runtime on the int8 model equal to qfx, and a float ONNX file.
 both_frontends "ELU / Mish" act_net "[-1, 3, 32, 32]" x32 "fp32 on the runtime vs libtorch \(first batch\): max relative error [0-9.]+e-0[6-9]" \
   --set evaluation.metric=cosine
-check "act_net: int8 cosine >= 0.999, both ELUs and the Mish QLut with no float fallback; ONNX Runtime equals qfx on the int8 model" 0 "^ok" -- \
-  bash -c "'$QFX' run '$tmp/act_net_pt/model_int8.onnx' -i '$tmp/x32.npy' -o '$tmp/act.qfx.npy' >/dev/null &&
-    $PY -c \"
-import json, numpy as np, onnxruntime as ort
-r = json.load(open('$tmp/act_net_pt/report.json'))
-s = ort.InferenceSession('$tmp/act_net_pt/model_int8.onnx', providers=['CPUExecutionProvider'])
-x = np.load('$tmp/x32.npy'); y = s.run(None, {s.get_inputs()[0].name: x})[0]; q = np.load('$tmp/act.qfx.npy')
+int8_vs_ort "act_net: int8 cosine >= 0.999, both ELUs and the Mish QLut with no float fallback; ONNX Runtime equals qfx on the int8 model" \
+  "$tmp/act_net_pt" x32 "
 k = [(e['node'], e['op']) for e in r['kernels']]
 luts = sum(op == 'QLut' for _, op in k)
 ok = r['evaluation']['cosine_int8_vs_fp32'] >= 0.999 and luts == 3 and not r['float_fallbacks'] and np.array_equal(y, q)
-print('ok' if ok else 'bad', r['evaluation']['cosine_int8_vs_fp32'], k, r['float_fallbacks'], np.abs(y - q).max())\""
+print('ok' if ok else 'bad', r['evaluation']['cosine_int8_vs_fp32'], k, r['float_fallbacks'], np.abs(y - q).max())"
 check "act_net: a float ONNX model (torch.onnx.export: Elu, and Mish as Mul(x, Tanh(Softplus(x)))) gives the same int8 model as the TorchScript file" 0 "^same$" -- \
   bash -c "$PY -c \"
 import torch

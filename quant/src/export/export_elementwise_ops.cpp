@@ -86,11 +86,10 @@ std::function<void(Exporter&, fx::Node&)> arithmetic(std::string name, std::stri
 }  // namespace
 
 void register_elementwise_ops(OpCatalog& c) {
-  for (const char* op : {"add", "sub", "mul", "div"}) {
-    const std::string onnx = std::string(1, static_cast<char>(op[0] - 'a' + 'A')) + (op + 1);
+  static const std::vector<std::pair<const char*, const char*>> arithmetics = {{"add", "Add"}, {"sub", "Sub"}, {"mul", "Mul"}, {"div", "Div"}};
+  for (const auto& [op, onnx] : arithmetics)
     c.add(OpRecord(op).quantized_as(activation_kinds()).describe("elementwise " + std::string(op) + " (ONNX " + onnx + ")")
               .to_onnx(arithmetic(op, onnx)));
-  }
   for (const char* op : {"floordiv", "floor_divide"})
     c.add(OpRecord(op).describe("integer floor division of sizes").to_onnx([](Exporter& e, fx::Node& n) {
       if (!e.int_operands(n)) unsupported(n, "op '" + canonical_op_name(n, e.gm_) + "' has no ONNX export in qfx yet");

@@ -10,10 +10,7 @@
 namespace qfx::quant::detail {
 namespace {
 
-void float_layer(Exporter& e, fx::Node& n, torch::nn::Module& m) {
-  e.float_layer(&n, e.gm_.get_submodule(n.target()), canonical_op_name(n, e.gm_));
-  (void)m;
-}
+void float_layer(Exporter& e, fx::Node& n, torch::nn::Module&) { e.float_layer(&n); }
 
 // An unfused BatchNorm2d: ONNX BatchNormalization in float.
 void batch_norm_module(Exporter& e, fx::Node& n, torch::nn::Module& m) {

@@ -2,6 +2,7 @@
 // ViT): F.linear on a parameter, LayerNorm and
 // GELU decomposed into opset-14 ops (LayerNormalization is opset 17, Gelu opset
 // 20), permute.
+#include <torch/nn/modules/activation.h>
 #include <torch/nn/modules/normalization.h>
 
 #include <cmath>

@@ -7,11 +7,7 @@
 
 #include <ATen/ATen.h>
 #include <onnx/onnx_pb.h>
-#include <torch/nn/modules/activation.h>
-#include <torch/nn/modules/batchnorm.h>
-#include <torch/nn/modules/dropout.h>
-#include <torch/nn/modules/linear.h>
-#include <torch/nn/modules/pooling.h>
+#include <torch/nn/module.h>
 
 #include <algorithm>
 #include <cmath>
@@ -384,9 +380,10 @@ class Exporter {
   }
 
   // A weighted layer module that prepare_fx left float (not fused, not observed).
-  void float_layer(fx::Node* n, const std::shared_ptr<torch::nn::Module>& m, const std::string& op) {
+  void float_layer(fx::Node* n) {
+    const std::string op = canonical_op_name(*n, gm_);
     std::string why;
-    auto f = FusedConvLinear::create(m, nullptr, FusedConvLinear::BnMode::kFold, FusedActivation::kNone, &why);
+    auto f = FusedConvLinear::create(gm_.get_submodule(n->target()), nullptr, FusedConvLinear::BnMode::kFold, FusedActivation::kNone, &why);
     if (!f) unsupported(*n, why);
     res_.float_ops.push_back(n->name() + " (" + op + "): float weights (not prepared for int8)");
     weighted(n, QuantizedConvLinear(*f, /*quantize_weight=*/false, -1.0f));
