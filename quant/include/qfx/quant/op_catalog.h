@@ -59,12 +59,19 @@ struct OpRecord {
   std::string integer_only_onnx;
   std::string summary;           ///< one line saying what the op computes (`qfx ops`)
 
+  /// A record named `n` with nothing else known yet; the setters below fill it.
   explicit OpRecord(std::string n) : name(std::move(n)) {}
+  /// Sets `aten` (spellings without "aten::" and overload, e.g. {"view"}).
   OpRecord& also_aten(std::vector<std::string> v) { aten = std::move(v); return *this; }
+  /// Sets `modules` (torch.nn class names, e.g. {"Conv2d"}).
   OpRecord& also_modules(std::vector<std::string> v) { modules = std::move(v); return *this; }
+  /// Sets `kinds` (weighted_kinds() or activation_kinds()).
   OpRecord& quantized_as(std::vector<OpKind> v) { kinds = std::move(v); return *this; }
+  /// Sets `summary`.
   OpRecord& describe(std::string s) { summary = std::move(s); return *this; }
+  /// Sets `table_onnx` (the ONNX op type of the table form, e.g. "Sigmoid").
   OpRecord& as_table(std::string onnx_op) { table_onnx = std::move(onnx_op); return *this; }
+  /// Sets `integer_only_onnx` (e.g. "Gelu").
   OpRecord& as_integer_only(std::string onnx_op) { integer_only_onnx = std::move(onnx_op); return *this; }
   /// Adds an emission valid from `since_opset` on.
   OpRecord& to_onnx(std::function<void(detail::Exporter&, fx::Node&)> f,
