@@ -357,5 +357,7 @@ TEST(NoDevice, CudaBackendDeclinesToTheCpu) {
   EXPECT_NE(choice.declined[0].reason.find("no CUDA device"), std::string::npos) << choice.declined[0].reason;
   float v = 1.0f, lo = 0.0f, hi = 0.0f;
   double counts[4] = {};
-  EXPECT_THROW(cuda_histogram(&v, 1, 0.0f, 1.0f, 4, counts, &lo, &hi), qfx::ExecutionError);
+  bool nonfinite = false;
+  const hd::HistogramLattice g{0.0, 4.0, 0, 1};
+  EXPECT_THROW(cuda_lattice_histogram(&v, 1, g, 4, counts, &lo, &hi, &nonfinite), qfx::ExecutionError);
 }

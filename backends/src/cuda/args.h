@@ -109,11 +109,6 @@ void launch_qmaxpool(const PoolArgs& a, cudaStream_t s);
 void launch_qgap(const void* x, CodeType xt, void* y, CodeType yt, int64_t planes, int64_t hw, int64_t channels,
                  int32_t zx, const RequantArgs& rq, cudaStream_t s);
 
-/// Fixed-range histogram: counts[bin] += values of x [n] in each of `bins` bins over
-/// [lo_edge, hi_edge) (hd::histogram_bin), min / max into minmax[0..1].
-void launch_histogram(const float* x, int64_t n, float lo_edge, float hi_edge, int64_t bins,
-                      unsigned long long* counts, float* minmax, cudaStream_t s);
-
 /// The calibration observer's histogram count on lattice `g` (hd::HistogramLattice):
 /// counts[bin] += values of x [n] per bin (clamped to [0, bins)); minmax[0..1] (start
 /// at +inf / -inf) fold the values' min and max; *nonfinite |= 1 on NaN or Inf.

@@ -32,30 +32,6 @@ void register_cuda_kernels() {
   cuda::register_float_kernels();
 }
 
-void cuda_histogram(const float* x, int64_t n, float lo_edge, float hi_edge, int64_t bins, double* counts, float* lo,
-                    float* hi) {
-  using namespace cuda;
-  const std::string& why = no_device_reason();
-  if (!why.empty()) throw ExecutionError("cuda_histogram: no CUDA device can run kernels (" + why + ")");
-  if (n <= 0 || bins <= 0) throw ExecutionError("cuda_histogram: needs n > 0 values and bins > 0");
-  cudaStream_t s = stream();
-  DeviceMem dx(static_cast<size_t>(n) * 4, "histogram values"), dc(static_cast<size_t>(bins) * 8, "histogram counts"),
-      dm(8, "histogram min / max");
-  to_device(dx.get(), x, static_cast<size_t>(n) * 4, s);
-  fill_zero(dc.get(), static_cast<size_t>(bins) * 8, s);
-  to_device(dm.get(), x, 4, s);
-  to_device(dm.as<float>() + 1, x, 4, s);
-  launch_histogram(dx.as<float>(), n, lo_edge, hi_edge, bins, dc.as<unsigned long long>(), dm.as<float>(), s);
-  std::vector<unsigned long long> c(static_cast<size_t>(bins));
-  float mm[2];
-  to_host(c.data(), dc.get(), c.size() * 8, s);
-  to_host(mm, dm.get(), 8, s);
-  finish(s, "cuda_histogram");
-  for (int64_t b = 0; b < bins; ++b) counts[b] += static_cast<double>(c[static_cast<size_t>(b)]);
-  *lo = mm[0];
-  *hi = mm[1];
-}
-
 void cuda_lattice_histogram(const float* x, int64_t n, const hd::HistogramLattice& g, int64_t bins, double* counts,
                             float* lo, float* hi, bool* nonfinite) {
   using namespace cuda;

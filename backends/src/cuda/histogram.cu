@@ -1,5 +1,5 @@
-// CUDA fixed-range histogram with min / max: the observer taps' histogram
-// (simd/tap_histogram.cpp) on the device, with the same bin rule (hd::histogram_bin).
+// CUDA lattice histogram with min / max: the statistics library's histogram count
+// (qfx/stats/histogram.h) on the device, with the same bin rule (hd::HistogramLattice).
 #include "common.cuh"
 
 namespace qfx::runtime::cuda {
@@ -26,31 +26,6 @@ __device__ void atomic_max_f(float* p, float v) {
 }
 
 constexpr int kSharedBins = 4096;
-
-__global__ void histogram(const float* x, int64_t n, float off, float scale, int64_t bins, unsigned long long* counts,
-                          float* minmax) {
-  __shared__ unsigned int local[kSharedBins];
-  const bool shared = bins <= kSharedBins;
-  if (shared)
-    for (int64_t b = threadIdx.x; b < bins; b += blockDim.x) local[b] = 0;
-  __syncthreads();
-  const float last = static_cast<float>(bins - 1);
-  float lo = x[0], hi = x[0];
-  QFX_GRID_STRIDE(i, n) {
-    const float v = x[i];
-    lo = v < lo ? v : lo;
-    hi = v > hi ? v : hi;
-    const int32_t b = hd::histogram_bin(v, off, scale, last);
-    if (shared) atomicAdd(&local[b], 1u);
-    else atomicAdd(&counts[b], 1ull);
-  }
-  atomic_min_f(&minmax[0], lo);
-  atomic_max_f(&minmax[1], hi);
-  __syncthreads();
-  if (shared)
-    for (int64_t b = threadIdx.x; b < bins; b += blockDim.x)
-      if (local[b]) atomicAdd(&counts[b], static_cast<unsigned long long>(local[b]));
-}
 
 // The calibration observer's count (hd::HistogramLattice): bins clamped to [0, bins),
 // min and max folded as the observer's scan does (NaN never wins), NaN / Inf flagged.
@@ -89,11 +64,5 @@ void launch_lattice_histogram(const float* x, int64_t n, const hd::HistogramLatt
   lattice_histogram<<<b, kThreads, 0, s>>>(x, n, g, bins, counts, minmax, nonfinite);
 }
 
-void launch_histogram(const float* x, int64_t n, float lo_edge, float hi_edge, int64_t bins,
-                      unsigned long long* counts, float* minmax, cudaStream_t s) {
-  // The bin scale as the CPU taps compute it: bins / (hi - lo) in float.
-  const float scale = static_cast<float>(bins) / (hi_edge - lo_edge);
-  histogram<<<blocks_for(n) < 1024 ? blocks_for(n) : 1024, kThreads, 0, s>>>(x, n, lo_edge, scale, bins, counts, minmax);
-}
 
 }  // namespace qfx::runtime::cuda

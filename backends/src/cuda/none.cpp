@@ -10,10 +10,6 @@ std::string cuda_unavailable_reason() {
   return "qfx was built without CUDA (configure with nvcc on the PATH and -DQFX_WITH_CUDA=ON)";
 }
 
-void cuda_histogram(const float*, int64_t, float, float, int64_t, double*, float*, float*) {
-  throw ExecutionError("cuda_histogram: " + cuda_unavailable_reason());
-}
-
 void cuda_lattice_histogram(const float*, int64_t, const hd::HistogramLattice&, int64_t, double*, float*, float*, bool*) {
   throw ExecutionError("cuda_lattice_histogram: " + cuda_unavailable_reason());
 }

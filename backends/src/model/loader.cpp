@@ -121,6 +121,7 @@ Model Model::from_graph(ir::Graph graph, const ModelOptions& options, const std:
   {
     auto taps = std::make_shared<Model::Impl::TapConfig>();
     taps->tapped.assign(im->value_name.size(), false);
+    taps->stat.resize(im->value_name.size());
     im->taps_cfg = std::move(taps);
   }
   // Plan once now (dynamic dims as 1): unsupported ops and bad shapes fail at load.

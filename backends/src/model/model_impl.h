@@ -96,21 +96,23 @@ struct Model::Impl {
   /// beyond `max_signatures` (plans in use by other runs are not affected).
   void return_plan(const std::string& sig, std::unique_ptr<Plan> plan) const;
 
-  /// What set_taps asked for. Immutable once published: a run takes the current
-  /// one at its start, so set_taps never changes what a run in flight reads.
+  /// What set_taps asked for and the statistics it feeds. Published once made: a
+  /// run takes the current one at its start, so set_taps never changes what a run
+  /// in flight reads (its statistics change only under tap_mu).
   struct TapConfig {
     std::vector<bool> tapped;  // by value id
-    TapKind kind = TapKind::kMinMax;
-    TapOptions opts;
-    uint64_t generation = 0;  // statistics of another generation are dropped
+    std::vector<std::shared_ptr<stats::Statistic>> stat;  // by value id; null where not tapped
+    TapFactory make;           // what made them (reset_taps makes them anew)
+    Model::WatchLayout layout = Model::WatchLayout::kAsStored;
+    uint64_t generation = 0;   // runs of another generation add nothing
   };
   // Observer taps (taps.cpp), fed through the executor's value observation.
-  mutable std::mutex tap_mu;  // guards taps_cfg, stats, tap_scratch
+  mutable std::mutex tap_mu;  // guards taps_cfg and every statistic's observe
   std::shared_ptr<const TapConfig> taps_cfg;
-  mutable std::map<int, TapStats> stats;
-  mutable std::vector<uint32_t> tap_scratch;  // [threads * copies * bins] partial histograms
   /// The current tap configuration (under tap_mu).
   std::shared_ptr<const TapConfig> current_taps() const;
+  /// Publishes taps on value ids `ids` made by `make` (under tap_mu).
+  void publish_taps(const std::vector<int>& ids, TapFactory make, Model::WatchLayout layout);
 
   /// The id of value `name`, made on first use.
   int id(const std::string& name);
@@ -121,7 +123,7 @@ struct Model::Impl {
                       const std::vector<char>& member) const;
   /// Which values of plan `p` stay in device memory; calls the device kernels' place.
   DevicePlacement place_on_device(Plan& p, const std::vector<Tensor>& folded) const;
-  /// Folds one value into the taps' statistics (taps.cpp) if `cfg` is still the
+  /// Folds one value into its tap's statistic (taps.cpp) if `cfg` is still the
   /// current configuration; `nhwc`: stored channels last.
   void tap(const TapConfig& cfg, int v, const Tensor& t, bool nhwc) const;
 };

@@ -1,14 +1,12 @@
-// Observer taps: min/max, per-channel min/max or histograms of named float values,
-// collected while the model runs (the executor hands them each value as it is
-// computed, the same observation that serves Model::run's watch callback).
+// Observer taps: statistics (qfx/stats) of named float values, collected while the
+// model runs (the executor hands them each value as it is computed, the same
+// observation that serves Model::run's watch callback).
 #include <algorithm>
-#include <cmath>
 
-#include <omp.h>
-
-#include "../simd/tap_histogram.h"
 #include "model_impl.h"
 #include "qfx/error.h"
+#include "qfx/stats/histogram.h"
+#include "qfx/stats/min_max.h"
 
 namespace qfx::runtime {
 
@@ -17,74 +15,44 @@ std::shared_ptr<const Model::Impl::TapConfig> Model::Impl::current_taps() const 
   return taps_cfg;
 }
 
-// Folds one tensor into its statistics, in parallel (OpenMP); histograms count into
-// per-thread scratch sized by set_taps, so taps allocate nothing per run.
 void Model::Impl::tap(const TapConfig& cfg, int v, const Tensor& t, bool nhwc) const {
-  if (t.dtype() != DType::kFloat32) return;
-  const float* x = t.data<float>();
-  const int64_t n = t.numel();
-  if (n == 0) return;
-  std::lock_guard<std::mutex> lk(tap_mu);  // tap_scratch and stats
+  if (t.dtype() != DType::kFloat32 || t.numel() == 0) return;
+  const size_t vi = static_cast<size_t>(v);
+  const bool as_stored = cfg.layout == WatchLayout::kAsStored || (cfg.layout == WatchLayout::kLoaded && watch_as_stored[vi]);
+  Tensor plain;
+  if (nhwc && !as_stored) {
+    plain = Tensor(t.shape(), t.dtype());
+    nhwc_to_nchw(t.raw(), plain.raw(), t.shape(), dtype_size(t.dtype()));
+  }
+  const Tensor& seen = plain.defined() ? plain : t;
+  stats::FloatView view;
+  view.data = seen.data<float>();
+  view.shape = seen.shape();
+  view.channels_last = nhwc && as_stored;
+  view.name = value_name[vi];
+  std::lock_guard<std::mutex> lk(tap_mu);
   if (taps_cfg->generation != cfg.generation) return;  // set_taps / reset_taps since this run began
-  TapStats& s = stats[v];
-  float lo = x[0], hi = x[0];
-  if (cfg.kind == TapKind::kHistogram) {  // min, max and counts in one pass
-    if (s.histogram.empty()) s.histogram.assign(static_cast<size_t>(cfg.opts.bins), 0.0);
-    // Threads as many as set_taps sized the scratch for (the count may have changed since).
-    const int64_t per_thread = cfg.opts.bins * tap_histogram_copies(cfg.opts.bins);
-    const int threads = std::max(1, std::min({omp_get_max_threads(), 256, static_cast<int>(tap_scratch.size() / per_thread)}));
-    tap_histogram(x, n, cfg.opts.lo, cfg.opts.hi, cfg.opts.bins, tap_scratch.data(), threads, s.histogram.data(), &lo,
-                  &hi);
-  } else {
-#pragma omp parallel for simd reduction(min : lo) reduction(max : hi) if (n > 65536)
-    for (int64_t i = 0; i < n; ++i) {
-      lo = x[i] < lo ? x[i] : lo;
-      hi = x[i] > hi ? x[i] : hi;
-    }
-  }
-  if (s.count == 0) {
-    s.min = lo;
-    s.max = hi;
-  } else {
-    s.min = std::min(s.min, lo);
-    s.max = std::max(s.max, hi);
-  }
-  s.count += n;
-  if (cfg.kind == TapKind::kPerChannelMinMax && t.shape().size() >= 2) {
-    const int64_t N = t.shape()[0], C = t.shape()[1], inner = n / (N * C);
-    if (s.channel_min.empty()) {
-      s.channel_min.assign(static_cast<size_t>(C), INFINITY);
-      s.channel_max.assign(static_cast<size_t>(C), -INFINITY);
-    }
-    float* cmin = s.channel_min.data();
-    float* cmax = s.channel_max.data();
-    if (nhwc) {  // channels innermost: rows of C values
-      for (int64_t r = 0; r < n / C; ++r) {
-        const float* p = x + r * C;
-        for (int64_t c = 0; c < C; ++c) {
-          cmin[c] = p[c] < cmin[c] ? p[c] : cmin[c];
-          cmax[c] = p[c] > cmax[c] ? p[c] : cmax[c];
-        }
-      }
-    } else {
-#pragma omp parallel for if (n > 65536)
-      for (int64_t c = 0; c < C; ++c) {
-        float cl = cmin[c], ch = cmax[c];
-        for (int64_t b = 0; b < N; ++b) {
-          const float* p = x + (b * C + c) * inner;
-          for (int64_t i = 0; i < inner; ++i) {
-            cl = p[i] < cl ? p[i] : cl;
-            ch = p[i] > ch ? p[i] : ch;
-          }
-        }
-        cmin[c] = cl;
-        cmax[c] = ch;
-      }
-    }
-  }
+  cfg.stat[vi]->observe(view);
 }
 
-void Model::set_taps(const std::vector<std::string>& names, TapKind kind, TapOptions options) {
+void Model::Impl::publish_taps(const std::vector<int>& ids, TapFactory make, WatchLayout layout) {
+  auto cfg = std::make_shared<TapConfig>();
+  cfg->tapped.assign(value_name.size(), false);
+  cfg->stat.resize(value_name.size());
+  for (int v : ids) {
+    cfg->tapped[static_cast<size_t>(v)] = true;
+    if (make) cfg->stat[static_cast<size_t>(v)] = make(value_name[static_cast<size_t>(v)]);
+    if (make && !cfg->stat[static_cast<size_t>(v)])
+      throw ArgumentError("set_taps: the tap factory made no statistic for '" + value_name[static_cast<size_t>(v)] + "'");
+  }
+  cfg->make = std::move(make);
+  cfg->layout = layout;
+  std::lock_guard<std::mutex> lk(tap_mu);
+  cfg->generation = taps_cfg->generation + 1;
+  taps_cfg = std::move(cfg);
+}
+
+void Model::set_taps(const std::vector<std::string>& names, const TapFactory& make, WatchLayout layout) {
   Impl& im = *impl_;
   std::vector<int> ids;
   for (const auto& n : names) {
@@ -93,36 +61,66 @@ void Model::set_taps(const std::vector<std::string>& names, TapKind kind, TapOpt
       throw DataError("cannot tap '" + n + "': no such tensor computed by the model");
     ids.push_back(it->second);
   }
-  if (kind == TapKind::kHistogram && (options.bins < 1 || !(options.hi > options.lo)))
-    throw DataError("histogram taps need bins >= 1 and hi > lo");
-  auto cfg = std::make_shared<Impl::TapConfig>();
-  cfg->tapped.assign(im.value_name.size(), false);
-  for (int v : ids) cfg->tapped[static_cast<size_t>(v)] = true;
-  cfg->kind = kind;
-  cfg->opts = options;
-  std::lock_guard<std::mutex> lk(im.tap_mu);
-  cfg->generation = im.taps_cfg->generation + 1;
-  im.taps_cfg = std::move(cfg);
-  im.stats.clear();
-  im.tap_scratch.assign(kind == TapKind::kHistogram ? static_cast<size_t>(options.bins * tap_histogram_copies(options.bins)) *
-                                                       static_cast<size_t>(omp_get_max_threads())
-                                                 : 0,
-                       0u);
+  if (!make) throw ArgumentError("set_taps: no tap factory");
+  im.publish_taps(ids, make, layout);
 }
 
+void Model::set_taps(const std::vector<std::string>& names, TapKind kind, TapOptions options) {
+  if (kind == TapKind::kHistogram && (options.bins < 1 || !(options.hi >= options.lo)))
+    throw DataError("histogram taps need bins >= 1 and hi > lo (or lo == hi for a growing range)");
+  TapFactory make = [kind, options](const std::string&) -> std::shared_ptr<stats::Statistic> {
+    switch (kind) {
+      case TapKind::kMinMax: return std::make_shared<stats::MinMax>();
+      case TapKind::kPerChannelMinMax: return std::make_shared<stats::PerChannelMinMax>();
+      case TapKind::kHistogram:
+        if (options.hi > options.lo) return std::make_shared<stats::Histogram>(options.bins, options.lo, options.hi);
+        return std::make_shared<stats::Histogram>(options.bins);
+    }
+    return nullptr;
+  };
+  set_taps(names, make, WatchLayout::kAsStored);
+}
+
+void Model::clear_taps() { impl_->publish_taps({}, nullptr, WatchLayout::kAsStored); }
+
 std::map<std::string, TapStats> Model::taps() const {
-  std::lock_guard<std::mutex> lk(impl_->tap_mu);
+  const Impl& im = *impl_;
+  std::lock_guard<std::mutex> lk(im.tap_mu);
   std::map<std::string, TapStats> out;
-  for (const auto& kv : impl_->stats) out[impl_->value_name[static_cast<size_t>(kv.first)]] = kv.second;
+  const auto& cfg = *im.taps_cfg;
+  for (size_t v = 0; v < cfg.stat.size(); ++v) {
+    const stats::Statistic* s = cfg.stat[v].get();
+    TapStats t;
+    if (const auto* h = dynamic_cast<const stats::Histogram*>(s)) {
+      t.min = h->min, t.max = h->max, t.count = h->count;
+      t.histogram = h->counts;
+      t.histogram_lo = h->range[0];
+      t.bin_width = h->range[1];
+    } else if (const auto* m = dynamic_cast<const stats::MinMax*>(s)) {
+      t.min = m->min, t.max = m->max, t.count = m->count;
+      if (const auto* pc = dynamic_cast<const stats::PerChannelMinMax*>(s))
+        t.channel_min = pc->channel_min, t.channel_max = pc->channel_max;
+    } else {
+      continue;
+    }
+    if (t.count > 0) out[im.value_name[v]] = std::move(t);
+  }
   return out;
 }
 
 void Model::reset_taps() {
-  std::lock_guard<std::mutex> lk(impl_->tap_mu);
-  auto cfg = std::make_shared<Impl::TapConfig>(*impl_->taps_cfg);
-  ++cfg->generation;
-  impl_->taps_cfg = std::move(cfg);
-  impl_->stats.clear();
+  Impl& im = *impl_;
+  std::vector<int> ids;
+  TapFactory make;
+  WatchLayout layout;
+  {
+    std::lock_guard<std::mutex> lk(im.tap_mu);
+    for (size_t v = 0; v < im.taps_cfg->tapped.size(); ++v)
+      if (im.taps_cfg->tapped[v]) ids.push_back(static_cast<int>(v));
+    make = im.taps_cfg->make;
+    layout = im.taps_cfg->layout;
+  }
+  im.publish_taps(ids, make, layout);
 }
 
 }  // namespace qfx::runtime

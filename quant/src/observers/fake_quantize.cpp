@@ -81,6 +81,19 @@ QParams FakeQuantize::qparams() {
   return q;
 }
 
+void FakeQuantize::observe(const stats::FloatView& v) {
+  if (!observer_enabled()) return;
+  if (softmax_dim_ && !v.shape.empty()) {
+    if (v.channels_last) throw InternalError("softmax input '" + observer_->tensor_name() + "' observed channels last");
+    at::Tensor x = at::from_blob(const_cast<float*>(v.data), v.shape, at::TensorOptions().dtype(at::kFloat));
+    observer_->forward(at::maximum(x, std::get<0>(x.max(*softmax_dim_, /*keepdim=*/true)) - kSoftmaxSpan));
+  } else {
+    observer_->observe(v);
+  }
+  if (sync_) sync_(*observer_);
+  stale_ = true;
+}
+
 at::Tensor FakeQuantize::forward(const at::Tensor& x) {
   const bool observe = observer_enabled();
   if (observe) {

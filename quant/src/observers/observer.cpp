@@ -8,7 +8,9 @@
 #include <stdexcept>
 #include <vector>
 
+#include "float_view.h"
 #include "qfx/error.h"
+#include "qfx/stats/min_max.h"
 
 namespace qfx::quant {
 namespace {
@@ -16,29 +18,20 @@ namespace {
 at::Tensor scalar(float v) { return at::full({}, v, at::TensorOptions().dtype(at::kFloat)); }
 constexpr float kInf = std::numeric_limits<float>::infinity();
 
-// Folds a batch's [lo, hi] into running statistics: the first batch is taken as
-// is; later ones by running min/max (c == 0) or by the moving average
-// m <- m + c * (batch - m) (torch.ao's MovingAverage*MinMaxObserver).
-void accumulate(at::Tensor& min_val, at::Tensor& max_val, const at::Tensor& lo, const at::Tensor& hi, bool first,
-                double c) {
-  if (first) {
-    min_val.resize_(lo.sizes()).copy_(lo);
-    max_val.resize_(hi.sizes()).copy_(hi);
-  } else if (c == 0) {
-    min_val.copy_(at::minimum(lo, min_val));
-    max_val.copy_(at::maximum(hi, max_val));
-  } else {
-    min_val.copy_(min_val + c * (lo - min_val));
-    max_val.copy_(max_val + c * (hi - max_val));
-  }
-}
-
 }  // namespace
 
 // --- ObserverBase ------------------------------------------------------------
 
 ObserverBase::ObserverBase(const std::string& type_name, QuantSpec spec)
     : torch::nn::Module(type_name), spec_(std::move(spec)) {}
+
+at::Tensor ObserverBase::forward(const at::Tensor& x_in) {
+  if (x_in.numel() == 0) return x_in;
+  at::NoGradGuard ng;
+  const at::Tensor x = x_in.detach().to(at::kFloat).contiguous();
+  observe(detail::float_view(x, tensor_name_));
+  return x_in;
+}
 
 void ObserverBase::check_finite(const at::Tensor& lo, const at::Tensor& hi) const {
   if (!at::isfinite(lo).all().item<bool>() || !at::isfinite(hi).all().item<bool>()) {
@@ -90,22 +83,21 @@ MinMaxObserver::MinMaxObserver(const std::string& type_name, QuantSpec spec)
   max_val_ = register_buffer("max_val", scalar(-kInf));
 }
 
-at::Tensor MinMaxObserver::forward(const at::Tensor& x_in) {
-  DeferredObservation d;
-  defer(x_in, &d);
-  commit(d);
-  return x_in;
+void MinMaxObserver::observe(const stats::FloatView& v) {
+  const int64_t n = v.numel();
+  if (n == 0) return;
+  float lo, hi;
+  stats::checked_min_max(v.data, n, tensor_name_, &lo, &hi);
+  replay_range(lo, hi);
 }
 
 bool MinMaxObserver::defer(const at::Tensor& x_in, DeferredObservation* out) const {
   *out = DeferredObservation{};
   if (x_in.numel() == 0) return true;
   at::NoGradGuard ng;
-  auto [lo, hi] = at::aminmax(x_in.detach().to(at::kFloat));
-  check_finite(lo, hi);
+  const at::Tensor x = x_in.detach().to(at::kFloat).contiguous();
+  stats::checked_min_max(x.data_ptr<float>(), x.numel(), tensor_name_, &out->lo, &out->hi);
   out->empty = false;
-  out->lo = lo.item<float>();
-  out->hi = hi.item<float>();
   return true;
 }
 
@@ -115,18 +107,18 @@ void MinMaxObserver::commit(const DeferredObservation& d) {
 }
 
 bool MinMaxObserver::replay_range(float lo, float hi) {
-  at::NoGradGuard ng;
-  const bool first = min_val_.item<float>() == kInf && max_val_.item<float>() == -kInf;
-  accumulate(min_val_, max_val_, scalar(lo), scalar(hi), first, c_);
+  float* mn = min_val_.data_ptr<float>();
+  float* mx = max_val_.data_ptr<float>();
+  const bool first = *mn == kInf && *mx == -kInf;
+  stats::accumulate_range(mn, mx, &lo, &hi, 1, first, c_);
   return true;
 }
 
 void MinMaxObserver::merge(const ObserverBase& other) {
   const auto* o = dynamic_cast<const MinMaxObserver*>(&other);
   if (!o) throw ArgumentError("merge: observer types differ");
-  at::NoGradGuard ng;
-  min_val_.copy_(at::minimum(min_val_, o->min_val_));
-  max_val_.copy_(at::maximum(max_val_, o->max_val_));
+  stats::accumulate_range(min_val_.data_ptr<float>(), max_val_.data_ptr<float>(), o->min_val_.data_ptr<float>(),
+                          o->max_val_.data_ptr<float>(), 1, false, 0.0);
 }
 
 void MinMaxObserver::reset() {
@@ -154,31 +146,22 @@ PerChannelMinMaxObserver::PerChannelMinMaxObserver(const std::string& type_name,
 
 std::pair<at::Tensor, at::Tensor> PerChannelMinMaxObserver::min_max() const { return {min_val_, max_val_}; }
 
-std::pair<at::Tensor, at::Tensor> PerChannelMinMaxObserver::channel_aminmax(const at::Tensor& x_in) const {
-  at::Tensor x = x_in.detach().to(at::kFloat);
-  const int64_t axis = spec_.ch_axis < 0 ? spec_.ch_axis + x.dim() : spec_.ch_axis;
-  if (axis < 0 || axis >= x.dim())
-    throw DataError("per-channel observer of '" + tensor_name_ + "': channel axis " + std::to_string(spec_.ch_axis) +
-                    " out of range for a tensor of rank " + std::to_string(x.dim()));
-  std::vector<int64_t> perm(static_cast<size_t>(x.dim()));
-  for (int64_t i = 0; i < x.dim(); ++i) perm[static_cast<size_t>(i)] = i;
-  std::swap(perm[0], perm[static_cast<size_t>(axis)]);
-  at::Tensor y = at::flatten(x.permute(perm), 1);
-  auto r = at::aminmax(y, 1);
-  check_finite(std::get<0>(r), std::get<1>(r));
-  return {std::get<0>(r), std::get<1>(r)};
-}
-
-at::Tensor PerChannelMinMaxObserver::forward(const at::Tensor& x_in) {
-  if (x_in.numel() == 0) return x_in;
-  at::NoGradGuard ng;
-  auto [lo, hi] = channel_aminmax(x_in);
+void PerChannelMinMaxObserver::observe(const stats::FloatView& v) {
+  if (v.numel() == 0) return;
+  std::vector<float> lo, hi;
+  stats::FloatView named = v;
+  named.name = tensor_name_;
+  stats::channel_min_max(named, spec_.ch_axis, &lo, &hi);
   const bool first = min_val_.numel() == 0;
-  if (!first && min_val_.sizes() != lo.sizes())
+  if (!first && min_val_.numel() != static_cast<int64_t>(lo.size()))
     throw DataError("per-channel observer of '" + tensor_name_ + "': channel count changed from " +
-                    std::to_string(min_val_.numel()) + " to " + std::to_string(lo.numel()));
-  accumulate(min_val_, max_val_, lo, hi, first, c_);
-  return x_in;
+                    std::to_string(min_val_.numel()) + " to " + std::to_string(lo.size()));
+  if (first) {
+    min_val_.resize_({static_cast<int64_t>(lo.size())});
+    max_val_.resize_({static_cast<int64_t>(hi.size())});
+  }
+  stats::accumulate_range(min_val_.data_ptr<float>(), max_val_.data_ptr<float>(), lo.data(), hi.data(), lo.size(), first,
+                          c_);
 }
 
 void PerChannelMinMaxObserver::merge(const ObserverBase& other) {
@@ -192,8 +175,8 @@ void PerChannelMinMaxObserver::merge(const ObserverBase& other) {
     return;
   }
   if (min_val_.sizes() != o->min_val_.sizes()) throw ArgumentError("merge: channel counts differ");
-  min_val_.copy_(at::minimum(min_val_, o->min_val_));
-  max_val_.copy_(at::maximum(max_val_, o->max_val_));
+  stats::accumulate_range(min_val_.data_ptr<float>(), max_val_.data_ptr<float>(), o->min_val_.data_ptr<float>(),
+                          o->max_val_.data_ptr<float>(), static_cast<size_t>(min_val_.numel()), false, 0.0);
 }
 
 void PerChannelMinMaxObserver::reset() {

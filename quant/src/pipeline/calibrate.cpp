@@ -1,4 +1,4 @@
-// calibrate: the float graph on the runtime, with observers fed from watched values.
+// calibrate: the float graph on the runtime, its observers fed by the runtime's taps.
 #include "qfx/quant/calibrate.h"
 
 #include <ATen/ATen.h>
@@ -19,6 +19,7 @@
 #include "qfx/quant/modules.h"
 #include "qfx/quant/runtime_tensor.h"
 #include "qfx/runtime/model.h"
+#include "qfx/stats/statistic.h"
 
 namespace qfx::quant {
 NextBatch batches(Dataset& data, int64_t batch_size, int rank, int world) {
@@ -52,6 +53,24 @@ void observe_weights(fx::GraphModule& gm) {
     if (fq && fq->observer_enabled()) fq->forward(gm.get_attr(n->args()[0].node->target()));
   }
 }
+
+// The statistic a tap feeds for one observed value: the observers of its FakeQuantizes.
+class ObserverTap : public stats::Statistic {
+ public:
+  explicit ObserverTap(std::vector<FakeQuantize*> fqs) : fqs_(std::move(fqs)) {}
+  void observe(const stats::FloatView& v) override {
+    for (FakeQuantize* fq : fqs_) fq->observe(v);
+  }
+
+ private:
+  std::vector<FakeQuantize*> fqs_;
+};
+
+// Removes a model's taps when the data loop ends, however it ends.
+struct TapsCleared {
+  runtime::Model& model;
+  ~TapsCleared() { model.clear_taps(); }
+};
 
 // The data loop's end: its time, and no samples is an error (observers that saw
 // nothing would give scale 1 and zero point 0: a model that looks calibrated and is not).
@@ -111,13 +130,19 @@ CalibrationResult calibrate(fx::GraphModule& gm, LoweredModel& lowered, const Ne
     if (fq && fq->observer_enabled()) observers[o.tensor].push_back(fq);
   }
   res.observed_tensors = static_cast<int>(observers.size());
-  // Per-tensor statistics ignore element order: the watched values may stay in the
-  // channels-last layout the convolutions run in (no reorders around each one).
+  // Statistics take the values as stored (channels last between convolutions, no
+  // reorder), except a Softmax input's, whose row maxima need the logical layout.
   auto layout = runtime::Model::WatchLayout::kAsStored;
   for (const auto& kv : observers)
     for (FakeQuantize* fq : kv.second)
-      if (fq->observer().spec().per_channel || fq->softmax_dim()) layout = runtime::Model::WatchLayout::kPlain;
-  const runtime::Model& model = lowered.model();
+      if (fq->softmax_dim()) layout = runtime::Model::WatchLayout::kPlain;
+  // Distributed lockstep hands values to ATen views in their logical shape: per-channel
+  // observers need them plain there.
+  auto lockstep_layout = layout;
+  for (const auto& kv : observers)
+    for (FakeQuantize* fq : kv.second)
+      if (fq->observer().spec().per_channel) lockstep_layout = runtime::Model::WatchLayout::kPlain;
+  runtime::Model& model = lowered.model();
   // A parameter observed as an activation (ViT's position embedding added to the
   // tokens) is a constant of the float graph: observed once here, as every batch
   // would show it the same values; the runs watch the computed values.
@@ -135,18 +160,14 @@ CalibrationResult calibrate(fx::GraphModule& gm, LoweredModel& lowered, const Ne
   }
   res.engine = "runtime:" + options.backend;
   const auto& inputs = model.inputs();
-  auto feed = [&](const std::string& name, const runtime::Tensor& value) {
-    if (value.dtype() != runtime::DType::kFloat32) return;
-    at::Tensor t = aten_view(value);
-    for (FakeQuantize* fq : observers.at(name)) fq->forward(t);
-  };
   auto run_batch = [&](const std::vector<at::Tensor>& batch, const std::function<void(const std::string&, const runtime::Tensor&)>& cb) {
     if (batch.size() != inputs.size())
       throw DataError("calibration batch has " + std::to_string(batch.size()) + " tensors; the model has " +
                       std::to_string(inputs.size()) + " inputs");
     std::map<std::string, runtime::Tensor> in;
     for (size_t i = 0; i < batch.size(); ++i) in[inputs[i].name] = runtime_view(batch[i]);
-    model.run(in, watch, cb, layout);
+    if (cb) model.run(in, watch, cb, lockstep_layout);  // distributed lockstep: its own observation
+    else model.run(in);                                 // the taps observe
   };
   // Ranks reach this point at different times (loading, tracing): the data loop's
   // clock starts when all are here, so `seconds` measures calibration, not start-up skew.
@@ -156,8 +177,10 @@ CalibrationResult calibrate(fx::GraphModule& gm, LoweredModel& lowered, const Ne
     detail::calibrate_lockstep(gm, next, *dist, observers, run_batch, options.progress, &res);
     return finish(std::move(res), t0);
   }
+  model.set_taps(watch, [&](const std::string& name) { return std::make_shared<ObserverTap>(observers.at(name)); }, layout);
+  TapsCleared cleared{model};
   for (auto batch = next(); !batch.empty(); batch = next()) {
-    run_batch(batch, feed);
+    run_batch(batch, nullptr);
     res.images += batch[0].size(0);
     ++res.batches;
     if (options.progress) options.progress(res.images);

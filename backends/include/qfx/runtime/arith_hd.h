@@ -155,16 +155,6 @@ QFX_HD int32_t requant_scaled(int32_t a, float m, QuantizedMultiplier q, int bit
   }
 }
 
-/// The histogram bin of `v` over equal bins starting at `off`, `scale` bins per unit:
-/// trunc((v - off) · scale) clamped to [0, last] in float (NaN and -Inf: bin 0,
-/// +Inf: bin `last`). The observer taps' and the GPU histograms' one bin rule.
-QFX_HD int32_t histogram_bin(float v, float off, float scale, float last) {
-  float t = (v - off) * scale;
-  t = t >= 0.0f ? t : 0.0f;  // NaN too
-  t = t < last ? t : last;
-  return static_cast<int32_t>(t);
-}
-
 /// The calibration histogram's bin lattice (quant's HistogramObserver): value x lies in
 /// lattice cell c = floor((x - lo) · inv) and in bin floor((c - off) / k). `bin`
 /// computes that bin without forming c: the estimate from doubles is within one of it,

@@ -11,6 +11,7 @@
 #include "qfx/runtime/arithmetic.h"
 #include "qfx/runtime/registry.h"
 #include "qfx/runtime/tensor.h"
+#include "qfx/stats/statistic.h"
 
 namespace qfx::runtime {
 
@@ -116,28 +117,34 @@ struct IntegerOp {
   std::string input_dtype, output_dtype;
 };
 
-/// What observer taps collect (see Model::set_taps).
+/// What the built-in observer taps collect (see Model::set_taps).
 enum class TapKind {
-  kMinMax,           ///< per-tensor min and max
-  kPerChannelMinMax, ///< min and max per channel (axis 1)
-  kHistogram,        ///< a fixed-range histogram (see TapOptions)
+  kMinMax,           ///< per-tensor min and max (stats::MinMax)
+  kPerChannelMinMax, ///< min and max per channel, axis 1 (stats::PerChannelMinMax)
+  kHistogram,        ///< a histogram (stats::Histogram; see TapOptions)
 };
 
-/// Options of a histogram tap: `bins` bins over [lo, hi]; values outside land in
-/// the end bins (and are counted in `min`/`max`).
+/// Options of a histogram tap: `bins` bins. With hi > lo, a fixed range [lo, hi)
+/// (values outside land in the end bins, NaN in bin 0); otherwise (the default) the
+/// bins grow with the data as the quantization HistogramObserver's do, the
+/// statistics calibration collects (a NaN or Inf value then throws DataError).
 struct TapOptions {
   int64_t bins = 2048;
-  float lo = -1.0f;
-  float hi = 1.0f;
+  float lo = 0.0f;
+  float hi = 0.0f;
 };
 
 /// Statistics of one tapped tensor, accumulated over every `run` since `set_taps`.
 struct TapStats {
-  float min = 0, max = 0;                 ///< over all elements seen
+  float min = 0, max = 0;                 ///< over all elements seen (NaN skipped)
   std::vector<float> channel_min, channel_max;  ///< kPerChannelMinMax, [C]
   std::vector<double> histogram;          ///< kHistogram counts, [bins]
+  double histogram_lo = 0, bin_width = 0; ///< kHistogram: the grid's start and bin width
   int64_t count = 0;                      ///< elements seen
 };
+
+/// Makes the statistic a tap feeds for one tensor, given its name (Model::set_taps).
+using TapFactory = std::function<std::shared_ptr<stats::Statistic>(const std::string& name)>;
 
 /// A loaded ONNX model, ready to run.
 ///
@@ -241,14 +248,24 @@ class Model {
   const Tensor* constant(const std::string& name) const;
 
   /// Collects statistics of the named float tensors (graph inputs or any node
-  /// output) on every following `run`, replacing earlier taps. Throws DataError
-  /// naming an unknown tensor. Safe to call while other threads run the model: a
-  /// run uses the taps current when it began, and runs that began before this
-  /// call (or before `reset_taps`) add nothing to the new statistics.
+  /// output) on every following `run`, replacing earlier taps: one built-in
+  /// statistic of `kind` per tensor. Throws DataError naming an unknown tensor, or
+  /// for a fixed-range histogram with bins < 1 or hi <= lo. Safe to call while other
+  /// threads run the model: a run uses the taps current when it began, and runs that
+  /// began before this call (or before `reset_taps`) add nothing to the new statistics.
   void set_taps(const std::vector<std::string>& names, TapKind kind, TapOptions options = {});
-  /// The statistics collected so far, by tensor name.
+  /// As above, with the statistic of each tensor made by `make` (called once per name
+  /// here and again by `reset_taps`): how calibration feeds its observers. A value
+  /// stored channels last reaches its statistic as stored (a channels-last
+  /// stats::FloatView) or, with `layout` kPlain, reordered into the logical layout
+  /// first. An exception a statistic throws ends the run that fed it.
+  void set_taps(const std::vector<std::string>& names, const TapFactory& make, WatchLayout layout = WatchLayout::kAsStored);
+  /// Removes every tap (runs then observe nothing).
+  void clear_taps();
+  /// The statistics of the built-in taps collected so far, by tensor name (empty
+  /// for taps made by a TapFactory: their maker holds them).
   std::map<std::string, TapStats> taps() const;
-  /// Clears the collected statistics (the taps stay).
+  /// Clears the collected statistics (the taps stay; a TapFactory makes them anew).
   void reset_taps();
   /// Times every node's kernel in the runs that begin while `on` (a steady-clock
   /// read per node); turning it on clears what was collected.

@@ -40,6 +40,11 @@ class FakeQuantize : public torch::nn::Module {
   /// `observer` is registered as the submodule "activation_post_process".
   explicit FakeQuantize(std::shared_ptr<ObserverBase> observer, bool learnable = false);
   at::Tensor forward(const at::Tensor& x);
+  /// What `forward` records when the observer is enabled, for a float32 value as a
+  /// runtime tap hands it (calibration): the observer observes `v` (for a Softmax
+  /// input, max(x, rowmax - kSoftmaxSpan), which needs `v` in the logical layout).
+  /// Nothing is fake-quantized. Same errors as `forward`.
+  void observe(const stats::FloatView& v);
   /// Turns statistics collection on or off.
   void enable_observer(bool on = true);
   void disable_observer() { enable_observer(false); }

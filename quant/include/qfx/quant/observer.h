@@ -12,37 +12,37 @@
 
 #include "qfx/quant/algorithms.h"
 #include "qfx/quant/qparams.h"
+#include "qfx/stats/histogram.h"
+#include "qfx/stats/statistic.h"
 
 namespace qfx::quant {
 
 /// One tensor's statistics, taken by `ObserverBase::defer` against the observer's
-/// state at that time and applied later by `commit`. Distributed calibration uses
-/// it: a rank observes its batch while the values are still in cache, before the
-/// batches that come earlier in the single-process order are replayed, and the
-/// result is still exactly what `forward` at commit time would have recorded.
-struct DeferredObservation {
-  bool empty = true;  ///< the tensor had no elements (commit does nothing)
-  float lo = 0, hi = 0;  ///< the tensor's min and max
-  /// Histogram observers: counts[i] is the number of values in cells
-  /// [off + i * k, off + (i + 1) * k) of the lattice (base_lo, base_width) (see
-  /// HistogramObserver); empty for min/max observers.
-  std::vector<double> counts;
-  double base_lo = 0, base_width = 0;  ///< the lattice: start and cell width (histograms)
-  int64_t off = 0, k = 1;              ///< first cell of counts[0], cells per count (histograms)
-};
+/// state at that time and applied later by `commit` (stats::DeferredObservation).
+/// Distributed calibration uses it: a rank observes its batch while the values are
+/// still in cache, before the batches that come earlier in the single-process order
+/// are replayed, and the result is still exactly what `forward` at commit time would
+/// have recorded.
+using DeferredObservation = stats::DeferredObservation;
 
 /// Base of every observer. `forward(x)` records statistics of `x` (no gradient)
 /// and returns `x` unchanged; `calculate_qparams()` turns them into qparams for
 /// `spec()`. Statistics live in buffers, so `torch::save`/`load` and
-/// `save_statistics` carry them.
+/// `save_statistics` carry them. The arithmetic is the libtorch-free statistics
+/// library's (qfx/stats), which the runtime's taps share: calibration feeds
+/// observers through taps with `observe`, QAT through `forward`.
 class ObserverBase : public torch::nn::Module {
  public:
   /// `type_name`: the torch.ao class name ("MinMaxObserver").
   ObserverBase(const std::string& type_name, QuantSpec spec);
   /// Records statistics of `x` (any shape; per-channel observers need
-  /// `x.dim() > spec().ch_axis`). Throws `qfx::DataError` naming `tensor_name()`
-  /// if `x` holds NaN or Inf.
-  virtual at::Tensor forward(const at::Tensor& x) = 0;
+  /// `x.dim() > spec().ch_axis`): `observe` on its float32 values. Returns `x`.
+  /// Throws `qfx::DataError` naming `tensor_name()` if `x` holds NaN or Inf.
+  virtual at::Tensor forward(const at::Tensor& x);
+  /// Records statistics of a float32 tensor as a runtime tap hands it (any layout
+  /// the view describes; its `name` is ignored for `tensor_name()`). Same statistics
+  /// and errors as `forward`.
+  virtual void observe(const stats::FloatView& v) = 0;
   /// Observed min and max: 0-dim (per-tensor) or [C] (per-channel) float tensors;
   /// +inf/-inf before anything was observed.
   virtual std::pair<at::Tensor, at::Tensor> min_max() const = 0;
@@ -105,7 +105,7 @@ class ObserverBase : public torch::nn::Module {
 class MinMaxObserver : public ObserverBase {
  public:
   explicit MinMaxObserver(QuantSpec spec);
-  at::Tensor forward(const at::Tensor& x) override;
+  void observe(const stats::FloatView& v) override;
   std::pair<at::Tensor, at::Tensor> min_max() const override { return {min_val_, max_val_}; }
   void merge(const ObserverBase& other) override;
   bool replay_range(float lo, float hi) override;
@@ -133,7 +133,7 @@ class MovingAverageMinMaxObserver : public MinMaxObserver {
 class PerChannelMinMaxObserver : public ObserverBase {
  public:
   explicit PerChannelMinMaxObserver(QuantSpec spec);
-  at::Tensor forward(const at::Tensor& x) override;
+  void observe(const stats::FloatView& v) override;
   std::pair<at::Tensor, at::Tensor> min_max() const override;
   void merge(const ObserverBase& other) override;
   void reset() override;
@@ -142,8 +142,6 @@ class PerChannelMinMaxObserver : public ObserverBase {
 
  protected:
   PerChannelMinMaxObserver(const std::string& type_name, QuantSpec spec);
-  /// [C] min and max along the channel axis of `x`.
-  std::pair<at::Tensor, at::Tensor> channel_aminmax(const at::Tensor& x) const;
   at::Tensor min_val_, max_val_;  // [C]; empty before data
   double c_ = 0.0;                // moving-average constant; 0: running min/max
 };
@@ -155,25 +153,15 @@ class MovingAveragePerChannelMinMaxObserver : public PerChannelMinMaxObserver {
 };
 
 /// A `bins`-bin histogram of the observed values (default 2048) plus the exact
-/// min/max. When new data falls outside the covered range, the range grows to
-/// an integer multiple k of the bin width, aligned to the old bin edges, so each
-/// new bin is the exact sum of k old bins (no interpolation, unlike torch.ao's
-/// HistogramObserver). The clipping range comes from `algorithm` (minmax,
-/// percentile, entropy/KL, mse, auto) over the histogram. Per-tensor only.
-///
-/// Binning is integer arithmetic on a lattice fixed by the first grid (start
-/// `base_lo`, cell width `base_width`): a value x lies in cell
-/// c = floor((x - base_lo) / base_width), and the current grid's bin b covers
-/// cells [off + b * K, off + (b + 1) * K); growing multiplies K and moves off. So
-/// a value's bin is the same whether it is counted now or counted on an older
-/// grid and moved through the merges since (what `defer`/`commit` rely on). A
-/// grid of more than 2^50 cells (a range grown 2^39-fold with 2048 bins) starts a
-/// new lattice on the current grid.
+/// min/max: stats::LatticeHistogram (qfx/stats/histogram.h), whose grid grows by
+/// whole bins (each new bin the exact sum of old ones, unlike torch.ao's
+/// interpolating HistogramObserver). The clipping range comes from `algorithm`
+/// (minmax, percentile, entropy/KL, mse, auto) over the histogram. Per-tensor only.
 class HistogramObserver : public ObserverBase {
  public:
   HistogramObserver(QuantSpec spec, Algorithm algorithm = Algorithm::kEntropy, AlgorithmOptions options = {},
                     int64_t bins = 2048);
-  at::Tensor forward(const at::Tensor& x) override;
+  void observe(const stats::FloatView& v) override;
   std::pair<at::Tensor, at::Tensor> min_max() const override { return {min_val_, max_val_}; }
   std::pair<at::Tensor, at::Tensor> clip_range() const override;
   /// Merges another histogram: exact when its bin edges fall on this one's grid
@@ -187,8 +175,6 @@ class HistogramObserver : public ObserverBase {
   std::string algorithm() const override;
   /// The statistics as a plain histogram.
   Histogram histogram() const;
-  /// Adds the values of a float buffer (used by runtime taps; same as forward).
-  void observe(const float* data, int64_t n);
   /// The algorithm actually chosen by the last `clip_range()` (kAuto resolves).
   Algorithm chosen_algorithm() const { return chosen_; }
   /// The configured algorithm (kAuto stays kAuto), its options and the bin count.
@@ -206,21 +192,15 @@ class HistogramObserver : public ObserverBase {
   bool count_on_gpu() const { return gpu_; }
 
  private:
-  void grow_to(double lo, double hi);
-  /// Re-anchors the lattice on the current grid when `range_` was set from outside
-  /// (a merge, a loaded statistics file) since the lattice last wrote it.
-  void sync_lattice();
-  /// Writes `range_` from the lattice.
-  void write_range();
+  /// The buffers below as the lattice's state.
+  stats::HistogramBuffers buffers() const;
   Algorithm algo_;
   AlgorithmOptions opts_;
   int64_t bins_;
   at::Tensor min_val_, max_val_;  // exact extremes (0-dim float)
   at::Tensor hist_;               // [bins] float64 counts
   at::Tensor range_;              // [2] float64: lo, width
-  double base_lo_ = 0, base_w_ = 0;  // the lattice (base_w_ 0: none yet)
-  int64_t off_ = 0, k_ = 1;          // the grid in lattice cells
-  double wrote_lo_ = 0, wrote_w_ = 0;  // range_ as the lattice last wrote it
+  stats::LatticeHistogram lattice_;
   mutable Algorithm chosen_;
   bool gpu_ = false;  // set_count_on_gpu
 };
@@ -232,6 +212,7 @@ class FixedQParamsObserver : public ObserverBase {
  public:
   FixedQParamsObserver(QuantSpec spec, float lo, float hi);
   at::Tensor forward(const at::Tensor& x) override { return x; }
+  void observe(const stats::FloatView&) override {}
   std::pair<at::Tensor, at::Tensor> min_max() const override;
   void merge(const ObserverBase&) override {}
   void reset() override {}
