@@ -277,7 +277,9 @@ int run_bench(const BenchArgs& a) {
     runtime::Tensor x({b, chw[0], chw[1], chw[2]}, runtime::DType::kFloat32);
     for (int64_t i = 0; i < x.numel(); ++i) x.data<float>()[i] = nd(rng);
     at::Tensor xt = torch::from_blob(x.raw(), {b, chw[0], chw[1], chw[2]}, torch::kFloat).clone();
-    tapped.set_taps(names, runtime::TapKind::kHistogram, {2048, -10.0f, 10.0f});
+    // Calibration's statistic: the growing 2048-bin lattice histogram (stats::Histogram,
+    // what its HistogramObservers count with).
+    tapped.set_taps(names, runtime::TapKind::kHistogram, runtime::TapOptions{2048});
     std::vector<std::function<void()>> fns = {[&] { frozen.forward({xt}); },
                                               [&] { model.run({{model.inputs()[0].name, x}}); },
                                               [&] { tapped.run({{tapped.inputs()[0].name, x}}); }};

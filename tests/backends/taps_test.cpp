@@ -1,0 +1,168 @@
+// The statistics library (qfx/stats) and the runtime's taps that feed it: per-channel
+// ranges read channels-last values in place, the growing histogram keeps every value in
+// the bin of its final grid, and statistics made by a TapFactory see each value as
+// stored or plain, as asked.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <map>
+#include <random>
+
+#include "qfx/error.h"
+#include "qfx/runtime/model.h"
+#include "qfx/runtime/npy.h"
+#include "qfx/stats/histogram.h"
+#include "qfx/stats/min_max.h"
+
+using namespace qfx;
+using qfx::runtime::Model;
+using qfx::runtime::Tensor;
+
+namespace {
+
+std::string onnx_dir() { return std::string(QFX_FIXTURE_DIR) + "/onnx/"; }
+
+// x [N, C, H, W] stored with C innermost.
+std::vector<float> to_nhwc(const std::vector<float>& x, const std::vector<int64_t>& s) {
+  std::vector<float> y(x.size());
+  const int64_t N = s[0], C = s[1], HW = s[2] * s[3];
+  for (int64_t n = 0; n < N; ++n)
+    for (int64_t c = 0; c < C; ++c)
+      for (int64_t p = 0; p < HW; ++p) y[static_cast<size_t>((n * HW + p) * C + c)] = x[static_cast<size_t>((n * C + c) * HW + p)];
+  return y;
+}
+
+// Records copies of what it is shown.
+struct Recorder : stats::Statistic {
+  std::vector<stats::FloatView> views;
+  std::vector<std::vector<float>> data;
+  void observe(const stats::FloatView& v) override {
+    views.push_back(v);
+    data.emplace_back(v.data, v.data + v.numel());
+  }
+};
+
+}  // namespace
+
+// Per-channel min and max along every axis, from the plain layout and from the
+// channels-last one read in place, against a brute-force scan.
+TEST(StatsLibrary, ChannelMinMaxReadsChannelsLastInPlace) {
+  const std::vector<int64_t> shape{2, 5, 3, 4};
+  std::vector<float> x(120);
+  std::mt19937 rng(5);
+  std::normal_distribution<float> nd;
+  for (float& v : x) v = nd(rng);
+  const std::vector<float> nhwc = to_nhwc(x, shape);
+  for (int64_t axis : {0, 1, 2, 3, -1}) {
+    const int64_t a = axis < 0 ? axis + 4 : axis;
+    std::vector<float> want_lo(static_cast<size_t>(shape[static_cast<size_t>(a)]), INFINITY), want_hi(want_lo.size(), -INFINITY);
+    for (int64_t i = 0; i < 120; ++i) {
+      const int64_t idx[4] = {i / 60, i / 12 % 5, i / 4 % 3, i % 4};
+      float& lo = want_lo[static_cast<size_t>(idx[a])];
+      float& hi = want_hi[static_cast<size_t>(idx[a])];
+      lo = std::min(lo, x[static_cast<size_t>(i)]);
+      hi = std::max(hi, x[static_cast<size_t>(i)]);
+    }
+    std::vector<float> lo, hi;
+    stats::channel_min_max(stats::FloatView{x.data(), shape, false, "x"}, axis, &lo, &hi);
+    EXPECT_EQ(lo, want_lo) << "axis " << axis;
+    EXPECT_EQ(hi, want_hi) << "axis " << axis;
+    stats::channel_min_max(stats::FloatView{nhwc.data(), shape, true, "x"}, axis, &lo, &hi);
+    EXPECT_EQ(lo, want_lo) << "axis " << axis << ", channels last";
+    EXPECT_EQ(hi, want_hi) << "axis " << axis << ", channels last";
+  }
+  std::vector<float> lo, hi;
+  EXPECT_THROW(stats::channel_min_max(stats::FloatView{x.data(), shape, false, "x"}, 4, &lo, &hi), DataError);
+}
+
+TEST(StatsLibrary, NonFiniteValuesAreRefusedNamingTheTensor) {
+  std::vector<float> x{1.0f, std::numeric_limits<float>::quiet_NaN(), 3.0f, 2.0f};
+  float lo, hi;
+  try {
+    stats::checked_min_max(x.data(), 4, "conv1_out", &lo, &hi);
+    FAIL() << "NaN accepted";
+  } catch (const DataError& e) {
+    EXPECT_NE(std::string(e.what()).find("'conv1_out' contains NaN or Inf"), std::string::npos) << e.what();
+  }
+  x[1] = INFINITY;
+  std::vector<float> clo, chi;
+  EXPECT_THROW(stats::channel_min_max(stats::FloatView{x.data(), {2, 2}, false, "t"}, 1, &clo, &chi), DataError);
+  stats::Histogram growing(64);
+  EXPECT_THROW(growing.observe(stats::FloatView{x.data(), {4}, false, "t"}), DataError);
+  stats::Histogram fixed(4, 0.0f, 4.0f);  // a fixed range counts everything
+  fixed.observe(stats::FloatView{x.data(), {4}, false, "t"});
+  EXPECT_EQ(fixed.counts, (std::vector<double>{0, 1, 1, 2}));
+}
+
+// A growing histogram over tensors whose range triples: the first grid is exact (span 8
+// over 2048 bins, width 2^-8) and the values multiples of 2^-10, so every value's bin on
+// the final grid is exactly floor((x - lo) / width); the counts must equal that count.
+TEST(StatsLibrary, GrowingHistogramKeepsEveryValueInItsFinalBin) {
+  std::mt19937 rng(7);
+  std::normal_distribution<float> nd(0.0f, 1.5f);
+  stats::Histogram h(2048);
+  std::vector<float> all;
+  float scale = 1.0f;
+  for (int step = 0; step < 4; ++step, scale *= 3.0f) {
+    std::vector<float> x(50000);
+    for (float& v : x) v = std::clamp(std::round(nd(rng) * 1024.0f) / 1024.0f, -4.0f, 4.0f) * scale;
+    x[0] = -4.0f * scale;
+    x[1] = 4.0f * scale;
+    h.observe(stats::FloatView{x.data(), {static_cast<int64_t>(x.size())}, false, "x"});
+    all.insert(all.end(), x.begin(), x.end());
+  }
+  std::vector<double> want(2048, 0.0);
+  for (float v : all) {
+    const double b = std::floor((static_cast<double>(v) - h.range[0]) / h.range[1]);
+    want[static_cast<size_t>(std::clamp(b, 0.0, 2047.0))] += 1;
+  }
+  EXPECT_EQ(h.counts, want);
+  EXPECT_EQ(h.count, static_cast<int64_t>(all.size()));
+  EXPECT_EQ(h.min, -108.0f);
+  EXPECT_EQ(h.max, 108.0f);
+  EXPECT_LE(h.range[0], -108.0);
+  EXPECT_GE(h.range[0] + 2048 * h.range[1], 108.0);
+}
+
+// Statistics made by a TapFactory: on the onednn backend the values between
+// convolutions are stored channels last; kAsStored hands them so (channels_last set,
+// the NHWC bytes of the plain value), kPlain reordered; clear_taps stops them.
+TEST(Taps, FactoryStatisticsSeeValuesAsStoredOrPlain) {
+  Model ref = Model::load(onnx_dir() + "resnet18.onnx", {"reference"});
+  Model fast = Model::load(onnx_dir() + "resnet18.onnx", {"onednn"});
+  const Tensor x = runtime::load_npy(onnx_dir() + "resnet18.in.npy");
+  const std::vector<std::string> names = fast.value_names();
+  std::map<std::string, Tensor> plain;
+  ref.run({{ref.inputs()[0].name, x}}, names, [&](const std::string& n, const Tensor& t) { plain[n] = t.clone(); });
+  for (auto layout : {Model::WatchLayout::kAsStored, Model::WatchLayout::kPlain}) {
+    std::map<std::string, std::shared_ptr<Recorder>> rec;
+    fast.set_taps(names, [&](const std::string& n) { return rec[n] = std::make_shared<Recorder>(); }, layout);
+    fast.run({{fast.inputs()[0].name, x}});
+    int channels_last = 0;
+    for (const auto& kv : rec) {
+      ASSERT_EQ(kv.second->views.size(), 1u) << kv.first;
+      const stats::FloatView& v = kv.second->views[0];
+      const Tensor& want = plain.at(kv.first);
+      ASSERT_EQ(v.shape, want.shape()) << kv.first;
+      EXPECT_EQ(v.name, kv.first);
+      std::vector<float> w(want.data<float>(), want.data<float>() + want.numel());
+      if (v.channels_last) {
+        ++channels_last;
+        w = to_nhwc(w, want.shape());
+      }
+      double worst = 0, top = 1e-12;
+      for (size_t i = 0; i < w.size(); ++i) {
+        worst = std::max(worst, std::abs(static_cast<double>(kv.second->data[0][i]) - w[i]));
+        top = std::max(top, std::abs(static_cast<double>(w[i])));
+      }
+      EXPECT_LE(worst / top, 1e-4) << kv.first << (v.channels_last ? " (channels last)" : "");
+    }
+    if (layout == Model::WatchLayout::kAsStored) EXPECT_GT(channels_last, 20);
+    else EXPECT_EQ(channels_last, 0);
+    fast.clear_taps();
+    fast.run({{fast.inputs()[0].name, x}});
+    for (const auto& kv : rec) EXPECT_EQ(kv.second->views.size(), 1u) << kv.first << " observed after clear_taps";
+  }
+}
