@@ -100,7 +100,7 @@ void LatticeHistogram::observe(const HistogramBuffers& b, const float* data, int
     // otherwise the grid grows and a second pass counts on it.
     const Grid before{base_lo_, 1.0 / base_w_, off_, k_};
     const double width = base_w_;
-    detail::Partials p;
+    thread_local detail::Partials p;  // its counters stay allocated from call to call
     count_pass_on(on_gpu, data, n, before, b.bins, &p);
     detail::throw_if_nonfinite(p.nonfinite, name);
     replay_range(b, p.lo, p.hi);
@@ -116,7 +116,7 @@ void LatticeHistogram::observe(const HistogramBuffers& b, const float* data, int
     replay_range(b, lo, hi);
   }
   const Grid g{base_lo_, 1.0 / base_w_, off_, k_};
-  detail::Partials p;
+  thread_local detail::Partials p;
   count_pass_on(on_gpu, data, n, g, b.bins, &p);
   detail::add_partials(p, b.bins, b.counts);
 }
@@ -228,7 +228,7 @@ void Histogram::observe(const FloatView& v) {
   const int64_t n = v.numel();
   if (n == 0) return;
   if (fixed_) {  // one pass on the fixed grid: NaN in bin 0, outliers in the end bins
-    detail::Partials p;
+    thread_local detail::Partials p;
     const Grid g{range[0], 1.0 / range[1], 0, 1};
     detail::count_pass(v.data, n, g, static_cast<int64_t>(counts.size()), &p);
     detail::add_partials(p, static_cast<int64_t>(counts.size()), counts.data());

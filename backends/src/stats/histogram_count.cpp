@@ -112,11 +112,12 @@ struct FloatGrid {
 __attribute__((target_clones("avx512f", "avx2", "default"))) void float_bin_indices(const float* x, int64_t m,
                                                                                      const FloatGrid& g, int64_t bins,
                                                                                      int32_t* idx, float* lo, float* hi,
-                                                                                     uint32_t* nonfinite) {
+                                                                                     uint32_t* nonfinite, int32_t* left) {
   const float glo = g.lo, inv = g.inv, eps = g.eps, flast = static_cast<float>(bins - 1);
   float l = *lo, h = *hi;
   uint32_t nf = *nonfinite;
-#pragma omp simd reduction(min : l) reduction(max : h) reduction(| : nf)
+  int32_t near = 0;
+#pragma omp simd reduction(min : l) reduction(max : h) reduction(| : nf) reduction(+ : near)
   for (int64_t j = 0; j < m; ++j) {
     const float v = x[j];
     fold(v, l, h, nf);
@@ -130,10 +131,12 @@ __attribute__((target_clones("avx512f", "avx2", "default"))) void float_bin_indi
     c = c < flast ? c : flast;
     const int32_t ba = static_cast<int32_t>(a), bc = static_cast<int32_t>(c);
     idx[j] = ba == bc ? ba : -1;
+    near += ba == bc ? 0 : 1;
   }
   *lo = l;
   *hi = h;
   *nonfinite = nf;
+  *left = near;
 }
 
 }  // namespace
@@ -144,8 +147,11 @@ __attribute__((target_clones("avx512f", "avx2", "default"))) void float_bin_indi
 void count_pass(const float* data, int64_t n, const Grid& g, int64_t bins, Partials* p) {
   const int threads = n > 65536 ? std::min(omp_get_max_threads(), 256) : 1;
   const int64_t copies = bins <= 4096 ? 4 : 1;
-  p->part.resize(static_cast<size_t>(threads * copies * bins));
+  p->part.resize(static_cast<size_t>(threads * copies * bins));  // no allocation when reused
   p->threads = threads;
+  p->lo = kInf;
+  p->hi = -kInf;
+  p->nonfinite = 0;
   const FloatGrid fg(g, bins);
   // Values the float shortcut leaves are binned by hd::HistogramLattice::counted_bin.
   float tlo[256], thi[256];
@@ -160,15 +166,26 @@ void count_pass(const float* data, int64_t n, const Grid& g, int64_t bins, Parti
     thi[t] = -kInf;
     tnf[t] = 0;
     int32_t idx[512];
+    float edge_value = std::numeric_limits<float>::quiet_NaN();
+    int32_t edge_bin = 0;
     for (int64_t i = b0; i < b1; i += 512) {
       const int64_t m = std::min<int64_t>(512, b1 - i);
-      if (fg.ok)
-        float_bin_indices(data + i, m, fg, bins, idx, &tlo[t], &thi[t], &tnf[t]);
-      else
-        bin_indices(data + i, m, g, bins, idx, &tlo[t], &thi[t], &tnf[t]);
+      int32_t left = 0;
+      if (fg.ok) float_bin_indices(data + i, m, fg, bins, idx, &tlo[t], &thi[t], &tnf[t], &left);
+      // Many values beside an edge (a value repeated there): the exact bins of the
+      // whole chunk, vectorised, rather than one at a time.
+      if (!fg.ok || left > 32) bin_indices(data + i, m, g, bins, idx, &tlo[t], &thi[t], &tnf[t]);
       // Values the float shortcut left (idx -1, beside a bin edge): the lattice's bin.
+      // The last such value and its bin: a value repeated on an edge (ReLU's zeros
+      // on a grid that starts below zero) is binned once per chunk.
       auto exact = [&](int64_t j) {
-        if (idx[j] < 0) idx[j] = g.counted_bin(data[i + j], bins);
+        if (idx[j] >= 0) return;
+        const float v = data[i + j];
+        if (v != edge_value) {  // never equal for NaN
+          edge_value = v;
+          edge_bin = g.counted_bin(v, bins);
+        }
+        idx[j] = edge_bin;
       };
       int64_t j = 0;
       if (copies == 4)

@@ -15,7 +15,8 @@ namespace qfx::stats::detail {
 using Grid = runtime::hd::HistogramLattice;
 
 /// Per-thread partial counts of one counting pass, and the values' min, max and
-/// NaN/Inf flag from the same pass.
+/// NaN/Inf flag from the same pass. Reusing one (thread_local) keeps its counters
+/// allocated from pass to pass.
 struct Partials {
   std::vector<uint32_t> part;  ///< [threads * copies * bins]; each thread's total in its first copy
   int threads = 1;
