@@ -16,7 +16,7 @@ std::shared_ptr<const Model::Impl::TapConfig> Model::Impl::current_taps() const 
 }
 
 void Model::Impl::tap(const TapConfig& cfg, int v, const Tensor& t, bool nhwc) const {
-  if (t.dtype() != DType::kFloat32 || t.numel() == 0) return;
+  if (t.dtype() != DType::kFloat32) return;  // empty tensors too: a statistic may count observations
   const size_t vi = static_cast<size_t>(v);
   const bool as_stored = cfg.layout == WatchLayout::kAsStored || (cfg.layout == WatchLayout::kLoaded && watch_as_stored[vi]);
   Tensor plain;

@@ -32,8 +32,8 @@ struct Step {
 }  // namespace
 
 void calibrate_lockstep(fx::GraphModule& gm, const NextBatch& next, distributed::Context& ctx,
-                        const std::map<std::string, std::vector<FakeQuantize*>>& observers, const RunBatch& run_batch,
-                        const std::function<void(int64_t)>& progress, CalibrationResult* res) {
+                        const std::map<std::string, std::vector<FakeQuantize*>>& observers, const TapAll& tap_all,
+                        const RunBatch& run_batch, const std::function<void(int64_t)>& progress, CalibrationResult* res) {
   constexpr float kInf = std::numeric_limits<float>::infinity();
   // Every observation of a run, in the order a run makes them (the same on every rank).
   size_t per_run = 0;
@@ -54,9 +54,8 @@ void calibrate_lockstep(fx::GraphModule& gm, const NextBatch& next, distributed:
   Step steps[2];
   std::vector<float> ranges;
   Step* st = nullptr;
-  auto record = [&](const std::string& name, const runtime::Tensor& value) {
-    if (value.dtype() != runtime::DType::kFloat32) return;
-    at::Tensor t = aten_view(value);
+  auto record = [&](const std::string& name, const stats::FloatView& value) {
+    const at::Tensor t = at::from_blob(const_cast<float*>(value.data), value.shape, at::TensorOptions().dtype(at::kFloat));
     for (FakeQuantize* fq : observers.at(name)) {
       const size_t k = st->held.size();
       float lo = kInf, hi = -kInf;
@@ -81,6 +80,7 @@ void calibrate_lockstep(fx::GraphModule& gm, const NextBatch& next, distributed:
       ranges.insert(ranges.end(), {lo, hi});
     }
   };
+  tap_all(record);
   const int world = ctx.world_size(), rank = ctx.rank();
   // Applies step `index` (held in `s`) given every rank's row: in rank order, this
   // rank's own observations are committed (or its copies fed), the others' ranges
@@ -129,7 +129,7 @@ void calibrate_lockstep(fx::GraphModule& gm, const NextBatch& next, distributed:
     std::vector<at::Tensor> batch = next();
     const bool have = !batch.empty();
     if (have) {
-      run_batch(batch, record);
+      run_batch(batch);
       if (slots.empty())
         for (const auto& h : st->held) slots.push_back(h.fq);
       if (st->held.size() != slots.size() || st->held.size() > per_run)

@@ -82,7 +82,7 @@ QParams FakeQuantize::qparams() {
 }
 
 void FakeQuantize::observe(const stats::FloatView& v) {
-  if (!observer_enabled()) return;
+  if (!observer_enabled() || v.numel() == 0) return;
   if (softmax_dim_ && !v.shape.empty()) {
     if (v.channels_last) throw InternalError("softmax input '" + observer_->tensor_name() + "' observed channels last");
     at::Tensor x = at::from_blob(const_cast<float*>(v.data), v.shape, at::TensorOptions().dtype(at::kFloat));

@@ -54,18 +54,6 @@ void observe_weights(fx::GraphModule& gm) {
   }
 }
 
-// The statistic a tap feeds for one observed value: the observers of its FakeQuantizes.
-class ObserverTap : public stats::Statistic {
- public:
-  explicit ObserverTap(std::vector<FakeQuantize*> fqs) : fqs_(std::move(fqs)) {}
-  void observe(const stats::FloatView& v) override {
-    for (FakeQuantize* fq : fqs_) fq->observe(v);
-  }
-
- private:
-  std::vector<FakeQuantize*> fqs_;
-};
-
 // Removes a model's taps when the data loop ends, however it ends.
 struct TapsCleared {
   runtime::Model& model;
@@ -136,7 +124,7 @@ CalibrationResult calibrate(fx::GraphModule& gm, LoweredModel& lowered, const Ne
   for (const auto& kv : observers)
     for (FakeQuantize* fq : kv.second)
       if (fq->softmax_dim()) layout = runtime::Model::WatchLayout::kPlain;
-  // Distributed lockstep hands values to ATen views in their logical shape: per-channel
+  // Distributed lockstep views values as ATen tensors of their logical shape: per-channel
   // observers need them plain there.
   auto lockstep_layout = layout;
   for (const auto& kv : observers)
@@ -160,27 +148,40 @@ CalibrationResult calibrate(fx::GraphModule& gm, LoweredModel& lowered, const Ne
   }
   res.engine = "runtime:" + options.backend;
   const auto& inputs = model.inputs();
-  auto run_batch = [&](const std::vector<at::Tensor>& batch, const std::function<void(const std::string&, const runtime::Tensor&)>& cb) {
+  auto run_batch = [&](const std::vector<at::Tensor>& batch) {
     if (batch.size() != inputs.size())
       throw DataError("calibration batch has " + std::to_string(batch.size()) + " tensors; the model has " +
                       std::to_string(inputs.size()) + " inputs");
     std::map<std::string, runtime::Tensor> in;
     for (size_t i = 0; i < batch.size(); ++i) in[inputs[i].name] = runtime_view(batch[i]);
-    if (cb) model.run(in, watch, cb, lockstep_layout);  // distributed lockstep: its own observation
-    else model.run(in);                                 // the taps observe
+    model.run(in);  // the taps observe
   };
+  // A tap on every observed value, calling `cb` with its name and value.
+  auto tap_all = [&](const std::function<void(const std::string&, const stats::FloatView&)>& cb, runtime::Model::WatchLayout l) {
+    model.set_taps(
+        watch,
+        [cb](const std::string& name) {
+          return std::make_shared<stats::CallbackStatistic>([cb, name](const stats::FloatView& v) { cb(name, v); });
+        },
+        l);
+  };
+  TapsCleared cleared{model};
   // Ranks reach this point at different times (loading, tracing): the data loop's
   // clock starts when all are here, so `seconds` measures calibration, not start-up skew.
   if (dist) dist->barrier("calibration start");
   const auto t0 = Clock::now();
   if (dist) {
-    detail::calibrate_lockstep(gm, next, *dist, observers, run_batch, options.progress, &res);
+    detail::calibrate_lockstep(gm, next, *dist, observers, [&](const auto& cb) { tap_all(cb, lockstep_layout); }, run_batch,
+                               options.progress, &res);
     return finish(std::move(res), t0);
   }
-  model.set_taps(watch, [&](const std::string& name) { return std::make_shared<ObserverTap>(observers.at(name)); }, layout);
-  TapsCleared cleared{model};
+  tap_all(
+      [&](const std::string& name, const stats::FloatView& v) {
+        for (FakeQuantize* fq : observers.at(name)) fq->observe(v);
+      },
+      layout);
   for (auto batch = next(); !batch.empty(); batch = next()) {
-    run_batch(batch, nullptr);
+    run_batch(batch);
     res.images += batch[0].size(0);
     ++res.batches;
     if (options.progress) options.progress(res.images);

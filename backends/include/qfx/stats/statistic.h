@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -32,6 +33,17 @@ class Statistic {
   /// Folds `v` into the statistics. Implementations throw qfx::DataError naming
   /// `v.name` for values they refuse (NaN or Inf where they must not occur).
   virtual void observe(const FloatView& v) = 0;
+};
+
+/// A Statistic that hands each view to a function (a tap whose statistics live
+/// elsewhere: calibration's observers).
+class CallbackStatistic : public Statistic {
+ public:
+  explicit CallbackStatistic(std::function<void(const FloatView&)> f) : f_(std::move(f)) {}
+  void observe(const FloatView& v) override { f_(v); }
+
+ private:
+  std::function<void(const FloatView&)> f_;
 };
 
 }  // namespace qfx::stats
