@@ -18,6 +18,7 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <set>
 #include <array>
 #include <chrono>
 #include <cstdio>
@@ -189,6 +190,47 @@ std::string export_fp32(const std::string& pt, const torch::jit::Module& ts, int
   return quant::export_onnx_bytes(*gm, eo, nullptr);
 }
 
+// The values a qfx ptq encodings.json quantizes (those its calibration observed):
+// their names and fx nodes into args->observed; nothing when the file is absent (a qat folder). IoError for
+// a file that is not valid JSON.
+void read_observed(const std::filesystem::path& encodings, BenchArgs* args) {
+  std::ifstream in(encodings);
+  if (!in) return;
+  nlohmann::json e;
+  try {
+    e = nlohmann::json::parse(in);
+  } catch (const std::exception& ex) {
+    throw IoError(encodings.string() + ": not valid JSON (" + ex.what() + ")");
+  }
+  if (!e.contains("activations") || !e["activations"].is_object()) return;
+  for (const auto& kv : e["activations"].items()) {
+    args->observed.push_back(kv.key());  // a graph input keeps its name
+    if (kv.value().contains("node") && kv.value()["node"].is_string()) args->observed.push_back(kv.value()["node"].get<std::string>());
+  }
+}
+
+// What the taps column taps: the model's inputs and computed float values, or of
+// those the outputs of the fx nodes calibration observed (`observed`; qfx's ONNX names
+// the output of node N "N_<index>", graph inputs keep their names).
+std::vector<std::string> tap_names(const runtime::Model& m, const std::vector<std::string>& observed) {
+  std::vector<std::string> names;
+  for (const auto& in : m.inputs()) names.push_back(in.name);
+  for (const auto& n : m.value_names()) names.push_back(n);
+  if (observed.empty()) return names;
+  const std::set<std::string> nodes(observed.begin(), observed.end());
+  auto node_of = [](const std::string& v) {
+    const size_t u = v.rfind('_');
+    if (u == std::string::npos || u + 1 == v.size()) return v;
+    for (size_t i = u + 1; i < v.size(); ++i)
+      if (v[i] < '0' || v[i] > '9') return v;
+    return v.substr(0, u);
+  };
+  names.erase(std::remove_if(names.begin(), names.end(),
+                             [&](const std::string& n) { return !nodes.count(n) && !nodes.count(node_of(n)); }),
+              names.end());
+  return names;
+}
+
 // What `qfx bench MODEL [ONNX]` times: MODEL is a folder that qfx ptq / qat wrote
 // (report.json's TorchScript model, model_fp32.onnx and model_int8.onnx in it) or a
 // TorchScript file, with its ONNX or alone. Fills `args` and returns a note on where
@@ -214,6 +256,7 @@ std::string resolve_models(BenchArgs* args) {
                   (dir / "model_int8.onnx").string());
   if (args->onnx.empty() && fs::exists(dir / "model_fp32.onnx")) args->onnx = (dir / "model_fp32.onnx").string();
   if (args->int8_onnx.empty() && fs::exists(dir / "model_int8.onnx")) args->int8_onnx = (dir / "model_int8.onnx").string();
+  read_observed(dir / "encodings.json", args);
   return "from " + dir.string();
 }
 
@@ -254,13 +297,22 @@ int run_bench(const BenchArgs& a) {
     return fp32_bytes.empty() ? runtime::Model::load(args.onnx, {"onednn"}) : runtime::Model::load_from_string(fp32_bytes, {"onednn"});
   };
   runtime::Model model = load_fp32();
-  runtime::Model tapped = load_fp32();
+  runtime::ModelOptions unfused{"onednn"};  // every value of the graph, fused or not, to choose the taps from
+  unfused.fuse_activations = false;
+  const std::vector<std::string> names =
+      tap_names(fp32_bytes.empty() ? runtime::Model::load(args.onnx, unfused) : runtime::Model::load_from_string(fp32_bytes, unfused),
+                args.observed);
+  // The tapped model as calibration loads it: the tapped values kept unfused, in any layout.
+  runtime::ModelOptions tap_options{"onednn"};
+  tap_options.keep_values = names;
+  tap_options.keep_values_any_layout = true;
+  runtime::Model tapped = fp32_bytes.empty() ? runtime::Model::load(args.onnx, tap_options)
+                                             : runtime::Model::load_from_string(fp32_bytes, tap_options);
   const std::array<int64_t, 3> chw = input_chw(model, args.size);
   args.size = chw[1];
-  std::vector<std::string> names;
-  for (const auto& in : tapped.inputs()) names.push_back(in.name);
-  // Tap every float tensor the model computes, as calibration does.
-  for (const auto& n : tapped.value_names()) names.push_back(n);
+  std::printf("# taps: %zu %s, each with calibration's histogram (2048 bins, growing)\n", names.size(),
+              args.observed.empty() ? "float values (every one the model computes)"
+                                    : "values calibration observed (the folder's encodings.json)");
   const std::string fp32_name = fp32_bytes.empty() ? args.onnx : "its fp32 model exported as qfx ptq builds it";
   std::printf("# %s vs %s%s, input [N, %lld, %lld, %lld], %d threads, median of %d interleaved runs (ms)\n", fp32_name.c_str(),
               args.torchscript.c_str(), source.empty() ? "" : (" (" + source + ")").c_str(), static_cast<long long>(chw[0]), static_cast<long long>(chw[1]),

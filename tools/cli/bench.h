@@ -27,10 +27,16 @@ struct BenchArgs {
   /// prepare_fx / convert_fx), "pt2e" (torchao's prepare_pt2e / convert_pt2e, compiled).
   std::vector<std::string> pytorch_flows{"fx"};
   bool peak = false;                ///< measure the machine's peak (runtime::measure_peak) and report fractions of it
+  /// The float values qfx ptq's calibration observed (the activations of the
+  /// folder's encodings.json): the taps column taps these, as calibration does;
+  /// empty: every float value.
+  std::vector<std::string> observed;
 };
 
 /// Prints median latencies (ms) and ratios, measured side by side in one run:
-/// libtorch fp32, qfx fp32, qfx fp32 with histogram taps on every tensor; qfx's
+/// libtorch fp32, qfx fp32, qfx fp32 with calibration's histogram taps (on the
+/// values calibration observed when MODEL is a qfx ptq folder, else on every float
+/// value); qfx's
 /// achieved GFLOP/s (GOP/s for int8) from the model's multiply-accumulates, and
 /// with `peak` the fraction of this machine's measured peak. libtorch's warnings
 /// are counted, not shown; a PyTorch column that could not be measured says why

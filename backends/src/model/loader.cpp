@@ -81,7 +81,7 @@ Model Model::from_graph(ir::Graph graph, const ModelOptions& options, const std:
   for (auto& n : im->g.nodes) n.arithmetic = im->g.arithmetic;
   im->keep.insert(options.keep_values.begin(), options.keep_values.end());
   im->keep_any_layout = options.keep_values_any_layout;
-  ir::fuse_float_activations(im->g, im->keep);
+  if (options.fuse_activations) ir::fuse_float_activations(im->g, im->keep);
   for (const auto& in : im->g.inputs) {
     im->input_ids.push_back(im->id(in.name));
     im->inputs.push_back({in.name, in.dtype, in.shape});

@@ -58,6 +58,10 @@ struct ModelOptions {
   /// histograms: calibration), this saves the reorders to and from the plain
   /// layout around every convolution.
   bool keep_values_any_layout = false;
+  /// Fuse a float Relu / Clip into the op producing its input (false: every float
+  /// activation runs as its own op, and `value_names()` lists every value of the
+  /// ONNX graph).
+  bool fuse_activations = true;
   /// How many input-shape signatures keep their plans (kernels, packed weights,
   /// arena) cached; beyond it the least recently used signature's plans are freed
   /// and rebuilt when that shape comes again. At least 1 (ConfigError otherwise).
