@@ -9,6 +9,7 @@
 #include <cstring>
 #include <limits>
 
+#include "fold.h"
 #include "qfx/error.h"
 #include "qfx/runtime/cuda.h"
 
@@ -24,19 +25,6 @@ int64_t floor_div(int64_t a, int64_t b) {
   return (a % b != 0 && a < 0) ? q - 1 : q;
 }
 
-// Folds `v` into a running min, max and NaN/Inf flag (exponent all ones), in a
-// form the `omp simd` loops below vectorise.
-namespace {
-__attribute__((always_inline)) inline void fold(float v, float& l, float& h, uint32_t& nf) {
-  uint32_t bits;
-  std::memcpy(&bits, &v, sizeof bits);
-  nf |= static_cast<uint32_t>((bits & 0x7f800000u) == 0x7f800000u);
-  l = v < l ? v : l;
-  h = v > h ? v : h;
-}
-
-// DataError naming the tensor if fold() flagged NaN or Inf.
-}  // namespace
 
 void throw_if_nonfinite(uint32_t nonfinite, const std::string& name) {
   if (nonfinite) throw DataError("observed tensor '" + (name.empty() ? std::string("?") : name) + "' contains NaN or Inf");

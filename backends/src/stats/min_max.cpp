@@ -5,21 +5,14 @@
 #include <cstring>
 #include <limits>
 
+#include "fold.h"
 #include "qfx/error.h"
 
 namespace qfx::stats {
 namespace {
 constexpr float kInf = std::numeric_limits<float>::infinity();
 
-// Folds `v` into a running min, max and NaN/Inf flag (exponent all ones), in a
-// form the `omp simd` loops vectorise; NaN leaves min and max as they are.
-__attribute__((always_inline)) inline void fold(float v, float& l, float& h, uint32_t& nf) {
-  uint32_t bits;
-  std::memcpy(&bits, &v, sizeof bits);
-  nf |= static_cast<uint32_t>((bits & 0x7f800000u) == 0x7f800000u);
-  l = v < l ? v : l;
-  h = v > h ? v : h;
-}
+using detail::fold;
 
 [[noreturn]] void throw_nonfinite(const std::string& name) {
   throw DataError("observed tensor '" + (name.empty() ? std::string("?") : name) + "' contains NaN or Inf");
