@@ -54,6 +54,29 @@ void observe_weights(fx::GraphModule& gm) {
   }
 }
 
+using Observers = std::map<std::string, std::vector<FakeQuantize*>>;
+
+// Which enabled FakeQuantize modules observe each value of the lowered model.
+Observers observers_of(fx::GraphModule& gm, const LoweredModel& lowered) {
+  Observers observers;
+  for (const auto& o : lowered.observed()) {
+    auto* fq = dynamic_cast<FakeQuantize*>(gm.get_submodule(o.module).get());
+    if (fq && fq->observer_enabled()) observers[o.tensor].push_back(fq);
+  }
+  return observers;
+}
+
+// How the taps hand values to the observers: as stored (channels last between
+// convolutions, no reorder), except where a Softmax input's row maxima need the
+// logical layout, or, with `aten_views` (distributed lockstep, which views values as
+// ATen tensors of their logical shape), a per-channel observer does.
+runtime::Model::WatchLayout tap_layout(const Observers& observers, bool aten_views) {
+  for (const auto& kv : observers)
+    for (FakeQuantize* fq : kv.second)
+      if (fq->softmax_dim() || (aten_views && fq->observer().spec().per_channel)) return runtime::Model::WatchLayout::kPlain;
+  return runtime::Model::WatchLayout::kAsStored;
+}
+
 // Removes a model's taps when the data loop ends, however it ends.
 struct TapsCleared {
   runtime::Model& model;
@@ -111,29 +134,14 @@ CalibrationResult calibrate(fx::GraphModule& gm, LoweredModel& lowered, const Ne
   res.threads = at::get_num_threads();
   observe_weights(gm);
   distributed::Context* dist = options.distributed && options.distributed->active() ? options.distributed : nullptr;
-  // Which FakeQuantize modules observe each value.
-  std::map<std::string, std::vector<FakeQuantize*>> observers;
-  for (const auto& o : lowered.observed()) {
-    auto* fq = dynamic_cast<FakeQuantize*>(gm.get_submodule(o.module).get());
-    if (fq && fq->observer_enabled()) observers[o.tensor].push_back(fq);
-  }
+  Observers observers = observers_of(gm, lowered);
   res.observed_tensors = static_cast<int>(observers.size());
-  // Statistics take the values as stored (channels last between convolutions, no
-  // reorder), except a Softmax input's, whose row maxima need the logical layout.
-  auto layout = runtime::Model::WatchLayout::kAsStored;
-  for (const auto& kv : observers)
-    for (FakeQuantize* fq : kv.second)
-      if (fq->softmax_dim()) layout = runtime::Model::WatchLayout::kPlain;
-  // Distributed lockstep views values as ATen tensors of their logical shape: per-channel
-  // observers need them plain there.
-  auto lockstep_layout = layout;
-  for (const auto& kv : observers)
-    for (FakeQuantize* fq : kv.second)
-      if (fq->observer().spec().per_channel) lockstep_layout = runtime::Model::WatchLayout::kPlain;
+  const auto layout = tap_layout(observers, /*aten_views=*/false);
+  const auto lockstep_layout = tap_layout(observers, /*aten_views=*/true);
   runtime::Model& model = lowered.model();
   // A parameter observed as an activation (ViT's position embedding added to the
   // tokens) is a constant of the float graph: observed once here, as every batch
-  // would show it the same values; the runs watch the computed values.
+  // would show it the same values; the taps observe the computed values.
   std::vector<std::string> watch;
   for (auto it = observers.begin(); it != observers.end();) {
     const runtime::Tensor* c = model.constant(it->first);
