@@ -86,14 +86,14 @@ std::map<std::string, Tensor> Model::run_impl(const std::map<std::string, Tensor
   // callback, which sees the logical (plain) layout.
   auto observe = [&](int v, const Tensor& stored, bool nhwc) {
     const size_t vi = static_cast<size_t>(v);
-    if (!taps->tapped[vi] && (!watched || !(*watched)[vi])) return;
+    if (!taps->stat[vi] && (!watched || !(*watched)[vi])) return;
     Tensor on_host;  // a device-resident value, copied for its observers
     if (!plan->device.empty() && plan->device[vi]) {
       on_host = Tensor(stored.shape(), stored.dtype());
       plan->device_to_host(on_host.raw(), stored.raw(), stored.nbytes());
     }
     const Tensor& t = on_host.defined() ? on_host : stored;
-    if (taps->tapped[vi]) im.tap(*taps, v, t, nhwc);
+    if (taps->stat[vi]) im.tap(*taps, v, t, nhwc);
     if (!watched || !(*watched)[vi]) return;
     const auto layout = static_cast<WatchLayout>((*watched)[vi] - 1);
     const bool as_stored = layout == WatchLayout::kAsStored || (layout == WatchLayout::kLoaded && im.watch_as_stored[vi]);

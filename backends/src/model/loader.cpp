@@ -120,7 +120,6 @@ Model Model::from_graph(ir::Graph graph, const ModelOptions& options, const std:
       if (auto it = im->value_id.find(k); it != im->value_id.end()) im->watch_as_stored[static_cast<size_t>(it->second)] = 1;
   {
     auto taps = std::make_shared<Model::Impl::TapConfig>();
-    taps->tapped.assign(im->value_name.size(), false);
     taps->stat.resize(im->value_name.size());
     im->taps_cfg = std::move(taps);
   }

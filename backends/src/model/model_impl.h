@@ -100,7 +100,6 @@ struct Model::Impl {
   /// run takes the current one at its start, so set_taps never changes what a run
   /// in flight reads (its statistics change only under tap_mu).
   struct TapConfig {
-    std::vector<bool> tapped;  // by value id
     std::vector<std::shared_ptr<stats::Statistic>> stat;  // by value id; null where not tapped
     TapFactory make;           // what made them (reset_taps makes them anew)
     Model::WatchLayout layout = Model::WatchLayout::kAsStored;

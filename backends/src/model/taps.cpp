@@ -37,13 +37,11 @@ void Model::Impl::tap(const TapConfig& cfg, int v, const Tensor& t, bool nhwc) c
 
 void Model::Impl::publish_taps(const std::vector<int>& ids, TapFactory make, WatchLayout layout) {
   auto cfg = std::make_shared<TapConfig>();
-  cfg->tapped.assign(value_name.size(), false);
   cfg->stat.resize(value_name.size());
   for (int v : ids) {
-    cfg->tapped[static_cast<size_t>(v)] = true;
-    if (make) cfg->stat[static_cast<size_t>(v)] = make(value_name[static_cast<size_t>(v)]);
-    if (make && !cfg->stat[static_cast<size_t>(v)])
-      throw ArgumentError("set_taps: the tap factory made no statistic for '" + value_name[static_cast<size_t>(v)] + "'");
+    const std::string& name = value_name[static_cast<size_t>(v)];
+    cfg->stat[static_cast<size_t>(v)] = make(name);
+    if (!cfg->stat[static_cast<size_t>(v)]) throw ArgumentError("set_taps: the tap factory made no statistic for '" + name + "'");
   }
   cfg->make = std::move(make);
   cfg->layout = layout;
@@ -115,8 +113,8 @@ void Model::reset_taps() {
   WatchLayout layout;
   {
     std::lock_guard<std::mutex> lk(im.tap_mu);
-    for (size_t v = 0; v < im.taps_cfg->tapped.size(); ++v)
-      if (im.taps_cfg->tapped[v]) ids.push_back(static_cast<int>(v));
+    for (size_t v = 0; v < im.taps_cfg->stat.size(); ++v)
+      if (im.taps_cfg->stat[v]) ids.push_back(static_cast<int>(v));
     make = im.taps_cfg->make;
     layout = im.taps_cfg->layout;
   }

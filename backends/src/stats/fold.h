@@ -1,8 +1,9 @@
-// The statistics library's per-value step (internal).
+// The statistics library's per-value step and its refusal of NaN / Inf (internal).
 #pragma once
 
 #include <cstdint>
 #include <cstring>
+#include <string>
 
 namespace qfx::stats::detail {
 
@@ -15,5 +16,9 @@ __attribute__((always_inline)) inline void fold(float v, float& l, float& h, uin
   l = v < l ? v : l;
   h = v > h ? v : h;
 }
+
+/// Throws qfx::DataError "observed tensor 'NAME' contains NaN or Inf" if `nonfinite`
+/// (fold's flag) is set.
+void throw_if_nonfinite(bool nonfinite, const std::string& name);
 
 }  // namespace qfx::stats::detail

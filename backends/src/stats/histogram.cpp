@@ -6,8 +6,10 @@
 #include <cmath>
 #include <limits>
 
+#include "fold.h"
 #include "histogram_count.h"
 #include "qfx/error.h"
+#include "qfx/stats/min_max.h"
 
 namespace qfx::stats {
 namespace {
@@ -94,29 +96,26 @@ void LatticeHistogram::observe(const HistogramBuffers& b, const float* data, int
                                bool on_gpu) {
   if (n <= 0) return;
   sync_lattice(b);
+  thread_local detail::Partials p;  // its counters stay allocated from call to call
   if (base_w_ > 0) {
     // One pass: count on the current grid while scanning. Where the values need no
     // wider grid (most batches after the first), those counts are the result;
     // otherwise the grid grows and a second pass counts on it.
     const Grid before{base_lo_, 1.0 / base_w_, off_, k_};
     const double width = base_w_;
-    thread_local detail::Partials p;  // its counters stay allocated from call to call
     count_pass_on(on_gpu, data, n, before, b.bins, &p);
-    detail::throw_if_nonfinite(p.nonfinite, name);
+    detail::throw_if_nonfinite(p.nonfinite != 0, name);
     replay_range(b, p.lo, p.hi);
     if (base_lo_ == before.lo && base_w_ == width && off_ == before.off && k_ == before.k) {
       detail::add_partials(p, b.bins, b.counts);
       return;
     }
   } else {
-    float lo = kInf, hi = -kInf;
-    uint32_t nonfinite = 0;
-    detail::scan(data, n, &lo, &hi, &nonfinite);
-    detail::throw_if_nonfinite(nonfinite, name);
+    float lo, hi;
+    checked_min_max(data, n, name, &lo, &hi);
     replay_range(b, lo, hi);
   }
   const Grid g{base_lo_, 1.0 / base_w_, off_, k_};
-  thread_local detail::Partials p;
   count_pass_on(on_gpu, data, n, g, b.bins, &p);
   detail::add_partials(p, b.bins, b.counts);
 }
@@ -128,10 +127,8 @@ bool LatticeHistogram::defer(const HistogramBuffers& b, const float* data, int64
   if (n == 0) return true;
   const double* r = b.range;
   if (r[1] <= 0) return false;  // no grid yet: the first batch sets it
-  float lo = kInf, hi = -kInf;
-  uint32_t nonfinite = 0;
-  detail::scan(data, n, &lo, &hi, &nonfinite);
-  detail::throw_if_nonfinite(nonfinite, name);
+  float lo, hi;
+  checked_min_max(data, n, name, &lo, &hi);
   // The lattice commit() will find: this one, or the current grid where the range
   // was set from outside since (as sync_lattice re-anchors it).
   const bool synced = base_w_ > 0 && r[0] == wrote_lo_ && r[1] == wrote_w_;

@@ -25,27 +25,12 @@ int64_t floor_div(int64_t a, int64_t b) {
   return (a % b != 0 && a < 0) ? q - 1 : q;
 }
 
-
-void throw_if_nonfinite(uint32_t nonfinite, const std::string& name) {
-  if (nonfinite) throw DataError("observed tensor '" + (name.empty() ? std::string("?") : name) + "' contains NaN or Inf");
-}
-
-void scan(const float* data, int64_t n, float* lo_out, float* hi_out, uint32_t* nonfinite_out) {
-  float lo = kInf, hi = -kInf;
-  uint32_t nonfinite = 0;
-#pragma omp parallel for simd reduction(min : lo) reduction(max : hi) reduction(| : nonfinite) if (n > 65536)
-  for (int64_t i = 0; i < n; ++i) fold(data[i], lo, hi, nonfinite);
-  *lo_out = std::min(*lo_out, lo);
-  *hi_out = std::max(*hi_out, hi);
-  *nonfinite_out |= nonfinite;
-}
-
 namespace {
 // idx[j] = the bin of x[j] on `g`, clamped to [0, bins): Grid::bin's arithmetic
 // with a truncating conversion, which vectorises (below bin 0 it may start one
 // too high; the exact edge comparisons then give a bin <= 0, clamped to 0 all
 // the same). Also folds the values into *lo / *hi and flags NaN or Inf in
-// *nonfinite (scan's test), so one pass can both count and scan. Compiled for
+// *nonfinite (fold's test), so one pass can both count and scan. Compiled for
 // AVX-512, AVX2 and the baseline, chosen at run time.
 __attribute__((target_clones("avx512f", "avx2", "default"))) void bin_indices(const float* x, int64_t m, const Grid& g,
                                                                                int64_t bins, int32_t* idx, float* lo,
@@ -163,9 +148,9 @@ void count_pass(const float* data, int64_t n, const Grid& g, int64_t bins, Parti
       // Many values beside an edge (a value repeated there): the exact bins of the
       // whole chunk, vectorised, rather than one at a time.
       if (!fg.ok || left > 32) bin_indices(data + i, m, g, bins, idx, &tlo[t], &thi[t], &tnf[t]);
-      // Values the float shortcut left (idx -1, beside a bin edge): the lattice's bin.
-      // The last such value and its bin: a value repeated on an edge (ReLU's zeros
-      // on a grid that starts below zero) is binned once per chunk.
+      // Values the float shortcut left (idx -1, beside a bin edge): the lattice's bin,
+      // computed once for a run of the same value (ReLU's zeros on a grid that starts
+      // below zero).
       auto exact = [&](int64_t j) {
         if (idx[j] >= 0) return;
         const float v = data[i + j];

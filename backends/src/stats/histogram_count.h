@@ -27,10 +27,6 @@ struct Partials {
 
 /// floor(a / b) for b > 0.
 int64_t floor_div(int64_t a, int64_t b);
-/// DataError naming the tensor if `nonfinite`.
-void throw_if_nonfinite(uint32_t nonfinite, const std::string& name);
-/// Min and max of data[0, n) (NaN skipped); *nonfinite |= any NaN or Inf.
-void scan(const float* data, int64_t n, float* lo, float* hi, uint32_t* nonfinite);
 /// One counting pass on the CPU: bins of `g` clamped to [0, bins).
 void count_pass(const float* data, int64_t n, const Grid& g, int64_t bins, Partials* p);
 /// count_pass on the GPU (runtime::cuda_lattice_histogram): one partial.

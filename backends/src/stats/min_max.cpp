@@ -14,9 +14,6 @@ constexpr float kInf = std::numeric_limits<float>::infinity();
 
 using detail::fold;
 
-[[noreturn]] void throw_nonfinite(const std::string& name) {
-  throw DataError("observed tensor '" + (name.empty() ? std::string("?") : name) + "' contains NaN or Inf");
-}
 
 // channel_min_max without the NaN/Inf refusal: *nonfinite says whether one occurred.
 void channel_fold(const FloatView& v, int64_t axis, std::vector<float>* lo, std::vector<float>* hi, bool* nonfinite) {
@@ -67,6 +64,10 @@ void channel_fold(const FloatView& v, int64_t axis, std::vector<float>* lo, std:
 }
 }  // namespace
 
+void detail::throw_if_nonfinite(bool nonfinite, const std::string& name) {
+  if (nonfinite) throw DataError("observed tensor '" + (name.empty() ? std::string("?") : name) + "' contains NaN or Inf");
+}
+
 int64_t FloatView::numel() const {
   int64_t n = 1;
   for (int64_t d : shape) n *= d;
@@ -86,13 +87,13 @@ void min_max(const float* x, int64_t n, float* lo_out, float* hi_out, bool* nonf
 void checked_min_max(const float* x, int64_t n, const std::string& name, float* lo, float* hi) {
   bool nonfinite = false;
   min_max(x, n, lo, hi, &nonfinite);
-  if (nonfinite) throw_nonfinite(name);
+  detail::throw_if_nonfinite(nonfinite, name);
 }
 
 void channel_min_max(const FloatView& v, int64_t axis, std::vector<float>* lo, std::vector<float>* hi) {
   bool nonfinite = false;
   channel_fold(v, axis, lo, hi, &nonfinite);
-  if (nonfinite) throw_nonfinite(v.name);
+  detail::throw_if_nonfinite(nonfinite, v.name);
 }
 
 void accumulate_range(float* min, float* max, const float* lo, const float* hi, size_t n, bool first, double c) {
