@@ -81,31 +81,32 @@ QParams FakeQuantize::qparams() {
   return q;
 }
 
-void FakeQuantize::observe(const stats::FloatView& v) {
-  if (!observer_enabled() || v.numel() == 0) return;
-  if (softmax_dim_ && !v.shape.empty()) {
-    if (v.channels_last) throw InternalError("softmax input '" + observer_->tensor_name() + "' observed channels last");
-    at::Tensor x = at::from_blob(const_cast<float*>(v.data), v.shape, at::TensorOptions().dtype(at::kFloat));
-    observer_->forward(at::maximum(x, std::get<0>(x.max(*softmax_dim_, /*keepdim=*/true)) - kSoftmaxSpan));
-  } else {
-    observer_->observe(v);
-  }
+void FakeQuantize::record(const at::Tensor& d) {
+  if (softmax_dim_ && d.dim() > 0)
+    observer_->forward(at::maximum(d, std::get<0>(d.max(*softmax_dim_, /*keepdim=*/true)) - kSoftmaxSpan));
+  else
+    observer_->forward(d);
+  observed();
+}
+
+void FakeQuantize::observed() {
   if (sync_) sync_(*observer_);
   stale_ = true;
 }
 
-at::Tensor FakeQuantize::forward(const at::Tensor& x) {
-  const bool observe = observer_enabled();
-  if (observe) {
-    if (softmax_dim_ && x.dim() > 0) {
-      const at::Tensor d = x.detach();
-      observer_->forward(at::maximum(d, std::get<0>(d.max(*softmax_dim_, /*keepdim=*/true)) - kSoftmaxSpan));
-    } else {
-      observer_->forward(x.detach());
-    }
-    if (sync_) sync_(*observer_);
-    stale_ = true;
+void FakeQuantize::observe(const stats::FloatView& v) {
+  if (!observer_enabled() || v.numel() == 0) return;
+  if (softmax_dim_ && !v.shape.empty()) {  // the row maxima: through ATen, in the logical layout
+    if (v.channels_last) throw InternalError("softmax input '" + observer_->tensor_name() + "' observed channels last");
+    record(at::from_blob(const_cast<float*>(v.data), v.shape, at::TensorOptions().dtype(at::kFloat)));
+    return;
   }
+  observer_->observe(v);
+  observed();
+}
+
+at::Tensor FakeQuantize::forward(const at::Tensor& x) {
+  if (observer_enabled()) record(x.detach());
   if (!fake_quant_enabled()) return x;
   const auto& spec = observer_->spec();
   if (learnable_) {

@@ -33,14 +33,6 @@ at::Tensor ObserverBase::forward(const at::Tensor& x_in) {
   return x_in;
 }
 
-void ObserverBase::check_finite(const at::Tensor& lo, const at::Tensor& hi) const {
-  if (!at::isfinite(lo).all().item<bool>() || !at::isfinite(hi).all().item<bool>()) {
-    throw DataError("observed tensor '" + (tensor_name_.empty() ? std::string("?") : tensor_name_) +
-                    "' contains NaN or Inf (min " + std::to_string(lo.min().item<float>()) + ", max " +
-                    std::to_string(hi.max().item<float>()) + ")");
-  }
-}
-
 void ObserverBase::commit(const DeferredObservation&) {
   throw InternalError("observer of '" + tensor_name_ + "' (" + name() + ") cannot commit a deferred observation");
 }

@@ -107,6 +107,11 @@ class FakeQuantize : public torch::nn::Module {
   std::optional<int64_t> softmax_dim() const { return softmax_dim_; }
 
  private:
+  /// Records `d` (detached, logical layout) in the observer: for a Softmax input,
+  /// max(d, rowmax(d) - kSoftmaxSpan) along softmax_dim().
+  void record(const at::Tensor& d);
+  /// After an observation: the distributed sync, and qparams marked stale.
+  void observed();
   runtime::Rounding rounding_ = runtime::Rounding::kHalfEven;
   std::optional<int64_t> softmax_dim_;
   std::function<void(ObserverBase&)> sync_;

@@ -95,8 +95,6 @@ class ObserverBase : public torch::nn::Module {
   virtual std::string algorithm() const { return "minmax"; }
 
  protected:
-  /// Throws DataError if `lo`/`hi` (results of aminmax) are not finite.
-  void check_finite(const at::Tensor& lo, const at::Tensor& hi) const;
   QuantSpec spec_;
   std::string tensor_name_;
 };
