@@ -16,7 +16,7 @@ namespace qfx::stats {
 /// with axis 1 moved innermost (the NHWC order of an NCHW `shape`). Valid only during
 /// the call it is handed to.
 struct FloatView {
-  const float* data = nullptr;
+  const float* data = nullptr;  ///< numel() float32 values, in the order described above
   std::vector<int64_t> shape;  ///< logical shape (NCHW for an image batch)
   bool channels_last = false;  ///< stored with axis 1 innermost
   std::string name;            ///< the tensor's name, for errors
@@ -39,6 +39,7 @@ class Statistic {
 /// elsewhere: calibration's observers).
 class CallbackStatistic : public Statistic {
  public:
+  /// `f` receives each view `observe` is shown (on the observing thread).
   explicit CallbackStatistic(std::function<void(const FloatView&)> f) : f_(std::move(f)) {}
   void observe(const FloatView& v) override { f_(v); }
 
