@@ -9,6 +9,7 @@
 #include <cstring>
 #include <stdexcept>
 #include <vector>
+#include "common.h"
 #include "qfx/error.h"
 
 namespace qfx::runtime {
@@ -19,12 +20,12 @@ using tag = dnnl::memory::format_tag;
 
 // GOP/s (or GFLOP/s) of the best of `iters` runs of an M = N = K = n matmul.
 double best_rate(dt a_t, dt b_t, dt c_t, int64_t n, int iters, std::string* impl) {
-  dnnl::engine eng(dnnl::engine::kind::cpu, 0);
+  dnnl::engine& eng = onednn::engine();
   dnnl::stream s(eng);
   const dnnl::memory::dims d = {n, n};
   dnnl::memory::desc a_md(d, a_t, tag::ab), c_md(d, c_t, tag::ab);
   dnnl::memory::desc b_any(d, b_t, tag::any);  // the weights in the layout the kernel prefers, as the runtime packs them
-  dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(a_md, b_any, c_md), eng);
+  const auto pd = onednn::matmul_pd(a_md, b_any, dnnl::memory::desc(), c_md, dnnl::primitive_attr());
   *impl = pd.impl_info_str();
   dnnl::memory a(a_md, eng), b(pd.weights_desc(), eng), c(c_md, eng);
   const size_t a_bytes = a_md.get_size(), b_bytes = pd.weights_desc().get_size();
