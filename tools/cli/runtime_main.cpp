@@ -28,6 +28,7 @@ int main(int argc, char** argv) {
       ->delimiter(',');
   bench->add_option("--batch", b.batches, "Batch sizes (default 1,32)")->delimiter(',')->check(CLI::Range(int64_t{1}, int64_t{1} << 20));
   bench->add_option("--iters", b.iters, "Timed runs per row (default 20)")->check(CLI::Range(1, 1000000));
+  bench->add_flag("--peak", b.peak, "Measure this machine's fp32 and int8 peak first (large oneDNN matmuls); adds each row's fraction of it");
 
   // The full build's commands, named so that their absence is explained.
   for (const char* name : {"ptq", "qat", "inspect", "ops", "report"})

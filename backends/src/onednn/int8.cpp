@@ -50,8 +50,11 @@ struct Int8Attr {
   std::vector<std::shared_ptr<void>> keep;
 };
 
-// Sets a per-tensor zero point of `arg` (the source's or the destination's).
+// Sets a per-tensor zero point of `arg` (the source's or the destination's). None
+// for 0: oneDNN 3.x takes the value at execution, so a zero point set at all costs
+// the source's compensation.
 void zero_point(Int8Attr* a, int arg, int32_t z) {
+  if (z == 0) return;
 #if DNNL_VERSION_MAJOR >= 3
   a->attr.set_zero_points_mask(arg, 0);
   a->args[DNNL_ARG_ATTR_ZERO_POINTS | arg] = constant(memory::desc({1}, dt::s32, tag::a), std::vector<int32_t>{z}, &a->keep);
@@ -66,8 +69,9 @@ void zero_point(Int8Attr* a, int arg, int32_t z) {
 // post-op (half to even) before the destination zero point, as ONNX QuantizeLinear
 // rounds before adding it. 3.x: no scales (its bias is added after them); the
 // post-ops multiply acc + bias by m_c (a per-channel binary multiply), round half
-// to even, clamp to the fused activation's code range less the zero point, and the
-// zero point comes last.
+// to even (when a zero point follows), clamp to the fused activation's code range
+// less the zero point (when it is narrower than the dtype's), and the zero point
+// comes last.
 void finish_codes(const ir::Node& n, const std::vector<float>& mult, bool conv, Int8Attr* a) {
   zero_point(a, DNNL_ARG_SRC, n.in_q[0].zero_point[0]);
   zero_point(a, DNNL_ARG_DST, n.out_q.zero_point[0]);
@@ -77,10 +81,13 @@ void finish_codes(const ir::Node& n, const std::vector<float>& mult, bool conv, 
   const memory::desc m_md = conv ? memory::desc({1, M, 1, 1}, dt::f32, tag::abcd) : memory::desc({1, M}, dt::f32, tag::ab);
   po.append_binary(dnnl::algorithm::binary_mul, m_md);
   a->args[DNNL_ARG_ATTR_MULTIPLE_POST_OP(0) | DNNL_ARG_SRC_1] = constant(m_md, mult, &a->keep);
-  append_eltwise(&po, dnnl::algorithm::eltwise_round, 0.0f, 0.0f);
-  const ref::QRange range = ref::act_range(n);
-  const auto zy = static_cast<float>(n.out_q.zero_point[0]);
-  append_eltwise(&po, dnnl::algorithm::eltwise_clip, static_cast<float>(range.lo) - zy, static_cast<float>(range.hi) - zy);
+  // Rounding commutes with a clamp to integers, but not with adding an odd zero
+  // point; the final conversion rounds half to even too.
+  const int32_t zy = n.out_q.zero_point[0];
+  if (zy != 0) append_eltwise(&po, dnnl::algorithm::eltwise_round, 0.0f, 0.0f);
+  const ref::QRange range = ref::act_range(n), full = ref::qrange(n.out_q.dtype);
+  if (range.lo != full.lo || range.hi != full.hi)  // else the conversion's saturation clamps
+    append_eltwise(&po, dnnl::algorithm::eltwise_clip, static_cast<float>(range.lo - zy), static_cast<float>(range.hi - zy));
 #else
   a->attr.set_output_scales(mult.size() == 1 ? 0 : 2, mult);
   const float sy = n.out_q.scale[0];
