@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Installs what qfx needs to build, test and export its fixtures:
-#  - Debian packages (compilers, oneDNN, yaml-cpp, ONNX protobuf classes, GoogleTest, ...);
+#  - Debian packages (compilers, oneDNN 2.6, yaml-cpp, ONNX protobuf classes, GoogleTest, ...);
 #  - the Python side from PyPI, pinned in requirements.txt (torch with its libtorch,
-#    torchvision, onnx, onnxruntime, numpy, pillow), into the virtual environment
+#    torchvision, onnx, onnxruntime, numpy, pillow, oneDNN 3.x for the CPU, which the
+#    runtime builds against by default), into the virtual environment
 #    .venv in the source tree (QFX_VENV overrides). CMake and the tests find it there;
 #    nothing needs activating.
 # With --debian-torch it also installs Debian's libtorch 1.13 and its Python
@@ -63,7 +64,7 @@ else
     echo "install_deps: creating the virtual environment $venv"
     python3 -m venv "$venv"
   fi
-  echo "install_deps: installing requirements.txt into $venv (torch, torchvision, onnx, onnxruntime, numpy, pillow, pyyaml, torchao, onnxscript)"
+  echo "install_deps: installing requirements.txt into $venv (torch, torchvision, onnx, onnxruntime, numpy, pillow, pyyaml, torchao, onnxscript, oneDNN 3.x)"
   if ! "$venv/bin/python" -m pip install --quiet --disable-pip-version-check -r "$req"; then
     echo "install_deps: ERROR: pip could not install requirements.txt into $venv" >&2
     exit 1
@@ -75,6 +76,10 @@ else
   fi
   if ! (cd / && "$venv/bin/python" -c "import torch, torchvision, onnx, onnxruntime, numpy, PIL, yaml, torchao") ; then
     echo "install_deps: ERROR: the packages installed into $venv do not import" >&2
+    exit 1
+  fi
+  if [ ! -f "$venv/include/oneapi/dnnl/dnnl.hpp" ] || ! ls "$venv"/lib/libdnnl.so.3* >/dev/null 2>&1; then
+    echo "install_deps: ERROR: oneDNN 3.x (onednn-cpu-gomp, onednn-devel-cpu-gomp) is missing from $venv/lib and $venv/include" >&2
     exit 1
   fi
   cat "$req" "$models" > "$stamp"

@@ -40,6 +40,11 @@ check "run --explain names each node's kernel" 0 "# kernels \(backend onednn\)" 
   "$QFX" run "$O/qdq_convnet.onnx" -i "$O/qdq_convnet.in.npy" --explain
 check "bench: backends side by side" 0 "\| qdq_convnet.onnx \| 1 \| reference \|.*x \|" -- \
   "$QFX" bench "$O/qdq_convnet.onnx" --backends onednn,reference --batch 1 --iters 3
+check "bench --peak: the measured peak first" 0 "^peak \(.*int8 [0-9.]+ GOP/s \(" -- \
+  "$QFX" bench "$O/qdq_convnet.onnx" --backends onednn --batch 1 --iters 3 --peak
+check "bench --peak: each row's GOP/s and fraction of the peak" 0 \
+  "^\| qdq_convnet.onnx \| 1 \| onednn \|.*x \| [0-9.]+ \| [0-9]+ % \|$" -- \
+  "$QFX" bench "$O/qdq_convnet.onnx" --backends onednn --batch 1 --iters 3 --peak
 
 check "ptq is refused with the reason" 2 "runtime-only build.*ptq needs the full build" -- "$QFX" ptq cfg.yaml
 check "a missing model names the file (exit 7)" 7 "nope.onnx" -- "$QFX" run "$T/nope.onnx" -i "$O/qdq_convnet.in.npy"
