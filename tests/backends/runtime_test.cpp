@@ -526,6 +526,7 @@ TEST(Runtime, MeasurePeakTimesOneDnnMatmuls) {
   const qfx::runtime::Peak p = qfx::runtime::measure_peak(256, 1);
   EXPECT_GT(p.fp32_gflops, 0.0);
   EXPECT_GT(p.int8_gops, 0.0);
+  EXPECT_GT(p.read_gbps, 0.0);
   EXPECT_GE(p.threads, 1);
   EXPECT_EQ(p.size, 256);
   EXPECT_FALSE(p.fp32_impl.empty());

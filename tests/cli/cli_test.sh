@@ -412,6 +412,9 @@ check "qfx ptq writes model_fp32.onnx; qfx bench OUTPUT_DIR times it beside the 
 check "qfx bench OUTPUT_DIR taps the values its calibration observed (report.json's observed_tensors)" 0 "^ok$" -- bash -c \
   "n=\$(python3 -c \"import json; print(json.load(open('$tmp/fm/report.json'))['calibration']['observed_tensors'])\") &&
    grep -q \"^# taps: \$n values calibration observed\" '$tmp/fm.bench' && echo ok || { echo \"observed \$n\"; grep taps: '$tmp/fm.bench'; }"
+check "qfx bench --peak: the memory read bandwidth, and the time reading the tapped values takes at it" 0 \
+  "^# the taps read [0-9.]+ M float values \([0-9.]+ MB\) per image; reading them from memory at [0-9.]+ GB/s alone takes [0-9.]+ ms per image$" -- \
+  bash -c "'$QFX' bench '$tmp/fm' --batch 2 --iters 1 --peak | tee '$tmp/fm.peak' && grep -qE '^# peak of this machine.*; memory read [0-9.]+ GB/s$' '$tmp/fm.peak'"
 check "qfx bench OUTPUT_DIR whose encodings.json is not JSON" 7 "encodings.json: not valid JSON" -- bash -c \
   "cp -r '$tmp/fm' '$tmp/fm_bad' && echo '{oops' >'$tmp/fm_bad/encodings.json' && '$QFX' bench '$tmp/fm_bad' --batch 2 --iters 1"
 check "qfx bench MODEL.pt alone: the fp32 ONNX is built in-process at the first conv's channels" 0 "input \[N, 1, 28, 28\]" -- \

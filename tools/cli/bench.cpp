@@ -278,9 +278,10 @@ int run_bench(const BenchArgs& a) {
   runtime::Peak peak;
   if (args.peak) {
     peak = runtime::measure_peak();
-    std::printf("# peak of this machine, %d threads, oneDNN matmul %lld^3: fp32 %.0f GFLOP/s (%s), int8 u8 x s8 %.0f GOP/s (%s)\n",
+    std::printf("# peak of this machine, %d threads, oneDNN matmul %lld^3: fp32 %.0f GFLOP/s (%s), int8 u8 x s8 %.0f GOP/s (%s); "
+                "memory read %.1f GB/s\n",
                 peak.threads, static_cast<long long>(peak.size), peak.fp32_gflops, peak.fp32_impl.c_str(), peak.int8_gops,
-                peak.int8_impl.c_str());
+                peak.int8_impl.c_str(), peak.read_gbps);
   }
   if (args.torchscript.empty()) {
     if (args.peak) return 0;
@@ -323,6 +324,7 @@ int run_bench(const BenchArgs& a) {
   if (!args.int8_onnx.empty()) int8 = std::make_unique<runtime::Model>(runtime::Model::load(args.int8_onnx, {"onednn"}));
   std::vector<std::string> int8_rows, pytorch_failures;
   std::vector<Timing> all_sides;  // every side's timings, for the noise warning
+  int64_t tapped_per_image = 0;   // float values the taps read per image
   for (int64_t b : args.batches) {
     std::mt19937 rng(0);
     std::normal_distribution<float> nd;
@@ -339,6 +341,12 @@ int run_bench(const BenchArgs& a) {
     const std::vector<Timing> timing = interleaved_ms(fns, args.iters);
     all_sides.insert(all_sides.end(), timing.begin(), timing.end());
     const double t_torch = timing[0].median, t_qfx = timing[1].median, t_taps = timing[2].median;
+    if (tapped_per_image == 0) {  // what the taps read: their statistics count the values they saw
+      tapped.reset_taps();
+      tapped.run({{tapped.inputs()[0].name, x}});
+      for (const auto& [name, st] : tapped.taps()) tapped_per_image += st.count;
+      tapped_per_image /= b;
+    }
     // GFLOP/s: 2 operations per multiply-accumulate, t in ms.
     const double ops = 2.0 * static_cast<double>(model.multiply_accumulates({x.shape()}));
     std::printf("%-6lld %14.2f %14.2f %10.2f %16.2f %12.2f %18s\n", static_cast<long long>(b), t_torch, t_qfx,
@@ -365,6 +373,11 @@ int run_bench(const BenchArgs& a) {
       int8_rows.push_back(line);
     }
   }
+  const double tap_mb = 4.0 * static_cast<double>(tapped_per_image) / 1e6;
+  std::printf("# the taps read %.2f M float values (%.1f MB) per image", static_cast<double>(tapped_per_image) / 1e6, tap_mb);
+  if (args.peak)  // tensors larger than the caches are read from memory: a floor under the taps' cost
+    std::printf("; reading them from memory at %.1f GB/s alone takes %.2f ms per image", peak.read_gbps, tap_mb / peak.read_gbps);
+  std::printf("\n");
   if (int8) {
     std::printf("# int8: %s (runtime onednn)%s\n", args.int8_onnx.c_str(),
                 args.pytorch_script.empty() ? "; no PyTorch columns (--pytorch-int8 SCRIPT adds them)"

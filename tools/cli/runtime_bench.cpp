@@ -52,9 +52,9 @@ int run_runtime_bench(const RuntimeBenchArgs& a) {
   Peak peak;
   if (a.peak) {
     peak = measure_peak();
-    std::printf("peak (%d threads, %lld^3 oneDNN matmuls): fp32 %.1f GFLOP/s (%s), int8 %.1f GOP/s (%s)\n", peak.threads,
-                static_cast<long long>(peak.size), peak.fp32_gflops, peak.fp32_impl.c_str(), peak.int8_gops,
-                peak.int8_impl.c_str());
+    std::printf("peak (%d threads, %lld^3 oneDNN matmuls): fp32 %.1f GFLOP/s (%s), int8 %.1f GOP/s (%s); memory read %.1f GB/s\n",
+                peak.threads, static_cast<long long>(peak.size), peak.fp32_gflops, peak.fp32_impl.c_str(), peak.int8_gops,
+                peak.int8_impl.c_str(), peak.read_gbps);
   }
   std::printf("| model | batch | backend | median ms | IQR ms | img/s | speed vs %s | GOP/s |%s\n|---|---:|---|---:|---:|---:|---:|---:|%s\n",
               a.backends[0].c_str(), a.peak ? " of peak |" : "", a.peak ? "---:|" : "");
