@@ -68,27 +68,33 @@ void append_eltwise(dnnl::post_ops* po, dnnl::algorithm alg, float alpha, float 
 /// The fp32 attribute of node `n`: its fused Relu / Clip as eltwise post-ops.
 dnnl::primitive_attr fp32_attr(const ir::Node& n);
 
-/// Forward-inference primitive descriptors in either API. Dilations are oneDNN's
-/// (0: dense); an empty `bias` means none.
+/// Forward-inference primitive descriptors in either API, made on engine(); an empty
+/// `bias` means none. Throw dnnl::error where oneDNN has no implementation.
+/// Convolution (direct); dilations are oneDNN's (0: dense).
 dnnl::convolution_forward::primitive_desc conv_pd(const memory::desc& src, const memory::desc& w,
                                                   const memory::desc& bias, const memory::desc& dst,
                                                   const memory::dims& strides, const memory::dims& dilations,
                                                   const memory::dims& pad_l, const memory::dims& pad_r,
                                                   const dnnl::primitive_attr& attr);
+/// Inner product: src [M, K], weights [N, K], dst [M, N].
 dnnl::inner_product_forward::primitive_desc inner_product_pd(const memory::desc& src, const memory::desc& w,
                                                              const memory::desc& bias, const memory::desc& dst,
                                                              const dnnl::primitive_attr& attr);
+/// Matmul: src [M, K] x weights [K, N] -> dst [M, N].
 dnnl::matmul::primitive_desc matmul_pd(const memory::desc& src, const memory::desc& w, const memory::desc& bias,
                                        const memory::desc& dst, const dnnl::primitive_attr& attr);
+/// 2-D pooling (max, or average with or without the padding), dense windows.
 dnnl::pooling_forward::primitive_desc pooling_pd(dnnl::algorithm alg, const memory::desc& src, const memory::desc& dst,
                                                  const memory::dims& strides, const memory::dims& kernel,
                                                  const memory::dims& pad_l, const memory::dims& pad_r,
                                                  const dnnl::primitive_attr& attr);
 
-/// The fp32 kernels (fp32.cpp): Conv; Gemm and MatMul by a constant 2-D weight;
-/// MaxPool / AveragePool (MaxPool also on u8 / s8 codes).
+/// The fp32 kernels (fp32.cpp), each building `k` for request `r` or declining with
+/// the reason. Conv with constant weights and fused Relu / Clip.
 bool conv_fp32(const KernelRequest& r, Kernel* k);
+/// Gemm, and MatMul by a constant 2-D weight (the input's leading dims as rows).
 bool inner_product_fp32(const KernelRequest& r, Kernel* k);
+/// MaxPool / AveragePool (MaxPool also on u8 / s8 codes).
 bool pool_fp32(const KernelRequest& r, Kernel* k);
 /// QLinearConv / QGemm / QLinearMatMul on oneDNN's int8 primitives (int8.cpp).
 bool qconv_qgemm(const KernelRequest& r, Kernel* k);
