@@ -3,7 +3,7 @@
 # tools/install_deps.sh makes (.venv, or the prefix of QFX_PYTHON), else the
 # system's (Debian's libdnnl-dev, oneDNN 2.6). -DQFX_ONEDNN_ROOT=DIR picks the oneDNN
 # under DIR/include and DIR/lib, e.g. /usr for Debian's. The kernels build against
-# the 2.x and the 3.x API (backends/src/onednn/api.h).
+# the 2.x and the 3.x API (backends/src/onednn/common.h).
 #
 # PyPI's newest `onednn` wheel is not the default: it is built with the SYCL CPU
 # runtime and TBB threading, so it needs Intel's DPC++ and OpenCL runtimes (about

@@ -109,6 +109,26 @@ dnnl::primitive_attr fp32_attr(const ir::Node& n) {
   return attr;
 }
 
+bool conv_shape(const KernelRequest& r, const Shape& x, const Shape& ws, ConvShape* c) {
+  const ir::Node& n = r.node;
+  const int64_t g = n.attr_i("group", 1), N = x[0], C = x[1], H = x[2], W = x[3], M = ws[0], kH = ws[2], kW = ws[3];
+  if (g <= 0 || C % g || M % g || ws[1] * g != C) return r.decline("group does not divide the channels");
+  auto s = n.attr_ints("strides", {1, 1}), d = n.attr_ints("dilations", {1, 1}), p = n.attr_ints("pads", {0, 0, 0, 0});
+  if (!window_attrs_ok(s, d, p, kH, kW)) return r.decline("needs 2 positive strides and dilations, 4 non-negative pads");
+  const int64_t oH = (H + p[0] + p[2] - (d[0] * (kH - 1) + 1)) / s[0] + 1;
+  const int64_t oW = (W + p[1] + p[3] - (d[1] * (kW - 1) + 1)) / s[1] + 1;
+  if (oH <= 0 || oW <= 0) return r.decline("the window does not fit the input");
+  c->src = {N, C, H, W};
+  c->dst = {N, M, oH, oW};
+  c->w_dims = g == 1 ? memory::dims{M, C, kH, kW} : memory::dims{g, M / g, C / g, kH, kW};
+  c->w_tag = g == 1 ? tag::oihw : tag::goihw;
+  c->strides = {s[0], s[1]};
+  c->dilations = {d[0] - 1, d[1] - 1};
+  c->pad_l = {p[0], p[1]};
+  c->pad_r = {p[2], p[3]};
+  return true;
+}
+
 dnnl::convolution_forward::primitive_desc conv_pd(const memory::desc& src, const memory::desc& w,
                                                   const memory::desc& bias, const memory::desc& dst,
                                                   const memory::dims& strides, const memory::dims& dilations,

@@ -89,6 +89,20 @@ dnnl::pooling_forward::primitive_desc pooling_pd(dnnl::algorithm alg, const memo
                                                  const memory::dims& pad_l, const memory::dims& pad_r,
                                                  const dnnl::primitive_attr& attr);
 
+/// The geometry of an NCHW convolution (ONNX Conv / QLinearConv attributes) as
+/// oneDNN takes it: input [N, C, H, W], weights [M, C / group, kH, kW] (as `w_dims`:
+/// [M, C, kH, kW] for group 1, else [group, M / group, C / group, kH, kW], plain
+/// layout `w_tag`), output [N, M, oH, oW]; dilations in oneDNN's form (0: dense).
+struct ConvShape {
+  memory::dims src, dst, w_dims, strides, dilations, pad_l, pad_r;
+  tag w_tag = tag::oihw;
+};
+/// Reads node `r.node`'s convolution on input shape `x` with weight shape `ws` (both
+/// 4-D) into `c`. False, having declined with the reason, for a group that does not
+/// divide the channels, strides / dilations / pads the kernels do not index
+/// (window_attrs_ok), or a window that does not fit the input.
+bool conv_shape(const KernelRequest& r, const Shape& x, const Shape& ws, ConvShape* c);
+
 /// The fp32 kernels (fp32.cpp), each building `k` for request `r` or declining with
 /// the reason. Conv with constant weights and fused Relu / Clip.
 bool conv_fp32(const KernelRequest& r, Kernel* k);

@@ -19,39 +19,30 @@ bool conv_fp32(const KernelRequest& r, Kernel* k) {
   const Tensor& w = *consts[1];
   const Tensor* b = in.size() > 2 && !n.inputs[2].empty() ? consts[2] : nullptr;
   if (in.size() > 2 && !n.inputs[2].empty() && !b) return r.decline("the bias is not a constant");
-  const auto& x = in[0].shape;
-  const auto& ws = w.shape();
-  if (ws.size() != 4) return r.decline("weights are not 4-D");
-  const int64_t g = n.attr_i("group", 1), N = x[0], C = x[1], H = x[2], W = x[3], M = ws[0], kH = ws[2], kW = ws[3];
-  if (g <= 0 || C % g || M % g || ws[1] * g != C) return r.decline("group does not divide the channels");
-  auto s = n.attr_ints("strides", {1, 1}), d = n.attr_ints("dilations", {1, 1}), p = n.attr_ints("pads", {0, 0, 0, 0});
-  if (!window_attrs_ok(s, d, p, kH, kW)) return r.decline("needs 2 positive strides and dilations, 4 non-negative pads");
-  const int64_t oH = (H + p[0] + p[2] - (d[0] * (kH - 1) + 1)) / s[0] + 1;
-  const int64_t oW = (W + p[1] + p[3] - (d[1] * (kW - 1) + 1)) / s[1] + 1;
-  if (oH <= 0 || oW <= 0) return r.decline("the window does not fit the input");
-  const memory::dims src_dims = {N, C, H, W}, dst_dims = {N, M, oH, oW};
-  const memory::dims w_dims = g == 1 ? memory::dims{M, C, kH, kW} : memory::dims{g, M / g, C / g, kH, kW};
+  if (w.shape().size() != 4) return r.decline("weights are not 4-D");
+  ConvShape c;
+  if (!conv_shape(r, in[0].shape, w.shape(), &c)) return false;
+  const int64_t M = c.dst[1];
   // Channels last when the input comes so or the consumers take it: no reorders
   // between layers; otherwise oneDNN picks its blocked layout and we reorder around it.
   const bool cl = in[0].nhwc || nhwc_out;
-  auto src_any = memory::desc(src_dims, dt::f32, cl ? tag::nhwc : tag::any);
-  auto dst_any = memory::desc(dst_dims, dt::f32, cl ? tag::nhwc : tag::any);
-  auto w_any = memory::desc(w_dims, dt::f32, tag::any);
+  auto src_any = memory::desc(c.src, dt::f32, cl ? tag::nhwc : tag::any);
+  auto dst_any = memory::desc(c.dst, dt::f32, cl ? tag::nhwc : tag::any);
+  auto w_any = memory::desc(c.w_dims, dt::f32, tag::any);
   auto b_md = memory::desc({M}, dt::f32, tag::a);
-  auto pd = conv_pd(src_any, w_any, b ? b_md : memory::desc(), dst_any, {s[0], s[1]}, {d[0] - 1, d[1] - 1},
-                    {p[0], p[1]}, {p[2], p[3]}, fp32_attr(n));
+  auto pd = conv_pd(src_any, w_any, b ? b_md : memory::desc(), dst_any, c.strides, c.dilations, c.pad_l, c.pad_r, fp32_attr(n));
   std::vector<std::shared_ptr<void>> keep;
   std::unordered_map<int, memory> fixed = {
-      {DNNL_ARG_WEIGHTS, reorder_weights({w_dims, dt::f32, g == 1 ? tag::oihw : tag::goihw}, w.raw(), pd.weights_desc(), &keep)}};
+      {DNNL_ARG_WEIGHTS, reorder_weights({c.w_dims, dt::f32, c.w_tag}, w.raw(), pd.weights_desc(), &keep)}};
   if (b) {
     keep.push_back(std::make_shared<Tensor>(*b));
     fixed[DNNL_ARG_BIAS] = memory(b_md, engine(), const_cast<void*>(b->raw()));
   }
-  k->outputs = {{{N, M, oH, oW}, DType::kFloat32, nhwc_out}};
+  k->outputs = {{Shape(c.dst.begin(), c.dst.end()), DType::kFloat32, nhwc_out}};
   k->accepts_nhwc = true;
   k->run = make_exec(std::make_shared<dnnl::convolution_forward>(pd),
-                     memory::desc(src_dims, dt::f32, in[0].nhwc ? tag::nhwc : tag::nchw), pd.src_desc(),
-                     memory::desc(dst_dims, dt::f32, nhwc_out ? tag::nhwc : tag::nchw), pd.dst_desc(), pd.scratchpad_desc(),
+                     memory::desc(c.src, dt::f32, in[0].nhwc ? tag::nhwc : tag::nchw), pd.src_desc(),
+                     memory::desc(c.dst, dt::f32, nhwc_out ? tag::nhwc : tag::nchw), pd.dst_desc(), pd.scratchpad_desc(),
                      std::move(fixed), std::move(keep));
   return true;
 }

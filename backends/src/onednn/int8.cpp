@@ -116,27 +116,18 @@ void take(const PD& pd, Int8Layer* l) {
 
 // QLinearConv's primitive with M output channels writing `ydt`.
 bool conv_layer(const KernelRequest& r, int64_t M, dt ydt, bool bias, const dnnl::primitive_attr& attr, Int8Layer* l) {
-  const ir::Node& n = r.node;
-  const auto& x = r.in[0].shape;
-  const auto& ws = r.consts[1]->shape();
-  const int64_t g = n.attr_i("group", 1), N = x[0], C = x[1], H = x[2], W = x[3], kH = ws[2], kW = ws[3];
-  if (g <= 0 || C % g || M % g || ws[1] * g != C) return r.decline("group does not divide the channels");
-  auto s = n.attr_ints("strides", {1, 1}), d = n.attr_ints("dilations", {1, 1}), p = n.attr_ints("pads", {0, 0, 0, 0});
-  if (!window_attrs_ok(s, d, p, kH, kW)) return r.decline("needs 2 positive strides and dilations, 4 non-negative pads");
-  const int64_t oH = (H + p[0] + p[2] - (d[0] * (kH - 1) + 1)) / s[0] + 1;
-  const int64_t oW = (W + p[1] + p[3] - (d[1] * (kW - 1) + 1)) / s[1] + 1;
-  const memory::dims w_dims = g == 1 ? memory::dims{M, C, kH, kW} : memory::dims{g, M / g, C / g, kH, kW};
+  ConvShape c;
+  if (!conv_shape(r, r.in[0].shape, r.consts[1]->shape(), &c)) return false;
   const dt xdt = qdt(r.in[0].dtype);
-  l->user_src = memory::desc({N, C, H, W}, xdt, r.in[0].nhwc ? tag::nhwc : tag::nchw);
-  l->user_dst = memory::desc({N, M, oH, oW}, ydt, r.nhwc_out ? tag::nhwc : tag::nchw);
-  l->w_user = memory::desc(w_dims, dt::s8, g == 1 ? tag::oihw : tag::goihw);
+  l->user_src = memory::desc(c.src, xdt, r.in[0].nhwc ? tag::nhwc : tag::nchw);
+  l->user_dst = memory::desc(c.dst, ydt, r.nhwc_out ? tag::nhwc : tag::nchw);
+  l->w_user = memory::desc(c.w_dims, dt::s8, c.w_tag);
   l->b_md = memory::desc({M}, dt::s32, tag::a);
-  auto pd = conv_pd(memory::desc({N, C, H, W}, xdt, tag::any), memory::desc(w_dims, dt::s8, tag::any),
-                    bias ? l->b_md : memory::desc(), memory::desc({N, M, oH, oW}, ydt, tag::any), {s[0], s[1]},
-                    {d[0] - 1, d[1] - 1}, {p[0], p[1]}, {p[2], p[3]}, attr);
+  auto pd = conv_pd(memory::desc(c.src, xdt, tag::any), memory::desc(c.w_dims, dt::s8, tag::any), bias ? l->b_md : memory::desc(),
+                    memory::desc(c.dst, ydt, tag::any), c.strides, c.dilations, c.pad_l, c.pad_r, attr);
   l->prim = std::make_shared<dnnl::convolution_forward>(pd);
   take(pd, l);
-  l->out = {N, M, oH, oW};
+  l->out = Shape(c.dst.begin(), c.dst.end());
   return true;
 }
 

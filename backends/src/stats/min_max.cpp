@@ -14,7 +14,6 @@ constexpr float kInf = std::numeric_limits<float>::infinity();
 
 using detail::fold;
 
-
 // channel_min_max without the NaN/Inf refusal: *nonfinite says whether one occurred.
 void channel_fold(const FloatView& v, int64_t axis, std::vector<float>* lo, std::vector<float>* hi, bool* nonfinite) {
   const int64_t rank = static_cast<int64_t>(v.shape.size());
