@@ -268,6 +268,59 @@ std::string rate_str(double rate, double peak) {
   return buf;
 }
 
+// runtime::measure_peak, printed as the benchmark's first line.
+runtime::Peak measured_peak() {
+  const runtime::Peak peak = runtime::measure_peak();
+  std::printf("# peak of this machine, %d threads, oneDNN matmul %lld^3: fp32 %.0f GFLOP/s (%s), int8 u8 x s8 %.0f GOP/s (%s); "
+              "memory read %.1f GB/s\n",
+              peak.threads, static_cast<long long>(peak.size), peak.fp32_gflops, peak.fp32_impl.c_str(), peak.int8_gops,
+              peak.int8_impl.c_str(), peak.read_gbps);
+  return peak;
+}
+
+// Float values the taps of `tapped` read per image of batch `x`: their statistics
+// count what they saw in one run.
+int64_t tapped_values_per_image(runtime::Model& tapped, const runtime::Tensor& x) {
+  tapped.reset_taps();
+  tapped.run({{tapped.inputs()[0].name, x}});
+  int64_t n = 0;
+  for (const auto& [name, st] : tapped.taps()) n += st.count;
+  return n / x.shape()[0];
+}
+
+// The line under the fp32 table: what the taps read per image and, with the measured
+// `peak`, how long reading that from memory takes (a floor under their cost where the
+// tensors are larger than the caches).
+void print_tap_reads(int64_t per_image, const runtime::Peak* peak) {
+  const double mb = 4.0 * static_cast<double>(per_image) / 1e6;
+  std::printf("# the taps read %.2f M float values (%.1f MB) per image", static_cast<double>(per_image) / 1e6, mb);
+  if (peak) std::printf("; reading them from memory at %.1f GB/s alone takes %.2f ms per image", peak->read_gbps, mb / peak->read_gbps);
+  std::printf("\n");
+}
+
+// One row of the int8 table at batch `b`: qfx int8 (`t_int8` ms, against qfx fp32's
+// `t_fp32`, at `rate`), then each PyTorch flow's time and qfx's ratio to it; a flow
+// that could not be measured prints "failed" and its reason goes to `failures`.
+std::string int8_row(const BenchArgs& args, int64_t b, double t_int8, double t_fp32, const std::string& rate,
+                     std::vector<std::string>* failures) {
+  char row[128];
+  std::snprintf(row, sizeof row, "%-6lld %14.2f %14.2f %18s", static_cast<long long>(b), t_int8, t_int8 / t_fp32, rate.c_str());
+  std::string line = row;
+  for (const auto& flow : args.pytorch_script.empty() ? std::vector<std::string>{} : args.pytorch_flows) {
+    std::string why;
+    const double t_pt = pytorch_int8_ms(args, flow, b, &why);
+    char pt[32] = "failed", vs_pt[32] = "-";  // the reason is printed below the table
+    if (t_pt <= 0) failures->push_back("PyTorch " + flow + " at batch " + std::to_string(b) + ": " + why);
+    if (t_pt > 0) {
+      std::snprintf(pt, sizeof pt, "%.2f", t_pt);
+      std::snprintf(vs_pt, sizeof vs_pt, "%.2f", t_int8 / t_pt);
+    }
+    std::snprintf(row, sizeof row, " %16s %14s", pt, vs_pt);
+    line += row;
+  }
+  return line;
+}
+
 }  // namespace
 
 int run_bench(const BenchArgs& a) {
@@ -275,14 +328,7 @@ int run_bench(const BenchArgs& a) {
   if (args.threads > 0) at::set_num_threads(args.threads);
   args.threads = at::get_num_threads();
   torch::NoGradGuard ng;
-  runtime::Peak peak;
-  if (args.peak) {
-    peak = runtime::measure_peak();
-    std::printf("# peak of this machine, %d threads, oneDNN matmul %lld^3: fp32 %.0f GFLOP/s (%s), int8 u8 x s8 %.0f GOP/s (%s); "
-                "memory read %.1f GB/s\n",
-                peak.threads, static_cast<long long>(peak.size), peak.fp32_gflops, peak.fp32_impl.c_str(), peak.int8_gops,
-                peak.int8_impl.c_str(), peak.read_gbps);
-  }
+  const runtime::Peak peak = args.peak ? measured_peak() : runtime::Peak{};
   if (args.torchscript.empty()) {
     if (args.peak) return 0;
     throw ConfigError("qfx bench needs a model: a qfx ptq / qat output folder, or a TorchScript file (and its ONNX), or --peak alone");
@@ -294,21 +340,18 @@ int run_bench(const BenchArgs& a) {
   auto frozen = torch::jit::optimize_for_inference(ts);
   std::string fp32_bytes;
   if (args.onnx.empty()) fp32_bytes = export_fp32(args.torchscript, ts, args.size > 0 ? args.size : 224);
-  auto load_fp32 = [&] {
-    return fp32_bytes.empty() ? runtime::Model::load(args.onnx, {"onednn"}) : runtime::Model::load_from_string(fp32_bytes, {"onednn"});
+  auto load_fp32 = [&](const runtime::ModelOptions& o) {
+    return fp32_bytes.empty() ? runtime::Model::load(args.onnx, o) : runtime::Model::load_from_string(fp32_bytes, o);
   };
-  runtime::Model model = load_fp32();
+  runtime::Model model = load_fp32({"onednn"});
   runtime::ModelOptions unfused{"onednn"};  // every value of the graph, fused or not, to choose the taps from
   unfused.fuse_activations = false;
-  const std::vector<std::string> names =
-      tap_names(fp32_bytes.empty() ? runtime::Model::load(args.onnx, unfused) : runtime::Model::load_from_string(fp32_bytes, unfused),
-                args.observed);
+  const std::vector<std::string> names = tap_names(load_fp32(unfused), args.observed);
   // The tapped model as calibration loads it: the tapped values kept unfused, in any layout.
   runtime::ModelOptions tap_options{"onednn"};
   tap_options.keep_values = names;
   tap_options.keep_values_any_layout = true;
-  runtime::Model tapped = fp32_bytes.empty() ? runtime::Model::load(args.onnx, tap_options)
-                                             : runtime::Model::load_from_string(fp32_bytes, tap_options);
+  runtime::Model tapped = load_fp32(tap_options);
   const std::array<int64_t, 3> chw = input_chw(model, args.size);
   args.size = chw[1];
   std::printf("# taps: %zu %s, each with calibration's histogram (2048 bins, growing)\n", names.size(),
@@ -341,43 +384,18 @@ int run_bench(const BenchArgs& a) {
     const std::vector<Timing> timing = interleaved_ms(fns, args.iters);
     all_sides.insert(all_sides.end(), timing.begin(), timing.end());
     const double t_torch = timing[0].median, t_qfx = timing[1].median, t_taps = timing[2].median;
-    if (tapped_per_image == 0) {  // what the taps read: their statistics count the values they saw
-      tapped.reset_taps();
-      tapped.run({{tapped.inputs()[0].name, x}});
-      for (const auto& [name, st] : tapped.taps()) tapped_per_image += st.count;
-      tapped_per_image /= b;
-    }
+    if (tapped_per_image == 0) tapped_per_image = tapped_values_per_image(tapped, x);
     // GFLOP/s: 2 operations per multiply-accumulate, t in ms.
     const double ops = 2.0 * static_cast<double>(model.multiply_accumulates({x.shape()}));
     std::printf("%-6lld %14.2f %14.2f %10.2f %16.2f %12.2f %18s\n", static_cast<long long>(b), t_torch, t_qfx,
                 t_qfx / t_torch, t_taps, t_taps / t_qfx, rate_str(ops / t_qfx / 1e6, peak.fp32_gflops).c_str());
     if (int8) {
-      const double t_int8 = timing[3].median;
       const double ops8 = 2.0 * static_cast<double>(int8->multiply_accumulates({x.shape()}));
-      const std::string r8 = rate_str(ops8 / t_int8 / 1e6, peak.int8_gops);
-      char row[128];
-      std::snprintf(row, sizeof row, "%-6lld %14.2f %14.2f %18s", static_cast<long long>(b), t_int8, t_int8 / t_qfx, r8.c_str());
-      std::string line = row;
-      for (const auto& flow : args.pytorch_script.empty() ? std::vector<std::string>{} : args.pytorch_flows) {
-        std::string why;
-        const double t_pt = pytorch_int8_ms(args, flow, b, &why);
-        char pt[32] = "failed", vs_pt[32] = "-";  // the reason is printed below the table
-        if (t_pt <= 0) pytorch_failures.push_back("PyTorch " + flow + " at batch " + std::to_string(b) + ": " + why);
-        if (t_pt > 0) {
-          std::snprintf(pt, sizeof pt, "%.2f", t_pt);
-          std::snprintf(vs_pt, sizeof vs_pt, "%.2f", t_int8 / t_pt);
-        }
-        std::snprintf(row, sizeof row, " %16s %14s", pt, vs_pt);
-        line += row;
-      }
-      int8_rows.push_back(line);
+      int8_rows.push_back(int8_row(args, b, timing[3].median, t_qfx, rate_str(ops8 / timing[3].median / 1e6, peak.int8_gops),
+                                   &pytorch_failures));
     }
   }
-  const double tap_mb = 4.0 * static_cast<double>(tapped_per_image) / 1e6;
-  std::printf("# the taps read %.2f M float values (%.1f MB) per image", static_cast<double>(tapped_per_image) / 1e6, tap_mb);
-  if (args.peak)  // tensors larger than the caches are read from memory: a floor under the taps' cost
-    std::printf("; reading them from memory at %.1f GB/s alone takes %.2f ms per image", peak.read_gbps, tap_mb / peak.read_gbps);
-  std::printf("\n");
+  print_tap_reads(tapped_per_image, args.peak ? &peak : nullptr);
   if (int8) {
     std::printf("# int8: %s (runtime onednn)%s\n", args.int8_onnx.c_str(),
                 args.pytorch_script.empty() ? "; no PyTorch columns (--pytorch-int8 SCRIPT adds them)"
