@@ -32,6 +32,16 @@ check "qfx qat: training data needs labels" 3 "training.data.labels is required"
 check "qfx qat: a checkpoint of another model is refused" 6 "belongs to another prepared graph" -- \
   "$QFX" qat "${common[@]}" --set model.path="$FIXTURES/fashion_resnet.pt" \
   --set training.resume="$tmp/qat/qat_checkpoint.pt" --set output.dir="$tmp/qat3"
+check "qfx qat: training.device must name a device" 3 "training.device must be cpu, cuda or cuda:N, got 'gpu'" -- \
+  "$QFX" qat --set training.device=gpu --set output.dir="$tmp/qat_gpu"
+[ ! -e "$tmp/qat_gpu" ] && pass=$((pass + 1)) || { echo "FAIL: a refused config left $tmp/qat_gpu"; fail=$((fail + 1)); }
+if nvidia-smi -L > /dev/null 2>&1; then  # a GPU here: training on it must work
+  check "qfx qat: trains on the GPU (training.device: cuda)" 0 "top-1 on 1000 images: fp32 .*QAT fake-quant .*int8" -- \
+    "$QFX" qat "${common[@]}" --set training.max_steps=60 --set training.device=cuda --set output.dir="$tmp/qat_cuda"
+else
+  check "qfx qat: training.device: cuda is refused without a device, with the reason" 3 \
+    "training.device: cuda, but libtorch sees no CUDA device" -- "$QFX" qat --set training.device=cuda
+fi
 check "qfx qat: no training section" 3 "'training' is required for qfx qat" -- \
   "$QFX" qat "$(dirname "$0")/../../configs/ptq/default.yaml"
 

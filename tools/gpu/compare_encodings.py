@@ -1,9 +1,10 @@
 #!/usr/bin/env python3
 """Compares the activation encodings of two qfx ptq runs (encodings.json), such as a
-CPU calibration and one with calibration.device: cuda: the same activations, equal
-zero points, and scales within a relative tolerance (float summation order may differ).
+CPU calibration and one with calibration.device: cuda: the same activations, zero
+points within a tolerance (default: equal), and scales within a relative tolerance (float
+summation order may differ, and with it a histogram bin count).
 
-    compare_encodings.py CPU.json GPU.json [--rtol 1e-6]
+    compare_encodings.py CPU.json GPU.json [--rtol 1e-6] [--zp-tolerance 0]
 
 Prints one line per differing activation and a summary; exit status 1 when any differ.
 """
@@ -17,6 +18,7 @@ def main():
     p.add_argument("a")
     p.add_argument("b")
     p.add_argument("--rtol", type=float, default=1e-6)
+    p.add_argument("--zp-tolerance", type=int, default=0)
     args = p.parse_args()
     a = json.load(open(args.a))["activations"]
     b = json.load(open(args.b))["activations"]
@@ -28,7 +30,8 @@ def main():
         ea, eb = a[name], b[name]
         rel = max((abs(x - y) / max(abs(x), 1e-30) for x, y in zip(ea["scale"], eb["scale"])), default=0.0)
         worst = max(worst, rel)
-        if ea["zero_point"] != eb["zero_point"] or rel > args.rtol or len(ea["scale"]) != len(eb["scale"]):
+        zp = max((abs(x - y) for x, y in zip(ea["zero_point"], eb["zero_point"])), default=0)
+        if zp > args.zp_tolerance or rel > args.rtol or len(ea["scale"]) != len(eb["scale"]):
             bad.append(name)
             print(f"{name}: scale {ea['scale']} vs {eb['scale']}, zero point {ea['zero_point']} vs {eb['zero_point']}")
     print(f"encodings: {len(set(a) & set(b))} activations compared, {len(bad)} differ, "

@@ -33,7 +33,7 @@ void register_cuda_kernels() {
 }
 
 void cuda_lattice_histogram(const float* x, int64_t n, const hd::HistogramLattice& g, int64_t bins, double* counts,
-                            float* lo, float* hi, bool* nonfinite) {
+                            float* lo, float* hi, bool* nonfinite, bool resident) {
   using namespace cuda;
   const std::string& why = no_device_reason();
   if (!why.empty()) throw ExecutionError("cuda_lattice_histogram: no CUDA device can run kernels (" + why + ")");
@@ -43,18 +43,20 @@ void cuda_lattice_histogram(const float* x, int64_t n, const hd::HistogramLattic
   thread_local PinnedMem px;
   thread_local size_t cap_x = 0, cap_c = 0;
   const size_t bx = static_cast<size_t>(n) * 4, bc = static_cast<size_t>(bins) * 8;
-  if (cap_x < bx) dx = DeviceMem(bx, "histogram values"), px = PinnedMem(bx, "histogram values"), cap_x = bx;
+  if (!resident && cap_x < bx) dx = DeviceMem(bx, "histogram values"), px = PinnedMem(bx, "histogram values"), cap_x = bx;
   if (cap_c < bc) dc = DeviceMem(bc, "histogram counts"), cap_c = bc;
   if (!dm.get()) dm = DeviceMem(16, "histogram min / max");
   cudaStream_t s = stream();
-  std::memcpy(px.get(), x, bx);
-  to_device(dx.get(), px.get(), bx, s);
+  if (!resident) {
+    std::memcpy(px.get(), x, bx);
+    to_device(dx.get(), px.get(), bx, s);
+  }
   fill_zero(dc.get(), bc, s);
   const float init[2] = {INFINITY, -INFINITY};
   const unsigned zero = 0;
   to_device(dm.get(), init, 8, s);
   to_device(dm.as<char>() + 8, &zero, 4, s);
-  launch_lattice_histogram(dx.as<float>(), n, g, bins, dc.as<unsigned long long>(), dm.as<float>(),
+  launch_lattice_histogram(resident ? x : dx.as<float>(), n, g, bins, dc.as<unsigned long long>(), dm.as<float>(),
                            reinterpret_cast<unsigned*>(dm.as<char>() + 8), s);
   std::vector<unsigned long long> c(static_cast<size_t>(bins));
   float mm[2];

@@ -10,7 +10,8 @@ std::string cuda_unavailable_reason() {
   return "qfx was built without CUDA (configure with nvcc on the PATH and -DQFX_WITH_CUDA=ON)";
 }
 
-void cuda_lattice_histogram(const float*, int64_t, const hd::HistogramLattice&, int64_t, double*, float*, float*, bool*) {
+void cuda_lattice_histogram(const float*, int64_t, const hd::HistogramLattice&, int64_t, double*, float*, float*, bool*,
+                            bool) {
   throw ExecutionError("cuda_lattice_histogram: " + cuda_unavailable_reason());
 }
 

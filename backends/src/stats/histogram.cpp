@@ -92,6 +92,20 @@ void LatticeHistogram::replay_range(const HistogramBuffers& b, float lo, float h
   }
 }
 
+void LatticeHistogram::observe_known_range(const HistogramBuffers& b, const float* data, int64_t n, float lo, float hi,
+                                           CountOn where) {
+  if (n <= 0) return;
+  if (where != CountOn::kCpu && n >= (int64_t{1} << 32))
+    throw ExecutionError("histogram: a GPU count takes fewer than 2^32 values, got " + std::to_string(n));
+  sync_lattice(b);
+  replay_range(b, lo, hi);
+  thread_local detail::Partials p;
+  const Grid g{base_lo_, 1.0 / base_w_, off_, k_};
+  if (where == CountOn::kCpu) detail::count_pass(data, n, g, b.bins, &p);
+  else detail::gpu_count_pass(data, n, g, b.bins, &p, /*resident=*/where == CountOn::kGpuResident);
+  detail::add_partials(p, b.bins, b.counts);
+}
+
 void LatticeHistogram::observe(const HistogramBuffers& b, const float* data, int64_t n, const std::string& name,
                                bool on_gpu) {
   if (n <= 0) return;

@@ -202,10 +202,10 @@ void count(const float* data, int64_t n, const Grid& g, int64_t bins, double* co
 
 // count_pass on the GPU (the same bin rule, hd::HistogramLattice::counted_bin): one
 // partial, the counts of all values.
-void gpu_count_pass(const float* data, int64_t n, const Grid& g, int64_t bins, Partials* p) {
+void gpu_count_pass(const float* data, int64_t n, const Grid& g, int64_t bins, Partials* p, bool resident) {
   std::vector<double> c(static_cast<size_t>(bins), 0.0);
   bool nonfinite = false;
-  runtime::cuda_lattice_histogram(data, n, g, bins, c.data(), &p->lo, &p->hi, &nonfinite);
+  runtime::cuda_lattice_histogram(data, n, g, bins, c.data(), &p->lo, &p->hi, &nonfinite, resident);
   p->threads = 1;
   p->part.assign(c.begin(), c.end());
   p->nonfinite = nonfinite;

@@ -29,8 +29,9 @@ struct Partials {
 int64_t floor_div(int64_t a, int64_t b);
 /// One counting pass on the CPU: bins of `g` clamped to [0, bins).
 void count_pass(const float* data, int64_t n, const Grid& g, int64_t bins, Partials* p);
-/// count_pass on the GPU (runtime::cuda_lattice_histogram): one partial.
-void gpu_count_pass(const float* data, int64_t n, const Grid& g, int64_t bins, Partials* p);
+/// count_pass on the GPU (runtime::cuda_lattice_histogram): one partial. `resident`:
+/// `data` is in device memory already.
+void gpu_count_pass(const float* data, int64_t n, const Grid& g, int64_t bins, Partials* p, bool resident = false);
 /// Adds the partial counts into counts[0, bins).
 void add_partials(const Partials& p, int64_t bins, double* counts);
 /// count_pass + add_partials.

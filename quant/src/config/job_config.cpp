@@ -9,6 +9,7 @@
 #include <functional>
 
 #include "model_inputs.h"
+#include "qfx/quant/torch_device.h"
 #include "qfx/runtime/cuda.h"
 #include "yaml_util.h"
 
@@ -199,6 +200,19 @@ std::string resolve_path(const std::string& p_in, const std::string& base_dir) {
 
 namespace {
 
+// training.device: cpu, cuda or cuda:N; refused at load where libtorch cannot run there.
+void read_training_device(const std::string& path, const YAML::Node& v, TrainingConfig* tc) {
+  tc->device = as_string(path, v, "training.device");
+  c10::Device d(c10::kCPU);
+  try {
+    d = parse_torch_device(tc->device, "training.device");
+  } catch (const ConfigError& e) {
+    bad(path, v, e.what());
+  }
+  if (const std::string why = torch_device_unavailable_reason(d); !why.empty())
+    bad(path, v, "training.device: " + tc->device + ", but " + why);
+}
+
 // ptq.range_search: true, or {candidates: [minmax, percentile, entropy, mse, auto], num_samples, per_tensor}.
 void read_range_search(const std::string& path, const YAML::Node& v, PtqAlgorithmsConfig* a) {
   if (!v.IsMap()) {
@@ -328,8 +342,11 @@ JobConfig load_job_config(const std::string& path, const std::vector<std::string
       c.calibration.device = as_string(path, n, "calibration.device");
       if (c.calibration.device != "cpu" && c.calibration.device != "cuda")
         bad(path, n, "calibration.device must be cpu or cuda, got '" + c.calibration.device + "'");
-      if (c.calibration.device == "cuda" && !runtime::cuda_unavailable_reason().empty())
-        bad(path, n, "calibration.device: cuda, but " + runtime::cuda_unavailable_reason());
+      if (c.calibration.device == "cuda") {  // qfx's histogram kernel and libtorch's CUDA kernels
+        std::string why = runtime::cuda_unavailable_reason();
+        if (why.empty()) why = torch_device_unavailable_reason(c10::Device(c10::kCUDA));
+        if (!why.empty()) bad(path, n, "calibration.device: cuda, but " + why);
+      }
     }
     if (auto n = cal["seed"]) {
       c.calibration.seed = as_int(path, n, "calibration.seed");
@@ -362,7 +379,7 @@ JobConfig load_job_config(const std::string& path, const std::vector<std::string
     tc.enabled = true;
     check_keys(path, t, "training",
                {"data", "num_samples", "epochs", "batch_size", "optimizer", "lr_schedule", "freeze_bn_after",
-                "disable_observer_after", "seed", "max_steps", "checkpoint", "resume"});
+                "disable_observer_after", "seed", "max_steps", "checkpoint", "resume", "device"});
     if (!t["data"]) bad(path, t, "training.data is required");
     tc.data = read_data(path, t["data"], "training.data", c.model.inputs);
     if (tc.data.labels.empty()) bad(path, t["data"], "training.data.labels is required");
@@ -397,6 +414,7 @@ JobConfig load_job_config(const std::string& path, const std::vector<std::string
     if (auto n = t["max_steps"]) tc.max_steps = positive(path, n, "training.max_steps", true);
     if (auto v = t["checkpoint"]) tc.checkpoint = as_path(path, v, "training.checkpoint", base);
     if (auto v = t["resume"]) tc.resume = as_path(path, v, "training.resume", base);
+    if (auto v = t["device"]) read_training_device(path, v, &tc);
   }
   if (const YAML::Node p = root["ptq"]; p && !p.IsNull()) {
     if (!p.IsMap()) bad(path, p, "ptq must be a mapping {cross_layer_equalization: ..., adaround: ..., bias_correction: ...}");

@@ -68,9 +68,9 @@ QParams FakeQuantize::qparams() {
   if (learnable_ && initialized_.item<uint8_t>() == 0 && observer_->has_data()) calculate_qparams();
   QParams q;
   const auto& spec = observer_->spec();
-  at::Tensor s = scale_.detach().clone();
-  at::Tensor z = zero_point_.detach().to(at::kInt);
-  if (learnable_) z = at::round(zero_point_.detach()).to(at::kInt);
+  at::Tensor s = scale_.detach().to(at::kCPU, at::kFloat, /*non_blocking=*/false, /*copy=*/true);
+  at::Tensor z = zero_point_.detach().to(at::kCPU);
+  z = (learnable_ ? at::round(z) : z).to(at::kInt);
   q.per_channel = spec.per_channel;
   q.axis = spec.ch_axis;
   q.scale = spec.per_channel ? s : s.reshape({});
@@ -79,6 +79,12 @@ QParams FakeQuantize::qparams() {
   q.quant_max = spec.quant_max;
   q.dtype = spec.dtype;
   return q;
+}
+
+void FakeQuantize::to(torch::Device device, torch::Dtype, bool non_blocking) { to(device, non_blocking); }
+
+void FakeQuantize::to(torch::Device device, bool non_blocking) {
+  for (at::Tensor* t : {&scale_, &zero_point_}) t->set_data(t->to(device, non_blocking));
 }
 
 void FakeQuantize::record(const at::Tensor& d) {

@@ -18,4 +18,10 @@ inline stats::FloatView float_view(const at::Tensor& x, const std::string& name)
   return v;
 }
 
+/// The min and max of `x` (float32, any device) reduced where it lives (at::aminmax;
+/// exact on any device), into *lo / *hi. NaN propagates through the reduction, so the
+/// host check on the two extremes refuses it as it refuses Inf: qfx::DataError
+/// "observed tensor 'NAME' contains NaN or Inf", as the host statistics throw.
+void checked_aminmax(const at::Tensor& x, const std::string& name, float* lo, float* hi);
+
 }  // namespace qfx::quant::detail

@@ -42,6 +42,20 @@ void HistogramObserver::observe(const stats::FloatView& v) {
   lattice_.observe(buffers(), v.data, v.numel(), tensor_name_, gpu_);
 }
 
+void HistogramObserver::observe_on_device(const at::Tensor& x_in) {
+  if (x_in.numel() == 0) return;
+  at::NoGradGuard ng;
+  const at::Tensor x = x_in.detach().to(at::kFloat).contiguous();
+  float lo, hi;
+  detail::checked_aminmax(x, tensor_name_, &lo, &hi);  // also completes x's producer on its stream
+  using CountOn = stats::LatticeHistogram::CountOn;
+  const bool gpu = gpu_ && x.numel() < (int64_t{1} << 32);
+  const bool resident = gpu && x.is_cuda();
+  const at::Tensor values = resident ? x : x.to(at::kCPU);
+  lattice_.observe_known_range(buffers(), values.data_ptr<float>(), values.numel(), lo, hi,
+                               resident ? CountOn::kGpuResident : (gpu ? CountOn::kGpu : CountOn::kCpu));
+}
+
 bool HistogramObserver::defer(const at::Tensor& x_in, DeferredObservation* out) const {
   if (x_in.numel() == 0) {
     *out = DeferredObservation{};

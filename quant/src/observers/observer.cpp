@@ -28,10 +28,24 @@ ObserverBase::ObserverBase(const std::string& type_name, QuantSpec spec)
 at::Tensor ObserverBase::forward(const at::Tensor& x_in) {
   if (x_in.numel() == 0) return x_in;
   at::NoGradGuard ng;
+  if (!x_in.device().is_cpu()) {
+    observe_on_device(x_in.detach());
+    return x_in;
+  }
   const at::Tensor x = x_in.detach().to(at::kFloat).contiguous();
   observe(detail::float_view(x, tensor_name_));
   return x_in;
 }
+
+void ObserverBase::observe_on_device(const at::Tensor& x_in) {
+  if (x_in.numel() == 0) return;
+  at::NoGradGuard ng;
+  const at::Tensor x = x_in.detach().to(at::kCPU, at::kFloat).contiguous();
+  observe(detail::float_view(x, tensor_name_));
+}
+
+void ObserverBase::to(torch::Device, torch::Dtype, bool) {}
+void ObserverBase::to(torch::Device, bool) {}
 
 void ObserverBase::commit(const DeferredObservation&) {
   throw InternalError("observer of '" + tensor_name_ + "' (" + name() + ") cannot commit a deferred observation");
@@ -80,6 +94,20 @@ void MinMaxObserver::observe(const stats::FloatView& v) {
   if (n == 0) return;
   float lo, hi;
   stats::checked_min_max(v.data, n, tensor_name_, &lo, &hi);
+  replay_range(lo, hi);
+}
+
+void detail::checked_aminmax(const at::Tensor& x, const std::string& name, float* lo, float* hi) {
+  const auto [mn, mx] = at::aminmax(x);
+  const float ext[2] = {mn.item<float>(), mx.item<float>()};
+  stats::checked_min_max(ext, 2, name, lo, hi);
+}
+
+void MinMaxObserver::observe_on_device(const at::Tensor& x_in) {
+  if (x_in.numel() == 0) return;
+  at::NoGradGuard ng;
+  float lo, hi;
+  detail::checked_aminmax(x_in.detach().to(at::kFloat), tensor_name_, &lo, &hi);
   replay_range(lo, hi);
 }
 
@@ -144,6 +172,29 @@ void PerChannelMinMaxObserver::observe(const stats::FloatView& v) {
   stats::FloatView named = v;
   named.name = tensor_name_;
   stats::channel_min_max(named, spec_.ch_axis, &lo, &hi);
+  fold_channels(lo, hi);
+}
+
+void PerChannelMinMaxObserver::observe_on_device(const at::Tensor& x_in) {
+  if (x_in.numel() == 0) return;
+  at::NoGradGuard ng;
+  const int64_t rank = x_in.dim(), axis = spec_.ch_axis < 0 ? spec_.ch_axis + rank : spec_.ch_axis;
+  if (axis < 0 || axis >= rank)
+    throw DataError("per-channel statistics of '" + tensor_name_ + "': channel axis " + std::to_string(spec_.ch_axis) +
+                    " out of range for a tensor of rank " + std::to_string(rank));
+  const at::Tensor rows = x_in.detach().to(at::kFloat).movedim(axis, 0).reshape({x_in.size(axis), -1});
+  const auto [mn, mx] = at::aminmax(rows, /*dim=*/1);
+  const at::Tensor l = mn.to(at::kCPU).contiguous(), h = mx.to(at::kCPU).contiguous();
+  std::vector<float> lo(l.data_ptr<float>(), l.data_ptr<float>() + l.numel());
+  std::vector<float> hi(h.data_ptr<float>(), h.data_ptr<float>() + h.numel());
+  std::vector<float> both = lo;  // the host check on the extremes refuses NaN (propagated) and Inf
+  both.insert(both.end(), hi.begin(), hi.end());
+  float a, b;
+  stats::checked_min_max(both.data(), static_cast<int64_t>(both.size()), tensor_name_, &a, &b);
+  fold_channels(lo, hi);
+}
+
+void PerChannelMinMaxObserver::fold_channels(const std::vector<float>& lo, const std::vector<float>& hi) {
   const bool first = min_val_.numel() == 0;
   if (!first && min_val_.numel() != static_cast<int64_t>(lo.size()))
     throw DataError("per-channel observer of '" + tensor_name_ + "': channel count changed from " +

@@ -242,7 +242,7 @@ void FusedConvLinear::train(bool on) {
 
 std::pair<at::Tensor, at::Tensor> FusedConvLinear::folded_weight_bias() const {
   at::NoGradGuard ng;
-  at::Tensor w = weight_.detach(), b = bias_.defined() ? bias_.detach() : at::zeros({out_channels()});
+  at::Tensor w = weight_.detach(), b = bias_.defined() ? bias_.detach() : at::zeros({out_channels()}, w.options());
   if (bn_) {
     at::Tensor sf = bn_weight_.defined() ? bn_weight_ / at::sqrt(bn_var_ + bn_eps_)
                                          : at::reciprocal(at::sqrt(bn_var_ + bn_eps_));

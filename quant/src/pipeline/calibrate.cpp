@@ -18,6 +18,7 @@
 #include "../distributed/lockstep.h"
 #include "qfx/quant/modules.h"
 #include "qfx/quant/runtime_tensor.h"
+#include "qfx/quant/torch_device.h"
 #include "qfx/runtime/model.h"
 #include "qfx/stats/statistic.h"
 
@@ -107,9 +108,45 @@ CalibrationResult calibrate_libtorch(fx::GraphModule& gm, const NextBatch& next,
   return finish(std::move(res), t0);
 }
 
+// Returns a module to the host when it leaves scope (also on an error).
+struct BackToHost {
+  fx::GraphModule& gm;
+  ~BackToHost() {
+    try {
+      gm.to(c10::Device(c10::kCPU));
+    } catch (...) {  // a failed device: its error is already on its way out
+    }
+  }
+};
+
+// The prepared model's own forward on libtorch on `options.device` (a CUDA GPU).
+CalibrationResult calibrate_on_device(fx::GraphModule& gm, const NextBatch& next, const CalibrateOptions& options) {
+  const c10::Device device = parse_torch_device(options.device, "calibration.device");
+  if (const std::string why = torch_device_unavailable_reason(device); !why.empty())
+    throw ConfigError("calibration.device: " + options.device + ", but " + why);
+  if (options.distributed && options.distributed->active())
+    throw ConfigError("calibration.device: " + options.device + " calibrates in one process; data-parallel calibration runs on the CPU");
+  at::NoGradGuard ng;
+  CalibrationResult res;
+  res.threads = at::get_num_threads();
+  observe_weights(gm);  // on the host, once
+  use_full_fp32_on_gpu();
+  gm.to(device);
+  BackToHost back{gm};
+  const NextBatch on_device = [&next, device]() {
+    std::vector<at::Tensor> b = next();
+    for (at::Tensor& t : b) t = t.to(device);
+    return b;
+  };
+  res = calibrate_libtorch(gm, on_device, options, std::move(res));
+  res.engine = "libtorch:" + device.str();
+  return res;
+}
+
 }  // namespace
 
 CalibrationResult calibrate(fx::GraphModule& gm, const NextBatch& next, const CalibrateOptions& options) {
+  if (options.device != "cpu") return calibrate_on_device(gm, next, options);
   std::optional<LoweredModel> lowered;
   try {
     lowered.emplace(gm, LowerOptions{options.backend, options.input_shapes, {}});
@@ -129,6 +166,7 @@ CalibrationResult calibrate(fx::GraphModule& gm, const NextBatch& next, const Ca
 }
 
 CalibrationResult calibrate(fx::GraphModule& gm, LoweredModel& lowered, const NextBatch& next, const CalibrateOptions& options) {
+  if (options.device != "cpu") return calibrate_on_device(gm, next, options);
   at::NoGradGuard ng;
   CalibrationResult res;
   res.threads = at::get_num_threads();

@@ -12,10 +12,11 @@ CalibrationResult calibrate_stage(const Job& job, fx::GraphModule& gm, LoweredMo
   o.backend = job.runtime();
   o.input_shapes = {job.cfg.model.input_shape};
   o.distributed = dist;
+  o.device = job.cfg.calibration.device;
   const int64_t n = cal.size();
   o.progress = [&](int64_t done) { progress(job.hooks, "calibration", done, n); };
   const int64_t bs = job.cfg.calibration.batch_size;
-  if (job.cfg.calibration.device == "cuda")  // histograms count on the GPU
+  if (job.cfg.calibration.device == "cuda")  // histograms count on the GPU, in place
     for (const auto& item : gm.named_modules("", /*include_self=*/false))
       if (auto* fq = dynamic_cast<FakeQuantize*>(item.value().get()))
         if (auto* h = dynamic_cast<HistogramObserver*>(&fq->observer())) h->set_count_on_gpu(true);

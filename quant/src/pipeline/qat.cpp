@@ -17,6 +17,7 @@ void calibrate_observers(const Job& job, fx::GraphModule& gm, distributed::Conte
   co.backend = job.runtime();
   co.input_shapes = {cfg.model.input_shape};
   co.distributed = world > 1 ? dist : nullptr;
+  co.device = cfg.calibration.device;
   calibrate(gm, batches(*cal, cfg.calibration.batch_size, rank, world), co);
 }
 
@@ -49,6 +50,9 @@ QatResult qat(const JobConfig& cfg, const PipelineHooks& hooks_in, distributed::
   res.world_size = dist && dist->active() ? dist->world_size() : 1;
   const PipelineHooks hooks = res.rank == 0 ? hooks_in : PipelineHooks{};  // the other ranks work silently
   if (!cfg.training.enabled) throw ConfigError(cfg.path + ": 'training' is required for qfx qat");
+  if (res.world_size > 1 && cfg.training.device != "cpu")
+    throw ConfigError(cfg.path + ": training.device: " + cfg.training.device + " trains in one process; data-parallel QAT (" +
+                      std::to_string(res.world_size) + " processes) trains on the CPU");
   const BackendConfig backend = BackendConfig::resolve(cfg.backend);
   Job job{cfg, backend, hooks};
   check_model_file(job);

@@ -15,7 +15,7 @@ nlohmann::json qat_report_json(const QatResult& r, const TrainingConfig& tc) {
     curve.push_back({{"step", p.step}, {"epoch", p.epoch}, {"loss", p.loss}, {"train_accuracy", p.train_accuracy}});
   if (!curve.empty()) curve.back()["top1_fakequant"] = r.top1_fakequant;  // evaluated once, after training
   report["training"] = {{"steps", r.steps}, {"epochs", tc.epochs}, {"batch_size", tc.batch_size}, {"processes", r.world_size},
-                        {"optimizer", tc.optimizer}, {"lr", tc.lr}, {"lr_schedule", tc.lr_schedule},
+                        {"device", tc.device}, {"optimizer", tc.optimizer}, {"lr", tc.lr}, {"lr_schedule", tc.lr_schedule},
                         {"final_loss_ema", r.final_loss_ema}, {"ms_per_step", r.ms_per_step}, {"checkpoint", r.checkpoint},
                         {"fwd_bwd_ms_fake_quant", r.fwd_bwd_ms_fake_quant}, {"fwd_bwd_ms_float", r.fwd_bwd_ms_float},
                         {"curve", curve}};

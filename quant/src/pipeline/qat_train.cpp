@@ -1,6 +1,7 @@
 // QAT training stage: the libtorch loop with fake quantization (optimizer,
 // learning-rate schedule, freeze_bn_after / disable_observer_after, a checkpoint
-// after every epoch, resume, data-parallel gradient averaging).
+// after every epoch, resume, data-parallel gradient averaging), on the CPU or a CUDA
+// device (training.device).
 #include <torch/nn/functional/loss.h>
 #include <torch/optim/adam.h>
 #include <torch/optim/sgd.h>
@@ -13,6 +14,7 @@
 #include "qfx/quant/distributed.h"
 #include "qfx/quant/fake_quantize.h"
 #include "qfx/quant/modules.h"
+#include "qfx/quant/torch_device.h"
 #include "metrics.h"
 #include "stages.h"
 
@@ -98,6 +100,7 @@ struct Loop {
   torch::optim::Optimizer& opt;
   distributed::GradientReducer* reducer;
   const Schedule& s;
+  torch::Device device;  // where the steps run (training.device)
   int rank, world;
   QatResult* r;
   Curve curve;
@@ -115,9 +118,10 @@ void train_step(Loop& L, const std::vector<int64_t>& order, int64_t k, int64_t s
   set_lr(L.opt, lr_at(tc, step, L.s.total));
   L.opt.zero_grad();
   std::vector<at::Tensor> x = L.train.gather_inputs(pos);
-  at::Tensor y = L.train.labels().index_select(0, at::tensor(pos, at::kLong));
+  for (at::Tensor& t : x) t = t.to(L.device);
+  at::Tensor y = L.train.labels().index_select(0, at::tensor(pos, at::kLong));  // on the host, for the counts
   at::Tensor logits = forward_output(L.gm, x, L.job.output);
-  at::Tensor loss = class_loss(logits, y, tc.data.labels);
+  at::Tensor loss = class_loss(logits, y.to(L.device), tc.data.labels);
   // Averaged over ranks, the gradients are those of the global batch's mean loss.
   (loss * (static_cast<double>(pos.size() * L.world) / static_cast<double>(g1 - g0))).backward();
   if (L.reducer) L.reducer->reduce();
@@ -127,7 +131,7 @@ void train_step(Loop& L, const std::vector<int64_t>& order, int64_t k, int64_t s
   const double l = loss.item<double>();
   L.r->final_loss_ema = (step == 0 || k == 0) ? l : 0.95 * L.r->final_loss_ema + 0.05 * l;
   // Accuracy per sample, or per labelled pixel for per-pixel labels.
-  const LabelHits h = label_hits(logits.argmax(1), y, logits.size(1), tc.data.labels);
+  const LabelHits h = label_hits(logits.argmax(1).to(at::kCPU), y, logits.size(1), tc.data.labels);
   *correct += h.right;
   *seen += h.labelled;
   L.curve.add(l, static_cast<double>(h.right) / static_cast<double>(std::max<int64_t>(h.labelled, 1)));
@@ -170,6 +174,12 @@ void train_stage(const Job& job, fx::GraphModule& gm, Dataset& train, distribute
     distributed::synchronize_observers(gm, *dist);
     reducer = std::make_unique<distributed::GradientReducer>(gm, *dist);
   }
+  const torch::Device device = parse_torch_device(tc.device, "training.device");
+  if (!device.is_cpu()) {
+    info(job.hooks, "training on " + device.str() + " (libtorch's CUDA kernels, TF32 off)");
+    use_full_fp32_on_gpu();
+    gm.to(device);  // before the optimizer takes the parameters
+  }
   auto opt = make_optimizer(tc, gm);
   const Schedule s = schedule(job, train.size(), world);
   int64_t step = 0;
@@ -184,12 +194,13 @@ void train_stage(const Job& job, fx::GraphModule& gm, Dataset& train, distribute
     if (tc.disable_observer_after >= 0 && at_step >= tc.disable_observer_after) disable_observer(gm);
   };
   apply_schedule(step);
-  Loop L{job, gm, train, *opt, reducer.get(), s, rank, world, r, {}, 0, 0};
+  Loop L{job, gm, train, *opt, reducer.get(), s, device, rank, world, r, {}, 0, 0};
   L.curve.every = std::max<int64_t>(1, (s.total - step) / 100);
   while (step < s.total) {
     step = train_epoch(L, step, apply_schedule);
     if (rank == 0) save_qat_checkpoint(ckpt, gm, *opt, step);
   }
+  if (!device.is_cpu()) gm.to(torch::kCPU);  // evaluation, convert and export run on the host
   r->steps = step;
   r->ms_per_step = L.timed_steps ? 1000.0 * L.step_seconds / static_cast<double>(L.timed_steps) : 0.0;
 }

@@ -21,8 +21,11 @@ std::string cuda_unavailable_reason();
 /// values at host pointer `x` fall in each bin of lattice `g`, bins clamped to
 /// [0, bins) (hd::HistogramLattice::counted_bin, the CPU observer's rule: equal counts
 /// on equal data); *lo / *hi receive the min and max (NaN excluded), *nonfinite whether
-/// any value is NaN or Inf. Throws ExecutionError when CUDA is unavailable or fails.
+/// any value is NaN or Inf. `resident`: `x` points to device memory of the current
+/// device (a CUDA tensor's data, complete before the call: its producer's stream has
+/// been synchronised), which is read in place. Throws ExecutionError when CUDA is
+/// unavailable or fails.
 void cuda_lattice_histogram(const float* x, int64_t n, const hd::HistogramLattice& g, int64_t bins, double* counts,
-                            float* lo, float* hi, bool* nonfinite);
+                            float* lo, float* hi, bool* nonfinite, bool resident = false);
 
 }  // namespace qfx::runtime

@@ -53,6 +53,17 @@ class LatticeHistogram {
   /// n < 2^32. Throws qfx::DataError naming `name` if a value is NaN or Inf, and
   /// qfx::ExecutionError when `on_gpu` is set and CUDA is unavailable.
   void observe(const HistogramBuffers& b, const float* data, int64_t n, const std::string& name, bool on_gpu = false);
+  /// Where `observe_known_range` counts: host values on the CPU, host values on the
+  /// GPU (copied there), or values already in GPU memory (a CUDA tensor's data, for
+  /// calibration on the GPU), which never come to the host.
+  enum class CountOn { kCpu, kGpu, kGpuResident };
+  /// `observe` for values whose exact min and max (finite; the caller refuses NaN and
+  /// Inf) are known already, e.g. from a reduction where they live: the grid grows to
+  /// [lo, hi] first, then one pass counts the values on it, `where` says. The counts,
+  /// min, max and grid are `observe`'s on the same values (its grid after a pass is
+  /// the one [lo, hi] gives). kGpu / kGpuResident need n < 2^32 and throw
+  /// qfx::ExecutionError where CUDA is unavailable.
+  void observe_known_range(const HistogramBuffers& b, const float* data, int64_t n, float lo, float hi, CountOn where);
   /// Updates min, max and the grid as observe would for values spanning [lo, hi],
   /// without counting them (distributed calibration's replay).
   void replay_range(const HistogramBuffers& b, float lo, float hi);

@@ -33,6 +33,14 @@ NextBatch batches(Dataset& data, int64_t batch_size, int rank = 0, int world = 1
 struct CalibrateOptions {
   /// Runtime backend that runs the float model: "onednn" or "reference".
   std::string backend = "onednn";
+  /// Where the float passes run: "cpu" (the runtime `backend`, or libtorch where the
+  /// graph cannot be lowered) or "cuda" (`calibration.device: cuda`): the prepared
+  /// GraphModule on libtorch's CUDA kernels, every batch copied to the GPU, every
+  /// observed tensor reduced (and, with HistogramObserver::count_on_gpu, counted)
+  /// where it lives (ObserverBase::observe_on_device); the module returns to the host
+  /// afterwards, also on an error. Throws ConfigError where libtorch cannot run on the
+  /// device, and with `distributed` active (one process calibrates on the GPU).
+  std::string device = "cpu";
   /// Shape of each graph input (-1: dynamic), as in ExportOptions.
   std::vector<std::vector<int64_t>> input_shapes;
   /// When the float graph cannot be lowered to the runtime (a wrapped call or an
@@ -55,7 +63,7 @@ struct CalibrateOptions {
 
 /// What `calibrate` did.
 struct CalibrationResult {
-  std::string engine;           ///< "runtime:onednn", "runtime:reference" or "libtorch"
+  std::string engine;           ///< "runtime:onednn", "runtime:reference", "libtorch" or "libtorch:cuda"
   std::string fallback_reason;  ///< why libtorch was used (empty otherwise)
   int64_t images = 0;           ///< samples seen (sum of batch sizes)
   int64_t batches = 0;

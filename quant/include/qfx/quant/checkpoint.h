@@ -23,7 +23,9 @@ void save_qat_checkpoint(const std::string& path, fx::GraphModule& model, torch:
 
 /// Loads a checkpoint saved by `save_qat_checkpoint` into a model prepared the same
 /// way (same graph, same qconfig) and an optimizer over the same parameters; returns
-/// the saved step. Throws IoError if unreadable, DataError (naming `path`) if the
+/// the saved step. The model and the optimizer's state stay on the model's device
+/// (a checkpoint saved on a GPU loads on the CPU and the other way round). Throws
+/// IoError if unreadable, DataError (naming `path`) if the
 /// checkpoint belongs to a different prepared graph.
 int64_t load_qat_checkpoint(const std::string& path, fx::GraphModule& model, torch::optim::Optimizer& optimizer);
 

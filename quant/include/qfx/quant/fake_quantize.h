@@ -56,8 +56,15 @@ class FakeQuantize : public torch::nn::Module {
   /// Applies a model-wide state (see QuantState).
   void set_state(QuantState s);
   /// The current qparams (recomputed from the observer first if it saw new data;
-  /// the learnt scale for LSQ). scale: float32 0-dim or [C]; zero_point int32.
+  /// the learnt scale for LSQ). scale: float32 0-dim or [C]; zero_point int32; on
+  /// the host, wherever the module is.
   QParams qparams();
+  /// Moves scale and zero_point (what the fake-quantize kernels read) to `device`;
+  /// the observer's statistics and the enable flags stay on the host, so a forward on
+  /// a CUDA tensor reads no flag from the device. Any dtype is ignored.
+  using torch::nn::Module::to;
+  void to(torch::Device device, torch::Dtype dtype, bool non_blocking = false) override;
+  void to(torch::Device device, bool non_blocking = false) override;
   /// Forces the qparams to be recomputed from the observer now (for a learnable
   /// scale: re-initialises it).
   void calculate_qparams();

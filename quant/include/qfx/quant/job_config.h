@@ -71,6 +71,10 @@ struct TrainingConfig {
   int64_t max_steps = 0;             ///< stop after this many steps (0: epochs decide)
   std::string checkpoint;            ///< save here after every epoch (empty: OUT/qat_checkpoint.pt)
   std::string resume;                ///< load this checkpoint first (empty: start fresh)
+  /// Where the training steps run: "cpu" (default), "cuda" or "cuda:N" (libtorch's
+  /// CUDA kernels, loaded on demand; refused at load where no device can run them).
+  /// Calibration, evaluation and convert run on the host either way.
+  std::string device = "cpu";
 };
 
 /// The `ptq:` section: accuracy algorithms `qfx ptq` runs on the calibration

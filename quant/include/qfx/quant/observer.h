@@ -36,9 +36,24 @@ class ObserverBase : public torch::nn::Module {
   /// `type_name`: the torch.ao class name ("MinMaxObserver").
   ObserverBase(const std::string& type_name, QuantSpec spec);
   /// Records statistics of `x` (any shape; per-channel observers need
-  /// `x.dim() > spec().ch_axis`): `observe` on its float32 values. Returns `x`.
+  /// `x.dim() > spec().ch_axis`): `observe` on its float32 values, or
+  /// `observe_on_device` for a tensor that is not on the CPU. Returns `x`.
   /// Throws `qfx::DataError` naming `tensor_name()` if `x` holds NaN or Inf.
   virtual at::Tensor forward(const at::Tensor& x);
+  /// Records statistics of `x` on whatever device it is (a CUDA tensor in QAT with
+  /// `training.device: cuda`). The min/max observers reduce it there with ATen
+  /// (aminmax, or amin / amax over all but the channel axis) and fold the few results
+  /// into their host statistics; min and max are exact on any device, so the
+  /// statistics equal `observe`'s on the same values, as do the errors (DataError
+  /// naming `tensor_name()` on NaN or Inf). HistogramObserver reduces min and max
+  /// there too and counts on the GPU or the host (see there). This base version copies
+  /// `x` to the host and `observe`s it.
+  virtual void observe_on_device(const at::Tensor& x);
+  /// Statistics stay on the host whatever device the model moves to (the observers'
+  /// arithmetic is the host statistics library's): moving an observer is a no-op.
+  using torch::nn::Module::to;
+  void to(torch::Device device, torch::Dtype dtype, bool non_blocking = false) override;
+  void to(torch::Device device, bool non_blocking = false) override;
   /// Records statistics of a float32 tensor as a runtime tap hands it (any layout
   /// the view describes; its `name` is ignored for `tensor_name()`). Same statistics
   /// and errors as `forward`.
@@ -104,6 +119,7 @@ class MinMaxObserver : public ObserverBase {
  public:
   explicit MinMaxObserver(QuantSpec spec);
   void observe(const stats::FloatView& v) override;
+  void observe_on_device(const at::Tensor& x) override;
   std::pair<at::Tensor, at::Tensor> min_max() const override { return {min_val_, max_val_}; }
   void merge(const ObserverBase& other) override;
   bool replay_range(float lo, float hi) override;
@@ -132,6 +148,7 @@ class PerChannelMinMaxObserver : public ObserverBase {
  public:
   explicit PerChannelMinMaxObserver(QuantSpec spec);
   void observe(const stats::FloatView& v) override;
+  void observe_on_device(const at::Tensor& x) override;
   std::pair<at::Tensor, at::Tensor> min_max() const override;
   void merge(const ObserverBase& other) override;
   void reset() override;
@@ -140,6 +157,8 @@ class PerChannelMinMaxObserver : public ObserverBase {
 
  protected:
   PerChannelMinMaxObserver(const std::string& type_name, QuantSpec spec);
+  /// Folds one observation's per-channel extremes into the statistics.
+  void fold_channels(const std::vector<float>& lo, const std::vector<float>& hi);
   at::Tensor min_val_, max_val_;  // [C]; empty before data
   double c_ = 0.0;                // moving-average constant; 0: running min/max
 };
@@ -160,6 +179,11 @@ class HistogramObserver : public ObserverBase {
   HistogramObserver(QuantSpec spec, Algorithm algorithm = Algorithm::kEntropy, AlgorithmOptions options = {},
                     int64_t bins = 2048);
   void observe(const stats::FloatView& v) override;
+  /// Min and max reduced where `x` lives; with `count_on_gpu()` a CUDA tensor is
+  /// counted in place on the GPU (never copied to the host), otherwise its values are
+  /// copied to the host and counted as `observe` counts them. Same counts, grid and
+  /// errors as `observe` on the same values.
+  void observe_on_device(const at::Tensor& x) override;
   std::pair<at::Tensor, at::Tensor> min_max() const override { return {min_val_, max_val_}; }
   std::pair<at::Tensor, at::Tensor> clip_range() const override;
   /// Merges another histogram: exact when its bin edges fall on this one's grid
