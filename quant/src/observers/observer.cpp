@@ -179,9 +179,7 @@ void PerChannelMinMaxObserver::observe_on_device(const at::Tensor& x_in) {
   if (x_in.numel() == 0) return;
   at::NoGradGuard ng;
   const int64_t rank = x_in.dim(), axis = spec_.ch_axis < 0 ? spec_.ch_axis + rank : spec_.ch_axis;
-  if (axis < 0 || axis >= rank)
-    throw DataError("per-channel statistics of '" + tensor_name_ + "': channel axis " + std::to_string(spec_.ch_axis) +
-                    " out of range for a tensor of rank " + std::to_string(rank));
+  if (axis < 0 || axis >= rank) return ObserverBase::observe_on_device(x_in);  // the host statistics' error
   const at::Tensor rows = x_in.detach().to(at::kFloat).movedim(axis, 0).reshape({x_in.size(axis), -1});
   const auto [mn, mx] = at::aminmax(rows, /*dim=*/1);
   const at::Tensor l = mn.to(at::kCPU).contiguous(), h = mx.to(at::kCPU).contiguous();
