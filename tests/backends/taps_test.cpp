@@ -11,6 +11,7 @@
 #include <random>
 
 #include "qfx/error.h"
+#include "qfx/runtime/cuda.h"
 #include "qfx/runtime/model.h"
 #include "qfx/runtime/npy.h"
 #include "qfx/stats/histogram.h"
@@ -124,6 +125,37 @@ TEST(StatsLibrary, GrowingHistogramKeepsEveryValueInItsFinalBin) {
   EXPECT_EQ(h.max, 108.0f);
   EXPECT_LE(h.range[0], -108.0);
   EXPECT_GE(h.range[0] + 2048 * h.range[1], 108.0);
+}
+
+// observe_known_range (the device path: the exact extremes first, then one count on the
+// grid they give) records what observe records, batch after batch, as the grid grows
+// and as values fall inside it; kGpu / kGpuResident without a GPU throw ExecutionError.
+TEST(StatsLibrary, ObserveWithKnownRangeEqualsObserve) {
+  constexpr int64_t kBins = 512;
+  struct State {
+    std::vector<double> counts = std::vector<double>(kBins, 0.0);
+    double range[2] = {0, 0};
+    float mn = INFINITY, mx = -INFINITY;
+    stats::LatticeHistogram lattice;
+    stats::HistogramBuffers b() { return {counts.data(), kBins, range, &mn, &mx}; }
+  } a, k;
+  std::mt19937 rng(11);
+  std::normal_distribution<float> nd(0.0f, 1.0f);
+  for (int step = 0; step < 6; ++step) {
+    std::vector<float> x(20000);
+    const float scale = step == 3 ? 1e-3f : std::pow(2.5f, static_cast<float>(step));  // grows, then falls inside
+    for (float& v : x) v = nd(rng) * scale + static_cast<float>(step);
+    a.lattice.observe(a.b(), x.data(), static_cast<int64_t>(x.size()), "x");
+    const auto [lo, hi] = std::minmax_element(x.begin(), x.end());
+    k.lattice.observe_known_range(k.b(), x.data(), static_cast<int64_t>(x.size()), *lo, *hi,
+                                  stats::LatticeHistogram::CountOn::kCpu);
+    ASSERT_EQ(a.counts, k.counts) << "step " << step;
+    ASSERT_TRUE(a.range[0] == k.range[0] && a.range[1] == k.range[1] && a.mn == k.mn && a.mx == k.mx) << "step " << step;
+  }
+  if (qfx::runtime::cuda_unavailable_reason().empty()) return;  // a GPU here: CudaHistogram.* count on it
+  const float v[2] = {0.0f, 1.0f};
+  for (auto where : {stats::LatticeHistogram::CountOn::kGpu, stats::LatticeHistogram::CountOn::kGpuResident})
+    EXPECT_THROW(k.lattice.observe_known_range(k.b(), v, 2, 0.0f, 1.0f, where), ExecutionError);
 }
 
 // Statistics made by a TapFactory: on the onednn backend the values between
