@@ -73,7 +73,8 @@ int64_t load_qat_checkpoint(const std::string& path, fx::GraphModule& model, tor
                     ", this model " + graph_hash(model) + ")");
   const torch::Device device = model_device(model);
   try {
-    model.load(m);  // onto the host: the loaded tensors replace the model's
+    if (!device.is_cpu()) model.to(torch::Device(torch::kCPU));  // the archive's tensors are on the host
+    model.load(m);
     optimizer.load(o);
     if (!device.is_cpu()) {  // back where the model was
       model.to(device);
