@@ -19,6 +19,7 @@
 #include "qfx/quant/modules.h"
 #include "qfx/quant/runtime_tensor.h"
 #include "qfx/quant/torch_device.h"
+#include "qfx/runtime/cuda.h"
 #include "qfx/runtime/model.h"
 #include "qfx/stats/statistic.h"
 
@@ -130,6 +131,11 @@ CalibrationResult calibrate_on_device(fx::GraphModule& gm, const NextBatch& next
   CalibrationResult res;
   res.threads = at::get_num_threads();
   observe_weights(gm);  // on the host, once
+  // Histograms count each tensor in place, where qfx's own CUDA kernels can run.
+  if (runtime::cuda_unavailable_reason().empty())
+    for (const auto& item : gm.named_modules("", /*include_self=*/false))
+      if (auto* fq = dynamic_cast<FakeQuantize*>(item.value().get()))
+        if (auto* h = dynamic_cast<HistogramObserver*>(&fq->observer())) h->set_count_on_gpu(true);
   use_full_fp32_on_gpu();
   gm.to(device);
   BackToHost back{gm};

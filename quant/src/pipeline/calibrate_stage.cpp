@@ -1,7 +1,6 @@
 // Calibrate stage: the calibration data through the lowered float model.
 #include "qfx/quant/distributed.h"
 #include "qfx/quant/fake_quantize.h"
-#include "qfx/quant/observer.h"
 #include "stages.h"
 
 namespace qfx::quant::pipeline {
@@ -16,10 +15,6 @@ CalibrationResult calibrate_stage(const Job& job, fx::GraphModule& gm, LoweredMo
   const int64_t n = cal.size();
   o.progress = [&](int64_t done) { progress(job.hooks, "calibration", done, n); };
   const int64_t bs = job.cfg.calibration.batch_size;
-  if (job.cfg.calibration.device == "cuda")  // histograms count on the GPU, in place
-    for (const auto& item : gm.named_modules("", /*include_self=*/false))
-      if (auto* fq = dynamic_cast<FakeQuantize*>(item.value().get()))
-        if (auto* h = dynamic_cast<HistogramObserver*>(&fq->observer())) h->set_count_on_gpu(true);
   CalibrationResult r = calibrate(gm, lowered, batches(cal, bs, dist ? dist->rank() : 0, dist ? dist->world_size() : 1), o);
   set_quant_state(gm, QuantState::kFakeQuant);
   disable_observer(gm);

@@ -36,8 +36,10 @@ struct CalibrateOptions {
   /// Where the float passes run: "cpu" (the runtime `backend`, or libtorch where the
   /// graph cannot be lowered) or "cuda" (`calibration.device: cuda`): the prepared
   /// GraphModule on libtorch's CUDA kernels, every batch copied to the GPU, every
-  /// observed tensor reduced (and, with HistogramObserver::count_on_gpu, counted)
-  /// where it lives (ObserverBase::observe_on_device); the module returns to the host
+  /// observed tensor reduced where it lives (ObserverBase::observe_on_device) and, by
+  /// histogram observers, counted there too (calibrate sets
+  /// HistogramObserver::count_on_gpu where qfx's CUDA kernels can run; otherwise the
+  /// tensor is copied to the host to be counted); the module returns to the host
   /// afterwards, also on an error. Throws ConfigError where libtorch cannot run on the
   /// device, and with `distributed` active (one process calibrates on the GPU).
   std::string device = "cpu";

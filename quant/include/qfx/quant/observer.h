@@ -206,8 +206,8 @@ class HistogramObserver : public ObserverBase {
   void set_algorithm(Algorithm a) { algo_ = chosen_ = a; }
   const AlgorithmOptions& options() const { return opts_; }
   int64_t bins() const { return bins_; }
-  /// Counts observed values on the GPU (runtime::cuda_lattice_histogram; the
-  /// `calibration.device: cuda` of a PTQ config) instead of the CPU: the same bin rule,
+  /// Counts observed values on the GPU (runtime::cuda_lattice_histogram; calibrate
+  /// sets it for CalibrateOptions::device cuda) instead of the CPU: the same bin rule,
   /// so the same counts, min, max and errors. Observations above 2^32 values count on
   /// the CPU. `observe` then throws ExecutionError where CUDA is unavailable.
   void set_count_on_gpu(bool on) { gpu_ = on; }
