@@ -1,5 +1,7 @@
-// ONNX elementwise and reduction ops: activations, arithmetic (on tensors and
-// on shape values), comparisons, Cast, Constant, Softmax, Reduce*.
+// ONNX elementwise and reduction ops: the shared unary table's rows
+// (qfx/fx/onnx_unary_ops.h) and the patterns around them (GELU from Erf, Mish from
+// Softplus), arithmetic (on tensors and on shape values), comparisons, Clip, Cast,
+// Constant, Softmax, Reduce*.
 #include <ATen/ops/full.h>
 #include <ATen/ops/tensor.h>
 
@@ -7,13 +9,34 @@
 
 #include "builder.h"
 #include "proto.h"
+#include "qfx/fx/onnx_unary_ops.h"
 
 namespace qfx::fx::onnx_detail {
 namespace {
 
-Converter unary(const char* op) {
-  return [op](Builder& b) { b.bind(0, b.call(op, {Argument(b.tensor(0))})); };
+// A row of the shared unary table (qfx/fx/onnx_unary_ops.h): the aten op with its
+// arguments read from the node's attributes. False (nothing emitted) when an
+// attribute the row fixes holds another value.
+bool read_unary(Builder& b, const UnaryOnnxOp& r) {
+  for (const auto& f : r.fixed)
+    if (std::abs(attr_f(b.node(), f.name, f.onnx_default) - f.value) >= 1e-6) return false;
+  std::vector<Argument> args = {Argument(b.tensor(0))};
+  for (const auto& a : r.arguments) {
+    const double v = a.attribute.empty() ? a.value : static_cast<double>(attr_f(b.node(), a.attribute, static_cast<float>(a.value)));
+    args.emplace_back(c10::IValue(v));
+  }
+  b.bind(0, b.call(r.target, std::move(args)));
+  return true;
 }
+
+Converter unary(const UnaryOnnxOp& r) {
+  return [&r](Builder& b) {
+    if (!read_unary(b, r)) b.fail("attributes other than the ones aten::" + r.aten + " computes with");
+  };
+}
+
+// The table row of ONNX op `onnx` (a row the converters below extend).
+const UnaryOnnxOp& row(const char* onnx) { return *find_unary_onnx_op(onnx); }
 
 c10::IValue scalar_of(const at::Tensor& c) {
   return c.is_floating_point() ? c10::IValue(c.item<double>()) : c10::IValue(c.item<int64_t>());
@@ -109,26 +132,15 @@ void clip(Builder& b) {
   else b.bind(0, b.call("aten::clamp", {Argument(x), mn, mx}));
 }
 
+// HardSigmoid with alpha 1/6 and beta 1/2 is aten::hardsigmoid (the table's row);
+// others are max(0, min(1, alpha * x + beta)).
 void hard_sigmoid(Builder& b) {
+  if (read_unary(b, row("HardSigmoid"))) return;
   const double alpha = attr_f(b.node(), "alpha", 0.2f), beta = attr_f(b.node(), "beta", 0.5f);
   Node* x = b.tensor(0);
-  if (std::abs(alpha - 1.0 / 6) < 1e-6 && std::abs(beta - 0.5) < 1e-6) {
-    b.bind(0, b.call("aten::hardsigmoid", {Argument(x)}));
-    return;
-  }
   Node* y = b.call("aten::mul.Scalar", {Argument(x), Argument(c10::IValue(alpha))}).node;
   y = b.call("aten::add.Scalar", {Argument(y), Argument(c10::IValue(beta))}).node;
   b.bind(0, b.call("aten::hardtanh", {Argument(y), Argument(c10::IValue(0.0)), Argument(c10::IValue(1.0))}));
-}
-
-void leaky_relu(Builder& b) {
-  b.bind(0, b.call("aten::leaky_relu", {Argument(b.tensor(0)), Argument(c10::IValue(static_cast<double>(attr_f(b.node(), "alpha", 0.01f))))}));
-}
-
-// Elu(alpha): aten::elu(x, alpha, scale 1, input_scale 1).
-void elu(Builder& b) {
-  b.bind(0, b.call("aten::elu", {Argument(b.tensor(0)), Argument(c10::IValue(static_cast<double>(attr_f(b.node(), "alpha", 1.0f)))),
-                                  Argument(c10::IValue(1.0)), Argument(c10::IValue(1.0))}));
 }
 
 // The constant operand of a two-input node whose other input is `x`, or undefined.
@@ -154,7 +166,7 @@ void erf(Builder& b) {
                     (mul->input(0) == x || mul->input(1) == x) && half->op_type() == "Mul" &&
                     near(other_constant(b, *half, mul->output(0)), 0.5);
   if (!gelu) {
-    b.bind(0, b.call("aten::erf", {Argument(b.tensor(0))}));
+    read_unary(b, row("Erf"));
     return;
   }
   const Value y = b.call("aten::gelu", {Argument(b.node_of(b.value_named(x))), Argument(c10::IValue(std::string("none")))});
@@ -174,7 +186,7 @@ void softplus(Builder& b) {
   const bool mish = mul && mul->op_type() == "Mul" && mul->input_size() == 2 &&
                     ((mul->input(0) == x && mul->input(1) == tanh->output(0)) || (mul->input(1) == x && mul->input(0) == tanh->output(0)));
   if (!mish) {
-    b.bind(0, b.call("aten::softplus", {Argument(b.tensor(0))}));
+    read_unary(b, row("Softplus"));
     return;
   }
   const Value y = b.call("aten::mish", {Argument(b.tensor(0))});
@@ -280,13 +292,10 @@ void where(Builder& b) {
 }  // namespace
 
 void add_elementwise_ops(ConverterTable& t) {
-  const std::pair<const char*, const char*> unaries[] = {
-      {"Relu", "aten::relu"},   {"Sigmoid", "aten::sigmoid"}, {"Tanh", "aten::tanh"},   {"HardSwish", "aten::hardswish"},
-      {"Sqrt", "aten::sqrt"},       {"Exp", "aten::exp"},     {"Log", "aten::log"},
-      {"Neg", "aten::neg"},     {"Abs", "aten::abs"},         {"Reciprocal", "aten::reciprocal"},
-      {"Floor", "aten::floor"}, {"Ceil", "aten::ceil"},       {"Not", "aten::logical_not"}, {"Sin", "aten::sin"},
-      {"Cos", "aten::cos"},     {"Mish", "aten::mish"}};
-  for (const auto& [onnx_op, aten] : unaries) t[onnx_op] = unary(aten);
+  for (const auto& r : unary_onnx_ops()) t[r.onnx] = unary(r);
+  // ONNX Mish (opset 18) is aten::mish; qfx writes mish as Softplus, Tanh and Mul
+  // (read back by `softplus`), so it is not a row of the shared table.
+  t["Mish"] = [](Builder& b) { b.bind(0, b.call("aten::mish", {Argument(b.tensor(0))})); };
   t["Add"] = binary("add", '+', true);
   t["Sub"] = binary("sub", '-', false);
   t["Mul"] = binary("mul", '*', true);
@@ -306,8 +315,6 @@ void add_elementwise_ops(ConverterTable& t) {
   t["Where"] = where;
   t["Clip"] = clip;
   t["HardSigmoid"] = hard_sigmoid;
-  t["LeakyRelu"] = leaky_relu;
-  t["Elu"] = elu;
   t["Gelu"] = gelu;
   t["Erf"] = erf;
   t["Softplus"] = softplus;

@@ -187,15 +187,15 @@ BackendConfig BackendConfig::load(const std::string& path) {
       if (names.size() < 2) bad(path, pat, "a fusion pattern needs at least two ops");
       for (const auto& n : names)
         if (!known_op(n)) bad(path, pat, "unknown op '" + n + "' in fusion pattern (known: " + list_str(known_op_names()) + ")");
-      static const std::vector<std::string> heads = {"conv1d", "conv2d", "conv3d", "conv_transpose2d", "linear"};
-      const bool elementwise = names[0] == "add" || names[0] == "mul";
-      if (elementwise && (names.size() != 2 || (names[1] != "relu" && names[1] != "relu6")))
+      const OpCatalog& cat = op_catalog();
+      const bool elementwise = cat.fusion_role(names[0]) == FusionRole::kElementwiseHead;
+      if (elementwise && (names.size() != 2 || cat.fusion_role(names[1]) != FusionRole::kActivation))
         bad(path, pat, "an elementwise fusion pattern is [add|mul, relu|relu6]");
-      if (!elementwise && std::find(heads.begin(), heads.end(), names[0]) == heads.end())
+      if (!elementwise && cat.fusion_role(names[0]) != FusionRole::kWeightedHead)
         bad(path, pat, "a fusion pattern must start with a conv, linear, add or mul op, not '" + names[0] + "'");
       for (size_t i = 1; i < names.size() && !elementwise; ++i) {
         const auto& n = names[i];
-        const bool bn = n.rfind("batchnorm", 0) == 0, act = n == "relu" || n == "relu6";
+        const bool bn = cat.fusion_role(n) == FusionRole::kBatchNorm, act = cat.fusion_role(n) == FusionRole::kActivation;
         if (!(bn && i == 1) && !(act && i == names.size() - 1))
           bad(path, pat, "fusion patterns are conv/linear [+ batchnorm] [+ relu|relu6]; '" + n + "' cannot be at position " + std::to_string(i + 1));
       }

@@ -65,7 +65,10 @@ std::string canonical_op_name(const fx::Node& n, const fx::GraphModule& gm) {
   return known.empty() ? name : known;
 }
 
-bool is_recurrent_op(const std::string& op) { return op == "lstm" || op == "gru"; }
+bool is_recurrent_op(const std::string& op) {
+  const OpRecord* r = op_catalog().find(op);
+  return r && r->recurrent;
+}
 
 bool read_by_recurrent_only(const fx::Node& n, const fx::GraphModule& gm) {
   if (n.users().empty()) return false;

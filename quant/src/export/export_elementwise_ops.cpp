@@ -1,8 +1,9 @@
-// The op catalog's elementwise ops: add / sub / mul / div (also between sizes), the
-// unary math ops, comparisons and logic, where, pow, rsub, clamp / hardtanh,
+// The op catalog's elementwise ops: add / sub / mul / div (also between sizes),
+// comparisons and logic, where, pow, rsub, clamp / hardtanh,
 // log_softmax and dtype casts (what a float ONNX model's graph carries between its
 // quantized groups).
 #include "exporter.h"
+#include "export_shape.h"
 #include "op_families.h"
 
 namespace qfx::quant::detail {
@@ -78,7 +79,7 @@ void cast(Exporter& e, fx::Node& n) {  // to(dtype); other overloads (device, te
 // add / sub / mul / div: size arithmetic between ints, else the ONNX op.
 std::function<void(Exporter&, fx::Node&)> arithmetic(std::string name, std::string onnx) {
   return [name, onnx](Exporter& e, fx::Node& n) {
-    if (name != "div" && e.int_operands(n)) return e.int_arith(&n, name);
+    if (name != "div" && int_operands(e, n)) return int_arith(e, &n, name);
     e.binary(&n, onnx);
   };
 }
@@ -89,37 +90,28 @@ void register_elementwise_ops(OpCatalog& c) {
   static const std::vector<std::pair<const char*, const char*>> arithmetics = {{"add", "Add"}, {"sub", "Sub"}, {"mul", "Mul"}, {"div", "Div"}};
   for (const auto& [op, onnx] : arithmetics)
     c.add(OpRecord(op).quantized_as(activation_kinds()).describe("elementwise " + std::string(op) + " (ONNX " + onnx + ")")
-              .to_onnx(arithmetic(op, onnx)));
+              .fuses_as(std::string(op) == "add" || std::string(op) == "mul" ? FusionRole::kElementwiseHead : FusionRole::kNone)
+              .writes({onnx}).to_onnx(arithmetic(op, onnx)));
   for (const char* op : {"floordiv", "floor_divide"})
     c.add(OpRecord(op).describe("integer floor division of sizes").to_onnx([](Exporter& e, fx::Node& n) {
-      if (!e.int_operands(n)) unsupported(n, "op '" + canonical_op_name(n, e.gm_) + "' has no ONNX export in qfx yet");
-      e.int_arith(&n, "floordiv");
+      if (!int_operands(e, n)) unsupported(n, "op '" + canonical_op_name(n, e.gm_) + "' has no ONNX export in qfx yet");
+      int_arith(e, &n, "floordiv");
     }));
-  static const std::vector<std::pair<const char*, const char*>> unaries = {
-      {"abs", "Abs"},   {"neg", "Neg"},   {"exp", "Exp"},         {"log", "Log"},   {"sqrt", "Sqrt"},
-      {"reciprocal", "Reciprocal"},       {"floor", "Floor"},     {"ceil", "Ceil"}, {"erf", "Erf"},
-      {"sin", "Sin"},   {"cos", "Cos"},   {"softplus", "Softplus"}, {"logical_not", "Not"}, {"sign", "Sign"}};
-  for (const auto& [op, onnx] : unaries) {
-    OpRecord r(op);
-    if (std::string(op) == "exp" || std::string(op) == "erf") r.as_table(onnx);
-    c.add(r.describe(std::string("ONNX ") + onnx + " in float").to_onnx([o = std::string(onnx)](Exporter& e, fx::Node& n) {
-      e.unary(&n, o);
-    }));
-  }
   static const std::vector<std::pair<const char*, const char*>> binaries = {
       {"eq", "Equal"},  {"lt", "Less"},   {"gt", "Greater"}, {"le", "LessOrEqual"}, {"ge", "GreaterOrEqual"},
       {"logical_and", "And"}, {"logical_or", "Or"}, {"pow", "Pow"}};
   for (const auto& [op, onnx] : binaries)
-    c.add(OpRecord(op).describe(std::string("ONNX ") + onnx + " in float").to_onnx([o = std::string(onnx)](Exporter& e, fx::Node& n) {
+    c.add(OpRecord(op).describe(std::string("ONNX ") + onnx + " in float").writes({onnx}).to_onnx([o = std::string(onnx)](Exporter& e, fx::Node& n) {
       e.binary(&n, o);
     }));
-  c.add(OpRecord("rsub").describe("other - self (ONNX Sub)").to_onnx(rsub));
-  c.add(OpRecord("where").describe("ONNX Where").to_onnx(where));
+  c.add(OpRecord("rsub").describe("other - self (ONNX Sub)").writes({"Sub"}).to_onnx(rsub));
+  c.add(OpRecord("where").describe("ONNX Where").writes({"Where"}).to_onnx(where));
   c.add(OpRecord("clamp").also_aten({"clamp_min", "clamp_max"}).quantized_as(activation_kinds())
-            .describe("ONNX Clip with the bounds given").to_onnx(clamp));
-  c.add(OpRecord("hardtanh").quantized_as(activation_kinds()).describe("ONNX Clip (hardtanh(0, 6) is relu6)").to_onnx(clamp));
-  c.add(OpRecord("log_softmax").describe("ONNX LogSoftmax").to_onnx(log_softmax));
-  c.add(OpRecord("to").describe("a dtype cast (ONNX Cast)").to_onnx(cast));
+            .describe("ONNX Clip with the bounds given").writes({"Clip"}).to_onnx(clamp));
+  c.add(OpRecord("hardtanh").quantized_as(activation_kinds()).describe("ONNX Clip (hardtanh(0, 6) is relu6)").writes({"Clip"})
+            .to_onnx(clamp));
+  c.add(OpRecord("log_softmax").describe("ONNX LogSoftmax").writes({"LogSoftmax"}).to_onnx(log_softmax));
+  c.add(OpRecord("to").describe("a dtype cast (ONNX Cast)").writes({"Cast"}).to_onnx(cast));
 }
 
 }  // namespace qfx::quant::detail

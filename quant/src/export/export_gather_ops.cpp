@@ -24,23 +24,9 @@ void gather(Exporter& ex, fx::Node& node, bool emb) {
 
 }  // namespace
 
-void Exporter::reduce_sum(fx::Node* n) {
-  // sum(self, dim, keepdim=False, dtype=None) as ReduceSum (opset 13: axes as an input).
-  std::vector<int64_t> dims = n->args().size() > 1 ? ints_arg(*n, 1) : std::vector<int64_t>{};
-  const bool keep = num_arg(*n, 2, 0) != 0;
-  const std::string y = fresh(n->name());
-  std::vector<std::string> in = {value(*n, n->args().at(0))};
-  if (!dims.empty()) in.push_back(ints_init(n->name() + "_axes", dims));
-  last_ = node("ReduceSum", in, y, n->name());
-  attr_i(last_, "keepdims", keep ? 1 : 0);
-  names_[n] = y;
-  const int r = rank_of(n->args().at(0));
-  rank_[n] = r < 0 ? -1 : keep ? r : dims.empty() ? 0 : r - static_cast<int>(dims.size());
-}
-
 void register_gather_ops(OpCatalog& c) {
-  c.add(OpRecord("embedding").describe("rows of a table (ONNX Gather, axis 0)").to_onnx([](Exporter& e, fx::Node& n) { gather(e, n, true); }));
-  c.add(OpRecord("index_select").describe("a 1-D index along one dim (ONNX Gather)").to_onnx([](Exporter& e, fx::Node& n) {
+  c.add(OpRecord("embedding").describe("rows of a table (ONNX Gather, axis 0)").writes({"Gather"}).to_onnx([](Exporter& e, fx::Node& n) { gather(e, n, true); }));
+  c.add(OpRecord("index_select").describe("a 1-D index along one dim (ONNX Gather)").writes({"Gather"}).to_onnx([](Exporter& e, fx::Node& n) {
     gather(e, n, false);
   }));
 }

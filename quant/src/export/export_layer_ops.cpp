@@ -1,7 +1,7 @@
 // The op catalog's layers: convolutions, linear (the module and F.linear), batch
 // norm and matmul between activations. A prepared layer exports through its
-// QuantizedConvLinear (exporter.h, weighted); these records export the ones
-// prepare_fx left float.
+// QuantizedConvLinear (Exporter::weighted, here); these records export the ones
+// prepare_fx left float, and F.linear on a parameter.
 #include <torch/nn/modules/batchnorm.h>
 
 #include "exporter.h"
@@ -10,7 +10,92 @@
 namespace qfx::quant::detail {
 namespace {
 
-void float_layer(Exporter& e, fx::Node& n, torch::nn::Module&) { e.float_layer(&n); }
+// The int8 weight (and int32 bias) of `f` as DequantizeLinear values: *wname, and
+// *bname when the layer has a quantized bias. `matmul`: W^T stored (per channel: axis 1).
+void quantized_weight(Exporter& e, const fx::Node& n, const QuantizedConvLinear& f, bool matmul, std::string* wname,
+                      std::string* bname) {
+  const at::Tensor codes = matmul ? f.weight_codes().t().contiguous() : f.weight_codes();
+  const QParams& q = f.weight_qparams();
+  const std::vector<int64_t> vec = q.per_channel ? std::vector<int64_t>{-1} : std::vector<int64_t>{};
+  const std::string wi = e.init(n.name() + "_weight_q", codes);
+  const std::string ws = e.init(n.name() + "_weight_scale", q.scale.reshape(vec));
+  const std::string wz = e.init(n.name() + "_weight_zero_point", e.zero_points(q).reshape(vec));
+  *wname = e.fresh(n.name() + "_weight");
+  auto* dn = e.node("DequantizeLinear", {wi, ws, wz}, *wname, *wname);
+  if (q.per_channel) e.attr_i(dn, "axis", matmul ? 1 : f.weight_out_axis());
+  ++e.res_.quantized_weights;
+  if (!f.bias_codes().defined()) return;
+  // int32 bias, scale = input scale x weight scale
+  const std::string bi = e.init(n.name() + "_bias_q", f.bias_codes());
+  const std::string bsn = e.init(n.name() + "_bias_scale", f.bias_scale());
+  const std::string bz = e.init(n.name() + "_bias_zero_point", at::zeros({f.bias_codes().numel()}, at::kInt));
+  *bname = e.fresh(n.name() + "_bias");
+  auto* bn = e.node("DequantizeLinear", {bi, bsn, bz}, *bname, *bname);
+  e.attr_i(bn, "axis", 0);
+}
+
+// Conv / ConvTranspose of `f` over value x with weight and bias values, writing y.
+void conv(Exporter& e, const fx::Node& n, const QuantizedConvLinear& f, const std::string& x, const std::string& wname,
+          const std::string& bname, const std::string& y) {
+  const at::Tensor w = f.weight_codes();
+  const bool tr = f.op() == FusedConvLinear::Op::kConvTranspose;
+  auto* p = e.node(tr ? "ConvTranspose" : "Conv", {x, wname, bname}, y, n.name());
+  std::vector<int64_t> k(w.sizes().begin() + 2, w.sizes().end()), pads = f.padding();
+  pads.insert(pads.end(), f.padding().begin(), f.padding().end());
+  e.attr_ints(p, "kernel_shape", k);
+  e.attr_ints(p, "strides", f.stride());
+  e.attr_ints(p, "pads", pads);
+  e.attr_ints(p, "dilations", f.dilation());
+  e.attr_i(p, "group", f.groups());
+  if (tr) e.attr_ints(p, "output_padding", f.output_padding());
+}
+
+// A weighted layer module that prepare_fx left float (not fused, not observed).
+void float_layer(Exporter& e, fx::Node& n, torch::nn::Module&) {
+  const std::string op = canonical_op_name(n, e.gm_);
+  std::string why;
+  auto f = FusedConvLinear::create(e.gm_.get_submodule(n.target()), nullptr, FusedConvLinear::BnMode::kFold, FusedActivation::kNone, &why);
+  if (!f) unsupported(n, why);
+  e.res_.float_ops.push_back(n.name() + " (" + op + "): float weights (not prepared for int8)");
+  e.weighted(&n, QuantizedConvLinear(*f, /*quantize_weight=*/false, -1.0f));
+}
+
+// F.linear(x, W, b) on a parameter W.
+void functional_linear(Exporter& ex, fx::Node& node) {
+  fx::Node* n = &node;
+  // y = x W^T + b: MatMul with Transpose(W) (folded at load when W is a parameter);
+  // a quantized parameter (prepare_fx's weight FakeQuantize, converted) as the
+  // DequantizeLinear of its codes, stored transposed (per channel: axis 1).
+  std::string wt;
+  const fx::Argument& wa = n->args().at(1);
+  if (!ex.opt_.float_model && wa.is_node() && ex.weight_of_functional_linear(wa.node)) {
+    const auto* qd = dynamic_cast<const QuantDequant*>(ex.gm_.get_submodule(wa.node->target()).get());
+    if (!qd) unsupported(*n, "internal: the weight of a quantized functional linear is not a QuantDequant");
+    const QParams& q = qd->qparams();
+    const at::Tensor w = ex.gm_.get_attr(wa.node->args()[0].node->target()).detach().to(at::kFloat);
+    const at::Tensor codes = quantize_weight_codes(w, q, /*axis=*/0).t().contiguous();
+    const std::vector<int64_t> vec = q.per_channel ? std::vector<int64_t>{-1} : std::vector<int64_t>{};
+    const std::string ci = ex.init(n->name() + "_weight_q", codes);
+    const std::string cs = ex.init(n->name() + "_weight_scale", q.scale.to(at::kFloat).reshape(vec));
+    const std::string cz = ex.init(n->name() + "_weight_zero_point", ex.zero_points(q).reshape(vec));
+    wt = ex.fresh(n->name() + "_weight");
+    auto* dn = ex.node("DequantizeLinear", {ci, cs, cz}, wt, wt);
+    if (q.per_channel) ex.attr_i(dn, "axis", 1);
+    ++ex.res_.quantized_weights;
+  } else {
+    wt = ex.fresh(n->name() + "_weight_t");
+    ex.node("Transpose", {ex.value(*n, wa)}, wt, wt);
+  }
+  std::string y = ex.fresh(n->name());
+  ex.node("MatMul", {ex.value(*n, n->args().at(0)), wt}, y, n->name());
+  if (n->args().size() > 2 && !(n->args().at(2).is_const() && n->args().at(2).value.isNone())) {
+    const std::string yb = ex.fresh(n->name() + "_bias");
+    ex.node("Add", {y, ex.operand(*n, n->args().at(2))}, yb, yb);
+    y = yb;
+  }
+  ex.names_[n] = y;
+  ex.rank_[n] = ex.rank_of(n->args().at(0));
+}
 
 // An unfused BatchNorm2d: ONNX BatchNormalization in float.
 void batch_norm_module(Exporter& e, fx::Node& n, torch::nn::Module& m) {
@@ -39,24 +124,69 @@ void matmul(Exporter& e, fx::Node& n) {
 
 }  // namespace
 
+void Exporter::weighted(fx::Node* n, const QuantizedConvLinear& f) {
+  const fx::Argument& xa = n->args().at(0);
+  const std::string& x = value(*n, xa);
+  const int r = rank_of(xa);
+  // A linear on an input of rank other than 2 is x @ W^T + b (MatMul, then Add):
+  // W^T is stored, so the MatMul's B is a (per-channel: axis 1) dequantized constant.
+  const bool matmul = f.op() == FusedConvLinear::Op::kLinear && r != 2;
+  std::string wname, bname;
+  if (f.weight_quantized() && !opt_.float_model) {
+    quantized_weight(*this, *n, f, matmul, &wname, &bname);
+  } else {
+    wname = init(n->name() + "_weight", matmul ? f.weight().t().contiguous() : f.weight());
+  }
+  if (bname.empty()) bname = init(n->name() + "_bias", f.bias_float());
+  std::string y = fresh(n->name());
+  if (f.op() == FusedConvLinear::Op::kLinear) {
+    if (!matmul) {
+      auto* p = node("Gemm", {x, wname, bname}, y, n->name());
+      attr_i(p, "transB", 1);
+    } else {  // any rank: x @ W^T + b
+      const std::string mm = fresh(n->name() + "_matmul");
+      node("MatMul", {x, wname}, mm, mm);
+      node("Add", {mm, bname}, y, n->name());
+    }
+  } else {
+    conv(*this, *n, f, x, wname, bname, y);
+  }
+  y = activation(n, y, f.activation());
+  names_[n] = y;
+  rank_[n] = r;
+}
+
+std::string Exporter::activation(fx::Node* n, const std::string& x, FusedActivation a) {
+  if (a == FusedActivation::kNone) return x;
+  const std::string y = fresh(n->name() + "_act");
+  if (a == FusedActivation::kReLU) {
+    node("Relu", {x}, y, y);
+  } else {
+    node("Clip", {x, init("zero", at::full({}, 0.0f)), init("six", at::full({}, 6.0f))}, y, y);
+  }
+  return y;
+}
+
 void register_layer_ops(OpCatalog& c) {
   const std::vector<std::pair<std::string, std::string>> convs = {
       {"conv1d", "Conv1d"}, {"conv2d", "Conv2d"}, {"conv3d", "Conv3d"}, {"conv_transpose2d", "ConvTranspose2d"}};
   for (const auto& [name, cls] : convs)
-    c.add(OpRecord(name).also_modules({cls}).quantized_as(weighted_kinds()).describe("convolution (ONNX Conv / ConvTranspose)")
-              .to_onnx(nullptr, float_layer));
-  c.add(OpRecord("linear").also_modules({"Linear"}).quantized_as(weighted_kinds())
+    c.add(OpRecord(name).also_modules({cls}).quantized_as(weighted_kinds()).fuses_as(FusionRole::kWeightedHead)
+              .describe("convolution (ONNX Conv / ConvTranspose)")
+              .writes({"Conv", "ConvTranspose"}).to_onnx(nullptr, float_layer));
+  c.add(OpRecord("linear").also_modules({"Linear"}).quantized_as(weighted_kinds()).fuses_as(FusionRole::kWeightedHead)
             .describe("x W^T + b (ONNX Gemm for 2-D input, else MatMul + Add)")
-            .to_onnx([](Exporter& e, fx::Node& n) { e.functional_linear(&n); }, float_layer));
-  c.add(OpRecord("batchnorm1d").also_modules({"BatchNorm1d"}).quantized_as(activation_kinds())
+            .writes({"Gemm", "MatMul", "Add", "Transpose", "DequantizeLinear"}).to_onnx(functional_linear, float_layer));
+  c.add(OpRecord("batchnorm1d").also_modules({"BatchNorm1d"}).quantized_as(activation_kinds()).fuses_as(FusionRole::kBatchNorm)
             .describe("batch norm, exported folded into the conv / linear before it"));
   c.add(OpRecord("batchnorm2d").also_modules({"BatchNorm2d"}).also_aten({"batch_norm"}).quantized_as(activation_kinds())
+            .fuses_as(FusionRole::kBatchNorm)
             .describe("batch norm: folded into the conv before it, else ONNX BatchNormalization in float")
-            .to_onnx(nullptr, batch_norm_module));
-  c.add(OpRecord("batchnorm3d").also_modules({"BatchNorm3d"}).quantized_as(activation_kinds())
+            .writes({"BatchNormalization"}).to_onnx(nullptr, batch_norm_module));
+  c.add(OpRecord("batchnorm3d").also_modules({"BatchNorm3d"}).quantized_as(activation_kinds()).fuses_as(FusionRole::kBatchNorm)
             .describe("batch norm, exported folded into the conv before it"));
   c.add(OpRecord("matmul").also_aten({"mm", "bmm"}).quantized_as(activation_kinds())
-            .describe("matrix product of two activations (ONNX MatMul)").to_onnx(matmul));
+            .describe("matrix product of two activations (ONNX MatMul)").writes({"MatMul"}).to_onnx(matmul));
 }
 
 }  // namespace qfx::quant::detail

@@ -8,16 +8,33 @@
 // [floor(i*H/oh), ceil((i+1)*H/oh)) and columns likewise (float between DQ and Q).
 #include <torch/nn/modules/pooling.h>
 
-#include "exporter.h"
+#include "export_shape.h"
 #include "op_families.h"
 
 namespace qfx::quant::detail {
+namespace {
 
-void Exporter::adaptive_avg_pool(fx::Node* n, std::vector<int64_t> out) {
+// Max / average pooling of `n`'s input: kernel `k`, strides `s` (empty: k), pads
+// `p` per spatial dim (both sides), dilations `d` (max only; empty: 1).
+void pool(Exporter& e, fx::Node* n, bool max, std::vector<int64_t> k, std::vector<int64_t> s, std::vector<int64_t> p,
+          std::vector<int64_t> d, bool ceil, bool include_pad) {
+  if (s.empty()) s = k;
+  e.unary(n, max ? "MaxPool" : "AveragePool");
+  e.attr_ints(e.last_, "kernel_shape", k);
+  e.attr_ints(e.last_, "strides", s);
+  std::vector<int64_t> pads = p;
+  pads.insert(pads.end(), p.begin(), p.end());
+  e.attr_ints(e.last_, "pads", pads);
+  if (max && !d.empty() && d != std::vector<int64_t>(d.size(), 1)) e.attr_ints(e.last_, "dilations", d);
+  if (ceil) e.attr_i(e.last_, "ceil_mode", 1);
+  if (!max && include_pad) e.attr_i(e.last_, "count_include_pad", 1);
+}
+
+void adaptive_avg_pool(Exporter& ex, fx::Node* n, std::vector<int64_t> out) {
   if (out.size() == 1) out.push_back(out[0]);
   if (out.size() != 2) unsupported(*n, "adaptive average pooling with an output size of rank " + std::to_string(out.size()));
-  if (out[0] == 1 && out[1] == 1) return unary(n, "GlobalAveragePool");
-  const auto& d = dims_of(*n, n->args().at(0));
+  if (out[0] == 1 && out[1] == 1) return ex.unary(n, "GlobalAveragePool");
+  const auto& d = dims_of(ex, *n, n->args().at(0));
   if (d.size() != 4) unsupported(*n, "adaptive average pooling of a tensor of rank " + std::to_string(d.size()) + " (expected 4)");
   if (d[1].batch || d[2].batch || d[3].batch || d[1].value < 0 || d[2].value < 0 || d[3].value < 0)
     unsupported(*n, "adaptive average pooling needs static channels and spatial size (give model.input_shape)");
@@ -27,7 +44,7 @@ void Exporter::adaptive_avg_pool(fx::Node* n, std::vector<int64_t> out) {
     if (out[i] <= 0) unsupported(*n, "adaptive average pooling to a size of " + std::to_string(out[i]));
   }
   const int64_t oh = out[0], ow = out[1];
-  if (H % oh == 0 && W % ow == 0) return pool(n, false, {H / oh, W / ow}, {H / oh, W / ow}, {0, 0}, {}, false, false);
+  if (H % oh == 0 && W % ow == 0) return pool(ex, n, false, {H / oh, W / ow}, {H / oh, W / ow}, {0, 0}, {}, false, false);
   at::Tensor P = at::zeros({H * W, oh * ow}, at::kFloat);
   auto p = P.accessor<float, 2>();
   for (int64_t i = 0; i < oh; ++i) {
@@ -39,39 +56,39 @@ void Exporter::adaptive_avg_pool(fx::Node* n, std::vector<int64_t> out) {
         for (int64_t w = w0; w < w1; ++w) p[h * W + w][i * ow + j] = inv;
     }
   }
-  const std::string flat = fresh(n->name() + "_flat"), prod = fresh(n->name() + "_pooled"), y = fresh(n->name());
-  node("Reshape", {value(*n, n->args().at(0)), ints_init("shape", {0, C, H * W})}, flat,
+  const std::string flat = ex.fresh(n->name() + "_flat"), prod = ex.fresh(n->name() + "_pooled"), y = ex.fresh(n->name());
+  ex.node("Reshape", {ex.value(*n, n->args().at(0)), ex.ints_init("shape", {0, C, H * W})}, flat,
        n->name() + "_flatten");
-  node("MatMul", {flat, init(n->name() + "_pooling", P)}, prod, n->name() + "_matmul");
-  last_ = node("Reshape", {prod, ints_init("shape", {0, C, oh, ow})}, y, n->name());
-  names_[n] = y;
-  rank_[n] = 4;
+  ex.node("MatMul", {flat, ex.init(n->name() + "_pooling", P)}, prod, n->name() + "_matmul");
+  ex.last_ = ex.node("Reshape", {prod, ex.ints_init("shape", {0, C, oh, ow})}, y, n->name());
+  ex.names_[n] = y;
+  ex.rank_[n] = 4;
 }
 
-void Exporter::adaptive_avg_pool1d(fx::Node* n, const std::vector<int64_t>& out) {
+void adaptive_avg_pool1d(Exporter& ex, fx::Node* n, const std::vector<int64_t>& out) {
   if (out.size() != 1 || out[0] <= 0) unsupported(*n, "adaptive average pooling 1-D needs one positive output size");
-  if (out[0] == 1) return unary(n, "GlobalAveragePool");
-  const auto& d = dims_of(*n, n->args().at(0));
+  if (out[0] == 1) return ex.unary(n, "GlobalAveragePool");
+  const auto& d = dims_of(ex, *n, n->args().at(0));
   if (d.size() != 3 || d[2].batch || d[2].value < 0) unsupported(*n, "adaptive average pooling 1-D needs a static length (give model.input_shape)");
   const int64_t L = d[2].value;
   if (L % out[0] != 0)
     unsupported(*n, "adaptive average pooling of length " + std::to_string(L) + " to " + std::to_string(out[0]) + " (not a divisor)");
-  pool(n, false, {L / out[0]}, {L / out[0]}, {0}, {}, false, false);
+  pool(ex, n, false, {L / out[0]}, {L / out[0]}, {0}, {}, false, false);
 }
 
 // F.pad / constant_pad_nd: torch lists (begin, end) per dim from the last one back;
 // ONNX Pad takes all begins, then all ends, from the first dim. All zero: the input.
-void Exporter::pad(fx::Node* n) {
-  const std::vector<Dim> p = size_list(*n, 1);
-  const int r = rank_of(n->args().at(0)) >= 0 ? rank_of(n->args().at(0)) : static_cast<int>(dims_of(*n, n->args().at(0)).size());
+void pad(Exporter& ex, fx::Node* n) {
+  const std::vector<Dim> p = size_list(ex, *n, 1);
+  const int r = ex.rank_of(n->args().at(0)) >= 0 ? ex.rank_of(n->args().at(0)) : static_cast<int>(dims_of(ex, *n, n->args().at(0)).size());
   if (p.size() % 2 || static_cast<int>(p.size()) > 2 * r) unsupported(*n, "a pad list of " + std::to_string(p.size()) + " entries for rank " + std::to_string(r));
   std::string mode = "constant";
   double fill = 0.0;
   if (n->target().rfind("aten::pad", 0) == 0) {
     if (n->args().size() > 2 && n->args()[2].is_const() && n->args()[2].value.isString()) mode = n->args()[2].value.toStringRef();
-    if (n->args().size() > 3) fill = num_arg(*n, 3, 0.0);
+    if (n->args().size() > 3) fill = ex.num_arg(*n, 3, 0.0);
   } else {
-    fill = num_arg(*n, 2, 0.0);
+    fill = ex.num_arg(*n, 2, 0.0);
   }
   if (mode != "constant" && mode != "reflect" && mode != "replicate") unsupported(*n, "pad mode '" + mode + "'");
   std::vector<int64_t> pads(static_cast<size_t>(2 * r), 0);
@@ -83,50 +100,63 @@ void Exporter::pad(fx::Node* n) {
     any |= p[k].value != 0;
   }
   if (!any) {
-    names_[n] = value(*n, n->args().at(0));
-    rank_[n] = r;
+    ex.names_[n] = ex.value(*n, n->args().at(0));
+    ex.rank_[n] = r;
     return;
   }
-  std::vector<std::string> in = {value(*n, n->args().at(0)), ints_init("pads", pads)};
-  if (mode == "constant") in.push_back(init("pad_value", at::tensor({static_cast<float>(fill)}, at::kFloat).reshape({})));
-  const std::string y = fresh(n->name());
-  last_ = node("Pad", in, y, n->name());
+  std::vector<std::string> in = {ex.value(*n, n->args().at(0)), ex.ints_init("pads", pads)};
+  if (mode == "constant") in.push_back(ex.init("pad_value", at::tensor({static_cast<float>(fill)}, at::kFloat).reshape({})));
+  const std::string y = ex.fresh(n->name());
+  ex.last_ = ex.node("Pad", in, y, n->name());
   if (mode != "constant") {
-    auto* a = last_->add_attribute();
+    auto* a = ex.last_->add_attribute();
     a->set_name("mode");
     a->set_type(onnx::AttributeProto::STRING);
     a->set_s(mode == "reflect" ? "reflect" : "edge");
   }
-  names_[n] = y;
-  rank_[n] = r;
+  ex.names_[n] = y;
+  ex.rank_[n] = r;
 }
 
 // torch.roll(x, shifts, dims): per dim, the last `shift` entries move to the front,
 // as Slice + Concat (ONNX has no roll). Static dims only.
-void Exporter::roll(fx::Node* n) {
-  const std::vector<int64_t> shifts = ints_arg(*n, 1), dims = n->args().size() > 2 ? ints_arg(*n, 2) : std::vector<int64_t>{};
+void roll(Exporter& ex, fx::Node* n) {
+  const std::vector<int64_t> shifts = ex.ints_arg(*n, 1), dims = n->args().size() > 2 ? ex.ints_arg(*n, 2) : std::vector<int64_t>{};
   if (dims.empty() || dims.size() != shifts.size()) unsupported(*n, "roll without one dim per shift (a flattened roll)");
-  const auto& d = dims_of(*n, n->args().at(0));
-  std::string cur = value(*n, n->args().at(0));
+  const auto& d = dims_of(ex, *n, n->args().at(0));
+  std::string cur = ex.value(*n, n->args().at(0));
   for (size_t k = 0; k < dims.size(); ++k) {
     const int64_t dim = norm_dim(*n, dims[k], d.size());
     if (d[static_cast<size_t>(dim)].batch || d[static_cast<size_t>(dim)].value < 0) unsupported(*n, "roll along a dynamic dim");
     const int64_t size = d[static_cast<size_t>(dim)].value;
     const int64_t s = ((shifts[k] % size) + size) % size;
     if (s == 0) continue;
-    const std::string tail = fresh(n->name() + "_tail"), head = fresh(n->name() + "_head");
-    slice_axis(cur, size - s, size, dim, 1, tail, tail);
-    slice_axis(cur, 0, size - s, dim, 1, head, head);
-    const std::string y = fresh(n->name());
-    last_ = node("Concat", {tail, head}, y, k + 1 == dims.size() ? n->name() : y);
-    attr_i(last_, "axis", dim);
+    const std::string tail = ex.fresh(n->name() + "_tail"), head = ex.fresh(n->name() + "_head");
+    slice_axis(ex, cur, size - s, size, dim, 1, tail, tail);
+    slice_axis(ex, cur, 0, size - s, dim, 1, head, head);
+    const std::string y = ex.fresh(n->name());
+    ex.last_ = ex.node("Concat", {tail, head}, y, k + 1 == dims.size() ? n->name() : y);
+    ex.attr_i(ex.last_, "axis", dim);
     cur = y;
   }
-  names_[n] = cur;
-  rank_[n] = static_cast<int>(d.size());
+  ex.names_[n] = cur;
+  ex.rank_[n] = static_cast<int>(d.size());
 }
 
-namespace {
+// sum(self, dim, keepdim=False, dtype=None) as ReduceSum (opset 13: axes as an input).
+void reduce_sum(Exporter& ex, fx::Node* n) {
+  std::vector<int64_t> dims = n->args().size() > 1 ? ex.ints_arg(*n, 1) : std::vector<int64_t>{};
+  const bool keep = ex.num_arg(*n, 2, 0) != 0;
+  const std::string y = ex.fresh(n->name());
+  std::vector<std::string> in = {ex.value(*n, n->args().at(0))};
+  if (!dims.empty()) in.push_back(ex.ints_init(n->name() + "_axes", dims));
+  ex.last_ = ex.node("ReduceSum", in, y, n->name());
+  ex.attr_i(ex.last_, "keepdims", keep ? 1 : 0);
+  ex.names_[n] = y;
+  const int r = ex.rank_of(n->args().at(0));
+  ex.rank_[n] = r < 0 ? -1 : keep ? r : dims.empty() ? 0 : r - static_cast<int>(dims.size());
+}
+
 
 // max_pool{1,2}d(x, kernel, stride, padding, dilation, ceil_mode) and
 // avg_pool{1,2}d(x, kernel, stride, padding, ceil_mode, count_include_pad).
@@ -139,15 +169,15 @@ void pool_function(Exporter& e, fx::Node& n, bool max, size_t dims) {
   };
   auto k = per_dim(1), s = per_dim(2), p = per_dim(3);
   if (p.empty()) p.assign(dims, 0);
-  if (max) return e.pool(&n, true, k, s, p, per_dim(4), e.num_arg(n, 5, 0) != 0, false);
-  e.pool(&n, false, k, s, p, {}, e.num_arg(n, 4, 0) != 0, e.num_arg(n, 5, 1) != 0);
+  if (max) return pool(e, &n, true, k, s, p, per_dim(4), e.num_arg(n, 5, 0) != 0, false);
+  pool(e, &n, false, k, s, p, {}, e.num_arg(n, 4, 0) != 0, e.num_arg(n, 5, 1) != 0);
 }
 
 void max_pool2d_module(Exporter& e, fx::Node& n, torch::nn::Module& m) {
   auto* mp = dynamic_cast<torch::nn::MaxPool2dImpl*>(&m);
   if (!mp) unsupported(n, "module 'max_pool2d' has no ONNX export in qfx yet");
   const auto& o = mp->options;
-  e.pool(&n, true, {(*o.kernel_size())[0], (*o.kernel_size())[1]}, {(*o.stride())[0], (*o.stride())[1]},
+  pool(e, &n, true, {(*o.kernel_size())[0], (*o.kernel_size())[1]}, {(*o.stride())[0], (*o.stride())[1]},
          {(*o.padding())[0], (*o.padding())[1]}, {(*o.dilation())[0], (*o.dilation())[1]}, o.ceil_mode(), false);
 }
 
@@ -156,7 +186,7 @@ void avg_pool2d_module(Exporter& e, fx::Node& n, torch::nn::Module& m) {
   if (!ap) unsupported(n, "module 'avg_pool2d' has no ONNX export in qfx yet");
   const auto& o = ap->options;
   if (o.divisor_override()) unsupported(n, "AvgPool2d with divisor_override");
-  e.pool(&n, false, {(*o.kernel_size())[0], (*o.kernel_size())[1]}, {(*o.stride())[0], (*o.stride())[1]},
+  pool(e, &n, false, {(*o.kernel_size())[0], (*o.kernel_size())[1]}, {(*o.stride())[0], (*o.stride())[1]},
          {(*o.padding())[0], (*o.padding())[1]}, {}, o.ceil_mode(), o.count_include_pad());
 }
 
@@ -164,7 +194,7 @@ void adaptive_avg_pool2d_module(Exporter& e, fx::Node& n, torch::nn::Module& m) 
   auto* aa = dynamic_cast<torch::nn::AdaptiveAvgPool2dImpl*>(&m);
   if (!aa) unsupported(n, "module 'adaptive_avg_pool2d' has no ONNX export in qfx yet");
   const auto& os = *aa->options.output_size();
-  e.adaptive_avg_pool(&n, {os[0] ? *os[0] : -1, os[1] ? *os[1] : -1});
+  adaptive_avg_pool(e, &n, {os[0] ? *os[0] : -1, os[1] ? *os[1] : -1});
 }
 
 // mean(x, dims, keepdim): over H and W of a 4-D tensor GlobalAveragePool (int8 as
@@ -202,18 +232,27 @@ void register_pool_ops(OpCatalog& c) {
       if (dims == 2) r.also_modules({max ? "MaxPool2d" : "AvgPool2d"});
       c.add(r.quantized_as(activation_kinds())
                 .describe(std::string("ONNX ") + (max ? "MaxPool" : "AveragePool"))
+                .writes({max ? "MaxPool" : "AveragePool"})
                 .to_onnx([max, dims](Exporter& e, fx::Node& n) { pool_function(e, n, max, dims); },
                          dims == 1 ? nullptr : max ? max_pool2d_module : avg_pool2d_module));
     }
   c.add(OpRecord("adaptive_avg_pool2d").also_modules({"AdaptiveAvgPool2d"}).quantized_as(activation_kinds())
             .describe("ONNX GlobalAveragePool, AveragePool or the exact pooling matrix")
-            .to_onnx([](Exporter& e, fx::Node& n) { e.adaptive_avg_pool(&n, e.ints_arg(n, 1)); }, adaptive_avg_pool2d_module));
+            .writes({"GlobalAveragePool", "AveragePool", "Reshape", "MatMul"})
+            .to_onnx([](Exporter& e, fx::Node& n) { adaptive_avg_pool(e, &n, e.ints_arg(n, 1)); }, adaptive_avg_pool2d_module));
   c.add(OpRecord("adaptive_avg_pool1d").quantized_as(activation_kinds()).describe("ONNX GlobalAveragePool or AveragePool")
-            .to_onnx([](Exporter& e, fx::Node& n) { e.adaptive_avg_pool1d(&n, e.ints_arg(n, 1)); }));
-  c.add(OpRecord("mean").quantized_as(activation_kinds()).describe("ONNX GlobalAveragePool or ReduceMean").to_onnx(mean));
-  c.add(OpRecord("sum").describe("ONNX ReduceSum over dims").to_onnx([](Exporter& e, fx::Node& n) {
+            .writes({"GlobalAveragePool", "AveragePool"})
+            .to_onnx([](Exporter& e, fx::Node& n) { adaptive_avg_pool1d(e, &n, e.ints_arg(n, 1)); }));
+  c.add(OpRecord("mean").quantized_as(activation_kinds()).describe("ONNX GlobalAveragePool or ReduceMean")
+            .writes({"GlobalAveragePool", "Flatten", "ReduceMean"}).to_onnx(mean));
+  c.add(OpRecord("sum").describe("ONNX ReduceSum over dims").writes({"ReduceSum"}).to_onnx([](Exporter& e, fx::Node& n) {
     if (n.args().size() <= 1) unsupported(n, "op 'sum' of all elements has no ONNX export in qfx yet");
-    e.reduce_sum(&n);
+    reduce_sum(e, &n);
+  }));
+  c.add(OpRecord("pad").also_aten({"constant_pad_nd"}).quantized_as(activation_kinds()).describe("ONNX Pad (constant, reflect, edge)")
+            .writes({"Pad"}).to_onnx([](Exporter& e, fx::Node& n) { pad(e, &n); }));
+  c.add(OpRecord("roll").describe("torch.roll (ONNX Slice + Concat)").writes({"Slice", "Concat"}).to_onnx([](Exporter& e, fx::Node& n) {
+    roll(e, &n);
   }));
 }
 

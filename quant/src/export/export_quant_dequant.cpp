@@ -1,12 +1,12 @@
 // export_onnx's QuantDequant of an activation (see exporter.h): QuantizeLinear ->
 // DequantizeLinear (com.microsoft's for int16; per channel along its axis), a Clip to
 // a sub-8-bit range, and the encoding it records.
-#include "exporter.h"
+#include "export_rnn.h"
 
 namespace qfx::quant::detail {
 
 void Exporter::quant_dequant(fx::Node* n, const QuantDequant& qd) {
-  if (read_by_rnn_only(n)) return;  // a recurrent layer's weight: rnn_function writes its codes
+  if (read_by_rnn_only(*this, n)) return;  // a recurrent layer's weight: rnn_function writes its codes
   const std::string& x = value(*n, n->args().at(0));
   const QParams& q = qd.qparams();
   if (opt_.float_model || weight_of_functional_linear(n)) {  // the linear writes the weight's codes itself

@@ -7,7 +7,7 @@
 // A scale factor becomes Resize's scales; an output size becomes its sizes, built
 // from the input's own N and C (Shape, Slice) and the static H and W, so the batch
 // stays dynamic and no float rounding of out / in can lose a row.
-#include "exporter.h"
+#include "export_shape.h"
 #include "op_families.h"
 #include "qfx/fx/upsample.h"
 
@@ -31,49 +31,47 @@ std::vector<T> list_or_empty(const fx::Argument* a) {
   return out;
 }
 
-}  // namespace
-
-void Exporter::resize(fx::Node* n, bool linear, std::vector<int64_t> sizes, std::vector<double> scales, bool align_corners) {
-  const auto& d = dims_of(*n, n->args().at(0));
+void resize(Exporter& ex, fx::Node* n, bool linear, std::vector<int64_t> sizes, std::vector<double> scales, bool align_corners) {
+  const auto& d = dims_of(ex, *n, n->args().at(0));
   if (d.size() != 4) unsupported(*n, "interpolation of a tensor of rank " + std::to_string(d.size()) + " (the runtime resizes [N, C, H, W])");
   if (sizes.size() == 1) sizes.assign(2, sizes[0]);
   if (scales.size() == 1) scales.assign(2, scales[0]);
   if (sizes.size() != 2 && scales.size() != 2) unsupported(*n, "interpolation needs an output size or a scale factor per spatial dim");
-  const std::string x = value(*n, n->args().at(0)), b = n->name();
+  const std::string x = ex.value(*n, n->args().at(0)), b = n->name();
   std::vector<std::string> in = {x, ""};
   if (sizes.size() == 2) {
-    const std::string shape = fresh(b + "_shape"), nc = fresh(b + "_nc"), full = fresh(b + "_sizes");
-    node("Shape", {x}, shape, shape);
-    slice_axis(shape, 0, 2, 0, 1, nc, nc);
-    attr_i(node("Concat", {nc, ints_init(b + "_hw", sizes)}, full, full), "axis", 0);
+    const std::string shape = ex.fresh(b + "_shape"), nc = ex.fresh(b + "_nc"), full = ex.fresh(b + "_sizes");
+    ex.node("Shape", {x}, shape, shape);
+    slice_axis(ex, shape, 0, 2, 0, 1, nc, nc);
+    ex.attr_i(ex.node("Concat", {nc, ex.ints_init(b + "_hw", sizes)}, full, full), "axis", 0);
     in.push_back("");
     in.push_back(full);
   } else {
     for (double s : scales)
       if (!(s > 0)) unsupported(*n, "a scale factor that is not positive");
-    in.push_back(init(b + "_scales", at::tensor({1.0f, 1.0f, static_cast<float>(scales[0]), static_cast<float>(scales[1])}, at::kFloat)));
+    in.push_back(ex.init(b + "_scales", at::tensor({1.0f, 1.0f, static_cast<float>(scales[0]), static_cast<float>(scales[1])}, at::kFloat)));
   }
-  const std::string y = fresh(b);
-  last_ = node("Resize", in, y, b);
-  auto* m = last_->add_attribute();
+  const std::string y = ex.fresh(b);
+  ex.last_ = ex.node("Resize", in, y, b);
+  auto* m = ex.last_->add_attribute();
   m->set_name("mode");
   m->set_type(onnx::AttributeProto::STRING);
   m->set_s(linear ? "linear" : "nearest");
-  auto* c = last_->add_attribute();
+  auto* c = ex.last_->add_attribute();
   c->set_name("coordinate_transformation_mode");
   c->set_type(onnx::AttributeProto::STRING);
   c->set_s(!linear ? "asymmetric" : align_corners ? "align_corners" : "pytorch_half_pixel");
   if (!linear) {
-    auto* nm = last_->add_attribute();
+    auto* nm = ex.last_->add_attribute();
     nm->set_name("nearest_mode");
     nm->set_type(onnx::AttributeProto::STRING);
     nm->set_s("floor");
   }
-  names_[n] = y;
-  rank_[n] = 4;
+  ex.names_[n] = y;
+  ex.rank_[n] = 4;
 }
 
-void Exporter::upsample_function(fx::Node* n) {
+void upsample_function(Exporter& ex, fx::Node* n) {
   const std::string& t = n->target();
   const bool linear = t.find("bilinear") != std::string::npos, vec = t.size() > 4 && t.compare(t.size() - 4, 4, ".vec") == 0;
   if (!linear && t.find("nearest") == std::string::npos) unsupported(*n, "interpolation mode of " + t + " (nearest or bilinear)");
@@ -85,19 +83,17 @@ void Exporter::upsample_function(fx::Node* n) {
   // .vec: (input, output_size?, [align_corners,] scale_factors?); otherwise
   // (input, output_size, [align_corners,] scales_h?, scales_w?): the output size decides.
   const size_t after = linear ? 3 : 2;
-  const bool align = linear && num_arg(*n, 2, 0) != 0;
+  const bool align = linear && ex.num_arg(*n, 2, 0) != 0;
   const std::vector<int64_t> sizes = list_or_empty<int64_t>(arg(1, "output_size"));
   const std::vector<double> scales = vec ? list_or_empty<double>(arg(after, "scale_factors")) : std::vector<double>{};
-  resize(n, linear, sizes, sizes.empty() ? scales : std::vector<double>{}, align);
+  resize(ex, n, linear, sizes, sizes.empty() ? scales : std::vector<double>{}, align);
 }
-
-namespace {
 
 void upsample_module(Exporter& e, fx::Node& n, torch::nn::Module& m) {
   const auto* u = dynamic_cast<const fx::UpsampleLeaf*>(&m);
   if (!u) unsupported(n, "module 'upsample' has no ONNX export in qfx yet");
   if (u->mode() != "nearest" && u->mode() != "bilinear") unsupported(n, "Upsample mode '" + u->mode() + "' (nearest or bilinear)");
-  e.resize(&n, u->mode() == "bilinear", u->sizes(), u->scales(), u->align_corners().value_or(false));
+  resize(e, &n, u->mode() == "bilinear", u->sizes(), u->scales(), u->align_corners().value_or(false));
 }
 
 }  // namespace
@@ -105,7 +101,8 @@ void upsample_module(Exporter& e, fx::Node& n, torch::nn::Module& m) {
 void register_resize_ops(OpCatalog& c) {
   c.add(OpRecord("upsample").also_aten({"upsample_nearest2d", "upsample_bilinear2d"}).also_modules({"Upsample"})
             .quantized_as(activation_kinds()).describe("nearest or bilinear interpolation (ONNX Resize)")
-            .to_onnx([](Exporter& e, fx::Node& n) { e.upsample_function(&n); }, upsample_module));
+            .writes({"Resize", "Shape", "Slice", "Concat"})
+            .to_onnx([](Exporter& e, fx::Node& n) { upsample_function(e, &n); }, upsample_module));
 }
 
 }  // namespace qfx::quant::detail

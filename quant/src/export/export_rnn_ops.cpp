@@ -9,7 +9,8 @@
 //     left out when they are zeros (nn.LSTM's default creates them with aten::zeros);
 //   - Y transposed and reshaped to PyTorch's [seq, batch, directions * hidden] for the
 //     next layer and the output; h_n / c_n the layers' Y_h / Y_c concatenated.
-#include "exporter.h"
+#include "export_rnn.h"
+#include "export_shape.h"
 #include "op_families.h"
 
 namespace qfx::quant::detail {
@@ -26,28 +27,28 @@ at::Tensor gates_in(const at::Tensor& t, const std::vector<int64_t>& order) {
 
 }  // namespace
 
-bool Exporter::is_zeros(const fx::Argument& a) {
+bool is_zeros(Exporter& ex, const fx::Argument& a) {
   return a.is_node() && a.node->op() == fx::Opcode::kCallFunction &&
-         (canonical_op_name(*a.node, gm_) == "zeros" || canonical_op_name(*a.node, gm_) == "zeros_like");
+         (canonical_op_name(*a.node, ex.gm_) == "zeros" || canonical_op_name(*a.node, ex.gm_) == "zeros_like");
 }
 
-void Exporter::zeros(fx::Node* n) {
+void zeros(Exporter& ex, fx::Node* n) {
   // Only recurrent layers read a zeros of the dynamic batch (their default initial
   // state), and they leave it out; anything else reads a value never exported.
   for (const fx::Node* u : n->users())
-    if (!is_recurrent_op(canonical_op_name(*u, gm_)))
-      unsupported(*n, "zeros read by '" + u->name() + "' (" + canonical_op_name(*u, gm_) + "): only as an LSTM / GRU initial state");
+    if (!is_recurrent_op(canonical_op_name(*u, ex.gm_)))
+      unsupported(*n, "zeros read by '" + u->name() + "' (" + canonical_op_name(*u, ex.gm_) + "): only as an LSTM / GRU initial state");
 }
 
-at::Tensor Exporter::tensor_arg(const fx::Node& n, const fx::Argument& a) {
+at::Tensor tensor_arg(Exporter& ex, const fx::Node& n, const fx::Argument& a) {
   if (a.is_const() && a.value.isTensor()) return a.value.toTensor().detach().to(at::kFloat);
-  if (a.is_node() && a.node->op() == fx::Opcode::kGetAttr) return gm_.get_attr(a.node->target()).detach().to(at::kFloat);
+  if (a.is_node() && a.node->op() == fx::Opcode::kGetAttr) return ex.gm_.get_attr(a.node->target()).detach().to(at::kFloat);
   if (a.is_node() && a.node->op() == fx::Opcode::kCallModule && !a.node->args().empty())
-    return tensor_arg(n, a.node->args()[0]);  // a weight FakeQuantize / QuantDequant: the parameter it reads
+    return tensor_arg(ex, n, a.node->args()[0]);  // a weight FakeQuantize / QuantDequant: the parameter it reads
   unsupported(n, "a recurrent layer's weight that is not a parameter or a constant");
 }
 
-std::vector<at::Tensor> Exporter::tensors_arg(const fx::Node& n, const fx::Argument& a) {
+std::vector<at::Tensor> tensors_arg(Exporter& ex, const fx::Node& n, const fx::Argument& a) {
   std::vector<at::Tensor> out;
   if (a.is_const() && a.value.isTensorList()) {
     for (const at::Tensor& t : a.value.toTensorVector()) out.push_back(t.detach().to(at::kFloat));
@@ -57,19 +58,19 @@ std::vector<at::Tensor> Exporter::tensors_arg(const fx::Node& n, const fx::Argum
       out.push_back(v.toTensor().detach().to(at::kFloat));
     }
   } else if (a.kind == fx::Argument::Kind::kList || a.kind == fx::Argument::Kind::kTuple) {
-    for (const auto& item : a.items) out.push_back(tensor_arg(n, item));
+    for (const auto& item : a.items) out.push_back(tensor_arg(ex, n, item));
   } else {
     unsupported(n, "a recurrent layer's weights that are not a list of parameters or constants");
   }
   return out;
 }
 
-const QuantDequant* Exporter::rnn_weight_qd(const fx::Argument& a) const {
-  if (opt_.float_model || !a.is_node() || a.node->op() != fx::Opcode::kCallModule) return nullptr;
-  return dynamic_cast<const QuantDequant*>(gm_.get_submodule(a.node->target()).get());
+const QuantDequant* rnn_weight_qd(Exporter& ex, const fx::Argument& a) {
+  if (ex.opt_.float_model || !a.is_node() || a.node->op() != fx::Opcode::kCallModule) return nullptr;
+  return dynamic_cast<const QuantDequant*>(ex.gm_.get_submodule(a.node->target()).get());
 }
 
-bool Exporter::read_by_rnn_only(const fx::Node* n) {
+bool read_by_rnn_only(Exporter& ex, const fx::Node* n) {
   // A parameter, or a quantizer of one: activations entering a recurrent layer are
   // quantized as everywhere else.
   const bool param = n->op() == fx::Opcode::kGetAttr ||
@@ -77,8 +78,8 @@ bool Exporter::read_by_rnn_only(const fx::Node* n) {
                       n->args()[0].node->op() == fx::Opcode::kGetAttr);
   if (!param || n->users().empty()) return false;
   for (const fx::Node* u : n->users()) {
-    if (u->op() == fx::Opcode::kCallFunction && is_recurrent_op(canonical_op_name(*u, gm_))) continue;
-    if (u->op() == fx::Opcode::kCallModule && read_by_rnn_only(u)) continue;  // its weight FakeQuantize / QuantDequant
+    if (u->op() == fx::Opcode::kCallFunction && is_recurrent_op(canonical_op_name(*u, ex.gm_))) continue;
+    if (u->op() == fx::Opcode::kCallModule && read_by_rnn_only(ex, u)) continue;  // its weight FakeQuantize / QuantDequant
     return false;
   }
   return true;
@@ -88,18 +89,18 @@ bool Exporter::read_by_rnn_only(const fx::Node* n) {
 // direction) in ONNX's gate order: a float initializer, or, where the target quantizes
 // them, per direction the integer codes DequantizeLinear'd along the rows (per-row
 // scales reordered with the rows), unsqueezed and concatenated.
-std::string Exporter::rnn_weight(fx::Node* n, const std::vector<fx::Argument>& items, const std::vector<at::Tensor>& w,
+std::string rnn_weight(Exporter& ex, fx::Node* n, const std::vector<fx::Argument>& items, const std::vector<at::Tensor>& w,
                                  const std::vector<size_t>& at, const std::vector<int64_t>& order, const std::string& hint) {
   bool quantized = !items.empty();
-  for (size_t i : at) quantized = quantized && i < items.size() && rnn_weight_qd(items[i]);
+  for (size_t i : at) quantized = quantized && i < items.size() && rnn_weight_qd(ex, items[i]);
   if (!quantized) {
     std::vector<at::Tensor> ws;
     for (size_t i : at) ws.push_back(gates_in(w[i], order));
-    return init(n->name() + hint, at::stack(ws));
+    return ex.init(n->name() + hint, at::stack(ws));
   }
   std::vector<std::string> parts;
   for (size_t i : at) {
-    const QParams& q = rnn_weight_qd(items[i])->qparams();
+    const QParams& q = rnn_weight_qd(ex, items[i])->qparams();
     const int64_t rows = w[i].size(0);
     const at::Tensor scale = q.scale.to(at::kFloat).reshape({-1}).expand({rows}).contiguous();
     const at::Tensor zp = q.zero_point.to(at::kLong).reshape({-1}).expand({rows}).contiguous();
@@ -107,27 +108,34 @@ std::string Exporter::rnn_weight(fx::Node* n, const std::vector<fx::Argument>& i
     QParams rq = q;
     rq.zero_point = gates_in(zp, order);
     const at::ScalarType ct = q.dtype == QDType::kUInt8 ? at::kByte : at::kChar;
-    const std::string c = init(n->name() + hint + "_q", gates_in(codes, order).to(ct));
-    const std::string sc = init(n->name() + hint + "_scale", gates_in(scale, order));
-    const std::string z = init(n->name() + hint + "_zero_point", zero_points(rq));
-    const std::string dq = fresh(n->name() + hint + "_dq"), one = fresh(n->name() + hint + "_dir");
-    attr_i(node("DequantizeLinear", {c, sc, z}, dq, dq), "axis", 0);
-    node("Unsqueeze", {dq, ints_init("axes", {0})}, one, one);
+    const std::string c = ex.init(n->name() + hint + "_q", gates_in(codes, order).to(ct));
+    const std::string sc = ex.init(n->name() + hint + "_scale", gates_in(scale, order));
+    const std::string z = ex.init(n->name() + hint + "_zero_point", ex.zero_points(rq));
+    const std::string dq = ex.fresh(n->name() + hint + "_dq"), one = ex.fresh(n->name() + hint + "_dir");
+    ex.attr_i(ex.node("DequantizeLinear", {c, sc, z}, dq, dq), "axis", 0);
+    ex.node("Unsqueeze", {dq, ex.ints_init("axes", {0})}, one, one);
     parts.push_back(one);
   }
   if (parts.size() == 1) return parts[0];
-  const std::string v = fresh(n->name() + hint);
-  attr_i(node("Concat", parts, v, v), "axis", 0);
+  const std::string v = ex.fresh(n->name() + hint);
+  ex.attr_i(ex.node("Concat", parts, v, v), "axis", 0);
   return v;
 }
 
-void Exporter::rnn(fx::Node* n, bool lstm) {
+// x with its axes permuted by `perm` (ONNX Transpose), a fresh value named after hint.
+std::string transposed(Exporter& ex, const std::string& x, const std::vector<int64_t>& perm, const std::string& hint) {
+  const std::string v = ex.fresh(hint);
+  ex.attr_ints(ex.node("Transpose", {x}, v, v), "perm", perm);
+  return v;
+}
+
+void rnn(Exporter& ex, fx::Node* n, bool lstm) {
   const std::string op = lstm ? "lstm" : "gru";
   if (n->args().size() < 9) unsupported(*n, "an " + op + " overload other than " + op + ".input");
-  const bool has_b = num_arg(*n, 3, 1) != 0, bidir = num_arg(*n, 7, 0) != 0, batch_first = num_arg(*n, 8, 0) != 0;
-  const int64_t layers = static_cast<int64_t>(num_arg(*n, 4, 1)), dirs = bidir ? 2 : 1, per = has_b ? 4 : 2;
-  if (num_arg(*n, 6, 0) != 0 && num_arg(*n, 5, 0) != 0) unsupported(*n, "dropout between layers in training mode");
-  const std::vector<at::Tensor> params = tensors_arg(*n, n->args()[2]);
+  const bool has_b = ex.num_arg(*n, 3, 1) != 0, bidir = ex.num_arg(*n, 7, 0) != 0, batch_first = ex.num_arg(*n, 8, 0) != 0;
+  const int64_t layers = static_cast<int64_t>(ex.num_arg(*n, 4, 1)), dirs = bidir ? 2 : 1, per = has_b ? 4 : 2;
+  if (ex.num_arg(*n, 6, 0) != 0 && ex.num_arg(*n, 5, 0) != 0) unsupported(*n, "dropout between layers in training mode");
+  const std::vector<at::Tensor> params = tensors_arg(ex, *n, n->args()[2]);
   const std::vector<fx::Argument> items = n->args()[2].kind == fx::Argument::Kind::kList ? n->args()[2].items : std::vector<fx::Argument>{};
   if (static_cast<int64_t>(params.size()) != layers * dirs * per)
     unsupported(*n, std::to_string(params.size()) + " weights for " + std::to_string(layers) + " layers");
@@ -141,8 +149,8 @@ void Exporter::rnn(fx::Node* n, bool lstm) {
     states.push_back(&n->args()[1]);
   }
   const std::string b = n->name();
-  std::string x = value(*n, n->args()[0]);
-  if (batch_first) x = transposed(x, {1, 0, 2}, b + "_seq_first");
+  std::string x = ex.value(*n, n->args()[0]);
+  if (batch_first) x = transposed(ex, x, {1, 0, 2}, b + "_seq_first");
   std::vector<std::string> y_h, y_c;
   for (int64_t l = 0; l < layers; ++l) {
     std::vector<at::Tensor> B;
@@ -153,66 +161,56 @@ void Exporter::rnn(fx::Node* n, bool lstm) {
       r_at.push_back(at + 1);
       if (has_b) B.push_back(at::cat({gates_in(params[at + 2], order), gates_in(params[at + 3], order)}));
     }
-    const std::string W = rnn_weight(n, items, params, w_at, order, "_W"), R = rnn_weight(n, items, params, r_at, order, "_R");
-    std::vector<std::string> in = {x, W, R, has_b ? init(b + "_B", at::stack(B)) : "", ""};
+    const std::string W = rnn_weight(ex, n, items, params, w_at, order, "_W"), R = rnn_weight(ex, n, items, params, r_at, order, "_R");
+    std::vector<std::string> in = {x, W, R, has_b ? ex.init(b + "_B", at::stack(B)) : "", ""};
     for (const fx::Argument* s : states) {
-      if (is_zeros(*s)) {
+      if (is_zeros(ex, *s)) {
         in.push_back("");
         continue;
       }
-      const std::string piece = fresh(b + "_state");
-      slice_axis(value(*n, *s), l * dirs, (l + 1) * dirs, 0, 1, piece, piece);
+      const std::string piece = ex.fresh(b + "_state");
+      slice_axis(ex, ex.value(*n, *s), l * dirs, (l + 1) * dirs, 0, 1, piece, piece);
       in.push_back(piece);
     }
     while (!in.empty() && in.back().empty()) in.pop_back();
-    const std::string y = fresh(b + "_Y");
-    auto* p = node(lstm ? "LSTM" : "GRU", in, y, fresh(b + "_layer"));
-    y_h.push_back(fresh(b + "_Y_h"));
+    const std::string y = ex.fresh(b + "_Y");
+    auto* p = ex.node(lstm ? "LSTM" : "GRU", in, y, ex.fresh(b + "_layer"));
+    y_h.push_back(ex.fresh(b + "_Y_h"));
     p->add_output(y_h.back());
     if (lstm) {
-      y_c.push_back(fresh(b + "_Y_c"));
+      y_c.push_back(ex.fresh(b + "_Y_c"));
       p->add_output(y_c.back());
     }
-    attr_i(p, "hidden_size", H);
-    if (bidir) attr_s(p, "direction", "bidirectional");
-    if (!lstm) attr_i(p, "linear_before_reset", 1);
+    ex.attr_i(p, "hidden_size", H);
+    if (bidir) ex.attr_s(p, "direction", "bidirectional");
+    if (!lstm) ex.attr_i(p, "linear_before_reset", 1);
     // [seq, dirs, batch, H] -> [seq, batch, dirs * H]
-    const std::string merged = fresh(b + "_out");
-    node("Reshape", {transposed(y, {0, 2, 1, 3}, b + "_batch_major"), ints_init(b + "_out_shape", {0, 0, -1})}, merged, merged);
+    const std::string merged = ex.fresh(b + "_out");
+    ex.node("Reshape", {transposed(ex, y, {0, 2, 1, 3}, b + "_batch_major"), ex.ints_init(b + "_out_shape", {0, 0, -1})}, merged, merged);
     x = merged;
   }
-  if (batch_first) x = transposed(x, {1, 0, 2}, b + "_batch_first");
+  if (batch_first) x = transposed(ex, x, {1, 0, 2}, b + "_batch_first");
   auto concat = [&](const std::vector<std::string>& parts, const std::string& hint) {
     if (parts.size() == 1) return parts[0];
-    const std::string v = fresh(b + hint);
-    attr_i(node("Concat", parts, v, v), "axis", 0);
+    const std::string v = ex.fresh(b + hint);
+    ex.attr_i(ex.node("Concat", parts, v, v), "axis", 0);
     return v;
   };
-  tuple_items_[n] = {x, concat(y_h, "_h_n")};
-  if (lstm) tuple_items_[n].push_back(concat(y_c, "_c_n"));
-  rank_[n] = 3;
+  ex.tuple_items_[n] = {x, concat(y_h, "_h_n")};
+  if (lstm) ex.tuple_items_[n].push_back(concat(y_c, "_c_n"));
+  ex.rank_[n] = 3;
 }
 
-std::string Exporter::transposed(const std::string& x, const std::vector<int64_t>& perm, const std::string& hint) {
-  const std::string v = fresh(hint);
-  attr_ints(node("Transpose", {x}, v, v), "perm", perm);
-  return v;
-}
 
-void Exporter::attr_s(onnx::NodeProto* p, const std::string& k, const std::string& v) {
-  auto* a = p->add_attribute();
-  a->set_name(k);
-  a->set_type(onnx::AttributeProto::STRING);
-  a->set_s(v);
-}
 
 void register_rnn_ops(OpCatalog& c) {
-  c.add(OpRecord("lstm").quantized_as(weighted_kinds()).describe("nn.LSTM (aten::lstm.input) as one ONNX LSTM per layer")
-            .to_onnx([](Exporter& e, fx::Node& n) { e.rnn(&n, true); }, nullptr, 7));
-  c.add(OpRecord("gru").quantized_as(weighted_kinds()).describe("nn.GRU (aten::gru.input) as one ONNX GRU per layer")
-            .to_onnx([](Exporter& e, fx::Node& n) { e.rnn(&n, false); }, nullptr, 7));
+  const std::vector<std::string> rnn_onnx_ops = {"LSTM", "GRU", "Transpose", "Reshape", "Slice", "Concat", "DequantizeLinear", "Unsqueeze"};
+  c.add(OpRecord("lstm").quantized_as(weighted_kinds()).as_recurrent().describe("nn.LSTM (aten::lstm.input) as one ONNX LSTM per layer")
+            .writes(rnn_onnx_ops).to_onnx([](Exporter& e, fx::Node& n) { rnn(e, &n, true); }, nullptr, 7));
+  c.add(OpRecord("gru").quantized_as(weighted_kinds()).as_recurrent().describe("nn.GRU (aten::gru.input) as one ONNX GRU per layer")
+            .writes(rnn_onnx_ops).to_onnx([](Exporter& e, fx::Node& n) { rnn(e, &n, false); }, nullptr, 7));
   for (const char* z : {"zeros", "zeros_like"})
-    c.add(OpRecord(z).describe("a recurrent layer's zero initial state, left out").to_onnx([](Exporter& e, fx::Node& n) { e.zeros(&n); }));
+    c.add(OpRecord(z).describe("a recurrent layer's zero initial state, left out").to_onnx([](Exporter& e, fx::Node& n) { zeros(e, &n); }));
 }
 
 }  // namespace qfx::quant::detail

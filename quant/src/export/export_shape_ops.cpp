@@ -5,7 +5,7 @@
 
 #include <torch/nn/modules/linear.h>
 
-#include "exporter.h"
+#include "export_shape.h"
 #include "op_families.h"
 
 namespace qfx::quant::detail {
@@ -31,68 +31,70 @@ struct ReshapeShape {
 
 }  // namespace
 
-const std::vector<Dim>& Exporter::dims_of(const fx::Node& user, const fx::Argument& a) {
-  if (!have_dims_) {
-    dims_ = detail::batch_shapes(gm_, opt_.input_shapes, opt_.input_dtypes);
-    have_dims_ = true;
+const std::vector<Dim>& dims_of(Exporter& ex, const fx::Node& user, const fx::Argument& a) {
+  if (!ex.have_dims_) {
+    ex.dims_ = detail::batch_shapes(ex.gm_, ex.opt_.input_shapes, ex.opt_.input_dtypes);
+    ex.have_dims_ = true;
   }
   if (!a.is_node()) unsupported(user, "a non-tensor argument where a tensor is expected");
-  auto it = dims_.find(a.node);
-  if (it == dims_.end()) unsupported(user, "the shape of '" + a.node->name() + "' is unknown");
+  auto it = ex.dims_.find(a.node);
+  if (it == ex.dims_.end()) unsupported(user, "the shape of '" + a.node->name() + "' is unknown");
   return it->second;
 }
 
-bool Exporter::is_int(const fx::Argument& a) const { return (a.is_const() && a.value.isInt()) || (a.is_node() && ints_.count(a.node)); }
+bool is_int(Exporter& ex, const fx::Argument& a) { return (a.is_const() && a.value.isInt()) || (a.is_node() && ex.ints_.count(a.node)); }
 
-Dim Exporter::int_of(const fx::Node& user, const fx::Argument& a) {
+bool int_operands(Exporter& e, const fx::Node& n) { return n.args().size() >= 2 && is_int(e, n.args()[0]) && is_int(e, n.args()[1]); }
+
+Dim int_of(Exporter& ex, const fx::Node& user, const fx::Argument& a) {
   if (a.is_const() && a.value.isInt()) return {a.value.toInt(), false};
   if (a.is_node()) {
-    auto it = ints_.find(a.node);
-    if (it != ints_.end()) return it->second;
+    auto it = ex.ints_.find(a.node);
+    if (it != ex.ints_.end()) return it->second;
   }
   unsupported(user, "an int that is neither a constant nor computed from sizes");
 }
 
-int64_t Exporter::norm_dim(const fx::Node& n, int64_t d, size_t rank) {
+int64_t norm_dim(const fx::Node& n, int64_t d, size_t rank) {
   const int64_t r = static_cast<int64_t>(rank);
   if (d < -r || d >= r) unsupported(n, "dim " + std::to_string(d) + " out of range for rank " + std::to_string(r));
   return d < 0 ? d + r : d;
 }
 
-void Exporter::size_op(fx::Node* n) {
-  const auto& d = dims_of(*n, n->args().at(0));
-  if (n->args().size() > 1) ints_[n] = d[static_cast<size_t>(norm_dim(*n, ints_arg(*n, 1).at(0), d.size()))];
-  else int_lists_[n] = d;
+void size_op(Exporter& ex, fx::Node* n) {
+  const auto& d = dims_of(ex, *n, n->args().at(0));
+  if (n->args().size() > 1) ex.ints_[n] = d[static_cast<size_t>(norm_dim(*n, ex.ints_arg(*n, 1).at(0), d.size()))];
+  else ex.int_lists_[n] = d;
 }
 
-void Exporter::getitem(fx::Node* n) {
+void getitem(Exporter& ex, fx::Node* n) {
   const fx::Argument& src = n->args().at(0);
-  if (src.is_node() && int_lists_.count(src.node)) {
-    const auto& l = int_lists_[src.node];
-    ints_[n] = l[static_cast<size_t>(norm_dim(*n, ints_arg(*n, 1).at(0), l.size()))];
+  if (src.is_node() && ex.int_lists_.count(src.node)) {
+    const auto& l = ex.int_lists_[src.node];
+    ex.ints_[n] = l[static_cast<size_t>(norm_dim(*n, ex.ints_arg(*n, 1).at(0), l.size()))];
     return;
   }
-  if (src.is_node() && tuple_items_.count(src.node)) {
-    const auto& items = tuple_items_[src.node];
-    names_[n] = items[static_cast<size_t>(norm_dim(*n, ints_arg(*n, 1).at(0), items.size()))];
-    rank_[n] = rank_of(src);
+  if (src.is_node() && ex.tuple_items_.count(src.node)) {
+    const auto& items = ex.tuple_items_[src.node];
+    ex.names_[n] = items[static_cast<size_t>(norm_dim(*n, ex.ints_arg(*n, 1).at(0), items.size()))];
+    ex.rank_[n] = ex.rank_of(src);
     return;
   }
   unsupported(*n, "getitem of a value that is not a size or a chunk");
 }
 
-void Exporter::int_arith(fx::Node* n, const std::string& op) {
-  const Dim a = int_of(*n, n->args().at(0)), b = int_of(*n, n->args().at(1));
+void int_arith(Exporter& ex, fx::Node* n, const std::string& op) {
+  const Dim a = int_of(ex, *n, n->args().at(0)), b = int_of(ex, *n, n->args().at(1));
   // A multiple of the batch times a constant, or divided by a divisor of its
   // multiple, stays a multiple of the batch (MultiheadAttention's bsz * num_heads).
   if (op == "mul" && a.batch != b.batch && (a.batch ? b : a).value >= 0) {
     const Dim& k = a.batch ? a : b;
     const Dim& c = a.batch ? b : a;
-    ints_[n] = c.value == 0 ? Dim{0, false} : Dim{k.value * c.value, true};
+    ex.ints_[n] = c.value == 0 ? Dim{0, false} : Dim{k.value * c.value, true};
     return;
   }
   if (op == "floordiv" && a.batch && !b.batch && b.value > 0 && a.value % b.value == 0) {
-    ints_[n] = {a.value / b.value, true};
+    ex.ints_[n] = {a.value / b.value, true};
     return;
   }
   if (a.batch || b.batch || a.value < 0 || b.value < 0)
@@ -106,24 +108,24 @@ void Exporter::int_arith(fx::Node* n, const std::string& op) {
     if (b.value == 0) unsupported(*n, "integer division by zero");
     v = a.value / b.value;  // both non-negative: floor division
   }
-  ints_[n] = {v, false};
+  ex.ints_[n] = {v, false};
 }
 
-std::vector<Dim> Exporter::size_list(const fx::Node& n, size_t i) {
+std::vector<Dim> size_list(Exporter& ex, const fx::Node& n, size_t i) {
   const fx::Argument& sa = n.args().at(i);
   std::vector<Dim> entries;
   if (sa.is_const()) {
-    for (auto v : ints_arg(n, i)) entries.push_back({v, false});
-  } else if (sa.is_node() && int_lists_.count(sa.node)) {
-    entries = int_lists_[sa.node];
+    for (auto v : ex.ints_arg(n, i)) entries.push_back({v, false});
+  } else if (sa.is_node() && ex.int_lists_.count(sa.node)) {
+    entries = ex.int_lists_[sa.node];
   } else {
-    for (const auto& it : sa.items) entries.push_back(int_of(n, it));
+    for (const auto& it : sa.items) entries.push_back(int_of(ex, n, it));
   }
   return entries;
 }
 
-void Exporter::reshape(fx::Node* n) {
-  const std::vector<Dim> entries = size_list(*n, 1);
+void reshape(Exporter& ex, fx::Node* n) {
+  const std::vector<Dim> entries = size_list(ex, *n, 1);
   std::vector<int64_t> shape;
   bool minus_one = false;
   for (const auto& e : entries) minus_one |= !e.batch && e.value == -1;
@@ -137,7 +139,7 @@ void Exporter::reshape(fx::Node* n) {
     // The batch: 0 copies the input's dim 0 (when that is the same multiple of the
     // batch), else the one -1 (ONNX infers it from the element count).
     auto same_as_input_dim0 = [&] {
-      const Dim d0 = dims_of(*n, n->args().at(0)).at(0);
+      const Dim d0 = dims_of(ex, *n, n->args().at(0)).at(0);
       return d0.batch && d0.value == e.value;
     };
     if (i == 0 && same_as_input_dim0()) {
@@ -149,43 +151,43 @@ void Exporter::reshape(fx::Node* n) {
       unsupported(*n, "a shape with the dynamic batch where ONNX Reshape cannot express it");
     }
   }
-  reshape_to(n, shape);
+  reshape_to(ex, n, shape);
 }
 
-void Exporter::reshape_to(fx::Node* n, const std::vector<int64_t>& shape) {
-  const std::string y = fresh(n->name());
-  node("Reshape", {value(*n, n->args().at(0)), ints_init("shape", shape)}, y, n->name());
-  names_[n] = y;
-  rank_[n] = static_cast<int>(shape.size());
+void reshape_to(Exporter& ex, fx::Node* n, const std::vector<int64_t>& shape) {
+  const std::string y = ex.fresh(n->name());
+  ex.node("Reshape", {ex.value(*n, n->args().at(0)), ex.ints_init("shape", shape)}, y, n->name());
+  ex.names_[n] = y;
+  ex.rank_[n] = static_cast<int>(shape.size());
 }
 
-void Exporter::unflatten(fx::Node* n) {
-  const std::vector<Dim> in = dims_of(*n, n->args().at(0));
-  const int64_t d = norm_dim(*n, ints_arg(*n, 1).at(0), in.size());
+void unflatten(Exporter& ex, fx::Node* n) {
+  const std::vector<Dim> in = dims_of(ex, *n, n->args().at(0));
+  const int64_t d = norm_dim(*n, ex.ints_arg(*n, 1).at(0), in.size());
   ReshapeShape shape;
   shape.dims.assign(static_cast<size_t>(d), 0);  // 0: ONNX Reshape copies the input's dim
   auto push = [&](const Dim& e) {
     if ((!e.batch && e.value < -1) || !shape.push(e)) unsupported(*n, "an unflatten shape ONNX Reshape cannot express");
   };
-  for (const Dim& e : size_list(*n, 2)) push(e);
+  for (const Dim& e : size_list(ex, *n, 2)) push(e);
   for (size_t i = static_cast<size_t>(d) + 1; i < in.size(); ++i) push(in[i]);
-  reshape_to(n, shape.dims);
+  reshape_to(ex, n, shape.dims);
 }
 
-void Exporter::flatten(fx::Node* n, int64_t start, int64_t end) {
-  const int r = rank_of(n->args().at(0));
+void flatten(Exporter& ex, fx::Node* n, int64_t start, int64_t end) {
+  const int r = ex.rank_of(n->args().at(0));
   if (r > 0) {
     start = norm_dim(*n, start, static_cast<size_t>(r));
     end = norm_dim(*n, end, static_cast<size_t>(r));
   }
   if (end == -1 || (r > 0 && end == r - 1)) {
-    unary(n, "Flatten");
-    attr_i(last_, "axis", start);
-    rank_[n] = static_cast<int>(start) + 1;
+    ex.unary(n, "Flatten");
+    ex.attr_i(ex.last_, "axis", start);
+    ex.rank_[n] = static_cast<int>(start) + 1;
     return;
   }
   if (r < 0 || start < 0 || end < start) unsupported(*n, "flatten of an input of unknown rank before its last dim");
-  const std::vector<Dim> in = dims_of(*n, n->args().at(0));
+  const std::vector<Dim> in = dims_of(ex, *n, n->args().at(0));
   ReshapeShape shape;
   shape.dims.assign(static_cast<size_t>(start), 0);  // 0: ONNX Reshape copies the input's dim
   Dim merged{1, false};
@@ -197,35 +199,35 @@ void Exporter::flatten(fx::Node* n, int64_t start, int64_t end) {
   bool ok = shape.push(merged);
   for (size_t i = static_cast<size_t>(end) + 1; i < in.size(); ++i) ok = ok && shape.push(in[i]);
   if (!ok) unsupported(*n, "a flatten ONNX Reshape cannot express (two dynamic dims)");
-  reshape_to(n, shape.dims);
+  reshape_to(ex, n, shape.dims);
 }
 
-void Exporter::unsqueeze(fx::Node* n) {
-  const int r = rank_of(n->args().at(0));
-  int64_t d = ints_arg(*n, 1).at(0);
+void unsqueeze(Exporter& ex, fx::Node* n) {
+  const int r = ex.rank_of(n->args().at(0));
+  int64_t d = ex.ints_arg(*n, 1).at(0);
   if (d < 0 && r < 0) unsupported(*n, "unsqueeze at a negative dim of an input of unknown rank");
   if (r >= 0) d = norm_dim(*n, d, static_cast<size_t>(r) + 1);
-  unary(n, "Unsqueeze", 1, {ints_init("axes", {d})});
+  ex.unary(n, "Unsqueeze", 1, {ex.ints_init("axes", {d})});
 }
 
-void Exporter::squeeze(fx::Node* n) {
-  const std::vector<Dim>& dims = dims_of(*n, n->args().at(0));
-  const int64_t d = norm_dim(*n, ints_arg(*n, 1).at(0), dims.size());
+void squeeze(Exporter& ex, fx::Node* n) {
+  const std::vector<Dim>& dims = dims_of(ex, *n, n->args().at(0));
+  const int64_t d = norm_dim(*n, ex.ints_arg(*n, 1).at(0), dims.size());
   const Dim& e = dims[static_cast<size_t>(d)];
   if (e.batch) unsupported(*n, "squeeze of the dynamic batch dim");
-  if (e.value != 1) return alias(n);  // aten::squeeze leaves a dim of size other than 1 as it is
-  unary(n, "Squeeze", -1, {ints_init("axes", {d})});
+  if (e.value != 1) return ex.alias(n);  // aten::squeeze leaves a dim of size other than 1 as it is
+  ex.unary(n, "Squeeze", -1, {ex.ints_init("axes", {d})});
 }
 
-void Exporter::expand(fx::Node* n) {
-  const std::vector<Dim> entries = size_list(*n, 1);
+void expand(Exporter& ex, fx::Node* n) {
+  const std::vector<Dim> entries = size_list(ex, *n, 1);
   // ONNX Expand broadcasts: -1 (keep the input's dim) is 1 there. The dynamic batch
   // is read from the first graph input (its dim 0) at run time.
   std::vector<std::string> parts;
   std::vector<int64_t> run;
   auto flush = [&] {
     if (run.empty()) return;
-    parts.push_back(ints_init("expand_dims", run));
+    parts.push_back(ex.ints_init("expand_dims", run));
     run.clear();
   };
   for (const auto& e : entries) {
@@ -234,36 +236,36 @@ void Exporter::expand(fx::Node* n) {
       run.push_back(e.value == -1 ? 1 : e.value);
       continue;
     }
-    if (e.value != 1 || opt_.input_shapes.empty() || opt_.input_shapes[0].empty() || opt_.input_shapes[0][0] >= 0 || !first_input_)
+    if (e.value != 1 || ex.opt_.input_shapes.empty() || ex.opt_.input_shapes[0].empty() || ex.opt_.input_shapes[0][0] >= 0 || !ex.first_input_)
       unsupported(*n, "expand to a multiple of the dynamic batch");
     flush();
     // Shape, then its first entry (Shape's start/end attributes are opset 15).
-    const std::string shape = fresh(n->name() + "_input_shape");
-    node("Shape", {names_.at(first_input_)}, shape, shape);
-    const std::string batch = fresh(n->name() + "_batch");
-    slice_axis(shape, 0, 1, 0, 1, batch, batch);
+    const std::string shape = ex.fresh(n->name() + "_input_shape");
+    ex.node("Shape", {ex.names_.at(ex.first_input_)}, shape, shape);
+    const std::string batch = ex.fresh(n->name() + "_batch");
+    slice_axis(ex, shape, 0, 1, 0, 1, batch, batch);
     parts.push_back(batch);
   }
   flush();
-  std::string target = parts.size() == 1 ? parts[0] : fresh(n->name() + "_shape");
+  std::string target = parts.size() == 1 ? parts[0] : ex.fresh(n->name() + "_shape");
   if (parts.size() > 1) {
-    auto* c = node("Concat", parts, target, target);
-    attr_i(c, "axis", 0);
+    auto* c = ex.node("Concat", parts, target, target);
+    ex.attr_i(c, "axis", 0);
   }
-  const std::string y = fresh(n->name());
-  node("Expand", {value(*n, n->args().at(0)), target}, y, n->name());
-  names_[n] = y;
-  rank_[n] = static_cast<int>(std::max<size_t>(entries.size(), static_cast<size_t>(std::max(rank_of(n->args().at(0)), 0))));
+  const std::string y = ex.fresh(n->name());
+  ex.node("Expand", {ex.value(*n, n->args().at(0)), target}, y, n->name());
+  ex.names_[n] = y;
+  ex.rank_[n] = static_cast<int>(std::max<size_t>(entries.size(), static_cast<size_t>(std::max(ex.rank_of(n->args().at(0)), 0))));
 }
 
-void Exporter::slice(fx::Node* n) {
+void slice(Exporter& ex, fx::Node* n) {
   // aten::slice(x, dim, start, end, step) and aten::select(x, dim, index): ONNX Slice
   // (select: a one-element slice, then Squeeze of that axis).
-  const bool select = canonical_op_name(*n, gm_) == "select";
-  const int r = rank_of(n->args().at(0));
+  const bool select = canonical_op_name(*n, ex.gm_) == "select";
+  const int r = ex.rank_of(n->args().at(0));
   auto arg = [&](size_t i, int64_t def) {
     if (n->args().size() <= i || (n->args().at(i).is_const() && n->args().at(i).value.isNone())) return def;
-    const Dim d = int_of(*n, n->args().at(i));
+    const Dim d = int_of(ex, *n, n->args().at(i));
     if (d.batch) unsupported(*n, "a slice bound that depends on the dynamic batch");
     return d.value;
   };
@@ -280,57 +282,57 @@ void Exporter::slice(fx::Node* n) {
     start = arg(2, 0);
     end = arg(3, std::numeric_limits<int64_t>::max());
     step = arg(4, 1);
-    if (start == 0 && end == std::numeric_limits<int64_t>::max() && step == 1) return alias(n);  // x[:]
+    if (start == 0 && end == std::numeric_limits<int64_t>::max() && step == 1) return ex.alias(n);  // x[:]
   }
-  const std::string y = fresh(n->name() + (select ? "_slice" : ""));
-  slice_axis(value(*n, n->args().at(0)), start, end, dim, step, y, y);
-  names_[n] = y;
-  rank_[n] = r;
+  const std::string y = ex.fresh(n->name() + (select ? "_slice" : ""));
+  slice_axis(ex, ex.value(*n, n->args().at(0)), start, end, dim, step, y, y);
+  ex.names_[n] = y;
+  ex.rank_[n] = r;
   if (!select) return;
-  const std::string s = fresh(n->name());
-  node("Squeeze", {y, ints_init("axes", {dim})}, s, n->name());
-  names_[n] = s;
-  rank_[n] = r < 0 ? -1 : r - 1;
+  const std::string s = ex.fresh(n->name());
+  ex.node("Squeeze", {y, ex.ints_init("axes", {dim})}, s, n->name());
+  ex.names_[n] = s;
+  ex.rank_[n] = r < 0 ? -1 : r - 1;
 }
 
-void Exporter::transpose(fx::Node* n) {
-  int r = rank_of(n->args().at(0));
-  if (r < 0) r = static_cast<int>(dims_of(*n, n->args().at(0)).size());
+void transpose(Exporter& ex, fx::Node* n) {
+  int r = ex.rank_of(n->args().at(0));
+  if (r < 0) r = static_cast<int>(dims_of(ex, *n, n->args().at(0)).size());
   std::vector<int64_t> perm(static_cast<size_t>(r));
   for (int i = 0; i < r; ++i) perm[static_cast<size_t>(i)] = i;
-  const int64_t a = n->args().size() > 1 ? norm_dim(*n, ints_arg(*n, 1).at(0), perm.size()) : 0;
-  const int64_t b = n->args().size() > 2 ? norm_dim(*n, ints_arg(*n, 2).at(0), perm.size()) : 1;
+  const int64_t a = n->args().size() > 1 ? norm_dim(*n, ex.ints_arg(*n, 1).at(0), perm.size()) : 0;
+  const int64_t b = n->args().size() > 2 ? norm_dim(*n, ex.ints_arg(*n, 2).at(0), perm.size()) : 1;
   if (r < 2) unsupported(*n, "transpose of a rank " + std::to_string(r) + " value");
   std::swap(perm[static_cast<size_t>(a)], perm[static_cast<size_t>(b)]);
-  unary(n, "Transpose");
-  attr_ints(last_, "perm", perm);
+  ex.unary(n, "Transpose");
+  ex.attr_ints(ex.last_, "perm", perm);
 }
 
-void Exporter::slice_axis(const std::string& x, int64_t start, int64_t end, int64_t axis, int64_t step, const std::string& y,
+void slice_axis(Exporter& ex, const std::string& x, int64_t start, int64_t end, int64_t axis, int64_t step, const std::string& y,
                           const std::string& name) {
-  std::vector<std::string> in = {x, ints_init("starts", {start}), ints_init("ends", {end}), ints_init("axes", {axis})};
-  if (step != 1) in.push_back(ints_init("steps", {step}));
-  node("Slice", in, y, name);
+  std::vector<std::string> in = {x, ex.ints_init("starts", {start}), ex.ints_init("ends", {end}), ex.ints_init("axes", {axis})};
+  if (step != 1) in.push_back(ex.ints_init("steps", {step}));
+  ex.node("Slice", in, y, name);
 }
 
-void Exporter::chunk(fx::Node* n) {
-  const auto& d = dims_of(*n, n->args().at(0));
-  const int64_t chunks = ints_arg(*n, 1).at(0);
-  const int64_t dim = norm_dim(*n, n->args().size() > 2 ? ints_arg(*n, 2).at(0) : 0, d.size());
+void chunk(Exporter& ex, fx::Node* n) {
+  const auto& d = dims_of(ex, *n, n->args().at(0));
+  const int64_t chunks = ex.ints_arg(*n, 1).at(0);
+  const int64_t dim = norm_dim(*n, n->args().size() > 2 ? ex.ints_arg(*n, 2).at(0) : 0, d.size());
   const Dim D = d[static_cast<size_t>(dim)];
   if (D.batch || D.value < 0) unsupported(*n, "chunk along the dynamic batch");
   if (chunks <= 0) unsupported(*n, "chunks must be positive");
   const int64_t size = (D.value + chunks - 1) / chunks;
-  const std::string& x = value(*n, n->args().at(0));
+  const std::string& x = ex.value(*n, n->args().at(0));
   std::vector<std::string> items;
   for (int64_t b = 0; b < D.value || (D.value == 0 && items.empty()); b += std::max<int64_t>(size, 1)) {
-    const std::string y = fresh(n->name() + "_" + std::to_string(items.size()));
-    slice_axis(x, b, std::min(b + size, D.value), dim, 1, y, n->name() + "_" + std::to_string(items.size()));
+    const std::string y = ex.fresh(n->name() + "_" + std::to_string(items.size()));
+    slice_axis(ex, x, b, std::min(b + size, D.value), dim, 1, y, n->name() + "_" + std::to_string(items.size()));
     items.push_back(y);
     if (D.value == 0) break;
   }
-  tuple_items_[n] = items;
-  rank_[n] = rank_of(n->args().at(0));
+  ex.tuple_items_[n] = items;
+  ex.rank_[n] = ex.rank_of(n->args().at(0));
 }
 
 namespace {
@@ -349,41 +351,41 @@ void cat(Exporter& e, fx::Node& n) {
 void flatten_module(Exporter& e, fx::Node& n, torch::nn::Module& m) {
   auto* fl = dynamic_cast<torch::nn::FlattenImpl*>(&m);
   if (!fl) unsupported(n, "module 'flatten' has no ONNX export in qfx yet");
-  e.flatten(&n, fl->options.start_dim(), fl->options.end_dim());
+  flatten(e, &n, fl->options.start_dim(), fl->options.end_dim());
 }
 
-// A record whose function emission is the Exporter method `f`.
-OpRecord op(const std::string& name, void (Exporter::*f)(fx::Node*), const std::string& what) {
-  return OpRecord(name).describe(what).to_onnx([f](Exporter& e, fx::Node& n) { (e.*f)(&n); });
+// A record whose function emission is `f`.
+OpRecord op(const std::string& name, void (*f)(Exporter&, fx::Node*), const std::string& what) {
+  return OpRecord(name).describe(what).to_onnx([f](Exporter& e, fx::Node& n) { f(e, &n); });
 }
+
+void alias(Exporter& e, fx::Node* n) { e.alias(n); }
 
 }  // namespace
 
 void register_shape_ops(OpCatalog& c) {
-  c.add(op("size", &Exporter::size_op, "a tensor's sizes (static, or the batch as ONNX Shape)").also_aten({"sym_size"}));
-  c.add(op("getitem", &Exporter::getitem, "an element of a list or tuple").also_aten({"__getitem__"}));
-  c.add(op("reshape", &Exporter::reshape, "ONNX Reshape").also_aten({"view"}).quantized_as(activation_kinds()));
-  c.add(op("unflatten", &Exporter::unflatten, "ONNX Reshape").quantized_as(activation_kinds()));
-  c.add(op("unsqueeze", &Exporter::unsqueeze, "ONNX Unsqueeze").quantized_as(activation_kinds()));
-  c.add(OpRecord("squeeze").quantized_as(activation_kinds()).describe("ONNX Squeeze of one dim").to_onnx([](Exporter& e, fx::Node& n) {
+  c.add(op("size", size_op, "a tensor's sizes (static, or the batch as ONNX Shape)").also_aten({"sym_size"}));
+  c.add(op("getitem", getitem, "an element of a list or tuple").also_aten({"__getitem__"}));
+  c.add(op("reshape", reshape, "ONNX Reshape").also_aten({"view"}).writes({"Reshape"}).quantized_as(activation_kinds()));
+  c.add(op("unflatten", unflatten, "ONNX Reshape").writes({"Reshape"}).quantized_as(activation_kinds()));
+  c.add(op("unsqueeze", unsqueeze, "ONNX Unsqueeze").writes({"Unsqueeze"}).quantized_as(activation_kinds()));
+  c.add(OpRecord("squeeze").quantized_as(activation_kinds()).describe("ONNX Squeeze of one dim").writes({"Squeeze"}).to_onnx([](Exporter& e, fx::Node& n) {
     if (n.args().size() != 2) unsupported(n, "op 'squeeze' without a dim has no ONNX export in qfx yet");
-    e.squeeze(&n);
+    squeeze(e, &n);
   }));
-  c.add(op("expand", &Exporter::expand, "ONNX Expand"));
-  c.add(op("transpose", &Exporter::transpose, "ONNX Transpose of two dims").also_aten({"t"}).quantized_as(activation_kinds()));
-  c.add(op("chunk", &Exporter::chunk, "pieces along one dim (ONNX Slice)"));
-  c.add(op("pad", &Exporter::pad, "ONNX Pad (constant, reflect, edge)").also_aten({"constant_pad_nd"}).quantized_as(activation_kinds()));
-  c.add(op("roll", &Exporter::roll, "torch.roll (ONNX Slice + Concat)"));
+  c.add(op("expand", expand, "ONNX Expand").writes({"Shape", "Slice", "Concat", "Expand"}));
+  c.add(op("transpose", transpose, "ONNX Transpose of two dims").also_aten({"t"}).writes({"Transpose"}).quantized_as(activation_kinds()));
+  c.add(op("chunk", chunk, "pieces along one dim (ONNX Slice)").writes({"Slice"}));
   for (const char* s : {"slice", "select"})
-    c.add(op(s, &Exporter::slice, "ONNX Slice (select: then Squeeze)").quantized_as(activation_kinds()));
-  c.add(OpRecord("cat").also_aten({"concat"}).quantized_as(activation_kinds()).describe("ONNX Concat").to_onnx(cat));
-  c.add(OpRecord("flatten").also_modules({"Flatten"}).quantized_as(activation_kinds()).describe("ONNX Flatten or Reshape")
+    c.add(op(s, slice, "ONNX Slice (select: then Squeeze)").writes({"Slice", "Squeeze"}).quantized_as(activation_kinds()));
+  c.add(OpRecord("cat").also_aten({"concat"}).quantized_as(activation_kinds()).describe("ONNX Concat").writes({"Concat"}).to_onnx(cat));
+  c.add(OpRecord("flatten").also_modules({"Flatten"}).quantized_as(activation_kinds()).describe("ONNX Flatten or Reshape").writes({"Flatten", "Reshape"})
             .to_onnx([](Exporter& e, fx::Node& n) {
-              e.flatten(&n, n.args().size() > 1 ? e.ints_arg(n, 1).at(0) : 0, n.args().size() > 2 ? e.ints_arg(n, 2).at(0) : -1);
+              flatten(e, &n, n.args().size() > 1 ? e.ints_arg(n, 1).at(0) : 0, n.args().size() > 2 ? e.ints_arg(n, 2).at(0) : -1);
             }, flatten_module));
-  c.add(op("dropout", &Exporter::alias, "the identity in eval mode").also_aten({"feature_dropout"}).also_modules({"Dropout"})
+  c.add(op("dropout", &alias, "the identity in eval mode").also_aten({"feature_dropout"}).also_modules({"Dropout"})
             .quantized_as(activation_kinds()));
-  c.add(op("identity", &Exporter::alias, "the identity").also_aten({"contiguous", "detach", "clone"}).also_modules({"Identity"})
+  c.add(op("identity", &alias, "the identity").also_aten({"contiguous", "detach", "clone"}).also_modules({"Identity"})
             .quantized_as(activation_kinds()));
 }
 

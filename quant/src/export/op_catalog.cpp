@@ -1,6 +1,7 @@
 #include "qfx/quant/op_catalog.h"
 
 #include <algorithm>
+#include <set>
 
 #include "qfx/error.h"
 #include "op_families.h"
@@ -17,6 +18,26 @@ OpRecord& OpRecord::to_onnx(std::function<void(detail::Exporter&, fx::Node&)> f,
                              [](int v, const OnnxExport& e) { return v < e.since_opset; });
   onnx.insert(at, std::move(x));
   return *this;
+}
+
+OpRecord& OpRecord::writes(const std::vector<std::string>& ops) {
+  for (const auto& o : ops)
+    if (std::find(onnx_ops.begin(), onnx_ops.end(), o) == onnx_ops.end()) onnx_ops.push_back(o);
+  return *this;
+}
+
+const std::vector<std::string>& core_onnx_ops() {
+  // Exporter::quant_dequant (Clip: a sub-8-bit range), Exporter::weighted with
+  // its fused activation, Exporter::output.
+  static const std::vector<std::string> ops = {"QuantizeLinear", "DequantizeLinear", "Clip", "Conv", "ConvTranspose",
+                                               "Gemm", "MatMul", "Add", "Relu", "Identity"};
+  return ops;
+}
+
+std::vector<std::string> emitted_onnx_ops() {
+  std::set<std::string> all(core_onnx_ops().begin(), core_onnx_ops().end());
+  for (const auto& [name, r] : op_catalog().records()) all.insert(r.onnx_ops.begin(), r.onnx_ops.end());
+  return {all.begin(), all.end()};
 }
 
 std::vector<OpKind> weighted_kinds() { return {OpKind::kWeighted, OpKind::kFloat}; }
@@ -59,6 +80,11 @@ const OnnxExport* OpCatalog::onnx_export(const std::string& name, int opset) con
   return best;
 }
 
+FusionRole OpCatalog::fusion_role(const std::string& name) const {
+  const OpRecord* r = find(name);
+  return r ? r->fusion : FusionRole::kNone;
+}
+
 std::vector<std::string> OpCatalog::configurable_names() const {
   std::vector<std::string> out;
   for (const auto& [name, r] : records_)
@@ -79,6 +105,7 @@ const OpCatalog& op_catalog() {
     detail::register_resize_ops(k);
     detail::register_rnn_ops(k);
     detail::register_gather_ops(k);
+    detail::register_unary_ops(k);
     return k;
   }();
   return c;

@@ -7,13 +7,14 @@
 
 namespace qfx::quant::detail {
 
-void register_layer_ops(OpCatalog& c);        // export_layer_ops.cpp: conv, linear, batch norm, matmul
-void register_activation_ops(OpCatalog& c);   // export_activation_ops.cpp: relu ... softmax, elu
-void register_elementwise_ops(OpCatalog& c);  // export_elementwise_ops.cpp: arithmetic, math, logic, casts
+void register_layer_ops(OpCatalog& c);        // export_layer_ops.cpp: conv, linear (and F.linear), batch norm, matmul
+void register_activation_ops(OpCatalog& c);   // export_activation_ops.cpp: relu6, silu, softmax, mish
+void register_unary_ops(OpCatalog& c);        // export_unary_ops.cpp: fx's shared unary table (relu, elu, abs, ...)
+void register_elementwise_ops(OpCatalog& c);  // export_elementwise_ops.cpp: arithmetic, comparisons, logic, casts
 void register_shape_ops(OpCatalog& c);        // export_shape_ops.cpp: views, size arithmetic, cat, slices
-void register_pool_ops(OpCatalog& c);         // export_pool_ops.cpp: pooling, mean, sum
-void register_norm_ops(OpCatalog& c);         // export_norm_ops.cpp: group / instance norm
-void register_transformer_ops(OpCatalog& c);  // export_transformer_ops.cpp: F.linear, layer norm, gelu, permute
+void register_pool_ops(OpCatalog& c);         // export_pool_ops.cpp: pooling, mean, sum, pad, roll
+void register_norm_ops(OpCatalog& c);         // export_norm_ops.cpp: layer / group / instance norm
+void register_transformer_ops(OpCatalog& c);  // export_transformer_ops.cpp: gelu, permute
 void register_resize_ops(OpCatalog& c);       // export_resize_ops.cpp: upsample / interpolate
 void register_rnn_ops(OpCatalog& c);          // export_rnn_ops.cpp: lstm, gru, zeros
 void register_gather_ops(OpCatalog& c);       // export_gather_ops.cpp: embedding, index_select

@@ -7,15 +7,14 @@
 #include "pass_log.h"
 #include "qfx/fx/module_matcher.h"
 #include "qfx/quant/modules.h"
+#include "qfx/quant/op_catalog.h"
 #include "qfx/quant/op_names.h"
 #include "qfx/quant/passes.h"
 
 namespace qfx::quant {
 namespace {
 
-bool is_weighted(const std::string& op) {
-  return op == "conv1d" || op == "conv2d" || op == "conv3d" || op == "conv_transpose2d" || op == "linear";
-}
+bool is_weighted(const std::string& op) { return op_catalog().fusion_role(op) == FusionRole::kWeightedHead; }
 
 bool is_prefix_of_some(const BackendConfig& b, const std::vector<std::string>& names) {
   for (const auto& f : b.fusions)
@@ -78,12 +77,12 @@ PassReport fuse_fx(fx::GraphModule& gm, const BackendConfig& backend, const Fuse
     FusedActivation act = FusedActivation::kNone;
     bool shared_module = false;
     for (size_t i = 1; i < best.size(); ++i) {
-      if (best_names[i].rfind("batchnorm", 0) == 0) {
+      const OpRecord* r = op_catalog().find(best_names[i]);
+      if (r && r->fusion == FusionRole::kBatchNorm) {
         bnmod = gm.get_submodule(best[i]->target());
         if (target_uses[best[i]->target()] > 1) shared_module = true;
       }
-      if (best_names[i] == "relu") act = FusedActivation::kReLU;
-      if (best_names[i] == "relu6") act = FusedActivation::kReLU6;
+      if (r && r->fusion == FusionRole::kActivation) act = r->fused_activation;
     }
     if (shared_module && options.qat) {
       report.declined.push_back(n->name() + ": not fused (its batch norm module is called from several places)");

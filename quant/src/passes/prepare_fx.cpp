@@ -12,6 +12,7 @@
 #include "qfx/fx/module_matcher.h"
 #include "qfx/quant/fake_quantize.h"
 #include "qfx/quant/modules.h"
+#include "qfx/quant/op_catalog.h"
 #include "qfx/quant/op_names.h"
 #include "qfx/quant/passes.h"
 
@@ -117,7 +118,7 @@ class Preparer {
   // them as one QLinearAdd with the ReLU in its output clamp.
   void find_elementwise_fusions() {
     for (auto& [n, i] : info_) {
-      if (!i.quantized || (i.op != "add" && i.op != "mul") || n->users().size() != 1) continue;
+      if (!i.quantized || op_catalog().fusion_role(i.op) != FusionRole::kElementwiseHead || n->users().size() != 1) continue;
       fx::Node* u = n->users()[0];
       auto it = info_.find(u);
       if (it == info_.end() || !it->second.quantized || !backend_.has_fusion({i.op, it->second.op}) || !fx::consumes_only(u, n))

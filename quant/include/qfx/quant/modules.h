@@ -12,11 +12,9 @@
 
 #include "qfx/fx/graph_module.h"
 #include "qfx/quant/fake_quantize.h"
+#include "qfx/quant/op_catalog.h"  // FusedActivation
 
 namespace qfx::quant {
-
-/// The post-activation of a fused module.
-enum class FusedActivation { kNone, kReLU, kReLU6 };
 
 /// `y` after the fused activation `a`: relu, hardtanh(0, 6) for ReLU6, or `y` itself.
 at::Tensor apply_activation(const at::Tensor& y, FusedActivation a);

@@ -7,7 +7,10 @@
 // op schemas and kernel registry (qfx/runtime/op_schema.h, registry.h).
 //
 // Adding an op is one record (in the family file under quant/src/export/ that
-// registers its neighbours) plus its runtime kernels; canonical_op_name,
+// registers its neighbours) plus its runtime kernels; an elementwise op that is one
+// ONNX op with float attributes is a row of fx's shared table instead
+// (qfx/fx/onnx_unary_ops.h, read by the float-ONNX reader too), which
+// export_unary_ops.cpp turns into records. canonical_op_name, the passes,
 // BackendConfig's validation and the ONNX exporter read the catalog.
 #pragma once
 
@@ -29,6 +32,20 @@ namespace qfx::quant {
 namespace detail {
 class Exporter;  // export_onnx's per-graph state (quant/src/export/exporter.h)
 }
+
+/// The post-activation of a fused module (FusedConvLinear) or of a fusion pattern.
+enum class FusedActivation { kNone, kReLU, kReLU6 };
+
+/// The place an op can take in a fusion pattern (a BackendConfig's `fusions`,
+/// fuse_fx, prepare_fx's elementwise fusions): conv/linear [+ batch norm]
+/// [+ activation], or [add|mul, activation].
+enum class FusionRole {
+  kNone,
+  kWeightedHead,     ///< a conv or linear layer that starts a pattern and takes what follows in
+  kBatchNorm,        ///< folded into the weighted head before it
+  kActivation,       ///< ends a pattern; OpRecord::fused_activation says which
+  kElementwiseHead,  ///< add / mul: with the activation after it, quantized as one op
+};
 
 /// One ONNX emission of an op, valid from opset `since_opset` on.
 struct OnnxExport {
@@ -52,12 +69,22 @@ struct OpRecord {
   /// arithmetic such as size and getitem, float math between quantized groups).
   std::vector<OpKind> kinds;
   std::vector<OnnxExport> onnx;  ///< emissions, by since_opset ascending
+  /// The ONNX op types (default domain) its emissions may write, at any opset; the
+  /// exporter throws InternalError for a node of another type, so this list is what
+  /// the runtime must run for the op (tested against its schemas and kernels).
+  std::vector<std::string> onnx_ops;
   /// The ONNX op of its 256-entry table form (a target's `arithmetic.lut` may name
   /// the op; the runtime's schema of this ONNX op says `table`); empty: none.
   std::string table_onnx;
   /// The ONNX op of its integer-only (I-BERT) form (`arithmetic.integer_only`); empty: none.
   std::string integer_only_onnx;
   std::string summary;           ///< one line saying what the op computes (`qfx ops`)
+  FusionRole fusion = FusionRole::kNone;  ///< its place in fusion patterns
+  /// With fusion kActivation: the activation a fused module applies for it.
+  FusedActivation fused_activation = FusedActivation::kNone;
+  /// A recurrent layer (aten::lstm.input, gru.input): its weights, initial states of
+  /// zeros and their quantizers belong to it.
+  bool recurrent = false;
 
   /// A record named `n` with nothing else known yet; the setters below fill it.
   explicit OpRecord(std::string n) : name(std::move(n)) {}
@@ -73,6 +100,16 @@ struct OpRecord {
   OpRecord& as_table(std::string onnx_op) { table_onnx = std::move(onnx_op); return *this; }
   /// Sets `integer_only_onnx` (e.g. "Gelu").
   OpRecord& as_integer_only(std::string onnx_op) { integer_only_onnx = std::move(onnx_op); return *this; }
+  /// Sets `fusion` (and, for kActivation, `fused_activation`).
+  OpRecord& fuses_as(FusionRole role, FusedActivation a = FusedActivation::kNone) {
+    fusion = role;
+    fused_activation = a;
+    return *this;
+  }
+  /// Sets `recurrent`.
+  OpRecord& as_recurrent() { recurrent = true; return *this; }
+  /// Adds `ops` to `onnx_ops` (the ONNX op types the emissions write).
+  OpRecord& writes(const std::vector<std::string>& ops);
   /// Adds an emission valid from `since_opset` on.
   OpRecord& to_onnx(std::function<void(detail::Exporter&, fx::Node&)> f,
                     std::function<void(detail::Exporter&, fx::Node&, torch::nn::Module&)> m = nullptr,
@@ -101,6 +138,8 @@ class OpCatalog {
   /// The emission of `name` for `opset`: the record's latest with since_opset <=
   /// opset; null when the op or such an emission does not exist.
   const OnnxExport* onnx_export(const std::string& name, int opset) const;
+  /// The fusion role of op `name`; kNone for an op without a record.
+  FusionRole fusion_role(const std::string& name) const;
   /// Names of the records a BackendConfig may list (kinds not empty), sorted.
   std::vector<std::string> configurable_names() const;
   /// Every record, by name.
@@ -110,6 +149,14 @@ class OpCatalog {
   std::map<std::string, OpRecord> records_;
   std::map<std::string, std::string> aten_, modules_;
 };
+
+/// The ONNX op types export_onnx writes outside any record's emission: the Q/DQ
+/// pairs, quantized conv / linear layers with their fused activations, graph outputs.
+const std::vector<std::string>& core_onnx_ops();
+
+/// Every ONNX op type export_onnx can write: core_onnx_ops() and every record's
+/// onnx_ops, sorted, without repeats.
+std::vector<std::string> emitted_onnx_ops();
 
 /// The built-in catalog, filled on first use from the family files' registration
 /// functions (quant/src/export/op_catalog.cpp lists them).

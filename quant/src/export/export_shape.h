@@ -1,0 +1,32 @@
+// Internal: export_onnx's shape arithmetic (export_shape_ops.cpp), which the pool,
+// resize, norm, elementwise and recurrent families use too: sizes are static at
+// export (batch_shapes) but for the dynamic batch, which stays symbolic (Dim).
+#pragma once
+
+#include "exporter.h"
+
+namespace qfx::quant::detail {
+
+/// The dims of tensor argument `a` of `user` (batch_shapes, computed on first
+/// need); unsupported() for a non-tensor or a value of unknown shape.
+const std::vector<Dim>& dims_of(Exporter& e, const fx::Node& user, const fx::Argument& a);
+/// True for an int constant or an int computed from sizes.
+bool is_int(Exporter& e, const fx::Argument& a);
+/// True when both operands of a binary node are ints (size arithmetic).
+bool int_operands(Exporter& e, const fx::Node& n);
+/// The value of an int argument (a constant or computed from sizes).
+Dim int_of(Exporter& e, const fx::Node& user, const fx::Argument& a);
+/// `d` (negative: from the end) as a dim of a rank-`rank` tensor; unsupported() when out of range.
+int64_t norm_dim(const fx::Node& n, int64_t d, size_t rank);
+/// The int list argument `i` of `n` (constants, a size() list, or computed ints).
+std::vector<Dim> size_list(Exporter& e, const fx::Node& n, size_t i);
+/// add / sub / mul / floordiv of two ints of `n` (sizes): the result, a multiple of
+/// the batch where it stays one. Writes no ONNX node.
+void int_arith(Exporter& e, fx::Node* n, const std::string& op);
+/// A Reshape of n's first argument to `shape` (ONNX Reshape's: 0 copies, one -1).
+void reshape_to(Exporter& e, fx::Node* n, const std::vector<int64_t>& shape);
+/// x[start:end:step] along `axis`: one ONNX Slice writing value `y`, node `name`.
+void slice_axis(Exporter& e, const std::string& x, int64_t start, int64_t end, int64_t axis, int64_t step, const std::string& y,
+                const std::string& name);
+
+}  // namespace qfx::quant::detail
