@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cmath>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -167,6 +168,36 @@ TEST(Runtime, OneDnnInt8EqualsTheReferenceArithmetic) {
       EXPECT_EQ(differ, 0) << name << " batch " << rep << ": outputs differ from the reference";
     }
   }
+}
+
+// A model parsed once plans for several backends and options: each plan gives the
+// outputs, int8 op count and kernels of the same file loaded by path, the file is
+// parsed once, and a plan does not change the graph the next plan starts from.
+TEST(Runtime, ParsedOnceLoadsLikeThePathForEveryBackendAndOption) {
+  const std::string path = onnx_dir() + "qdq_convnet.onnx";
+  const Tensor x = load_npy(onnx_dir() + "qdq_convnet.in.npy");
+  const int64_t parses = Model::parse_count(), loads = Model::load_count();
+  const ParsedModel parsed = Model::parse(path);
+  EXPECT_EQ(parsed.path(), path);
+  std::vector<Model> plans;
+  for (const ModelOptions& o : {ModelOptions("onednn"), ModelOptions("onednn", false), ModelOptions("reference"), ModelOptions("onednn")})
+    plans.push_back(Model::load(parsed, o));
+  EXPECT_EQ(Model::parse_count() - parses, 1);
+  EXPECT_EQ(Model::load_count() - loads, 4);
+  EXPECT_EQ(plans[0].int8_ops(), 5);
+  EXPECT_EQ(plans[1].int8_ops(), 0);
+  EXPECT_EQ(plans[2].int8_ops(), 5);
+  EXPECT_EQ(plans[3].kernel_impls(), plans[0].kernel_impls());
+  const std::vector<const char*> backends = {"onednn", "onednn", "reference", "onednn"};
+  for (size_t i = 0; i < plans.size(); ++i) {
+    const Model by_path = Model::load(path, {backends[i], i != 1});
+    const Tensor a = run1(plans[i], x), b = run1(by_path, x);
+    ASSERT_EQ(a.nbytes(), b.nbytes());
+    EXPECT_EQ(std::memcmp(a.raw(), b.raw(), a.nbytes()), 0) << "plan " << i;
+    EXPECT_EQ(plans[i].kernel_impls(), by_path.kernel_impls()) << "plan " << i;
+  }
+  EXPECT_THROW(Model::load(ParsedModel{}, {"onednn"}), qfx::ArgumentError);
+  EXPECT_THROW(Model::parse(onnx_dir() + "no_such_model.onnx"), qfx::IoError);
 }
 
 TEST(Runtime, BadFilesAndInputsAreClearErrors) {

@@ -45,7 +45,8 @@ double libtorch_top1(const std::string& path, const DataSpec& data, const std::v
 
 // The default job, smaller: the float model is exported once and loaded once
 // (shared by calibration, evaluation and the per-layer SQNR); the int8 model is
-// loaded for evaluation, unfused for the fake-quant SQNR, and on the reference backend.
+// parsed once and planned three times: for evaluation, unfused for the fake-quant
+// SQNR, and on the reference backend.
 TEST(Pipeline, PtqLoadsTheFloatModelOnceAndReportsWhatLibtorchComputes) {
   qfx::test::ScratchDir tmp;
   const std::string out = (tmp.path() / "out").string();
@@ -53,8 +54,10 @@ TEST(Pipeline, PtqLoadsTheFloatModelOnceAndReportsWhatLibtorchComputes) {
                                         {"calibration.num_samples=128", "evaluation.num_samples=300", "evaluation.sqnr_samples=32",
                                          "evaluation.reference_check=100", "output.dir=" + out});
   const int64_t loads_before = qfx::runtime::Model::load_count();
+  const int64_t parses_before = qfx::runtime::Model::parse_count();
   const PtqResult r = ptq(cfg);
   EXPECT_EQ(qfx::runtime::Model::load_count() - loads_before, 4);
+  EXPECT_EQ(qfx::runtime::Model::parse_count() - parses_before, 2);
 
   ASSERT_TRUE(r.evaluated);
   const PtqEvaluation& E = r.evaluation;

@@ -45,20 +45,58 @@ Model::~Model() = default;
 
 namespace {
 std::atomic<int64_t> g_loads{0};
+std::atomic<int64_t> g_parses{0};
+
+// A copy of `g` with storage of its own: loading changes its graph (folding,
+// QDQ matching, packing), never the parsed one it came from.
+ir::Graph deep_copy(const ir::Graph& g) {
+  ir::Graph c = g;
+  for (auto& kv : c.initializers) kv.second = kv.second.clone();
+  for (auto& n : c.nodes)
+    for (auto& kv : n.attrs)
+      if (kv.second.kind == ir::Attr::Kind::kTensor) kv.second.t = kv.second.t.clone();
+  return c;
+}
 }  // namespace
 
 int64_t Model::load_count() { return g_loads.load(); }
+int64_t Model::parse_count() { return g_parses.load(); }
 
 Model Model::load(const std::string& path, const ModelOptions& options) {
   ++g_loads;
+  ++g_parses;
   check_backend(options);
   return from_graph(ir::load_onnx(path), options, path);
 }
 
 Model Model::load_from_string(const std::string& bytes, const ModelOptions& options, const std::string& what) {
   ++g_loads;
+  ++g_parses;
   check_backend(options);
   return from_graph(ir::load_onnx_bytes(bytes, what), options, what);
+}
+
+ParsedModel Model::parse(const std::string& path) {
+  ++g_parses;
+  ParsedModel p;
+  p.graph_ = std::make_shared<const ir::Graph>(ir::load_onnx(path));
+  p.path_ = path;
+  return p;
+}
+
+ParsedModel Model::parse_from_string(const std::string& bytes, const std::string& what) {
+  ++g_parses;
+  ParsedModel p;
+  p.graph_ = std::make_shared<const ir::Graph>(ir::load_onnx_bytes(bytes, what));
+  p.path_ = what;
+  return p;
+}
+
+Model Model::load(const ParsedModel& parsed, const ModelOptions& options) {
+  ++g_loads;
+  if (!parsed.graph_) throw ArgumentError("Model::load: the ParsedModel holds no graph (default-constructed)");
+  check_backend(options);
+  return from_graph(deep_copy(*parsed.graph_), options, parsed.path_);
 }
 
 Model Model::from_graph(ir::Graph graph, const ModelOptions& options, const std::string& path) {

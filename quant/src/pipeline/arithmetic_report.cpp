@@ -12,12 +12,12 @@ namespace qfx::quant::detail {
 using pipeline::to_aten;
 using pipeline::feed;
 
-void compare_arithmetic(const runtime::Model& target, const std::string& onnx_path, const std::string& backend,
+void compare_arithmetic(const runtime::Model& target, const runtime::ParsedModel& parsed, const std::string& backend,
                                   const ExportResult& conv, Dataset& data, int64_t n, int64_t batch, const std::string& output,
                                   bool top1, PtqEvaluation& E) {
   runtime::ModelOptions float_opt(backend);
   float_opt.arithmetic = runtime::Arithmetic{};
-  auto onnx = runtime::Model::load(onnx_path, float_opt);
+  auto onnx = runtime::Model::load(parsed, float_opt);
   const auto names = target.value_names(), fnames = onnx.value_names();
   const std::set<std::string> have(names.begin(), names.end()), fhave(fnames.begin(), fnames.end());
   std::vector<std::string> watch;

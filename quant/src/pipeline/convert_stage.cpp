@@ -1,5 +1,5 @@
 // Convert stage: convert_fx and the int8 ONNX export into the staging folder,
-// loaded on the job's runtime backend.
+// parsed once and loaded on the job's runtime backend.
 #include "stages.h"
 
 namespace qfx::quant::pipeline {
@@ -8,12 +8,13 @@ template <typename Result>
 Int8Model convert_stage(const Job& job, fx::GraphModule& gm, const Staging& out, Result* r) {
   const std::string path = out.path("model_int8.onnx");
   ExportResult exported = convert_model(gm, path, job.cfg.model.inputs, &r->converted, job.backend.arithmetic);
-  runtime::Model model = runtime::Model::load(path, {job.runtime()});
+  runtime::ParsedModel parsed = runtime::Model::parse(path);
+  runtime::Model model = runtime::Model::load(parsed, {job.runtime()});
   const std::string output = output_name(model, job.output, job.config());
   r->float_fallbacks = float_fallbacks(gm);
   r->runtime_float_groups = model.float_fallbacks();
   r->kernel_report = model.kernel_report();
-  return {path, std::move(exported), std::move(model), output};
+  return {path, std::move(exported), std::move(parsed), std::move(model), output};
 }
 
 template Int8Model convert_stage<PtqResult>(const Job&, fx::GraphModule&, const Staging&, PtqResult*);

@@ -65,7 +65,7 @@ void to_rows(const std::map<std::string, LayerErr>& layers, PtqEvaluation* E) {
 void layer_sqnr_stage(const Job& job, const LoweredModel& fp32, const Int8Model& int8, Dataset& ev, PtqEvaluation* E) {
   const int64_t ns = std::min(job.cfg.evaluation.sqnr_samples, ev.size());
   if (ns <= 0) return;
-  const auto fq = runtime::Model::load(int8.path, {job.runtime(), /*fuse_qdq=*/false});
+  const auto fq = runtime::Model::load(int8.parsed, {job.runtime(), /*fuse_qdq=*/false});
   const Watches w = watches(fp32, fq, int8);
   std::map<std::string, LayerErr> layers;  // by node
   std::map<std::string, at::Tensor> ref;   // node -> fp32 value of the batch in flight

@@ -22,7 +22,7 @@ void evaluate_all(const Job& job, const LoweredModel& fp32, Int8Model& int8, Dat
   layer_sqnr_stage(job, fp32, int8, ev, &E);
   if (!job.backend.arithmetic.is_float()) {
     info(job.hooks, "target arithmetic: " + job.backend.arithmetic.describe());
-    detail::compare_arithmetic(int8.model, int8.path, job.runtime(), int8.exported, ev,
+    detail::compare_arithmetic(int8.model, int8.parsed, job.runtime(), int8.exported, ev,
                                std::max<int64_t>(job.cfg.evaluation.sqnr_samples, 1), job.cfg.evaluation.batch_size,
                                int8.output, job.cfg.evaluation.metric == "top1", E);
   }

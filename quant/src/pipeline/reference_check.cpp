@@ -1,7 +1,6 @@
 // The reference-backend check: the int8 model's outputs on the reference
 // kernels against the runtime backend's, bit for bit where no op computes in float.
-#include <set>
-
+#include "qfx/runtime/op_schema.h"
 #include "stages.h"
 
 namespace qfx::quant::pipeline {
@@ -9,15 +8,19 @@ namespace {
 
 // Bit for bit is the claim for int8 ops. Float groups in the int8 model (layers
 // kept float, ops without int8 kernels) sum in each backend's own order, so their
-// outputs (and codes requantized from them) may differ by rounding. Float ops that
-// only move values (or dequantize the output) are exact everywhere; any other
-// float op (a conv whose input went through a float reshape, a sum) counts.
+// outputs (and codes requantized from them) may differ by rounding. Float ops the
+// runtime's op table marks bit_exact (they move values, or dequantize the output)
+// are exact everywhere; any other float op (a conv whose input went through a float
+// reshape, a sum) counts.
+bool exact_everywhere(const std::string& op) {
+  const runtime::OpSchema* schema = runtime::find_op_schema(op);
+  return schema && schema->bit_exact;
+}
+
 bool exact_expected(const runtime::Model& int8) {
-  static const std::set<std::string> moves = {"DequantizeLinear", "Identity", "Reshape", "Transpose", "Slice", "Concat",
-                                              "Flatten", "Squeeze", "Unsqueeze", "Gather", "Expand", "Split", "MaxPool"};
   if (!int8.float_fallbacks().empty()) return false;
   for (const auto& k : int8.kernel_report())
-    if (!k.folded && k.dtype == "float32" && !moves.count(k.op)) return false;
+    if (!k.folded && k.dtype == "float32" && !exact_everywhere(k.op)) return false;
   return true;
 }
 
@@ -28,7 +31,7 @@ ReferenceCheck reference_check(const Job& job, const Int8Model& int8, Dataset& e
   const int64_t n = ev.size(), ebs = job.cfg.evaluation.batch_size;
   const int64_t nr = job.cfg.evaluation.reference_check < 0 ? n : std::min(job.cfg.evaluation.reference_check, n);
   if (nr <= 0 || job.runtime() == "reference") return c;
-  const auto ref_model = runtime::Model::load(int8.path, {"reference"});
+  const auto ref_model = runtime::Model::load(int8.parsed, {"reference"});
   for (int64_t i = 0; i < nr; i += ebs) {
     const int64_t end = std::min(i + ebs, nr);
     const at::Tensor r = to_aten(ref_model.run(feed(ref_model, ev.batch_inputs(i, end))).at(int8.output));

@@ -125,14 +125,17 @@ void fallback_deployed(const Job& job, const runtime::Model& fp32, const runtime
 
 // ---- convert_stage.cpp
 
-/// The int8 model: its export and the runtime model that runs it.
+/// The int8 model: its export, the file parsed once, and the runtime model that
+/// runs it. The stages that need it planned otherwise (unfused for the fake-quant
+/// SQNR, on the reference backend, with ONNX's arithmetic) load `parsed`.
 struct Int8Model {
-  std::string path;       ///< the staged model_int8.onnx
-  ExportResult exported;  ///< encodings, float ops
-  runtime::Model model;   ///< loaded on the job's runtime backend
-  std::string output;     ///< the ONNX name of evaluation.output
+  std::string path;            ///< the staged model_int8.onnx
+  ExportResult exported;       ///< encodings, float ops
+  runtime::ParsedModel parsed; ///< model_int8.onnx parsed (Model::parse), the one parse of the job
+  runtime::Model model;        ///< `parsed` loaded on the job's runtime backend
+  std::string output;          ///< the ONNX name of evaluation.output
 };
-/// convert_fx + export_onnx into the staging folder, loaded on the runtime.
+/// convert_fx + export_onnx into the staging folder, parsed once and loaded on the runtime.
 /// Fills `converted`, the float fallbacks, runtime float groups and kernel report of `r`.
 template <typename Result>
 Int8Model convert_stage(const Job& job, fx::GraphModule& gm, const Staging& out, Result* r);

@@ -150,6 +150,23 @@ struct TapStats {
 /// Makes the statistic a tap feeds for one tensor, given its name (Model::set_taps).
 using TapFactory = std::function<std::shared_ptr<stats::Statistic>(const std::string& name)>;
 
+/// An ONNX model parsed once (Model::parse): the imported graph (opset, nodes,
+/// initializers, the `qfx.arithmetic` metadata), before any backend, QDQ matching or
+/// plan. `Model::load(parsed, options)` plans it for any backend and options without
+/// reading or parsing the file again: a job that runs its int8 model on its backend,
+/// unfused for the fake-quant SQNR and on the reference backend parses it once.
+/// Copies share the graph, which nothing changes (each load works on its own copy).
+class ParsedModel {
+ public:
+  /// The file (or the `what` of Model::parse_from_string) it was parsed from.
+  const std::string& path() const { return path_; }
+
+ private:
+  friend class Model;
+  std::shared_ptr<const ir::Graph> graph_;
+  std::string path_;
+};
+
 /// A loaded ONNX model, ready to run.
 ///
 /// - Load: parses ONNX (opset 13..17), folds Constant/Identity, matches QDQ groups
@@ -174,6 +191,15 @@ class Model {
   /// errors). Same checks and errors as `load`.
   static Model load_from_string(const std::string& bytes, const ModelOptions& options = {},
                                 const std::string& what = "<in-memory ONNX>");
+  /// Parses `path` into a graph for `load(parsed, options)`. Throws what `load`
+  /// throws for the file itself: IoError (missing, truncated, not ONNX),
+  /// UnsupportedOpError (opset, custom domain), DataError (tensor types).
+  static ParsedModel parse(const std::string& path);
+  /// Parses a serialized ONNX ModelProto held in memory (`what` names it in errors).
+  static ParsedModel parse_from_string(const std::string& bytes, const std::string& what = "<in-memory ONNX>");
+  /// Plans an already parsed model for `options`' backend: the same model, checks
+  /// and errors as `load(parsed.path(), options)`, without reading the file.
+  static Model load(const ParsedModel& parsed, const ModelOptions& options = {});
 
   /// Runs the model. `inputs` maps each graph input name to a tensor of the
   /// declared dtype and a shape matching the declared one (dynamic dims free).
@@ -205,10 +231,14 @@ class Model {
   /// statistics). Same errors.
   std::map<std::string, Tensor> run(const std::map<std::string, Tensor>& inputs, const std::vector<std::string>& watch,
                                     const ValueCallback& on_value, WatchLayout layout) const;
-  /// Models loaded in this process so far (`load` and `load_from_string`, whether
-  /// or not they succeeded): how a pipeline's tests check that it loads each model
-  /// once.
+  /// Models loaded in this process so far (every `load` and `load_from_string`,
+  /// from a path, bytes or a ParsedModel, whether or not they succeeded): how a
+  /// pipeline's tests count the plans it builds.
   static int64_t load_count();
+  /// ONNX files and strings parsed in this process so far (`parse`,
+  /// `parse_from_string`, and the parse inside `load(path)` / `load_from_string`):
+  /// how a pipeline's tests check that it parses each model once.
+  static int64_t parse_count();
 
   /// The graph inputs and outputs.
   const std::vector<TensorInfo>& inputs() const;
