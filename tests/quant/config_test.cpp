@@ -55,7 +55,7 @@ TEST(TracerConfig, EmptyFileGivesDefaults) {
 
 TEST(TracerConfig, UnknownKeysNameFileLineColumn) {
   EXPECT_EQ(error_of(write("k1.yaml", "tracer:\n  wrap: []\n  wrapp: []\n")),
-            qfx::test::scratch_path() + "/k1.yaml:3:3: unknown key 'wrapp' in tracer (known: max_unroll, use_model_annotations, wrap)");
+            qfx::test::scratch_path() + "/k1.yaml:3:3: unknown key 'wrapp' in tracer (known: max_unroll, use_model_annotations, wrap); did you mean 'wrap'?");
   EXPECT_NE(error_of(write("k2.yaml", "modle: x\n")).find("k2.yaml:1:1: unknown key 'modle'"), std::string::npos);
 }
 

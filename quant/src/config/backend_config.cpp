@@ -147,6 +147,84 @@ void read_runtime(const std::string& path, const YAML::Node& rt, BackendConfig* 
   }
 }
 
+// scale: {power_of_two, min, max}.
+void read_scale(const std::string& path, const YAML::Node& sc, BackendConfig* bp) {
+  BackendConfig& b = *bp;
+  check_keys(path, sc, "scale", {"power_of_two", "min", "max"});
+  if (auto p = sc["power_of_two"]) b.power_of_two_scale = as_bool(path, p, "scale.power_of_two");
+  if (auto mn = sc["min"]) {
+    b.scale_min = as_double(path, mn, "scale.min");
+    if (!(b.scale_min >= 0)) bad(path, mn, "scale.min must be >= 0");
+  }
+  if (auto mx = sc["max"]) {
+    b.scale_max = as_double(path, mx, "scale.max");
+    if (!(b.scale_max > b.scale_min)) bad(path, mx, "scale.max must be greater than scale.min");
+  }
+}
+
+// fusions: a list of op-name lists, each conv/linear [+ batchnorm] [+ activation] or [add|mul, activation].
+void read_fusions(const std::string& path, const YAML::Node& f, BackendConfig* bp) {
+  BackendConfig& b = *bp;
+  if (!f.IsSequence()) bad(path, f, "fusions must be a list of op-name lists");
+  for (const auto& pat : f) {
+    auto names = as_string_list(path, pat, "a fusion pattern");
+    if (names.size() < 2) bad(path, pat, "a fusion pattern needs at least two ops");
+    for (const auto& n : names)
+      if (!known_op(n)) bad(path, pat, "unknown op '" + n + "' in fusion pattern (known: " + list_str(known_op_names()) + ")");
+    const OpCatalog& cat = op_catalog();
+    const bool elementwise = cat.fusion_role(names[0]) == FusionRole::kElementwiseHead;
+    if (elementwise && (names.size() != 2 || cat.fusion_role(names[1]) != FusionRole::kActivation))
+      bad(path, pat, "an elementwise fusion pattern is [add|mul, relu|relu6]");
+    if (!elementwise && cat.fusion_role(names[0]) != FusionRole::kWeightedHead)
+      bad(path, pat, "a fusion pattern must start with a conv, linear, add or mul op, not '" + names[0] + "'");
+    for (size_t i = 1; i < names.size() && !elementwise; ++i) {
+      const auto& n = names[i];
+      const bool bn = cat.fusion_role(n) == FusionRole::kBatchNorm, act = cat.fusion_role(n) == FusionRole::kActivation;
+      if (!(bn && i == 1) && !(act && i == names.size() - 1))
+        bad(path, pat, "fusion patterns are conv/linear [+ batchnorm] [+ relu|relu6]; '" + n + "' cannot be at position " + std::to_string(i + 1));
+    }
+    b.fusions.push_back(names);
+  }
+}
+
+// ops: op name -> kind (weighted, quantized, share, float, or {fixed: [lo, hi]}), as the catalog allows.
+void read_ops(const std::string& path, const YAML::Node& ops, BackendConfig* bp) {
+  BackendConfig& b = *bp;
+  if (!ops.IsMap()) bad(path, ops, "ops must be a mapping from op name to kind");
+  for (const auto& kv : ops) {
+    const std::string name = yaml::key_name(path, kv.first, "ops");
+    if (!known_op(name)) bad(path, kv.first, "unknown op '" + name + "' (known: " + list_str(known_op_names()) + ")");
+    OpConfig oc;
+    const YAML::Node v = kv.second;
+    if (v.IsMap()) {
+      check_keys(path, v, "ops." + name, {"fixed"});
+      const YAML::Node r = v["fixed"];
+      if (!r.IsSequence() || r.size() != 2) bad(path, r, "ops." + name + ".fixed must be [lo, hi], the output range");
+      oc.kind = OpKind::kFixed;
+      oc.fixed_lo = static_cast<float>(as_double(path, r[0], "fixed range"));
+      oc.fixed_hi = static_cast<float>(as_double(path, r[1], "fixed range"));
+      if (!(oc.fixed_hi > oc.fixed_lo)) bad(path, r, "ops." + name + ".fixed: hi must be greater than lo");
+      // The 8-bit scale (hi - lo) / 255 must be a normal float32 (and both ends float32 numbers).
+      if (!std::isfinite(oc.fixed_hi - oc.fixed_lo) || (oc.fixed_hi - oc.fixed_lo) / 255.0f < std::numeric_limits<float>::min())
+        bad(path, r, "ops." + name + ".fixed: the range must give a float32 scale between 1.2e-38 and 3.4e38");
+    } else {
+      const std::string k = as_choice(path, v, "op kind of '" + name + "'", {"weighted", "quantized", "share", "float"});
+      oc.kind = k == "weighted" ? OpKind::kWeighted
+                : k == "quantized" ? OpKind::kQuantized
+                : k == "share" ? OpKind::kShare
+                               : OpKind::kFloat;
+    }
+    // The catalog says which categories the op can take (weighted: only ops with weights).
+    const auto& kinds = op_catalog().find(name)->kinds;
+    if (std::find(kinds.begin(), kinds.end(), oc.kind) == kinds.end()) {
+      const bool is_w = std::find(kinds.begin(), kinds.end(), OpKind::kWeighted) != kinds.end();
+      bad(path, v, is_w ? "'" + name + "' has weights: use weighted or float"
+                        : "'" + name + "' has no weights; use quantized, share, fixed or float");
+    }
+    b.ops[name] = oc;
+  }
+}
+
 }  // namespace
 
 BackendConfig BackendConfig::load(const std::string& path) {
@@ -168,75 +246,9 @@ BackendConfig BackendConfig::load(const std::string& path) {
     as_choice(path, bi, "bias dtype", {"s32"});
     b.bias_dtype = QDType::kInt32;
   }
-  if (auto sc = root["scale"]) {
-    check_keys(path, sc, "scale", {"power_of_two", "min", "max"});
-    if (auto p = sc["power_of_two"]) b.power_of_two_scale = as_bool(path, p, "scale.power_of_two");
-    if (auto mn = sc["min"]) {
-      b.scale_min = as_double(path, mn, "scale.min");
-      if (!(b.scale_min >= 0)) bad(path, mn, "scale.min must be >= 0");
-    }
-    if (auto mx = sc["max"]) {
-      b.scale_max = as_double(path, mx, "scale.max");
-      if (!(b.scale_max > b.scale_min)) bad(path, mx, "scale.max must be greater than scale.min");
-    }
-  }
-  if (auto f = root["fusions"]) {
-    if (!f.IsSequence()) bad(path, f, "fusions must be a list of op-name lists");
-    for (const auto& pat : f) {
-      auto names = as_string_list(path, pat, "a fusion pattern");
-      if (names.size() < 2) bad(path, pat, "a fusion pattern needs at least two ops");
-      for (const auto& n : names)
-        if (!known_op(n)) bad(path, pat, "unknown op '" + n + "' in fusion pattern (known: " + list_str(known_op_names()) + ")");
-      const OpCatalog& cat = op_catalog();
-      const bool elementwise = cat.fusion_role(names[0]) == FusionRole::kElementwiseHead;
-      if (elementwise && (names.size() != 2 || cat.fusion_role(names[1]) != FusionRole::kActivation))
-        bad(path, pat, "an elementwise fusion pattern is [add|mul, relu|relu6]");
-      if (!elementwise && cat.fusion_role(names[0]) != FusionRole::kWeightedHead)
-        bad(path, pat, "a fusion pattern must start with a conv, linear, add or mul op, not '" + names[0] + "'");
-      for (size_t i = 1; i < names.size() && !elementwise; ++i) {
-        const auto& n = names[i];
-        const bool bn = cat.fusion_role(n) == FusionRole::kBatchNorm, act = cat.fusion_role(n) == FusionRole::kActivation;
-        if (!(bn && i == 1) && !(act && i == names.size() - 1))
-          bad(path, pat, "fusion patterns are conv/linear [+ batchnorm] [+ relu|relu6]; '" + n + "' cannot be at position " + std::to_string(i + 1));
-      }
-      b.fusions.push_back(names);
-    }
-  }
-  if (auto ops = root["ops"]) {
-    if (!ops.IsMap()) bad(path, ops, "ops must be a mapping from op name to kind");
-    for (const auto& kv : ops) {
-      const std::string name = yaml::key_name(path, kv.first, "ops");
-      if (!known_op(name)) bad(path, kv.first, "unknown op '" + name + "' (known: " + list_str(known_op_names()) + ")");
-      OpConfig oc;
-      const YAML::Node v = kv.second;
-      if (v.IsMap()) {
-        check_keys(path, v, "ops." + name, {"fixed"});
-        const YAML::Node r = v["fixed"];
-        if (!r.IsSequence() || r.size() != 2) bad(path, r, "ops." + name + ".fixed must be [lo, hi], the output range");
-        oc.kind = OpKind::kFixed;
-        oc.fixed_lo = static_cast<float>(as_double(path, r[0], "fixed range"));
-        oc.fixed_hi = static_cast<float>(as_double(path, r[1], "fixed range"));
-        if (!(oc.fixed_hi > oc.fixed_lo)) bad(path, r, "ops." + name + ".fixed: hi must be greater than lo");
-        // The 8-bit scale (hi - lo) / 255 must be a normal float32 (and both ends float32 numbers).
-        if (!std::isfinite(oc.fixed_hi - oc.fixed_lo) || (oc.fixed_hi - oc.fixed_lo) / 255.0f < std::numeric_limits<float>::min())
-          bad(path, r, "ops." + name + ".fixed: the range must give a float32 scale between 1.2e-38 and 3.4e38");
-      } else {
-        const std::string k = as_choice(path, v, "op kind of '" + name + "'", {"weighted", "quantized", "share", "float"});
-        oc.kind = k == "weighted" ? OpKind::kWeighted
-                  : k == "quantized" ? OpKind::kQuantized
-                  : k == "share" ? OpKind::kShare
-                                 : OpKind::kFloat;
-      }
-      // The catalog says which categories the op can take (weighted: only ops with weights).
-      const auto& kinds = op_catalog().find(name)->kinds;
-      if (std::find(kinds.begin(), kinds.end(), oc.kind) == kinds.end()) {
-        const bool is_w = std::find(kinds.begin(), kinds.end(), OpKind::kWeighted) != kinds.end();
-        bad(path, v, is_w ? "'" + name + "' has weights: use weighted or float"
-                          : "'" + name + "' has no weights; use quantized, share, fixed or float");
-      }
-      b.ops[name] = oc;
-    }
-  }
+  if (auto sc = root["scale"]) read_scale(path, sc, &b);
+  if (auto f = root["fusions"]) read_fusions(path, f, &b);
+  if (auto ops = root["ops"]) read_ops(path, ops, &b);
   if (auto a = root["arithmetic"]) b.arithmetic = read_arithmetic(path, a, b);
   return b;
 }

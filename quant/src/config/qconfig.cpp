@@ -7,8 +7,9 @@
 
 #include "qfx/runtime/model.h"
 
-#include "yaml_util.h"
 #include "qfx/error.h"
+#include "sections/sections.h"
+#include "yaml_util.h"
 
 namespace qfx::quant {
 
@@ -160,50 +161,63 @@ QConfigPtr QConfigMapping::resolve(const std::string& module_path, const std::st
 
 QConfigMapping QConfigMapping::default_mapping() { return QConfigMapping(); }
 
+const KeyTable& tensor_qconfig_keys() {
+  static const KeyTable t{"qconfig activation / weight", {
+      {"observer", KeyType::kChoice, {"minmax", "moving_average_minmax", "histogram"}, {}, "histogram (activations), minmax (weights)", "the statistics kept"},
+      {"algorithm", KeyType::kChoice, {"minmax", "percentile", "entropy", "kl", "mse", "auto"}, {}, "mse", "histogram observers: how the range is chosen"},
+      {"dtype", KeyType::kChoice, {"u8", "s8", "s16"}, {}, "the backend's first", "the integer type"},
+      {"qscheme", KeyType::kChoice, {"affine", "symmetric"}, {}, "the backend's first", "zero point free or 0"},
+      {"granularity", KeyType::kChoice, {"per_tensor", "per_channel"}, {}, "per_tensor (activations)", "one scale, or one per output channel"},
+      {"bits", KeyType::kInt, {}, {}, "8", "2..8 (16 for s16): the quant range inside the container"},
+      {"narrow_range", KeyType::kBool, {}, {}, "false", "drop the most negative value"},
+      {"percentile", KeyType::kNumber, {}, {50, 100, false, false, "must be between 50 and 100"}, "99.99", "algorithm percentile"},
+      {"averaging_constant", KeyType::kNumber, {}, {0, 1, true, false, "must be in (0, 1]"}, "0.01", "moving-average observers"},
+      {"bins", KeyType::kInt, {}, {16, 1 << 20, false, false, "must be between 16 and 1048576"}, "2048", "histogram bins"},
+      {"learnable", KeyType::kBool, {}, {}, "false", "LSQ scale in QAT"},
+  }};
+  return t;
+}
+
 namespace {
 
 using namespace yaml;
 
+// The keys of one qconfig (qconfig.global, each module entry).
+const KeyTable& qconfig_spec_keys() {
+  static const KeyTable t{"a qconfig", {
+      {"activation", KeyType::kMapping, {}, {}, "{}", "activations' quantization", &tensor_qconfig_keys()},
+      {"weight", KeyType::kMapping, {}, {}, "{}", "weights' quantization", &tensor_qconfig_keys()},
+  }};
+  return t;
+}
+
 TensorQConfig read_tensor_qconfig(const std::string& path, const YAML::Node& n, const std::string& what) {
   TensorQConfig t;
   if (!n || n.IsNull()) return t;
-  check_keys(path, n, what,
-             {"observer", "algorithm", "dtype", "qscheme", "granularity", "bits", "narrow_range", "percentile",
-              "averaging_constant", "bins", "learnable"});
-  if (auto o = n["observer"])
-    t.observer = parse_observer_kind(as_choice(path, o, what + ".observer",
-                                               {"minmax", "moving_average_minmax", "histogram"}));
-  if (auto a = n["algorithm"])
-    t.algorithm = parse_algorithm(as_choice(path, a, what + ".algorithm", {"minmax", "percentile", "entropy", "kl", "mse", "auto"}));
-  if (auto d = n["dtype"]) t.dtype = parse_qdtype(as_choice(path, d, what + ".dtype", {"u8", "s8", "s16"}));
-  if (auto q = n["qscheme"])
-    t.qscheme = as_choice(path, q, what + ".qscheme", {"affine", "symmetric"}) == "affine" ? QScheme::kAffine : QScheme::kSymmetric;
-  if (auto g = n["granularity"])
-    t.per_channel = as_choice(path, g, what + ".granularity", {"per_tensor", "per_channel"}) == "per_channel";
-  if (auto b = n["bits"]) {
-    const int64_t bits = as_int(path, b, what + ".bits");
+  const SectionReader s(path, n, what, tensor_qconfig_keys());
+  auto choice = [&](const char* key) {
+    std::string v;
+    s.read(key, &v);
+    return v;
+  };
+  if (s["observer"]) t.observer = parse_observer_kind(choice("observer"));
+  if (s["algorithm"]) t.algorithm = parse_algorithm(choice("algorithm"));
+  if (s["dtype"]) t.dtype = parse_qdtype(choice("dtype"));
+  if (s["qscheme"]) t.qscheme = choice("qscheme") == "affine" ? QScheme::kAffine : QScheme::kSymmetric;
+  if (s["granularity"]) t.per_channel = choice("granularity") == "per_channel";
+  if (auto b = s["bits"]) {
+    int64_t bits = 0;
+    s.read("bits", &bits);
     const bool s16 = t.dtype && *t.dtype == QDType::kInt16;
     if (s16 && bits != 16) bad(path, b, what + ".bits: s16 is 16-bit");
     if (!s16 && (bits < 2 || bits > 8)) bad(path, b, what + ".bits must be between 2 and 8");
     t.bits = static_cast<int>(bits);
   }
-  if (auto r = n["narrow_range"]) t.narrow_range = as_bool(path, r, what + ".narrow_range");
-  if (auto p = n["percentile"]) {
-    const double v = as_double(path, p, what + ".percentile");
-    if (!(v >= 50 && v <= 100)) bad(path, p, what + ".percentile must be between 50 and 100");
-    t.percentile = v;
-  }
-  if (auto c = n["averaging_constant"]) {
-    const double v = as_double(path, c, what + ".averaging_constant");
-    if (!(v > 0 && v <= 1)) bad(path, c, what + ".averaging_constant must be in (0, 1]");
-    t.averaging_constant = v;
-  }
-  if (auto b = n["bins"]) {
-    const int64_t v = as_int(path, b, what + ".bins");
-    if (v < 16 || v > (1 << 20)) bad(path, b, what + ".bins must be between 16 and 1048576");
-    t.bins = v;
-  }
-  if (auto l = n["learnable"]) t.learnable = as_bool(path, l, what + ".learnable");
+  if (s["narrow_range"]) s.read("narrow_range", &t.narrow_range.emplace());
+  if (s["percentile"]) s.read("percentile", &t.percentile.emplace());
+  if (s["averaging_constant"]) s.read("averaging_constant", &t.averaging_constant.emplace());
+  if (s["bins"]) s.read("bins", &t.bins.emplace());
+  s.read("learnable", &t.learnable);
   if (t.algorithm && *t.algorithm != Algorithm::kMinMax && t.observer && *t.observer != ObserverKind::kHistogram)
     bad(path, n["algorithm"], what + ".algorithm '" + algorithm_name(*t.algorithm) + "' needs observer: histogram");
   return t;
@@ -211,14 +225,24 @@ TensorQConfig read_tensor_qconfig(const std::string& path, const YAML::Node& n, 
 
 QConfigPtr read_qconfig(const std::string& path, const YAML::Node& n, const std::string& what) {
   if (n.IsNull()) return nullptr;  // keep float
-  check_keys(path, n, what, {"activation", "weight"});
+  const SectionReader s(path, n, what, qconfig_spec_keys());
   auto q = std::make_shared<QConfig>();
-  q->activation = read_tensor_qconfig(path, n["activation"], what + ".activation");
-  q->weight = read_tensor_qconfig(path, n["weight"], what + ".weight");
+  q->activation = read_tensor_qconfig(path, s["activation"], what + ".activation");
+  q->weight = read_tensor_qconfig(path, s["weight"], what + ".weight");
   return q;
 }
 
 }  // namespace
+
+const KeyTable& sections::qconfig_keys() {
+  static const KeyTable t{"qconfig", {
+      {"global", KeyType::kMapping, {}, {}, "the backend's", "every module's qconfig", &qconfig_spec_keys()},
+      {"module_type", KeyType::kMapping, {}, {}, "{}", "by module class, or op name for functions (null: float)"},
+      {"module_name_regex", KeyType::kMapping, {}, {}, "{}", "by module path pattern (RE2)"},
+      {"module_name", KeyType::kMapping, {}, {}, "{}", "by module path"},
+  }};
+  return t;
+}
 
 QConfigMapping QConfigMapping::load(const std::string& path) { return qconfig_mapping_from_yaml(path, load_file(path)); }
 
@@ -227,8 +251,8 @@ QConfigMapping qconfig_mapping_from_yaml(const std::string& path, const YAML::No
   if (!root.IsMap() || !root["qconfig"]) return m;
   const YAML::Node q = root["qconfig"];
   if (q.IsNull()) return m;
-  check_keys(path, q, "qconfig", {"global", "module_type", "module_name_regex", "module_name"});
-  if (auto g = q["global"]) m.set_global(read_qconfig(path, g, "qconfig.global"));
+  const SectionReader sec(path, q, "qconfig", sections::qconfig_keys());
+  if (auto g = sec["global"]) m.set_global(read_qconfig(path, g, "qconfig.global"));
   auto each = [&](const char* key, auto&& set) {
     const YAML::Node sec = q[key];
     if (!sec) return;

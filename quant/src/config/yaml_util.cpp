@@ -3,6 +3,8 @@
 #include <cmath>
 #include <fstream>
 
+#include "qfx/quant/config_keys.h"
+
 namespace qfx::quant::yaml {
 
 std::string loc(const std::string& path, const YAML::Node& n) {
@@ -39,7 +41,9 @@ void check_keys(const std::string& path, const YAML::Node& map, const std::strin
     if (!known.count(key)) {
       std::string list;
       for (const auto& k : known) list += (list.empty() ? "" : ", ") + k;
-      bad(path, kv.first, "unknown key '" + key + "' in " + section + " (known: " + list + ")");
+      const std::string near = closest_key(key, std::vector<std::string>(known.begin(), known.end()));
+      bad(path, kv.first, "unknown key '" + key + "' in " + section + " (known: " + list + ")" +
+                              (near.empty() ? "" : "; did you mean '" + near + "'?"));
     }
   }
 }

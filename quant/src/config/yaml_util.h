@@ -21,16 +21,12 @@ std::string loc(const std::string& path, const YAML::Node& n);
 /// syntax error.
 YAML::Node load_file(const std::string& path);
 
-/// The top-level sections of a `qfx ptq` / `qfx qat` config file (one list for
-/// every reader that checks them).
-inline const std::set<std::string>& job_config_sections() {
-  static const std::set<std::string> s = {"model",      "tracer", "backend",  "qconfig", "calibration",
-                                             "evaluation", "output", "training", "ptq"};
-  return s;
-}
+/// The top-level sections of a `qfx ptq` / `qfx qat` config file: the names of
+/// job_config_keys() (one table for every reader that checks them).
+const std::set<std::string>& job_config_sections();
 
-/// Requires a mapping whose keys all belong to `known`; names the unknown key
-/// and lists the known ones.
+/// Requires a mapping whose keys all belong to `known`; names the unknown key,
+/// lists the known ones and, for a likely typo, the closest (closest_key).
 void check_keys(const std::string& path, const YAML::Node& map, const std::string& section,
                 const std::set<std::string>& known);
 
