@@ -100,7 +100,13 @@ TEST(Arithmetic, AccumulatorLimits) {
   EXPECT_EQ(limit_accumulator((1 << 23) + 5, 24, Overflow::kWrap), -(1 << 23) + 5);
   EXPECT_EQ(limit_accumulator(-(1 << 23) - 1, 24, Overflow::kWrap), (1 << 23) - 1);
   EXPECT_EQ(limit_accumulator(40000, 16, Overflow::kWrap), 40000 - 65536);
-  EXPECT_EQ(limit_accumulator(int64_t{1} << 40, 32, Overflow::kWrap), kMax);  // 32 bits: int32 saturation
+  // 32 bits: the int32 accumulator of ONNX's integer ops, two's complement whatever the
+  // overflow setting (ONNX Runtime adds the int32 bias so).
+  EXPECT_EQ(limit_accumulator(int64_t{1} << 40, 32, Overflow::kWrap), 0);
+  EXPECT_EQ(limit_accumulator(int64_t{kMax} + 1, 32, Overflow::kSaturate), kMin);
+  EXPECT_EQ(limit_accumulator(int64_t{kMin} - 1, 32, Overflow::kSaturate), kMax);
+  EXPECT_EQ(limit_accumulator(int64_t{kMax} + 32385, 32, Overflow::kWrap), kMin + 32384);
+  EXPECT_EQ(limit_accumulator(kMin, 32, Overflow::kSaturate), kMin);
   EXPECT_EQ(limit_accumulator(-1234, 16, Overflow::kSaturate), -1234);
 }
 

@@ -2,7 +2,11 @@
 // random data over many configurations (kernel-level: errors do not compound).
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
 #include <cstdlib>
+#include <iterator>
 #include <random>
 
 #include "../../backends/src/kernels.h"
@@ -90,6 +94,77 @@ TEST(Int8Kernels, OneDnnConvEqualsReference) {
     EXPECT_EQ(r.first, 0) << "case M=" << c.M << " group=" << c.group;
     EXPECT_EQ(r.second, 1.0) << "case M=" << c.M << " group=" << c.group;
   }
+}
+
+// The int32 bias at the ends of its range (+-2^31, and 100 inside), inputs and
+// weights at both ends, zero points at both ends: the accumulator wraps in int32 as
+// ONNX Runtime's QLinearConv / QGemm add the bias (checked in ONNX Runtime 1.31:
+// x 255, w 127, bias 2^31-1, output scale 2^24, zero point 128 gives code 0, where a
+// saturating sum would give 255). Every backend's kernel equals the int32 wraparound.
+TEST(Int8Kernels, Int32BiasAtTheEndsWrapsAsOnnxRuntime) {
+  const int32_t biases[] = {INT32_MAX, INT32_MIN, INT32_MAX - 100, INT32_MIN + 100, 0};
+  struct Act {
+    DType dt;
+    int32_t lo, hi, zx, zy;
+  };
+  const Act acts[] = {{DType::kUInt8, 0, 255, 0, 128}, {DType::kUInt8, 0, 255, 255, 0}, {DType::kInt8, -128, 127, -128, 127},
+                      {DType::kInt8, -128, 127, 127, -128}};
+  const float ys = 16777216.0f;  // 2^24: sums near +-2^31 land inside the code range
+  int64_t wrapped = 0;
+  for (const char* op : {"QLinearConv", "QGemm"})
+    for (const Act& a : acts)
+      for (const std::vector<int> ws : {std::vector<int>{-128, 127, 0}, std::vector<int>{-64, 64, 0}}) {
+        const int64_t M = static_cast<int64_t>(std::size(biases) * ws.size());
+        const bool conv = std::string(op) == "QLinearConv";
+        ir::Node n = conv ? test::conv_node(op, "q", 1, 1, 0) : ir::Node{};
+        if (!conv) {
+          n.op = op;
+          n.name = "q";
+          n.inputs = {"x", "w", "b"};
+          n.attrs["transB"].i = 1;
+        }
+        Tensor x(conv ? Shape{3, 1, 1, 1} : Shape{3, 1}, a.dt), w(conv ? Shape{M, 1, 1, 1} : Shape{M, 1}, DType::kInt8),
+            b({M}, DType::kInt32);
+        const int32_t xs[] = {a.lo, a.hi, a.zx};
+        for (int i = 0; i < 3; ++i) {
+          if (a.dt == DType::kUInt8) x.data<uint8_t>()[i] = static_cast<uint8_t>(xs[i]);
+          else x.data<int8_t>()[i] = static_cast<int8_t>(xs[i]);
+        }
+        for (int64_t m = 0; m < M; ++m) {
+          b.data<int32_t>()[m] = biases[static_cast<size_t>(m) / ws.size()];
+          w.data<int8_t>()[m] = static_cast<int8_t>(ws[static_cast<size_t>(m) % ws.size()]);
+        }
+        ir::QInfo xq, wq, yq;
+        xq.dtype = a.dt;
+        xq.scale = {1.0f};
+        xq.zero_point = {a.zx};
+        wq.dtype = DType::kInt8;
+        wq.scale.assign(static_cast<size_t>(M), 1.0f);
+        wq.zero_point.assign(static_cast<size_t>(M), 0);
+        yq.dtype = a.dt;
+        yq.scale = {ys};
+        yq.zero_point = {a.zy};
+        n.in_q = {xq, wq};
+        n.out_q = yq;
+        const std::vector<Meta> in = {{x.shape(), x.dtype()}, {w.shape(), w.dtype()}, {b.shape(), b.dtype()}};
+        for (const char* backend : {"reference", "onednn"}) {
+          Kernel k = make_kernel(n, in, {nullptr, &w, &b}, backend);
+          Tensor y(k.outputs[0].shape, k.outputs[0].dtype);
+          k.run({&x, &w, &b}, {&y});
+          for (int64_t r = 0; r < 3; ++r)
+            for (int64_t m = 0; m < M; ++m) {
+              const int64_t acc = int64_t{xs[r] - a.zx} * w.data<int8_t>()[m] + b.data<int32_t>()[m];
+              const auto acc32 = static_cast<int32_t>(static_cast<uint32_t>(static_cast<uint64_t>(acc)));
+              wrapped += std::string(backend) == "reference" && acc32 != acc;
+              const int64_t want =
+                  std::clamp<int64_t>(static_cast<int64_t>(std::nearbyint(static_cast<float>(acc32) / ys)) + a.zy, a.lo, a.hi);
+              ASSERT_EQ(test::code_at(y, r * M + m), want)
+                  << op << " on " << backend << " (" << k.impl << "): x " << xs[r] << " zx " << a.zx << " w "
+                  << int{w.data<int8_t>()[m]} << " bias " << b.data<int32_t>()[m] << " zy " << a.zy;
+            }
+        }
+      }
+  EXPECT_GT(wrapped, 0) << "the cases must leave int32";
 }
 
 // QLinearMatMul of two quantized activations (attention's q k^T), batch dims

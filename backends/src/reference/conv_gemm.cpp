@@ -10,7 +10,16 @@ using namespace ref;
 
 // --- Conv (float and int8) ------------------------------------------------------
 
-// `acc` is scratch for one output plane ([oH * oW]), owned by the kernel.
+// a + b in TAcc; int32 two's complement (the int32 accumulator of ONNX's integer ops,
+// as ONNX Runtime and int32 hardware add: no undefined overflow).
+template <typename TAcc>
+inline TAcc acc_add(TAcc a, TAcc b) {
+  if constexpr (std::is_same_v<TAcc, int32_t>) return static_cast<int32_t>(static_cast<uint32_t>(a) + static_cast<uint32_t>(b));
+  else return a + b;
+}
+
+// `acc` is scratch for one output plane ([oH * oW]), owned by the kernel; it starts at
+// the bias (int32 accumulators wrap, see acc_add).
 template <typename TX, typename TW, typename TAcc, typename Store>
 void conv_loops(const Geom& g, const TX* x, const TW* w, TAcc x_zero, const std::vector<TAcc>& w_zero,
                 const std::vector<TAcc>& bias, std::vector<TAcc>& acc, Store&& store) {
@@ -33,7 +42,7 @@ void conv_loops(const Geom& g, const TX* x, const TW* w, TAcc x_zero, const std:
             for (int64_t oh = oh0; oh < oh1; ++oh) {
               const TX* row = xp + (oh * g.sH + kh * g.dH - g.pT) * g.W + kw * g.dW - g.pL;
               TAcc* ap = acc.data() + oh * g.oW;
-              for (int64_t ow = ow0; ow < ow1; ++ow) ap[ow] += (static_cast<TAcc>(row[ow * g.sW]) - x_zero) * wv;
+              for (int64_t ow = ow0; ow < ow1; ++ow) ap[ow] = acc_add(ap[ow], (static_cast<TAcc>(row[ow * g.sW]) - x_zero) * wv);
             }
           }
         }

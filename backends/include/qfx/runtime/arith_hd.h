@@ -124,10 +124,13 @@ QFX_HD int32_t multiply_by_quantized_multiplier(int32_t x, QuantizedMultiplier q
   return sat32(rounding_shift_right_in<R, int64_t>(rounding_high_mul(shifted, q.multiplier, bits), right));
 }
 
-/// `acc` reduced to a `bits`-bit accumulator (bits 32: saturated to int32): saturated
-/// to [-2^(bits-1), 2^(bits-1)-1], or its low `bits` bits (kWrap).
+/// `acc` reduced to a `bits`-bit accumulator. 32 bits: the int32 accumulator of ONNX's
+/// integer ops, two's complement whatever `o` (its low 32 bits: ONNX Runtime's
+/// QLinearConv / QGemm add the int32 bias so, and an int32 MAC unit accumulates so in
+/// any order). Narrower: saturated to [-2^(bits-1), 2^(bits-1)-1], or its low `bits`
+/// bits (kWrap).
 QFX_HD int32_t limit_accumulator(int64_t acc, int bits, Overflow o) {
-  if (bits >= 32) return sat32(acc);
+  if (bits >= 32) return static_cast<int32_t>(static_cast<uint32_t>(static_cast<uint64_t>(acc)));
   if (o == Overflow::kWrap) {
     const uint32_t low = static_cast<uint32_t>(static_cast<uint64_t>(acc)) << (32 - bits);
     return static_cast<int32_t>(low) >> (32 - bits);  // arithmetic shift sign-extends
