@@ -35,6 +35,27 @@ void plain_inputs(Kernel* k, const std::vector<Meta>& in) {
 }
 
 
+// An input's shape (declared, dynamic dims as 1, or given to run), before any kernel
+// multiplies or divides by it: dims non-negative, and its bytes representable and
+// within this machine's memory. DataError naming the input and the dimension that
+// goes past (a declared 2^40 once reached a division by a wrapped product).
+void check_input_shape(const TensorInfo& in, const std::vector<int64_t>& s) {
+  const auto what = [&](size_t d) {
+    return "input '" + in.name + "' " + shape_str(s) + " (dimension " + std::to_string(d) + " of " + std::to_string(s[d]) + ")";
+  };
+  for (size_t d = 0; d < s.size(); ++d)
+    if (s[d] < 0) throw DataError(what(d) + " is negative");
+  if (std::find(s.begin(), s.end(), int64_t{0}) != s.end()) return;  // empty
+  uint64_t bytes = dtype_size(in.dtype);
+  size_t largest = 0;
+  for (size_t d = 0; d < s.size(); ++d) {
+    if (__builtin_mul_overflow(bytes, static_cast<uint64_t>(s[d]), &bytes) || bytes > (uint64_t{1} << 48))
+      throw DataError(what(d) + " makes more than 2^48 bytes, more than any machine's memory");
+    if (s[d] > s[largest]) largest = d;
+  }
+  if (!s.empty()) check_allocatable(bytes, [&] { return what(largest); });
+}
+
 }  // namespace
 
 SlotPlan Model::Impl::plan_slots(const std::vector<Meta>& meta, const std::vector<Tensor>& folded, std::vector<int> last_use,
@@ -133,6 +154,7 @@ DevicePlacement Model::Impl::place_on_device(Plan& p, const std::vector<Tensor>&
 }
 
 std::unique_ptr<Plan> Model::Impl::build(const std::vector<std::vector<int64_t>>& in_shapes) const {
+  for (size_t i = 0; i < inputs.size() && i < in_shapes.size(); ++i) check_input_shape(inputs[i], in_shapes[i]);
   auto p = std::make_unique<Plan>();
   const size_t nv = value_name.size();
   std::vector<Meta> meta(nv);
