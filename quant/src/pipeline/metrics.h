@@ -22,7 +22,13 @@ struct LabelHits {
   int64_t right = 0;     ///< labelled entries whose prediction equals the label
   int64_t labelled = 0;  ///< entries with a label in [0, classes)
 };
-/// Counts LabelHits. Throws DataError naming `labels_file` when the shapes differ.
+/// Checks one class per sample: int64 `labels` [N] all in [0, classes). Throws
+/// DataError naming `labels_file`, the first sample outside, its label and how many
+/// are outside (a label of 1,000,000 or -5 would otherwise count as a wrong answer).
+void check_class_labels(const at::Tensor& labels, int64_t classes, const std::string& labels_file);
+/// Counts LabelHits. Throws DataError naming `labels_file` when the shapes differ, or
+/// for labels [N] (one class per sample) outside [0, classes) (check_class_labels);
+/// per-pixel labels outside it (255 on VOC's borders) are pixels without a label.
 LabelHits label_hits(const at::Tensor& pred, const at::Tensor& labels, int64_t classes, const std::string& labels_file);
 /// right / labelled of `label_hits` (0 without labelled entries).
 double label_accuracy(const at::Tensor& pred, const at::Tensor& labels, int64_t classes, const std::string& labels_file);
