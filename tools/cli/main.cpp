@@ -22,6 +22,8 @@
 #include "qfx/quant/backend_config.h"
 #include "qfx/quant/config.h"
 #include "qfx/quant/passes.h"
+#include "qfx/quant/pipeline.h"
+#include "qfx/quant/job_config.h"
 #include "qfx/quant/report.h"
 #include "qfx/runtime/model.h"
 #include "qfx/runtime/registry.h"
@@ -191,10 +193,17 @@ int main(int argc, char** argv) {
       return 0;
     }
     const char* world = std::getenv("WORLD_SIZE");
-    if ((*ptq || *qat) && nproc > 1 && !(world && *world)) return qfx::cli::launch_local(nproc, argc, argv);
-    if (*ptq) return qfx::cli::run_ptq(ptq_config.empty() ? qfx::quant::find_config("ptq/default.yaml") : ptq_config, ptq_set);
-    if (*qat)
-      return qfx::cli::run_qat(qat_config.empty() ? qfx::quant::find_config("qat/fashion_mobilenet.yaml") : qat_config, qat_set);
+    if (*ptq && ptq_config.empty()) ptq_config = qfx::quant::find_config("ptq/default.yaml");
+    if (*qat && qat_config.empty()) qat_config = qfx::quant::find_config("qat/fashion_mobilenet.yaml");
+    if ((*ptq || *qat) && nproc > 1 && !(world && *world)) {
+      // Refused before any process starts: a job that cannot give every process work.
+      const bool training = static_cast<bool>(*qat);
+      qfx::quant::check_world_size(qfx::quant::load_job_config(training ? qat_config : ptq_config, training ? qat_set : ptq_set),
+                                   nproc, training);
+      return qfx::cli::launch_local(nproc, argc, argv);
+    }
+    if (*ptq) return qfx::cli::run_ptq(ptq_config, ptq_set);
+    if (*qat) return qfx::cli::run_qat(qat_config, qat_set);
   } catch (const c10::Error& e) {  // libtorch raised it outside a graph node (loading, shapes)
     std::cerr << "qfx " << app.get_subcommands().at(0)->get_name() << ": libtorch error: "
               << qfx::cli::clip_message(e.what_without_backtrace()) << "\n";

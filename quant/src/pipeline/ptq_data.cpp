@@ -3,6 +3,7 @@
 
 #include "held_out.h"
 #include "stages.h"
+#include "world_check.h"
 
 namespace qfx::quant::pipeline {
 
@@ -34,12 +35,7 @@ PtqData open_ptq_data(const Job& job, int world) {
                         "' offers no s16 activations (activation.dtypes); add float");
     d.held = held_out_data(cfg, d.cal->size(), cfg.evaluation.batch_size);
   }
-  if (world > 1) {  // data-parallel: every rank calibrates its shard
-    const int64_t nb = (d.cal->size() + cfg.calibration.batch_size - 1) / cfg.calibration.batch_size;
-    if (nb < world)
-      throw ConfigError(job.config() + ": " + std::to_string(nb) + " calibration batches for " + std::to_string(world) +
-                        " processes: every process needs one (raise calibration.num_samples or lower calibration.batch_size)");
-  }
+  check_calibration_world(cfg, d.cal->size(), world);  // data-parallel: every rank calibrates its shard
   return d;
 }
 

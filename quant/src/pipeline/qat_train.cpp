@@ -17,6 +17,7 @@
 #include "qfx/quant/torch_device.h"
 #include "metrics.h"
 #include "stages.h"
+#include "world_check.h"
 
 namespace qfx::quant::pipeline {
 namespace {
@@ -72,12 +73,9 @@ Schedule schedule(const Job& job, int64_t n, int world) {
   s.steps_per_epoch = (n + s.gbs - 1) / s.gbs;
   s.total = tc.epochs * s.steps_per_epoch;
   if (tc.max_steps > 0) s.total = std::min(s.total, tc.max_steps);
-  // Every rank must have samples in every step it takes (the observer synchronisation
-  // runs inside the forward): checked here, the same on every rank, before any training.
-  if (const int64_t last = n % s.gbs; world > 1 && s.total >= s.steps_per_epoch && last != 0 && last <= (world - 1) * s.bs)
-    throw ConfigError(job.config() + ": the last global batch of each epoch (" + std::to_string(last) + " samples) leaves rank " +
-                      std::to_string(world - 1) + " without samples; make training.num_samples a multiple of batch_size x processes (" +
-                      std::to_string(s.gbs) + ")");
+  // Every rank must have samples in every step it takes: checked here, the same on
+  // every rank, before any training (and by the --nproc launcher before it starts them).
+  check_training_world(job.cfg, n, world);
   return s;
 }
 

@@ -181,6 +181,14 @@ struct PtqResult {
 /// runs the rest and writes the outputs; DistributedError if a rank fails.
 PtqResult ptq(const JobConfig& cfg, const PipelineHooks& hooks = {}, distributed::Context* dist = nullptr);
 
+/// Whether a data-parallel run of `world` processes (`training`: qfx qat, else qfx ptq)
+/// gives every process work, checked by the --nproc launcher before it starts any:
+/// opens the calibration (or training) data to count its samples. Throws ConfigError
+/// for fewer calibration batches than processes, or a last global training batch that
+/// leaves a rank without samples (both counts and the keys to change); IoError /
+/// DataError for data the job itself would refuse.
+void check_world_size(const JobConfig& cfg, int world, bool training);
+
 /// One point of the QAT training curve (about 100 over a run, and each epoch's end).
 struct TrainingPoint {
   int64_t step = 0, epoch = 0;  ///< after this optimizer step (1-based), in this epoch (1-based)
