@@ -25,11 +25,14 @@
 #include <cstdlib>
 #include <functional>
 #include <iostream>
+#include <optional>
 #include <random>
 
 #include <nlohmann/json.hpp>
 
 #include "qfx/error.h"
+#include "qfx/fx/exported_program.h"
+#include "qfx/fx/onnx_model.h"
 #include "qfx/fx/tracer.h"
 #include "qfx/quant/backend_config.h"
 #include "qfx/quant/convert.h"
@@ -169,16 +172,44 @@ class QuietWarnings : public c10::WarningHandler {
   c10::WarningHandler* previous_;
 };
 
-// The fp32 model of TorchScript file `pt` as `qfx ptq` builds it (traced, batch norm
+// The input channels of the first 4-D weight among `params` (3 without one).
+template <typename Params>
+int64_t first_conv_channels(const Params& params) {
+  for (const auto& p : params)
+    if (p.dim() == 4) return p.size(1);
+  return 3;
+}
+
+// The libtorch side of the benchmark, for any model qfx ptq takes: a TorchScript file
+// frozen for inference (optimize_for_inference); a torch.export program or a float
+// ONNX model as the fx graph qfx ptq reads from it, run in libtorch (eval mode).
+struct Baseline {
+  std::function<void(const at::Tensor&)> run;
+  std::string what;       ///< how the libtorch side runs, for the header line
+  int64_t channels = 3;   ///< the first 4-D weight's input channels (for an exported fp32 model)
+};
+
+Baseline torchscript_baseline(const std::string& path) {
+  auto ts = qfx::fx::load_torchscript(path);
+  ts.eval();
+  auto frozen = std::make_shared<torch::jit::Module>(torch::jit::optimize_for_inference(ts));
+  return {[frozen](const at::Tensor& x) { frozen->forward({x}); }, "frozen TorchScript", first_conv_channels(ts.parameters())};
+}
+
+// `chw`: the input's channels, height and width, for an ONNX model's dynamic dims.
+Baseline graph_baseline(const std::string& path, const std::array<int64_t, 3>& chw) {
+  fx::TracerOptions to;
+  if (fx::is_onnx_model(path)) to.input_shapes = {{-1, chw[0], chw[1], chw[2]}};
+  std::shared_ptr<fx::GraphModule> gm = fx::trace_file(path, to);
+  gm->eval();
+  const std::string kind = fx::is_onnx_model(path) ? "the ONNX model's" : "the torch.export program's";
+  return {[gm](const at::Tensor& x) { gm->forward(x); }, kind + " fx graph in libtorch", first_conv_channels(gm->parameters())};
+}
+
+// The fp32 model of model file `pt` as `qfx ptq` builds it (traced, batch norm
 // folded, the default qconfig's observers as pass-throughs), as ONNX bytes, for an
-// input [N, C, size, size] where C is the first 4-D weight's input channels.
-std::string export_fp32(const std::string& pt, const torch::jit::Module& ts, int64_t size) {
-  int64_t c = 3;
-  for (const auto& p : ts.parameters())
-    if (p.dim() == 4) {
-      c = p.size(1);
-      break;
-    }
+// input [N, c, size, size].
+std::string export_fp32(const std::string& pt, int64_t c, int64_t size) {
   fx::TracerOptions to;
   to.input_shapes = {{-1, c, size, size}};
   auto gm = fx::trace_file(pt, to);
@@ -232,8 +263,8 @@ std::vector<std::string> tap_names(const runtime::Model& m, const std::vector<st
 }
 
 // What `qfx bench MODEL [ONNX]` times: MODEL is a folder that qfx ptq / qat wrote
-// (report.json's TorchScript model, model_fp32.onnx and model_int8.onnx in it) or a
-// TorchScript file, with its ONNX or alone. Fills `args` and returns a note on where
+// (report.json's model, model_fp32.onnx and model_int8.onnx in it) or a model file
+// qfx ptq takes (TorchScript, torch.export .pt2, float ONNX), with its ONNX or alone. Fills `args` and returns a note on where
 // each side came from. Throws IoError / ConfigError naming what is missing.
 std::string resolve_models(BenchArgs* args) {
   namespace fs = std::filesystem;
@@ -241,7 +272,9 @@ std::string resolve_models(BenchArgs* args) {
   const fs::path dir = args->torchscript;
   const fs::path report = dir / "report.json";
   std::ifstream in(report);
-  if (!in) throw IoError(report.string() + ": not found; qfx bench takes a qfx ptq / qat output folder or a TorchScript file");
+  if (!in)
+    throw IoError(report.string() + ": not found; qfx bench takes a qfx ptq / qat output folder or a model file (TorchScript, "
+                  "torch.export .pt2, float ONNX)");
   nlohmann::json r;
   try {
     r = nlohmann::json::parse(in);
@@ -335,15 +368,20 @@ int run_bench(const BenchArgs& a) {
   }
   const std::string source = resolve_models(&args);
   QuietWarnings quiet;
-  auto ts = qfx::fx::load_torchscript(args.torchscript);
-  ts.eval();
-  auto frozen = torch::jit::optimize_for_inference(ts);
+  const bool script = !fx::is_exported_program(args.torchscript) && !fx::is_onnx_model(args.torchscript);
+  if (args.onnx.empty() && fx::is_onnx_model(args.torchscript)) args.onnx = args.torchscript;  // a float ONNX runs as it is
+  std::optional<Baseline> base;
+  if (script) base = torchscript_baseline(args.torchscript);
   std::string fp32_bytes;
-  if (args.onnx.empty()) fp32_bytes = export_fp32(args.torchscript, ts, args.size > 0 ? args.size : 224);
+  if (args.onnx.empty()) {  // a .pt2 or TorchScript model alone: its fp32 graph exported as qfx ptq builds it
+    if (!base) base = graph_baseline(args.torchscript, {3, 224, 224});
+    fp32_bytes = export_fp32(args.torchscript, base->channels, args.size > 0 ? args.size : 224);
+  }
   auto load_fp32 = [&](const runtime::ModelOptions& o) {
     return fp32_bytes.empty() ? runtime::Model::load(args.onnx, o) : runtime::Model::load_from_string(fp32_bytes, o);
   };
   runtime::Model model = load_fp32({"onednn"});
+  if (!base) base = graph_baseline(args.torchscript, input_chw(model, args.size));
   runtime::ModelOptions unfused{"onednn"};  // every value of the graph, fused or not, to choose the taps from
   unfused.fuse_activations = false;
   const std::vector<std::string> names = tap_names(load_fp32(unfused), args.observed);
@@ -358,8 +396,8 @@ int run_bench(const BenchArgs& a) {
               args.observed.empty() ? "float values (every one the model computes)"
                                     : "values calibration observed (the folder's encodings.json)");
   const std::string fp32_name = fp32_bytes.empty() ? args.onnx : "its fp32 model exported as qfx ptq builds it";
-  std::printf("# %s vs %s%s, input [N, %lld, %lld, %lld], %d threads, median of %d interleaved runs (ms)\n", fp32_name.c_str(),
-              args.torchscript.c_str(), source.empty() ? "" : (" (" + source + ")").c_str(), static_cast<long long>(chw[0]), static_cast<long long>(chw[1]),
+  std::printf("# %s vs %s (%s)%s, input [N, %lld, %lld, %lld], %d threads, median of %d interleaved runs (ms)\n",
+              fp32_name.c_str(), args.torchscript.c_str(), base->what.c_str(), source.empty() ? "" : (" (" + source + ")").c_str(), static_cast<long long>(chw[0]), static_cast<long long>(chw[1]),
               static_cast<long long>(chw[2]), args.threads, args.iters);
   std::printf("%-6s %14s %14s %10s %16s %12s %18s\n", "batch", "libtorch fp32", "qfx fp32", "qfx/torch", "qfx fp32 + taps",
               "taps/plain", "qfx GFLOP/s");
@@ -377,7 +415,7 @@ int run_bench(const BenchArgs& a) {
     // Calibration's statistic: the growing 2048-bin lattice histogram (stats::Histogram,
     // what its HistogramObservers count with).
     tapped.set_taps(names, runtime::TapKind::kHistogram, runtime::TapOptions{2048});
-    std::vector<std::function<void()>> fns = {[&] { frozen.forward({xt}); },
+    std::vector<std::function<void()>> fns = {[&] { base->run(xt); },
                                               [&] { model.run({{model.inputs()[0].name, x}}); },
                                               [&] { tapped.run({{tapped.inputs()[0].name, x}}); }};
     if (int8) fns.push_back([&] { int8->run({{int8->inputs()[0].name, x}}); });
@@ -410,7 +448,7 @@ int run_bench(const BenchArgs& a) {
   } else {
     std::printf("# no int8 rows: give the int8 model (--int8 MODEL_INT8.onnx, or a qfx ptq output folder as MODEL)\n");
   }
-  std::printf("# qfx/torch < 1: the runtime is faster than frozen, optimize_for_inference libtorch; GFLOP/s and GOP/s count\n"
+  std::printf("# qfx/torch < 1: the runtime is faster than the libtorch side; GFLOP/s and GOP/s count\n"
               "# 2 operations per multiply-accumulate of the model's convolutions and matrix products%s\n",
               args.peak ? " (in brackets: the fraction of the peak above)" : "");
   if (quiet.count > 0) std::printf("# %d libtorch warnings were not shown\n", quiet.count);

@@ -9,12 +9,14 @@ namespace qfx::cli {
 
 /// Arguments of `qfx bench`.
 struct BenchArgs {
-  /// TorchScript model (the libtorch baseline, frozen + optimize_for_inference), or
-  /// a folder `qfx ptq` / `qfx qat` wrote: its report.json names the model, and
-  /// model_fp32.onnx / model_int8.onnx in it fill `onnx` / `int8_onnx` when unset.
+  /// The model as qfx ptq takes it (the libtorch baseline): TorchScript (frozen +
+  /// optimize_for_inference), a torch.export .pt2 or a float ONNX model (the fx graph
+  /// qfx ptq reads, run in libtorch); or a folder `qfx ptq` / `qfx qat` wrote: its
+  /// report.json names the model, and model_fp32.onnx / model_int8.onnx in it fill
+  /// `onnx` / `int8_onnx` when unset.
   std::string torchscript;
-  /// The same model as ONNX (run on the qfx runtime, onednn backend); empty: the
-  /// TorchScript model's fp32 graph exported in-process as `qfx ptq` builds it.
+  /// The same model as ONNX (run on the qfx runtime, onednn backend); empty: a float
+  /// ONNX model itself, else its fp32 graph exported in-process as `qfx ptq` builds it.
   std::string onnx;
   std::vector<int64_t> batches{1, 32};
   int64_t size = 0;                 ///< input height = width; 0: the ONNX model's static H and W (224 where dynamic)

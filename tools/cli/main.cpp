@@ -127,11 +127,11 @@ int main(int argc, char** argv) {
   auto* bench = app.add_subcommand("bench", "Latency of the runtime against libtorch, side by side in one run");
   qfx::cli::BenchArgs bargs;
   bench->add_option("model", bargs.torchscript,
-                    "A qfx ptq / qat output folder (its model, model_fp32.onnx and model_int8.onnx), or a TorchScript model "
-                    "(the libtorch baseline); optional with --peak");
+                    "A qfx ptq / qat output folder (its model, model_fp32.onnx and model_int8.onnx), or a model file as qfx "
+                    "ptq takes it: TorchScript, torch.export .pt2 or float ONNX (the libtorch baseline); optional with --peak");
   bench->add_option("onnx", bargs.onnx,
-                    "The same model as ONNX for the qfx runtime (default: from the folder, or exported from the TorchScript "
-                    "model as qfx ptq builds it)");
+                    "The same model as ONNX for the qfx runtime (default: from the folder, the float ONNX model itself, or "
+                    "exported from the TorchScript / .pt2 model as qfx ptq builds it)");
   bench->add_flag("--peak", bargs.peak,
                   "Measure this machine's fp32 and int8 peak (large oneDNN matmuls) and report each line's fraction of it");
   bench->add_option("--batch", bargs.batches, "Batch sizes (default 1 32)")->check(CLI::Range(int64_t{1}, int64_t{1} << 20));
