@@ -7,6 +7,7 @@
 
 #include "common.h"
 #include "qfx/quant/distributed.h"
+#include "qfx/quant/evaluation_view.h"
 #include "qfx/quant/pipeline.h"
 
 namespace qfx::cli {
@@ -24,34 +25,8 @@ int run_ptq(const std::string& config_path, const std::vector<std::string>& over
   if (!r.calibration.fallback_reason.empty()) std::printf("  (libtorch fallback: %s)\n", r.calibration.fallback_reason.c_str());
   if (r.evaluated) {
     const quant::PtqEvaluation& e = r.evaluation;
-    std::printf("fp32 on the runtime vs libtorch (first batch): max relative error %.2e\n",
-                e.fp32_runtime_vs_libtorch_max_rel_error);
-    std::printf("latency on the runtime (batch %lld): fp32 %.3f ms/image, int8 %.3f ms/image (int8/fp32 %.2f)\n",
-                static_cast<long long>(e.batch_size), e.fp32_ms_per_image, e.int8_ms_per_image,
-                e.int8_ms_per_image / std::max(e.fp32_ms_per_image, 1e-12));
-    std::printf("output: cosine int8 vs fp32 %.5f, SQNR %.1f dB\n", e.cosine_int8_vs_fp32, e.sqnr_db_int8_vs_fp32);
-    if (e.outputs.size() > 1)
-      for (const auto& o : e.outputs)
-        std::printf("  output '%s': cosine %.5f, SQNR %.1f dB\n", o.name.c_str(), o.cosine, o.sqnr_db);
-    if (e.has_top1)
-      std::printf("top-1: fp32 %.2f%%, int8 %.2f%% (%+.2f points); int8 and fp32 agree on %.2f%% of %lld images\n",
-                  100 * e.top1_fp32, 100 * e.top1_int8, 100 * (e.top1_int8 - e.top1_fp32), 100 * e.prediction_agreement,
-                  static_cast<long long>(e.images));
-    if (e.has_miou)
-      std::printf("segmentation: mean IoU of int8 against fp32 %.4f over %lld classes; %.2f%% of pixels agree\n",
-                  e.miou_int8_vs_fp32, static_cast<long long>(e.miou_classes), 100 * e.pixel_agreement);
-    if (e.has_miou_labels)
-      std::printf("segmentation against the labels: mean IoU fp32 %.4f, int8 %.4f (%+.4f) over %lld classes, %lld labelled pixels\n",
-                  e.miou_fp32_vs_labels, e.miou_int8_vs_labels, e.miou_int8_vs_labels - e.miou_fp32_vs_labels,
-                  static_cast<long long>(e.miou_label_classes), static_cast<long long>(e.labelled_pixels));
-    if (e.has_detection)
-      std::printf("detection (host post-processing on each model's outputs, %lld images): int8 finds %.2f%% of fp32's %lld "
-                  "boxes (IoU >= %.2f, same label), %.2f%% of its %lld boxes match; matched IoU %.4f, score difference "
-                  "mean %.4f, max %.4f\n",
-                  static_cast<long long>(e.detection_images), 100 * e.detection_recall,
-                  static_cast<long long>(e.detection_fp32_boxes), e.detection_min_iou, 100 * e.detection_precision,
-                  static_cast<long long>(e.detection_int8_boxes), e.detection_mean_iou, e.detection_score_mean_abs_diff,
-                  e.detection_score_max_abs_diff);
+    const nlohmann::json view = quant::evaluation_view(e, r.runtime_backend);
+    for (const auto& line : quant::render_console(quant::evaluation_console_lines(), view)) std::printf("%s\n", line.c_str());
     if (e.sqnr_images > 0) {
       std::printf("per-layer SQNR vs fp32 on %lld images, worst first (%zu layers; all in report.json):\n",
                   static_cast<long long>(e.sqnr_images), e.layers.size());
@@ -79,10 +54,7 @@ int run_ptq(const std::string& config_path, const std::vector<std::string>& over
                     100.0 * static_cast<double>(l.differing) / static_cast<double>(std::max<int64_t>(l.codes, 1)), l.max_abs_diff);
       }
     }
-    if (e.reference_images > 0)
-      std::printf("reference backend: %lld of %lld int8 outputs identical to %s's (max |diff| %.3g)\n",
-                  static_cast<long long>(e.reference_identical), static_cast<long long>(e.reference_images),
-                  r.runtime_backend.c_str(), e.reference_max_abs_diff);
+    for (const auto& line : quant::render_console(quant::evaluation_console_check_lines(), view)) std::printf("%s\n", line.c_str());
   }
   print_kernel_summary(r.kernel_report, r.runtime_backend);
   std::printf("float fallbacks: %s\n", r.float_fallbacks.empty() && r.runtime_float_groups.empty() ? "none" : "");

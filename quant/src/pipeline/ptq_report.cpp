@@ -2,6 +2,7 @@
 #include <algorithm>
 
 #include "held_out.h"
+#include "qfx/quant/evaluation_view.h"
 #include "stages.h"
 
 namespace qfx::quant::pipeline {
@@ -80,56 +81,6 @@ json profile_json(const PtqEvaluation& E) {
   return {{"images", E.images}, {"nodes", a}};
 }
 
-json outputs_json(const std::vector<OutputAgreement>& outputs) {
-  json a = json::array();
-  for (const auto& o : outputs) a.push_back({{"name", o.name}, {"cosine_int8_vs_fp32", o.cosine}, {"sqnr_db_int8_vs_fp32", o.sqnr_db}});
-  return a;
-}
-
-json evaluation_json(const PtqEvaluation& E) {
-  json j = {{"images", E.images},
-            {"batch_size", E.batch_size},
-            {"metric", E.metric},
-            {"fp32_runtime_vs_libtorch_max_rel_error", E.fp32_runtime_vs_libtorch_max_rel_error},
-            {"cosine_int8_vs_fp32", E.cosine_int8_vs_fp32},
-            {"sqnr_db_int8_vs_fp32", E.sqnr_db_int8_vs_fp32},
-            {"outputs", outputs_json(E.outputs)},
-            {"fp32_output_constant", E.fp32_output_constant},
-            {"fp32_ms_per_image", E.fp32_ms_per_image},
-            {"int8_ms_per_image", E.int8_ms_per_image}};
-  if (E.has_top1) {
-    j["top1_fp32"] = E.top1_fp32;
-    j["top1_int8"] = E.top1_int8;
-    j["prediction_agreement"] = E.prediction_agreement;
-  }
-  if (E.has_miou) {
-    j["miou_int8_vs_fp32"] = E.miou_int8_vs_fp32;
-    j["pixel_agreement"] = E.pixel_agreement;
-    j["miou_classes"] = E.miou_classes;
-    if (E.has_miou_labels) {
-      j["miou_fp32_vs_labels"] = E.miou_fp32_vs_labels;
-      j["miou_int8_vs_labels"] = E.miou_int8_vs_labels;
-      j["miou_label_classes"] = E.miou_label_classes;
-      j["labelled_pixels"] = E.labelled_pixels;
-    }
-  }
-  if (E.has_detection)
-    j["detection"] = {{"images", E.detection_images},
-                      {"min_iou", E.detection_min_iou},
-                      {"fp32_boxes", E.detection_fp32_boxes},
-                      {"int8_boxes", E.detection_int8_boxes},
-                      {"matched", E.detection_matched},
-                      {"recall", E.detection_recall},
-                      {"precision", E.detection_precision},
-                      {"mean_iou", E.detection_mean_iou},
-                      {"score_mean_abs_diff", E.detection_score_mean_abs_diff},
-                      {"score_max_abs_diff", E.detection_score_max_abs_diff}};
-  if (E.reference_images > 0)
-    j["reference_check"] = {{"images", E.reference_images}, {"identical_outputs", E.reference_identical},
-                            {"max_abs_diff", E.reference_max_abs_diff}, {"exact_expected", E.reference_exact_expected}};
-  return j;
-}
-
 json layer_sqnr_json(const PtqEvaluation& E) {
   json jl = json::array();
   for (const auto& l : E.layers) {
@@ -171,7 +122,7 @@ json ptq_report_json(const PtqResult& r, const PtqAlgorithmsConfig& algorithms) 
   report["kernels"] = kernel_report_json(r.kernel_report);
   if (r.evaluated) {
     const PtqEvaluation& E = r.evaluation;
-    report["evaluation"] = evaluation_json(E);
+    report["evaluation"] = evaluation_report_json(evaluation_view(E, r.runtime_backend));
     report["profile_int8"] = profile_json(E);
     if (E.sqnr_images > 0) report["per_layer_sqnr"] = layer_sqnr_json(E);
     if (!E.arithmetic.empty()) report["target_arithmetic"] = arithmetic_json(E);

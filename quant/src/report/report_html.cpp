@@ -11,6 +11,7 @@
 #include "html.h"
 #include "qfx/atomic_file.h"
 #include "qfx/error.h"
+#include "qfx/quant/evaluation_view.h"
 #include "qfx/quant/report.h"
 
 namespace qfx::quant {
@@ -95,16 +96,9 @@ std::string summary(const json& r) {
   std::string s = "<section id=\"summary\"><h2>Summary</h2><div class=\"cards\">";
   s += card("backend (runtime)", report::get<std::string>(r, "backend", std::string("?")) + " (" +
                                      report::get<std::string>(r, "runtime_backend", std::string("?")) + ")");
-  if (r.contains("evaluation")) {
-    const json& e = r["evaluation"];
-    if (e.contains("top1_fp32")) {
-      s += card("top-1 fp32", pct(e, "top1_fp32"));
-      s += card("top-1 int8", pct(e, "top1_int8"));
-    }
-    if (e.contains("top1_fakequant")) s += card("top-1 fake-quant", pct(e, "top1_fakequant"));
-    if (e.contains("cosine_int8_vs_fp32")) s += card("cosine int8 vs fp32", num(e["cosine_int8_vs_fp32"].get<double>(), 6));
-    if (e.contains("sqnr_db_int8_vs_fp32")) s += card("output SQNR", num(e["sqnr_db_int8_vs_fp32"].get<double>(), 4) + " dB");
-  }
+  const json view = evaluation_view_from_report(r);
+  for (const auto& f : evaluation_fields())
+    if (f.card && view.contains(f.key)) s += card(f.label, page_value(view, f.key));
   if (r.contains("seconds")) s += card("whole run", num(r["seconds"].get<double>(), 3) + " s");
   return s + "</div></section>";
 }
@@ -285,18 +279,10 @@ std::string run_section(const json& r) {
                                 std::to_string(report::get<int64_t>(c, "threads", 0)) + " threads, " +
                                 report::get<std::string>(c, "engine", std::string("?")) + ")");
   }
-  if (r.contains("evaluation")) {
-    const json& e = r["evaluation"];
-    if (e.contains("fp32_ms_per_image"))
-      s += row("latency fp32 / int8", num(e["fp32_ms_per_image"].get<double>(), 4) + " / " +
-                                          num(report::get<double>(e, "int8_ms_per_image", 0.0), 4) + " ms per image (runtime)");
-    if (e.contains("prediction_agreement")) s += row("int8 and fp32 agree", pct(e, "prediction_agreement"));
-    if (e.contains("reference_check")) {
-      const json& c = e["reference_check"];
-      s += row("reference backend", std::to_string(report::get<int64_t>(c, "identical_outputs", 0)) + " of " +
-                                        std::to_string(report::get<int64_t>(c, "images", 0)) + " outputs bit-identical");
-    }
-  }
+  const json view = evaluation_view_from_report(r);
+  for (const auto& line : evaluation_page_rows())
+    if (view.contains(line.when))
+      if (const std::string v = render_page_text(line, view); !v.empty()) s += row(line.label, v);
   if (r.contains("target_arithmetic")) {
     const json& t = r["target_arithmetic"];
     s += row("target arithmetic", report::get<json>(t, "arithmetic", json::object()).dump());
