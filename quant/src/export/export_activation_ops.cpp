@@ -11,15 +11,7 @@ namespace qfx::quant::detail {
 namespace {
 
 // SiLU (swish) as x * Sigmoid(x): ONNX has no SiLU op before opset 22.
-void silu(Exporter& e, fx::Node& n) {
-  const std::string& x = e.value(n, n.args().at(0));
-  const std::string s = e.fresh(n.name() + "_sigmoid");
-  e.node("Sigmoid", {x}, s, n.name() + "_sigmoid");
-  const std::string y = e.fresh(n.name());
-  e.last_ = e.node("Mul", {x, s}, y, n.name());
-  e.names_[&n] = y;
-  e.rank_[&n] = e.rank_of(n.args().at(0));
-}
+void silu(Exporter& e, fx::Node& n) { e.gated(&n, "Sigmoid", "_sigmoid"); }
 
 // relu6 as ONNX Clip(x, 0, 6).
 void relu6(Exporter& e, fx::Node& n) {

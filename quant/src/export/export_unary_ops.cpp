@@ -64,15 +64,9 @@ void emit_row(Exporter& e, fx::Node& n, const fx::UnaryOnnxOp& r) {
 // HardSwish is an ONNX op from opset 14 (the row); before it, x * HardSigmoid(x)
 // with alpha 1/6 and beta 0.5 (ONNX Runtime refuses HardSwish in an opset-13 model).
 void hardswish_before_14(Exporter& e, fx::Node& n) {
-  const std::string& x = e.value(n, n.args().at(0));
-  const std::string s = e.fresh(n.name() + "_hardsigmoid");
-  auto* hs = e.node("HardSigmoid", {x}, s, n.name() + "_hardsigmoid");
+  auto* hs = e.gated(&n, "HardSigmoid", "_hardsigmoid");
   e.attr_f(hs, "alpha", 1.0f / 6.0f);
   e.attr_f(hs, "beta", 0.5f);
-  const std::string y = e.fresh(n.name());
-  e.last_ = e.node("Mul", {x, s}, y, n.name());
-  e.names_[&n] = y;
-  e.rank_[&n] = e.rank_of(n.args().at(0));
 }
 
 // nn.LeakyReLU: its negative_slope is the module's option, not an argument.

@@ -193,6 +193,17 @@ void Exporter::alias(fx::Node* n) {
   rank_[n] = rank_of(n->args().at(0));
 }
 
+onnx::NodeProto* Exporter::gated(fx::Node* n, const std::string& op, const std::string& hint) {
+  const std::string& x = value(*n, n->args().at(0));
+  const std::string s = fresh(n->name() + hint);
+  onnx::NodeProto* g = node(op, {x}, s, n->name() + hint);
+  const std::string y = fresh(n->name());
+  last_ = node("Mul", {x, s}, y, n->name());
+  names_[n] = y;
+  rank_[n] = rank_of(n->args().at(0));
+  return g;
+}
+
 void Exporter::input(fx::Node* n, size_t i) {
   if (i == 0) first_input_ = n;
   const std::string name = i < opt_.input_names.size() ? opt_.input_names[i] : n->name();

@@ -87,6 +87,9 @@ class Exporter {
   void binary(fx::Node* n, const std::string& op);
   /// An op that passes its input through (dropout and identity in eval mode).
   void alias(fx::Node* n);
+  /// x * op(x) of n's input x (SiLU as Sigmoid, HardSwish as HardSigmoid); the op's
+  /// value is fresh(n's name + hint). Returns the `op` node (for its attributes).
+  onnx::NodeProto* gated(fx::Node* n, const std::string& op, const std::string& hint);
 
   // --- the graph's own pieces (exporter.cpp, export_outputs.cpp) -----------------------
   void input(fx::Node* n, size_t i);
