@@ -50,18 +50,6 @@ const char* overflow_name(Overflow o) {
   return "?";
 }
 
-std::vector<std::string> lut_op_types() {
-  std::vector<std::string> ops;
-  for (const auto& s : op_schemas())
-    if (s.table) ops.push_back(s.op);
-  return ops;
-}
-
-const std::vector<std::string>& integer_only_op_types() {
-  static const std::vector<std::string> ops = {"Gelu", "Softmax", "LayerNormalization"};
-  return ops;
-}
-
 bool Arithmetic::is_float() const {
   return requantize == RequantMode::kFloat && accumulator_bits == 32 && elementwise == RequantMode::kFloat && lut.empty() &&
          integer_only.empty();

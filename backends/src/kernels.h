@@ -21,7 +21,8 @@ Kernel make_kernel(const ir::Node& n, const std::vector<Meta>& in, const std::ve
                    const std::string& backend, bool nhwc_out = false, KernelChoice* choice = nullptr);
 
 /// register_kernel without loading the built-ins first (used by the built-ins).
-void add_kernel(const std::string& backend, const std::string& op, const std::string& impl, KernelFactory factory);
+void add_kernel(const std::string& backend, const std::string& op, const std::string& impl, KernelFactory factory,
+                bool takes_nhwc = false);
 /// register_backend without loading the built-ins first.
 void add_backend(const BackendInfo& info);
 

@@ -11,6 +11,7 @@
 #include "ir.h"
 #include "qfx/error.h"
 #include "qfx/runtime/model.h"
+#include "qfx/runtime/op_schema.h"
 
 namespace qfx::runtime::ir {
 
@@ -152,16 +153,14 @@ static void validate_assignments(const Graph& g, const std::string& path) {
     if (!writer.count(out.name)) throw DataError(path + ": graph output '" + out.name + "' is not computed by the graph");
 }
 
-// The parameters of weighted and normalising ops and the scales of Q/DQ must be
-// finite: a NaN bias or an infinite weight is named here, at load, instead of
+// The parameters of weighted and normalising ops and the scales of Q/DQ
+// (OpSchema::finite_parameters) must be finite: a NaN bias or an infinite weight is named here, at load, instead of
 // surfacing as NaN outputs. (Other constants may hold -inf on purpose: additive
 // attention masks.)
 static void validate_parameters(const Graph& g, const std::string& path) {
-  static const std::set<std::string> kOps = {"Conv", "ConvTranspose", "Gemm", "MatMul", "BatchNormalization",
-                                             "LayerNormalization", "InstanceNormalization", "GroupNormalization",
-                                             "QuantizeLinear", "DequantizeLinear", "QLinearConv", "QLinearMatMul"};
   for (const auto& n : g.nodes) {
-    if (!kOps.count(n.op)) continue;
+    const OpSchema* s = find_op_schema(n.op);
+    if (!s || !s->finite_parameters) continue;
     for (const auto& in : n.inputs) {
       auto it = g.initializers.find(in);
       if (it == g.initializers.end() || it->second.dtype() != DType::kFloat32) continue;

@@ -1,11 +1,12 @@
-// The built-in op schemas (ONNX operator spec's required inputs and input types;
-// qfx's int8 forms after QDQ matching, whose Q/DQ scales and zero points became
-// qparams) and their registry.
+// The built-in op schemas, one record per op (ONNX operator spec's required inputs
+// and input types; qfx's int8 forms after QDQ matching, whose Q/DQ scales and zero
+// points became qparams), and their registry. Adding an op to the runtime is one
+// row here plus its kernels (docs/development.md).
 #include "qfx/runtime/op_schema.h"
 
+#include <algorithm>
 #include <map>
 #include <mutex>
-#include <set>
 
 #include "qfx/error.h"
 
@@ -17,68 +18,123 @@ struct Schemas {
   std::map<std::string, OpSchema> by_op;
 };
 
-OpSchema schema(const std::string& op, size_t min_inputs, size_t float_inputs, bool integer, bool wide, const std::string& what) {
+// A record's builder: OpSchema with the chainable setters the table below reads.
+struct Op {
   OpSchema s;
-  s.op = op;
-  s.min_inputs = min_inputs;
-  s.float_inputs = float_inputs;
-  s.integer = integer;
-  s.wide_input = wide;
-  s.summary = what;
-  return s;
+  Op(const std::string& op, size_t min_inputs, size_t float_inputs, const std::string& what) {
+    s.op = op;
+    s.min_inputs = min_inputs;
+    s.float_inputs = float_inputs;
+    s.summary = what;
+  }
+  // An integer form: computes on codes, requantizes as `r`.
+  Op& integer(Rescale r, bool wide = false) {
+    s.integer = true;
+    s.rescale = r;
+    s.wide_input = wide;
+    return *this;
+  }
+  Op& qdq(const std::string& form, std::vector<int> inputs = {0}) {
+    s.qdq_form = form;
+    s.qdq_inputs = std::move(inputs);
+    return *this;
+  }
+  Op& moves() { return s.moves_values = true, *this; }
+  Op& moves_codes() { return s.moves_values = s.moves_codes = true, *this; }
+  Op& bit_exact() { return s.bit_exact = true, *this; }
+  Op& tabulable() { return s.tabulable = true, *this; }
+  Op& table() { return s.tabulable = s.table = true, *this; }
+  Op& finite() { return s.finite_parameters = true, *this; }
+  Op& integer_only_of(const std::string& op) { return s.integer_only_of = op, *this; }
+  Op& input0(std::vector<DType> d) { return s.input0_dtypes = std::move(d), *this; }
+  Op& macs(std::function<int64_t(const MacShapes&)> f) { return s.macs = std::move(f), *this; }
+};
+
+int64_t numel(const std::vector<int64_t>& s) {
+  int64_t n = 1;
+  for (int64_t d : s) n *= d;
+  return n;
 }
 
-OpSchema float_op(const std::string& op, size_t min_inputs, size_t float_inputs, const std::string& what) {
-  return schema(op, min_inputs, float_inputs, false, false, what);
+// MACs per output element times outputs (ConvTranspose: per input element).
+int64_t conv_macs(const MacShapes& m) { return numel(m.y) * (numel(m.w) / m.w[0]); }
+int64_t conv_transpose_macs(const MacShapes& m) { return numel(m.x) * (numel(m.w) / m.w[0]); }
+int64_t gemm_macs(const MacShapes& m) { return numel(m.y) * (m.attr_i("transA", 0) != 0 ? m.x[0] : m.x.back()); }
+int64_t matmul_macs(const MacShapes& m) { return numel(m.y) * m.x.back(); }
+
+std::string onnx(const std::string& op) { return "ONNX " + op; }
+
+std::vector<Op> float_ops() {
+  using D = DType;
+  return {
+      Op("Conv", 2, 1, onnx("Conv")).qdq("QLinearConv", {0, 1}).finite().macs(conv_macs),
+      Op("ConvTranspose", 2, 1, onnx("ConvTranspose")).finite().macs(conv_transpose_macs),
+      Op("Gemm", 2, 3, "ONNX Gemm (C optional from opset 11)").qdq("QGemm", {0, 1}).finite().macs(gemm_macs),
+      Op("MatMul", 2, 2, onnx("MatMul")).qdq("QLinearMatMul", {0, 1}).finite().macs(matmul_macs),
+      Op("BatchNormalization", 5, 1, onnx("BatchNormalization")).finite(),
+      Op("LayerNormalization", 2, 1, "ONNX LayerNormalization (opset 17; runs as QIntLayerNorm only)").finite(),
+      Op("LSTM", 3, 3, onnx("LSTM")), Op("GRU", 3, 3, onnx("GRU")),
+      Op("QuantizeLinear", 1, 1, onnx("QuantizeLinear")).finite(),
+      Op("DequantizeLinear", 2, 0, onnx("DequantizeLinear")).finite().bit_exact(),
+      Op("Softmax", 1, 1, onnx("Softmax")), Op("ReduceMean", 1, 1, onnx("ReduceMean")),
+      Op("ReduceSum", 1, 1, onnx("ReduceSum")), Op("Resize", 1, 1, onnx("Resize")),
+      Op("GlobalAveragePool", 1, 1, onnx("GlobalAveragePool")).qdq("QLinearGlobalAveragePool"),
+      Op("AveragePool", 1, 1, onnx("AveragePool")).qdq("QLinearAveragePool"),
+      Op("MaxPool", 1, 0, "ONNX MaxPool, on float32 or on 8-bit codes").input0({D::kFloat32, D::kUInt8, D::kInt8}).moves().qdq("MaxPool"),
+      Op("Add", 2, 0, onnx("Add")).tabulable().qdq("QLinearAdd", {0, 1}),
+      Op("Mul", 2, 0, onnx("Mul")).tabulable().qdq("QLinearMul", {0, 1}),
+      Op("Sub", 2, 0, onnx("Sub")).tabulable(), Op("Div", 2, 0, onnx("Div")).tabulable(), Op("Pow", 2, 0, onnx("Pow")),
+      Op("Equal", 2, 0, onnx("Equal")), Op("Less", 2, 0, onnx("Less")), Op("Greater", 2, 0, onnx("Greater")),
+      Op("LessOrEqual", 2, 0, onnx("LessOrEqual")), Op("GreaterOrEqual", 2, 0, onnx("GreaterOrEqual")),
+      Op("And", 2, 0, onnx("And")), Op("Or", 2, 0, onnx("Or")), Op("Where", 3, 0, onnx("Where")),
+      Op("Reshape", 2, 0, onnx("Reshape")).moves_codes().qdq("Reshape"),
+      Op("Flatten", 1, 0, onnx("Flatten")).moves_codes().qdq("Flatten"),
+      Op("Squeeze", 1, 0, onnx("Squeeze")).moves_codes().qdq("Squeeze"),
+      Op("Unsqueeze", 2, 0, onnx("Unsqueeze")).moves_codes().qdq("Unsqueeze"),
+      Op("Transpose", 1, 0, onnx("Transpose")).moves_codes().qdq("Transpose"),
+      Op("Slice", 3, 0, onnx("Slice")).moves_codes(),
+      Op("Identity", 1, 0, onnx("Identity")).moves(), Op("Concat", 1, 0, onnx("Concat")).moves().qdq("QLinearConcat", {-1}),
+      Op("Gather", 2, 0, onnx("Gather")).moves(), Op("Expand", 2, 0, onnx("Expand")).moves(),
+      Op("Relu", 1, 0, onnx("Relu")).tabulable().qdq("QRelu"), Op("Clip", 1, 0, onnx("Clip")).tabulable().qdq("QClip"),
+      Op("Sigmoid", 1, 0, onnx("Sigmoid")).table(), Op("Tanh", 1, 0, onnx("Tanh")).table(),
+      Op("HardSigmoid", 1, 0, onnx("HardSigmoid")).table(), Op("HardSwish", 1, 0, onnx("HardSwish")).table(),
+      Op("Exp", 1, 0, onnx("Exp")).table(), Op("Erf", 1, 0, onnx("Erf")).table(), Op("Elu", 1, 1, onnx("Elu")).table(),
+      Op("LeakyRelu", 1, 0, onnx("LeakyRelu")).tabulable(), Op("Neg", 1, 0, onnx("Neg")).tabulable(),
+      Op("Abs", 1, 0, onnx("Abs")).tabulable(), Op("Softplus", 1, 1, onnx("Softplus")).tabulable(),
+      Op("Gelu", 1, 0, "ONNX Gelu (opset 20; approximate none or tanh)"), Op("Sqrt", 1, 0, onnx("Sqrt")),
+      Op("Log", 1, 0, onnx("Log")), Op("Reciprocal", 1, 0, onnx("Reciprocal")), Op("Floor", 1, 0, onnx("Floor")),
+      Op("Ceil", 1, 0, onnx("Ceil")), Op("Sin", 1, 0, onnx("Sin")), Op("Cos", 1, 0, onnx("Cos")),
+      Op("Sign", 1, 0, onnx("Sign")), Op("Not", 1, 0, onnx("Not")), Op("Cast", 1, 0, onnx("Cast")),
+      Op("Pad", 2, 0, "ONNX Pad (constant mode)"),
+  };
 }
 
-OpSchema integer_op(const std::string& op, size_t min_inputs, bool wide, const std::string& what) {
-  return schema(op, min_inputs, 0, true, wide, what);
+std::vector<Op> integer_forms() {
+  using R = Rescale;
+  return {
+      Op("QLinearConv", 2, 0, "int8 Conv (ONNX QLinearConv, or its QDQ form)").integer(R::kAccumulator, true).finite().macs(conv_macs),
+      Op("QGemm", 2, 0, "int8 Gemm (com.microsoft QGemm, or its QDQ form)").integer(R::kAccumulator, true).macs(gemm_macs),
+      Op("QLinearMatMul", 2, 0, "int8 MatMul (ONNX QLinearMatMul, or its QDQ form)").integer(R::kAccumulator, true).finite().macs(matmul_macs),
+      Op("QLinearAdd", 2, 0, "int8 Add (com.microsoft QLinearAdd)").integer(R::kElementwise),
+      Op("QLinearMul", 2, 0, "int8 Mul (com.microsoft QLinearMul)").integer(R::kElementwise),
+      Op("QLinearGlobalAveragePool", 1, 0, "int8 GlobalAveragePool").integer(R::kWindowAverage),
+      Op("QLinearAveragePool", 1, 0, "int8 AveragePool").integer(R::kWindowAverage),
+      Op("QLinearConcat", 1, 0, "int8 Concat with per-input qparams").integer(R::kPerInput),
+      Op("QRelu", 1, 0, "int8 Relu between DQ and Q").integer(R::kPerInput),
+      Op("QClip", 1, 0, "int8 Clip between DQ and Q").integer(R::kPerInput),
+      Op("QLut", 1, 0, "a float elementwise region between DQ and Q as a 256-entry table").integer(R::kTable),
+      Op("QIntGelu", 1, 0, "I-BERT's integer GELU").integer(R::kIntegerOnly).integer_only_of("Gelu"),
+      Op("QIntLayerNorm", 1, 0, "I-BERT's integer LayerNorm").integer(R::kIntegerOnly).integer_only_of("LayerNormalization"),
+      Op("QIntSoftmax", 1, 0, "I-BERT's integer Softmax").integer(R::kIntegerOnly).integer_only_of("Softmax"),
+  };
 }
 
 void add_builtins(std::map<std::string, OpSchema>& m) {
-  std::vector<OpSchema> v = {
-      float_op("Conv", 2, 1, "ONNX Conv"), float_op("ConvTranspose", 2, 1, "ONNX ConvTranspose"),
-      float_op("Gemm", 2, 3, "ONNX Gemm (C optional from opset 11)"), float_op("MatMul", 2, 2, "ONNX MatMul"),
-      float_op("BatchNormalization", 5, 1, "ONNX BatchNormalization"), float_op("LSTM", 3, 3, "ONNX LSTM"),
-      float_op("GRU", 3, 3, "ONNX GRU"), float_op("QuantizeLinear", 1, 1, "ONNX QuantizeLinear"),
-      float_op("Softmax", 1, 1, "ONNX Softmax"), float_op("ReduceMean", 1, 1, "ONNX ReduceMean"),
-      float_op("ReduceSum", 1, 1, "ONNX ReduceSum"), float_op("GlobalAveragePool", 1, 1, "ONNX GlobalAveragePool"),
-      float_op("AveragePool", 1, 1, "ONNX AveragePool"), float_op("Resize", 1, 1, "ONNX Resize"),
-      integer_op("QLinearConv", 2, true, "int8 Conv (ONNX QLinearConv, or its QDQ form)"),
-      integer_op("QGemm", 2, true, "int8 Gemm (com.microsoft QGemm, or its QDQ form)"),
-      integer_op("QLinearMatMul", 2, true, "int8 MatMul (ONNX QLinearMatMul, or its QDQ form)"),
-      integer_op("QLinearAdd", 2, false, "int8 Add (com.microsoft QLinearAdd)"),
-      integer_op("QLinearMul", 2, false, "int8 Mul (com.microsoft QLinearMul)"),
-      integer_op("QLinearGlobalAveragePool", 1, false, "int8 GlobalAveragePool"),
-      integer_op("QLinearAveragePool", 1, false, "int8 AveragePool"),
-      integer_op("QLinearConcat", 1, false, "int8 Concat with per-input qparams"),
-      integer_op("QLut", 1, false, "a float elementwise region between DQ and Q as a 256-entry table"),
-      integer_op("QRelu", 1, false, "int8 Relu between DQ and Q"), integer_op("QClip", 1, false, "int8 Clip between DQ and Q"),
-      integer_op("QIntGelu", 1, false, "I-BERT's integer GELU"), integer_op("QIntLayerNorm", 1, false, "I-BERT's integer LayerNorm"),
-      integer_op("QIntSoftmax", 1, false, "I-BERT's integer Softmax"),
-      integer_op("QFlatten", 1, false, "Flatten of int8 codes"),
-  };
-  for (const char* op : {"Add", "Sub", "Mul", "Div", "Pow", "Equal", "Less", "Greater", "LessOrEqual", "GreaterOrEqual", "And",
-                         "Or", "Reshape", "Gather"})
-    v.push_back(float_op(op, 2, 0, std::string("ONNX ") + op));
-  v.push_back(float_op("Where", 3, 0, "ONNX Where"));
-  OpSchema pool = float_op("MaxPool", 1, 0, "ONNX MaxPool, on float32 or on 8-bit codes");
-  pool.input0_dtypes = {DType::kFloat32, DType::kUInt8, DType::kInt8};
-  v.push_back(pool);
-  for (const char* op : {"Sigmoid", "Tanh", "HardSigmoid", "HardSwish", "Relu", "Clip", "LeakyRelu", "Exp", "Erf", "Neg", "Abs"})
-    v.push_back(float_op(op, 1, 0, std::string("ONNX ") + op));
-  v.push_back(float_op("Elu", 1, 1, "ONNX Elu"));
-  v.push_back(float_op("Softplus", 1, 1, "ONNX Softplus"));
-  for (auto& s : v) {
-    static const std::set<std::string> tabulable = {"Sigmoid", "Tanh", "HardSigmoid", "HardSwish", "Relu", "Clip", "LeakyRelu",
-                                                    "Exp", "Erf", "Neg", "Abs", "Mul", "Add", "Sub", "Div", "Elu",
-                                                    "Softplus"};
-    static const std::set<std::string> table = {"Sigmoid", "Tanh", "HardSwish", "HardSigmoid", "Exp", "Erf", "Elu"};
-    s.tabulable = tabulable.count(s.op) > 0;
-    s.table = table.count(s.op) > 0;
-    m[s.op] = s;
-  }
+  for (auto* table : {float_ops, integer_forms})
+    for (Op& o : table()) {
+      if (o.s.moves_values) o.s.bit_exact = true;
+      m[o.s.op] = std::move(o.s);
+    }
 }
 
 Schemas& schemas() {
@@ -112,6 +168,21 @@ std::vector<OpSchema> op_schemas() {
   std::vector<OpSchema> out;
   for (const auto& kv : r.by_op) out.push_back(kv.second);
   return out;
+}
+
+std::vector<std::string> lut_op_types() {
+  std::vector<std::string> ops;
+  for (const auto& s : op_schemas())
+    if (s.table) ops.push_back(s.op);
+  return ops;
+}
+
+std::vector<std::string> integer_only_op_types() {
+  std::vector<std::string> ops;
+  for (const auto& s : op_schemas())
+    if (!s.integer_only_of.empty()) ops.push_back(s.integer_only_of);
+  std::sort(ops.begin(), ops.end());
+  return ops;
 }
 
 }  // namespace qfx::runtime

@@ -49,9 +49,7 @@ void register_builtins() {
   register_reference_quantize();
   register_reference_lut();
   register_reference_integer_only();
-  add_backend({"onednn", "reference", "oneDNN primitives, then vectorised kernels, then the reference",
-               {"Conv", "QLinearConv", "MaxPool", "AveragePool", "Add", "QLinearAdd", "QLinearMul", "Relu", "Clip",
-                "QRelu", "QClip", "QLut", "QLinearGlobalAveragePool"}});
+  add_backend({"onednn", "reference", "oneDNN primitives, then vectorised kernels, then the reference", {}});
   register_onednn_kernels();
   register_simd_kernels();
   register_simd_matmul();
@@ -84,11 +82,14 @@ void add_backend(const BackendInfo& info) {
     throw ConfigError("register_backend '" + info.name + "': parent backend '" + info.parent +
                       "' is not registered (registered: " + names_of(r.backends) + ")");
   Entry& e = r.backends[info.name];
+  const std::set<std::string> registered_nhwc = e.info.nhwc_ops;  // kernels registered before keep theirs
   e.info = info;
+  e.info.nhwc_ops.insert(registered_nhwc.begin(), registered_nhwc.end());
   if (info.name == "reference") e.info.parent.clear();
 }
 
-void add_kernel(const std::string& backend, const std::string& op, const std::string& impl, KernelFactory factory) {
+void add_kernel(const std::string& backend, const std::string& op, const std::string& impl, KernelFactory factory,
+                bool takes_nhwc) {
   Registry& r = reg();
   std::lock_guard<std::recursive_mutex> lk(r.mu);
   auto it = r.backends.find(backend);
@@ -96,6 +97,7 @@ void add_kernel(const std::string& backend, const std::string& op, const std::st
     throw ConfigError("register_kernel " + op + " (" + impl + "): backend '" + backend +
                       "' is not registered (registered: " + names_of(r.backends) + ")");
   it->second.ops[op].push_back({impl, std::move(factory)});
+  if (takes_nhwc) it->second.info.nhwc_ops.insert(op);
 }
 
 void register_backend(const BackendInfo& info) {
@@ -103,9 +105,24 @@ void register_backend(const BackendInfo& info) {
   add_backend(info);
 }
 
-void register_kernel(const std::string& backend, const std::string& op, const std::string& impl, KernelFactory factory) {
+void register_kernel(const std::string& backend, const std::string& op, const std::string& impl, KernelFactory factory,
+                     bool takes_nhwc) {
   ready();
-  add_kernel(backend, op, impl, std::move(factory));
+  add_kernel(backend, op, impl, std::move(factory), takes_nhwc);
+}
+
+void register_kernel(const std::string& backend, const std::string& op, const std::string& impl, KernelFactory factory) {
+  register_kernel(backend, op, impl, std::move(factory), false);
+}
+
+std::vector<std::string> registered_ops(const std::string& name) {
+  Registry& r = ready();
+  std::lock_guard<std::recursive_mutex> lk(r.mu);
+  auto it = r.backends.find(name);
+  if (it == r.backends.end()) throw ConfigError("backend '" + name + "' is not registered (registered: " + names_of(r.backends) + ")");
+  std::vector<std::string> ops;
+  for (const auto& kv : it->second.ops) ops.push_back(kv.first);
+  return ops;
 }
 
 bool has_backend(const std::string& name) {

@@ -14,18 +14,9 @@ namespace qfx::runtime::cuda {
 /// Element types of int8 codes: kU8 (uint8) or kS8 (int8).
 enum CodeType : int { kU8 = 0, kS8 = 1 };
 
-/// One op's requantization (Requantizer, arithmetic.h) as plain data: mode,
-/// rounding, multiplier width, accumulator limit, per-channel multipliers (`mult`,
-/// `q`: one entry, or one per output channel), output zero point and clamp.
-struct RequantArgs {
-  RequantMode mode = RequantMode::kFloat;
-  Rounding rounding = Rounding::kHalfEven;
-  int bits = 32;
-  int acc_bits = 32;
-  Overflow overflow = Overflow::kSaturate;
-  int per_channel = 0;
-  const float* mult = nullptr;
-  const QuantizedMultiplier* q = nullptr;
+/// One op's requantization: the Requantizer's view (hd::RequantView, over device
+/// copies of its multipliers) with the output zero point and clamp.
+struct RequantArgs : hd::RequantView {
   int32_t zp = 0, lo = 0, hi = 0;
 };
 

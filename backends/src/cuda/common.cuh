@@ -1,5 +1,5 @@
 // Internal: device helpers shared by the .cu files: code loads and stores, the
-// requantization of args.h's RequantArgs through the shared arithmetic (arith_hd.h),
+// requantization of args.h's RequantArgs (the shared arithmetic's RequantView),
 // grid-stride launch geometry.
 #pragma once
 
@@ -18,33 +18,9 @@ __device__ __forceinline__ void store_code(void* p, CodeType t, int64_t i, int32
   else static_cast<int8_t*>(p)[i] = static_cast<int8_t>(v);
 }
 
-template <RequantMode M, Rounding R>
-__device__ __forceinline__ int32_t scaled_as(const RequantArgs& r, int64_t acc, int64_t c) {
-  const int64_t i = r.per_channel ? c : 0;
-  QuantizedMultiplier q{};
-  if constexpr (M != RequantMode::kFloat) q = r.q[i];
-  return hd::requant_scaled<M, R>(hd::limit_accumulator(acc, r.acc_bits, r.overflow), r.mult[i], q, r.bits);
-}
-
-/// Requantizer::scaled (arithmetic.h) on the device: the mode and rounding branch
-/// is uniform across a launch.
-__device__ __forceinline__ int32_t scaled(const RequantArgs& r, int64_t acc, int64_t c) {
-  using M = RequantMode;
-  using R = Rounding;
-  if (r.mode == M::kFloat) return scaled_as<M::kFloat, R::kHalfEven>(r, acc, c);
-  if (r.mode == M::kFixedPoint) {
-    if (r.rounding == R::kHalfUp) return scaled_as<M::kFixedPoint, R::kHalfUp>(r, acc, c);
-    if (r.rounding == R::kHalfAwayFromZero) return scaled_as<M::kFixedPoint, R::kHalfAwayFromZero>(r, acc, c);
-    return scaled_as<M::kFixedPoint, R::kHalfEven>(r, acc, c);
-  }
-  if (r.rounding == R::kHalfUp) return scaled_as<M::kShift, R::kHalfUp>(r, acc, c);
-  if (r.rounding == R::kHalfAwayFromZero) return scaled_as<M::kShift, R::kHalfAwayFromZero>(r, acc, c);
-  return scaled_as<M::kShift, R::kHalfEven>(r, acc, c);
-}
-
 /// Requantizer::code on the device: scaled + zero point, clamped to [lo, hi].
 __device__ __forceinline__ int32_t requant_code(const RequantArgs& r, int64_t acc, int64_t c) {
-  return hd::clamp_code(static_cast<int64_t>(scaled(r, acc, c)) + r.zp, r.lo, r.hi);
+  return r.code(acc, c, r.zp, r.lo, r.hi);
 }
 
 /// The kernels index in I: int32_t where every index fits (64-bit division is several

@@ -29,8 +29,8 @@ __device__ __forceinline__ int32_t binary_code(const BinaryArgs& a, int32_t qa, 
     return hd::quantize_value(a.add ? ra + rb : ra * rb, a.y_scale, a.ro.zp, a.ro.lo, a.ro.hi);
   }
   const int64_t da = qa - a.za, db = qb - a.zb;
-  const int64_t acc = a.add ? int64_t{scaled(a.ra, da * (int64_t{1} << a.left_shift), 0)} +
-                                  scaled(a.rb, db * (int64_t{1} << a.left_shift), 0)
+  const int64_t acc = a.add ? int64_t{a.ra.scaled(da * (int64_t{1} << a.left_shift), 0)} +
+                                  a.rb.scaled(db * (int64_t{1} << a.left_shift), 0)
                             : da * db;
   return requant_code(a.ro, acc, 0);
 }

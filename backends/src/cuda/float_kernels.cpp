@@ -2,6 +2,7 @@
 // direct kernel), Gemm / MatMul with a constant weight, Add / Sub / Mul / Div, Relu,
 // Clip, MaxPool, GlobalAveragePool. Sums run in another order than the reference's, so
 // results agree to float rounding, not bit for bit.
+#include <tuple>
 #include <cublas_v2.h>
 
 #include "../reference/common.h"
@@ -20,8 +21,7 @@ std::shared_ptr<cublasContext> blas_handle() {
 
 // The output clamp of a fused Relu / Clip (ir::Node::fused_act), as the reference applies it.
 void fused_bounds(const ir::Node& n, float* lo, float* hi) {
-  *lo = n.fused_act == "Relu" ? 0.0f : n.fused_act == "Clip" ? n.clip_lo : -INFINITY;
-  *hi = n.fused_act == "Clip" ? n.clip_hi : INFINITY;
+  std::tie(*lo, *hi) = n.act_bounds();
 }
 
 struct FLayer {

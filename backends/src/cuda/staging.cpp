@@ -65,12 +65,7 @@ bool code_type(DType d, CodeType* t) {
 DevRequant dev_requant(const Requantizer& rq, int32_t zp, int32_t lo, int32_t hi, const std::string& what) {
   DevRequant d;
   RequantArgs& a = d.args;
-  a.mode = rq.mode();
-  a.rounding = rq.rounding();
-  a.bits = rq.bits();
-  a.acc_bits = rq.accumulator_bits();
-  a.overflow = rq.overflow();
-  a.per_channel = rq.multipliers().size() > 1;
+  static_cast<hd::RequantView&>(a) = rq.view();  // then the multipliers' device copies
   a.zp = zp;
   a.lo = lo;
   a.hi = hi;

@@ -1,6 +1,7 @@
 // Model::integer_ops: the integer parameters of every int8 op under the model's
 // arithmetic, computed with the helpers the kernels use (rescales.cpp).
 #include "model_impl.h"
+#include "qfx/runtime/op_schema.h"
 
 namespace qfx::runtime {
 namespace {
@@ -18,6 +19,51 @@ IntegerRescale describe(const std::string& name, const Requantizer& r) {
   return d;
 }
 
+// The rescales of int8 op `n` as its schema's Rescale says; false for an op that
+// does not requantize (moves codes, or not an integer form).
+bool describe_rescales(const ir::Node& n, Rescale kind, IntegerOp& o) {
+  const Arithmetic& ar = n.arithmetic;
+  auto to_output = [&](size_t i) { return Requantizer::rescale(ar, {n.in_q[i].scale[0] / n.out_q.scale[0]}, n.label()); };
+  switch (kind) {
+    case Rescale::kAccumulator: {
+      o.accumulator_bits = n.in_q.at(0).dtype == DType::kInt16 ? 64 : ar.accumulator_bits;
+      const int64_t M = static_cast<int64_t>(n.in_q.at(1).scale.size());
+      o.rescales.push_back(describe("output", Requantizer::accumulator(ar, accumulator_multipliers(n, M), n.label())));
+      return true;
+    }
+    case Rescale::kElementwise: {
+      if (ar.elementwise == RequantMode::kFloat) {
+        for (size_t i = 0; i < 2; ++i) o.rescales.push_back(describe(i ? "input_b" : "input_a", to_output(i)));
+        return true;
+      }
+      const ElementwiseRescales r = elementwise_rescales(n);
+      if (n.op == "QLinearAdd") {  // a product needs no common input scale
+        o.rescales.push_back(describe("input_a", r.a));
+        o.rescales.push_back(describe("input_b", r.b));
+      }
+      o.rescales.push_back(describe("output", r.out));
+      return true;
+    }
+    case Rescale::kWindowAverage:
+      o.per_window_count = true;
+      [[fallthrough]];
+    case Rescale::kPerInput:
+      for (size_t i = 0; i < n.in_q.size(); ++i)
+        o.rescales.push_back(describe(n.in_q.size() > 1 ? "input_" + std::to_string(i) : "output", to_output(i)));
+      return true;
+    case Rescale::kTable: {
+      const auto& t = n.attrs.at("table").ints;
+      o.table.assign(t.begin(), t.end());
+      return true;
+    }
+    case Rescale::kIntegerOnly:  // listed with their dtypes; every constant follows from the qparams (integer_only.h)
+      return true;
+    case Rescale::kNone:
+      return false;
+  }
+  return false;
+}
+
 }  // namespace
 
 const Arithmetic& Model::arithmetic() const { return impl_->g.arithmetic; }
@@ -25,44 +71,13 @@ const Arithmetic& Model::arithmetic() const { return impl_->g.arithmetic; }
 std::vector<IntegerOp> Model::integer_ops() const {
   std::vector<IntegerOp> ops;
   for (const ir::Node& n : impl_->g.nodes) {
+    const OpSchema* s = find_op_schema(n.op);
     IntegerOp o;
     o.node = n.name;
     o.op = n.op;
     if (!n.in_q.empty()) o.input_dtype = dtype_name(n.in_q[0].dtype);
     o.output_dtype = dtype_name(n.out_q.dtype);
-    const Arithmetic& ar = n.arithmetic;
-    if (n.op == "QLinearConv" || n.op == "QGemm" || n.op == "QLinearMatMul") {
-      o.accumulator_bits = n.in_q.at(0).dtype == DType::kInt16 ? 64 : ar.accumulator_bits;
-      const int64_t M = static_cast<int64_t>(n.in_q.at(1).scale.size());
-      o.rescales.push_back(describe("output", Requantizer::accumulator(ar, accumulator_multipliers(n, M), n.label())));
-    } else if (n.op == "QLinearAdd" || n.op == "QLinearMul") {
-      if (ar.elementwise == RequantMode::kFloat) {
-        for (size_t i = 0; i < 2; ++i)
-          o.rescales.push_back(describe(i ? "input_b" : "input_a",
-                                        Requantizer::rescale(ar, {n.in_q[i].scale[0] / n.out_q.scale[0]}, n.label())));
-      } else {
-        const ElementwiseRescales r = elementwise_rescales(n);
-        if (n.op == "QLinearAdd") {
-          o.rescales.push_back(describe("input_a", r.a));
-          o.rescales.push_back(describe("input_b", r.b));
-        }
-        o.rescales.push_back(describe("output", r.out));
-      }
-    } else if (n.op == "QRelu" || n.op == "QClip" || n.op == "QLinearConcat" || n.op == "QLinearAveragePool" ||
-               n.op == "QLinearGlobalAveragePool") {
-      o.per_window_count = n.op == "QLinearAveragePool" || n.op == "QLinearGlobalAveragePool";
-      for (size_t i = 0; i < n.in_q.size(); ++i)
-        o.rescales.push_back(describe(n.in_q.size() > 1 ? "input_" + std::to_string(i) : "output",
-                                      Requantizer::rescale(ar, {n.in_q[i].scale[0] / n.out_q.scale[0]}, n.label())));
-    } else if (n.op == "QLut") {
-      const auto& t = n.attrs.at("table").ints;
-      o.table.assign(t.begin(), t.end());
-    } else if (n.op == "QIntGelu" || n.op == "QIntSoftmax" || n.op == "QIntLayerNorm") {
-      // Integer-only ops: listed with their dtypes; every constant follows from the
-      // qparams around them (qfx/runtime/integer_only.h).
-    } else {
-      continue;
-    }
+    if (!s || !describe_rescales(n, s->rescale, o)) continue;
     ops.push_back(std::move(o));
   }
   return ops;

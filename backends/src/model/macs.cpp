@@ -1,17 +1,10 @@
 // Model::multiply_accumulates: the work of one run, from a plan's shapes.
-#include <numeric>
-
+// Each op's count is its schema's (OpSchema::macs).
 #include "model_impl.h"
 #include "qfx/error.h"
+#include "qfx/runtime/op_schema.h"
 
 namespace qfx::runtime {
-namespace {
-
-int64_t numel(const std::vector<int64_t>& s) {
-  return std::accumulate(s.begin(), s.end(), int64_t{1}, [](int64_t a, int64_t b) { return a * b; });
-}
-
-}  // namespace
 
 int64_t Model::multiply_accumulates(const std::vector<std::vector<int64_t>>& input_shapes) const {
   const Impl& im = *impl_;
@@ -25,21 +18,15 @@ int64_t Model::multiply_accumulates(const std::vector<std::vector<int64_t>>& inp
   auto shape = [&](int v) -> const std::vector<int64_t>& { return plan->meta[static_cast<size_t>(v)].shape; };
   int64_t macs = 0;
   for (size_t n = 0; n < im.g.nodes.size(); ++n) {
-    const std::string& op = im.g.nodes[n].op;
+    const ir::Node& node = im.g.nodes[n];
+    const OpSchema* s = find_op_schema(node.op);
     const auto& ins = im.node_in[n];
-    if (ins.size() < 2 || ins[0] < 0 || ins[1] < 0 || im.node_out[n].empty() || im.node_out[n][0] < 0) continue;
+    if (!s || !s->macs || ins.size() < 2 || ins[0] < 0 || ins[1] < 0 || im.node_out[n].empty() || im.node_out[n][0] < 0) continue;
     const auto& x = shape(ins[0]);
     const auto& w = shape(ins[1]);
     const auto& y = shape(im.node_out[n][0]);
     if (x.empty() || w.empty() || y.empty() || w[0] <= 0) continue;
-    if (op == "Conv" || op == "QLinearConv")
-      macs += numel(y) * (numel(w) / w[0]);
-    else if (op == "ConvTranspose")
-      macs += numel(x) * (numel(w) / w[0]);
-    else if (op == "Gemm" || op == "QGemm")
-      macs += numel(y) * (im.g.nodes[n].attr_i("transA", 0) != 0 ? x[0] : x.back());
-    else if (op == "MatMul" || op == "QLinearMatMul")
-      macs += numel(y) * x.back();
+    macs += s->macs({x, w, y, [&](const std::string& a, int64_t def) { return node.attr_i(a, def); }});
   }
   im.return_plan(sig, std::move(plan));
   return macs;

@@ -27,10 +27,12 @@ KernelFactory guarded(bool (*f)(const KernelRequest&, Kernel*)) {
 }  // namespace
 
 void register_onednn_kernels() {
-  add_kernel("onednn", "Conv", "onednn", guarded(onednn::conv_fp32));
+  const bool nhwc = true;  // the convolutions and pools take channels-last values
+  add_kernel("onednn", "Conv", "onednn", guarded(onednn::conv_fp32), nhwc);
   for (const char* op : {"Gemm", "MatMul"}) add_kernel("onednn", op, "onednn", guarded(onednn::inner_product_fp32));
-  for (const char* op : {"MaxPool", "AveragePool"}) add_kernel("onednn", op, "onednn", guarded(onednn::pool_fp32));
-  for (const char* op : {"QLinearConv", "QGemm", "QLinearMatMul"}) add_kernel("onednn", op, "onednn", guarded(onednn::qconv_qgemm));
+  for (const char* op : {"MaxPool", "AveragePool"}) add_kernel("onednn", op, "onednn", guarded(onednn::pool_fp32), nhwc);
+  add_kernel("onednn", "QLinearConv", "onednn", guarded(onednn::qconv_qgemm), nhwc);
+  for (const char* op : {"QGemm", "QLinearMatMul"}) add_kernel("onednn", op, "onednn", guarded(onednn::qconv_qgemm));
 }
 
 }  // namespace qfx::runtime

@@ -65,8 +65,7 @@ Kernel conv(const Node& n, const std::vector<Meta>& in, const std::vector<const 
   Kernel k;
   k.outputs = {{spatial_out(in[0].shape, g.M, g), DType::kFloat32}};
   Tensor wt = w;
-  const float lo = n.fused_act == "Relu" ? 0.0f : n.fused_act == "Clip" ? n.clip_lo : -INFINITY;
-  const float hi = n.fused_act == "Clip" ? n.clip_hi : INFINITY;
+  const float lo = n.act_bounds().first, hi = n.act_bounds().second;
   auto acc = std::make_shared<std::vector<float>>(static_cast<size_t>(g.oH * g.oW));
   const std::vector<float> no_zero;
   k.run = [g, wt, bias, lo, hi, acc, no_zero](const In& i, const Out& o) {
@@ -275,8 +274,7 @@ Kernel gemm(const Node& n, const std::vector<Meta>& in, const std::vector<const 
   Kernel k;
   k.outputs = {{{M, N}, DType::kFloat32}};
   const bool has_c = !cs.empty() || (in.size() > 2 && !n.inputs[2].empty());
-  const float lo = n.fused_act == "Relu" ? 0.0f : n.fused_act == "Clip" ? n.clip_lo : -INFINITY;
-  const float hi = n.fused_act == "Clip" ? n.clip_hi : INFINITY;
+  const float lo = n.act_bounds().first, hi = n.act_bounds().second;
   k.run = [=](const In& i, const Out& o) {
     float* y = o[0]->data<float>();
     matmul_f(i[0]->data<float>(), i[1]->data<float>(), y, M, K, N, ta, tb);

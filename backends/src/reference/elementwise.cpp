@@ -13,8 +13,7 @@ Kernel binary(const Node& n, const std::vector<Meta>& in) {
   if (in[0].dtype != DType::kFloat32 || in[1].dtype != DType::kFloat32) unsupported(n, "only float32 inputs are supported");
   const Shape a = in[0].shape, b = in[1].shape;
   const std::string op = n.op;
-  const float lo = n.fused_act == "Relu" ? 0.0f : n.fused_act == "Clip" ? n.clip_lo : -INFINITY;
-  const float hi = n.fused_act == "Clip" ? n.clip_hi : INFINITY;
+  const float lo = n.act_bounds().first, hi = n.act_bounds().second;
   k.run = [o, a, b, op, lo, hi](const In& i, const Out& out) {
     const float* x = i[0]->data<float>();
     const float* y = i[1]->data<float>();

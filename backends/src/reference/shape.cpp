@@ -22,7 +22,7 @@ Kernel copy_as(const Shape& out, DType dt) {
 Kernel reshape(const Node& n, const std::vector<Meta>& in, const std::vector<const Tensor*>& consts) {
   const Shape& x = in[0].shape;
   Shape out;
-  if (n.op == "Flatten" || n.op == "QFlatten") {
+  if (n.op == "Flatten") {
     const int64_t axis = norm_axis(n, n.attr_i("axis", 1), x.size() + 1);
     int64_t a = 1, b = 1;
     for (size_t i = 0; i < x.size(); ++i) (static_cast<int64_t>(i) < axis ? a : b) *= x[i];

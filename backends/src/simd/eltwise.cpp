@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "../kernels.h"
+#include "../reference/common.h"
 
 namespace qfx::runtime {
 namespace {
@@ -191,14 +192,10 @@ bool qbinary(const KernelRequest& r, Kernel* k) {
   const float sa = n.in_q[xi].scale[0], sb = n.in_q[gi].scale[0], sy = n.out_q.scale[0];
   const float za = static_cast<float>(n.in_q[xi].zero_point[0]), zb = static_cast<float>(n.in_q[gi].zero_point[0]);
   const float zy = static_cast<float>(n.out_q.zero_point[0]);
-  // Output clamp, fused activation included (as the reference's act_range).
+  // Output clamp, fused activation included.
   const bool mul = n.op == "QLinearMul";
-  int32_t lo = 0, hi = 255;
-  if (n.fused_act == "Relu") lo = std::max(lo, n.out_q.zero_point[0]);
-  if (n.fused_act == "Clip") {
-    lo = std::max(lo, quantize_value(n.clip_lo, sy, n.out_q.zero_point[0], 0, 255));
-    hi = std::min(hi, quantize_value(n.clip_hi, sy, n.out_q.zero_point[0], 0, 255));
-  }
+  const ref::QRange act = ref::act_range(n);
+  const int32_t lo = act.lo, hi = act.hi;
   // The output keeps the full input's layout (when the consumers take it); a gate is
   // the same bytes in either layout.
   k->accepts_nhwc = nhwc_out && (same ? in[0].nhwc == in[1].nhwc : true);
@@ -299,12 +296,7 @@ bool float_add(const KernelRequest& r, Kernel* k) {
     return row_add(r, k);
   if (in.size() != 2 || in[0].dtype != DType::kFloat32 || in[1].dtype != DType::kFloat32 || in[0].shape != in[1].shape)
     return r.decline("needs two float32 inputs of the same shape, or a row broadcast along the last dim");
-  float lo = -std::numeric_limits<float>::infinity(), hi = std::numeric_limits<float>::infinity();
-  if (n.fused_act == "Relu") lo = 0.0f;
-  if (n.fused_act == "Clip") {
-    lo = n.clip_lo;
-    hi = n.clip_hi;
-  }
+  const float lo = n.act_bounds().first, hi = n.act_bounds().second;
   k->accepts_nhwc = nhwc_out && in[0].nhwc == in[1].nhwc;
   k->outputs = {{in[0].shape, DType::kFloat32, k->accepts_nhwc && in[0].nhwc}};
   k->run = [lo, hi](const In& i, const Out& o) {
@@ -324,12 +316,7 @@ bool row_add(const KernelRequest& r, Kernel* k) {
   const bool first_is_row = r.in[0].shape.size() < r.in[1].shape.size() ||
                             (r.in[0].shape.size() == r.in[1].shape.size() && last_dim_broadcast(r.in[1].shape, r.in[0].shape));
   const size_t xi = first_is_row ? 1 : 0;
-  float lo = -std::numeric_limits<float>::infinity(), hi = std::numeric_limits<float>::infinity();
-  if (n.fused_act == "Relu") lo = 0.0f;
-  if (n.fused_act == "Clip") {
-    lo = n.clip_lo;
-    hi = n.clip_hi;
-  }
+  const float lo = n.act_bounds().first, hi = n.act_bounds().second;
   k->outputs = {{r.in[xi].shape, DType::kFloat32}};
   k->run = [lo, hi, xi](const In& i, const Out& o) {
     const float* x = i[xi]->data<float>();
@@ -377,10 +364,11 @@ void nhwc_to_nchw(const void* src, void* dst, const Shape& shape, size_t elem) {
 
 void register_simd_kernels() {
   add_kernel("onednn", "QuantizeLinear", "simd", quantize);
-  for (const char* op : {"QRelu", "QClip"}) add_kernel("onednn", op, "simd", qunary);
-  for (const char* op : {"QLinearAdd", "QLinearMul"}) add_kernel("onednn", op, "simd", qbinary);
-  add_kernel("onednn", "Add", "simd", float_add);
-  for (const char* op : {"Relu", "Clip"}) add_kernel("onednn", op, "simd", float_unary);
+  const bool nhwc = true;  // elementwise: either layout
+  for (const char* op : {"QRelu", "QClip"}) add_kernel("onednn", op, "simd", qunary, nhwc);
+  for (const char* op : {"QLinearAdd", "QLinearMul"}) add_kernel("onednn", op, "simd", qbinary, nhwc);
+  add_kernel("onednn", "Add", "simd", float_add, nhwc);
+  for (const char* op : {"Relu", "Clip"}) add_kernel("onednn", op, "simd", float_unary, nhwc);
 }
 
 }  // namespace qfx::runtime

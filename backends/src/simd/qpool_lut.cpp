@@ -89,8 +89,8 @@ bool qgap(const KernelRequest& r, Kernel* k) {
 }  // namespace
 
 void register_simd_pool_lut() {
-  add_kernel("onednn", "QLut", "simd", qlut);
-  add_kernel("onednn", "QLinearGlobalAveragePool", "simd", qgap);
+  add_kernel("onednn", "QLut", "simd", qlut, /*takes_nhwc=*/true);
+  add_kernel("onednn", "QLinearGlobalAveragePool", "simd", qgap, /*takes_nhwc=*/true);
 }
 
 }  // namespace qfx::runtime

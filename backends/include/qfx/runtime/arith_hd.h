@@ -158,6 +158,69 @@ QFX_HD int32_t requant_scaled(int32_t a, float m, QuantizedMultiplier q, int bit
   }
 }
 
+/// A compile-time requantization mode or rounding, as requant_dispatch hands them
+/// to its callable (`decltype(m)::value`).
+template <RequantMode M>
+struct ModeTag {
+  static constexpr RequantMode value = M;
+};
+template <Rounding R>
+struct RoundingTag {
+  static constexpr Rounding value = R;
+};
+
+/// Calls f(ModeTag<mode>{}, RoundingTag<rounding>{}) with the run-time `mode` and
+/// `rounding` made compile-time constants (kFloat always with kHalfEven), so inner
+/// loops inline one arithmetic: the one dispatch of the host's Requantizer and the
+/// CUDA kernels.
+template <typename F>
+QFX_HD decltype(auto) requant_dispatch(RequantMode mode, Rounding rounding, F&& f) {
+  using M = RequantMode;
+  using R = Rounding;
+  if (mode == M::kFloat) return f(ModeTag<M::kFloat>{}, RoundingTag<R::kHalfEven>{});
+  if (mode == M::kFixedPoint) {
+    if (rounding == R::kHalfUp) return f(ModeTag<M::kFixedPoint>{}, RoundingTag<R::kHalfUp>{});
+    if (rounding == R::kHalfAwayFromZero) return f(ModeTag<M::kFixedPoint>{}, RoundingTag<R::kHalfAwayFromZero>{});
+    return f(ModeTag<M::kFixedPoint>{}, RoundingTag<R::kHalfEven>{});
+  }
+  if (rounding == R::kHalfUp) return f(ModeTag<M::kShift>{}, RoundingTag<R::kHalfUp>{});
+  if (rounding == R::kHalfAwayFromZero) return f(ModeTag<M::kShift>{}, RoundingTag<R::kHalfAwayFromZero>{});
+  return f(ModeTag<M::kShift>{}, RoundingTag<R::kHalfEven>{});
+}
+
+/// One op's requantization as plain data over borrowed multipliers: what a
+/// Requantizer (arithmetic.h) is to a kernel that cannot hold it (Requantizer::view;
+/// the CUDA kernels' argument, with device pointers). `mult` (and, unless kFloat,
+/// `q`): one entry, or one per output channel when `per_channel`.
+struct RequantView {
+  RequantMode mode = RequantMode::kFloat;
+  Rounding rounding = Rounding::kHalfEven;
+  int bits = 32;                          ///< fixed-point multiplier width
+  int acc_bits = 32;                      ///< accumulator width (limit_accumulator)
+  Overflow overflow = Overflow::kSaturate;
+  int per_channel = 0;                    ///< nonzero: one multiplier per channel
+  const float* mult = nullptr;
+  const QuantizedMultiplier* q = nullptr;
+
+  /// The rounded result of accumulator `acc` of channel `c` before the zero point,
+  /// with the mode and rounding fixed at compile time.
+  template <RequantMode M, Rounding R>
+  QFX_HD int32_t scaled_as(int64_t acc, int64_t c) const {
+    const int64_t i = per_channel ? c : 0;
+    QuantizedMultiplier qm{};
+    if constexpr (M != RequantMode::kFloat) qm = q[i];  // kFloat keeps no integer multipliers
+    return requant_scaled<M, R>(limit_accumulator(acc, acc_bits, overflow), mult[i], qm, bits);
+  }
+  /// scaled_as with the view's own mode and rounding.
+  QFX_HD int32_t scaled(int64_t acc, int64_t c) const {
+    return requant_dispatch(mode, rounding, [&](auto m, auto r) { return scaled_as<decltype(m)::value, decltype(r)::value>(acc, c); });
+  }
+  /// The output code: scaled(acc, c) + zp, clamped to [lo, hi].
+  QFX_HD int32_t code(int64_t acc, int64_t c, int32_t zp, int32_t lo, int32_t hi) const {
+    return clamp_code(static_cast<int64_t>(scaled(acc, c)) + zp, lo, hi);
+  }
+};
+
 /// The calibration histogram's bin lattice (quant's HistogramObserver): value x lies in
 /// lattice cell c = floor((x - lo) · inv) and in bin floor((c - off) / k). `bin`
 /// computes that bin without forming c: the estimate from doubles is within one of it,

@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <type_traits>
+#include <utility>
 #include <string>
 #include <vector>
 
@@ -74,13 +75,6 @@ struct Arithmetic {
 
 /// The ONNX `metadata_props` key an exported model stores Arithmetic::to_json() under.
 inline constexpr const char* kArithmeticMetadataKey = "qfx.arithmetic";
-
-/// The ONNX ops Arithmetic::lut may name: those whose op schema says `table`
-/// (qfx/runtime/op_schema.h), sorted.
-std::vector<std::string> lut_op_types();
-
-/// The ONNX ops Arithmetic::integer_only may name: Gelu, Softmax, LayerNormalization.
-const std::vector<std::string>& integer_only_op_types();
 
 // --- fixed-point primitives (gemmlowp fixedpoint.h, TFLite kernels/internal/common.h) ---
 
@@ -179,6 +173,10 @@ class Requantizer {
   /// rq.code_as<decltype(m)::value, decltype(r)::value>(...); })`.
   template <typename F>
   decltype(auto) dispatch(F&& f) const;
+  /// This requantizer as plain data over its own multipliers (valid while it lives).
+  hd::RequantView view() const {
+    return {mode_, rounding_, bits_, acc_bits_, overflow_, mult_.size() > 1, mult_.data(), q_.empty() ? nullptr : q_.data()};
+  }
 
  private:
   RequantMode mode_ = RequantMode::kFloat;
@@ -252,17 +250,7 @@ template <RequantMode M, Rounding R>
 
 template <typename F>
 [[gnu::always_inline]] inline decltype(auto) Requantizer::dispatch(F&& f) const {
-  using M = RequantMode;
-  using R = Rounding;
-  auto with_rounding = [&](auto m) -> decltype(auto) {
-    if (decltype(m)::value == M::kFloat || rounding_ == R::kHalfEven)
-      return f(m, std::integral_constant<R, R::kHalfEven>{});
-    if (rounding_ == R::kHalfUp) return f(m, std::integral_constant<R, R::kHalfUp>{});
-    return f(m, std::integral_constant<R, R::kHalfAwayFromZero>{});
-  };
-  if (mode_ == M::kFloat) return with_rounding(std::integral_constant<M, M::kFloat>{});
-  if (mode_ == M::kFixedPoint) return with_rounding(std::integral_constant<M, M::kFixedPoint>{});
-  return with_rounding(std::integral_constant<M, M::kShift>{});
+  return hd::requant_dispatch(mode_, rounding_, std::forward<F>(f));
 }
 
 [[gnu::always_inline]] inline int32_t Requantizer::scaled(int64_t acc, size_t c) const {

@@ -5,7 +5,9 @@
 
 #include <cstdint>
 #include <functional>
+#include <limits>
 #include <map>
+#include <utility>
 #include <string>
 #include <vector>
 
@@ -71,6 +73,15 @@ struct Node {
   std::string attr_s(const std::string& a, const std::string& def = "") const;
   /// "Conv 'conv1'" for messages.
   std::string label() const { return op + " '" + name + "'"; }
+  /// The clamp of the fused activation in real units, as every backend applies it:
+  /// [0, +inf) for Relu, [clip_lo, clip_hi] for Clip, (-inf, +inf) for none. (Its
+  /// form on output codes is the reference's act_range.)
+  std::pair<float, float> act_bounds() const {
+    const float inf = std::numeric_limits<float>::infinity();
+    if (fused_act == "Relu") return {0.0f, inf};
+    if (fused_act == "Clip") return {clip_lo, clip_hi};
+    return {-inf, inf};
+  }
 };
 
 }  // namespace ir

@@ -33,7 +33,8 @@ struct BackendInfo {
   std::string description;         ///< one line for `qfx run --explain` and errors
   /// Ops whose kernels on this backend take and give channels-last (NHWC) 4-D
   /// values; the planner keeps a value channels last only when every consumer's
-  /// op is in this set (or in a parent's). Empty: every value stays plain.
+  /// op is in this set (or in a parent's). Empty: every value stays plain. Kernels
+  /// registered with takes_nhwc add their op here.
   std::set<std::string> nhwc_ops;
   /// A backend with its own device memory (the `cuda` backend): allocates `bytes`
   /// of it for values that stay on the device between two of its kernels (both
@@ -78,9 +79,18 @@ std::map<std::string, int> kernel_counts(const std::vector<KernelChoice>& report
 void register_backend(const BackendInfo& info);
 
 /// Appends implementation `impl` of op `op` to backend `backend`'s list (tried
-/// after the ones registered before it on that backend). Throws ConfigError for
-/// an unknown backend.
+/// after the ones registered before it on that backend). `takes_nhwc`: the
+/// implementation runs channels-last 4-D values (Kernel::accepts_nhwc where it
+/// can), which adds `op` to the backend's BackendInfo::nhwc_ops. Throws ConfigError
+/// for an unknown backend.
+void register_kernel(const std::string& backend, const std::string& op, const std::string& impl, KernelFactory factory,
+                     bool takes_nhwc);
+/// register_kernel of an implementation that takes plain (NCHW) values only.
 void register_kernel(const std::string& backend, const std::string& op, const std::string& impl, KernelFactory factory);
+
+/// The ops with at least one implementation registered on backend `name` itself
+/// (not its parents), sorted. Throws ConfigError for an unknown backend.
+std::vector<std::string> registered_ops(const std::string& name);
 
 /// True if `name` is a registered backend (built in or from a loaded plug-in).
 bool has_backend(const std::string& name);
