@@ -51,6 +51,21 @@ struct DevicePlacement {
   std::function<void(void*, const void*, size_t)> to_host;
 };
 
+/// What planning knows so far, by value id: shapes, dtypes and layouts, values
+/// folded at plan time (Shape nodes, nodes of constant inputs), and which values may
+/// stay channels last.
+struct PlanState {
+  std::vector<Meta> meta;
+  std::vector<Tensor> folded;
+  std::vector<char> nhwc_ok;
+  /// The constant value `v` holds (an initializer or folded), or null.
+  const Tensor* constant(int v, const std::vector<const Tensor*>& const_of) const {
+    if (v < 0) return nullptr;
+    if (const_of[static_cast<size_t>(v)]) return const_of[static_cast<size_t>(v)];
+    return folded[static_cast<size_t>(v)].defined() ? &folded[static_cast<size_t>(v)] : nullptr;
+  }
+};
+
 /// "[1, 3, ?, ?]" for messages and plan signatures.
 std::string shape_str(const std::vector<int64_t>& s);
 
@@ -117,6 +132,16 @@ struct Model::Impl {
   int id(const std::string& name);
   /// Plans the model for concrete input shapes (planner.cpp).
   std::unique_ptr<Plan> build(const std::vector<std::vector<int64_t>>& in_shapes) const;
+  /// By value id: may be stored channels last (every consumer's op takes it; not an
+  /// output, not a kept value).
+  std::vector<char> nhwc_values() const;
+  /// Node n's kernel (or its value folded now) into `p`; its outputs' metas into `st`.
+  void plan_node(size_t n, PlanState& st, Plan& p) const;
+  /// The memory plan (host and device arenas) and every value's tensor.
+  void allocate(Plan& p, const PlanState& st, const std::vector<std::vector<int64_t>>& in_shapes) const;
+  /// Every value's tensor (constant, folded, or a view into its arena slot) and each
+  /// node's input and output pointers.
+  void bind_values(Plan& p, const PlanState& st, const SlotPlan& host, const SlotPlan& device) const;
   /// The planner's memory plan of the values `member` selects (planner.cpp).
   SlotPlan plan_slots(const std::vector<Meta>& meta, const std::vector<Tensor>& folded, std::vector<int> last_use,
                       const std::vector<char>& member) const;

@@ -153,119 +153,113 @@ DevicePlacement Model::Impl::place_on_device(Plan& p, const std::vector<Tensor>&
   return d;
 }
 
-std::unique_ptr<Plan> Model::Impl::build(const std::vector<std::vector<int64_t>>& in_shapes) const {
-  for (size_t i = 0; i < inputs.size() && i < in_shapes.size(); ++i) check_input_shape(inputs[i], in_shapes[i]);
-  auto p = std::make_unique<Plan>();
-  const size_t nv = value_name.size();
-  std::vector<Meta> meta(nv);
-  for (size_t v = 0; v < nv; ++v)
-    if (const_of[v]) meta[v] = {const_of[v]->shape(), const_of[v]->dtype()};
-  for (size_t i = 0; i < input_ids.size(); ++i) meta[static_cast<size_t>(input_ids[i])] = {in_shapes[i], inputs[i].dtype};
-  // Kernels for the concrete shapes. Shape ops and nodes whose inputs are all
-  // constant (shape arithmetic exported around Resize, Reshape, ...) are
-  // evaluated now, once per plan, and their outputs become plan constants.
-  std::vector<Tensor> folded(nv);
-  auto const_ptr = [&](int v) -> const Tensor* {
-    if (v < 0) return nullptr;
-    if (const_of[static_cast<size_t>(v)]) return const_of[static_cast<size_t>(v)];
-    return folded[static_cast<size_t>(v)].defined() ? &folded[static_cast<size_t>(v)] : nullptr;
-  };
+std::vector<char> Model::Impl::nhwc_values() const {
   // Channels last between layers (onednn backend; float and int8): a value may be
   // stored NHWC when it is not a graph output and every consumer is an op whose
   // kernels take that layout. A consumer kernel that turns out not to (a reference fallback)
   // gets a plain copy, so this is only ever a speed decision.
+  const size_t nv = value_name.size();
   std::vector<char> nhwc_ok(nv, 0);
-  if (!nhwc_ops.empty()) {
-    std::vector<char> bad(nv, 0), used(nv, 0);
-    for (size_t n = 0; n < g.nodes.size(); ++n)
-      for (int v : node_in[n])
-        if (v >= 0) {
-          used[static_cast<size_t>(v)] = 1;
-          if (!nhwc_ops.count(g.nodes[n].op)) bad[static_cast<size_t>(v)] = 1;
-        }
-    for (int v : output_ids) bad[static_cast<size_t>(v)] = 1;
-    if (!keep_any_layout)  // otherwise watched as stored
-      for (const auto& k : keep) {
-        auto it = value_id.find(k);
-        if (it != value_id.end()) bad[static_cast<size_t>(it->second)] = 1;
+  if (nhwc_ops.empty()) return nhwc_ok;
+  std::vector<char> bad(nv, 0), used(nv, 0);
+  for (size_t n = 0; n < g.nodes.size(); ++n)
+    for (int v : node_in[n])
+      if (v >= 0) {
+        used[static_cast<size_t>(v)] = 1;
+        if (!nhwc_ops.count(g.nodes[n].op)) bad[static_cast<size_t>(v)] = 1;
       }
-    for (size_t v = 0; v < nv; ++v) nhwc_ok[v] = used[v] && !bad[v];
+  for (int v : output_ids) bad[static_cast<size_t>(v)] = 1;
+  if (!keep_any_layout)  // otherwise watched as stored
+    for (const auto& k : keep) {
+      auto it = value_id.find(k);
+      if (it != value_id.end()) bad[static_cast<size_t>(it->second)] = 1;
+    }
+  for (size_t v = 0; v < nv; ++v) nhwc_ok[v] = used[v] && !bad[v];
+  return nhwc_ok;
+}
+
+// A Shape node's output from its input's planned shape: a plan constant.
+static Tensor shape_value(const ir::Node& node, const std::vector<int64_t>& s) {
+  const int64_t r = static_cast<int64_t>(s.size());
+  int64_t b = node.attr_i("start", 0), e = node.attr_i("end", r);
+  b = std::min(std::max(b < 0 ? b + r : b, int64_t{0}), r);
+  e = std::min(std::max(e < 0 ? e + r : e, int64_t{0}), r);
+  Tensor t({std::max<int64_t>(e - b, 0)}, DType::kInt64);
+  for (int64_t i = b; i < e; ++i) t.data<int64_t>()[i - b] = s[static_cast<size_t>(i)];
+  return t;
+}
+
+void Model::Impl::plan_node(size_t n, PlanState& st, Plan& p) const {
+  const ir::Node& node = g.nodes[n];
+  std::vector<Meta> in;
+  std::vector<const Tensor*> consts;
+  bool all_const = !node_in[n].empty();
+  for (int v : node_in[n]) {
+    in.push_back(v < 0 ? Meta{} : st.meta[static_cast<size_t>(v)]);
+    consts.push_back(st.constant(v, const_of));
+    if (v >= 0 && !consts.back()) all_const = false;
   }
-  for (size_t n = 0; n < g.nodes.size(); ++n) {
-    const ir::Node& node = g.nodes[n];
-    std::vector<Meta> in;
-    std::vector<const Tensor*> consts;
-    bool all_const = !node_in[n].empty();
-    for (int v : node_in[n]) {
-      in.push_back(v < 0 ? Meta{} : meta[static_cast<size_t>(v)]);
-      consts.push_back(const_ptr(v));
-      if (v >= 0 && !consts.back()) all_const = false;
-    }
-    if (node.op == "Shape" && !in.empty()) {
-      const auto& s = in[0].shape;
-      const int64_t r = static_cast<int64_t>(s.size());
-      int64_t b = node.attr_i("start", 0), e = node.attr_i("end", r);
-      b = std::min(std::max(b < 0 ? b + r : b, int64_t{0}), r);
-      e = std::min(std::max(e < 0 ? e + r : e, int64_t{0}), r);
-      Tensor t({std::max<int64_t>(e - b, 0)}, DType::kInt64);
-      for (int64_t i = b; i < e; ++i) t.data<int64_t>()[i - b] = s[static_cast<size_t>(i)];
-      folded[static_cast<size_t>(node_out[n][0])] = t;
-      meta[static_cast<size_t>(node_out[n][0])] = {t.shape(), t.dtype()};
-      p->kernels.push_back(Kernel{});
-      KernelChoice c;
-      c.node = node.name;
-      c.op = node.op;
-      c.impl = "planner";
-      c.folded = true;
-      p->choices.push_back(c);
-      continue;
-    }
-    const bool out_nhwc = !all_const && node_out[n].size() == 1 && node_out[n][0] >= 0 &&
-                          nhwc_ok[static_cast<size_t>(node_out[n][0])];
-    KernelChoice choice;
-    Kernel k = make_kernel(node, in, consts, all_const ? "reference" : backend_name, out_nhwc, &choice);
-    choice.folded = all_const;
-    if (!k.outputs.empty()) choice.dtype = dtype_name(k.outputs[0].dtype);
-    for (size_t i = 0; i < node_in[n].size() && i < node.inputs.size(); ++i)  // the graph's edges (constants left out)
-      if (node_in[n][i] >= 0 && !consts[i]) choice.inputs.push_back(node.inputs[i]);
-    for (size_t o = 0; o < node_out[n].size() && o < node.outputs.size(); ++o)
-      if (node_out[n][o] >= 0) choice.outputs.push_back(node.outputs[o]);
-    p->choices.push_back(std::move(choice));
-    if (!k.accepts_nhwc) plain_inputs(&k, in);
-    if (k.outputs.size() < node_out[n].size())
-      throw UnsupportedOpError(node.label() + ": produces fewer outputs than the model uses");
-    for (size_t o = 0; o < node_out[n].size(); ++o)
-      if (node_out[n][o] >= 0) meta[static_cast<size_t>(node_out[n][o])] = k.outputs[o];
-    if (all_const) {
-      std::vector<Tensor*> outs;
-      for (size_t o = 0; o < node_out[n].size(); ++o) {
-        if (node_out[n][o] < 0) {
-          outs.push_back(nullptr);
-          continue;
-        }
-        Tensor& t = folded[static_cast<size_t>(node_out[n][o])];
-        t = Tensor(k.outputs[o].shape, k.outputs[o].dtype);
-        outs.push_back(&t);
+  if (node.op == "Shape" && !in.empty()) {  // evaluated now, once per plan
+    const Tensor t = shape_value(node, in[0].shape);
+    st.folded[static_cast<size_t>(node_out[n][0])] = t;
+    st.meta[static_cast<size_t>(node_out[n][0])] = {t.shape(), t.dtype()};
+    p.kernels.push_back(Kernel{});
+    KernelChoice c;
+    c.node = node.name;
+    c.op = node.op;
+    c.impl = "planner";
+    c.folded = true;
+    p.choices.push_back(c);
+    return;
+  }
+  const bool out_nhwc = !all_const && node_out[n].size() == 1 && node_out[n][0] >= 0 &&
+                        st.nhwc_ok[static_cast<size_t>(node_out[n][0])];
+  KernelChoice choice;
+  Kernel k = make_kernel(node, in, consts, all_const ? "reference" : backend_name, out_nhwc, &choice);
+  choice.folded = all_const;
+  if (!k.outputs.empty()) choice.dtype = dtype_name(k.outputs[0].dtype);
+  for (size_t i = 0; i < node_in[n].size() && i < node.inputs.size(); ++i)  // the graph's edges (constants left out)
+    if (node_in[n][i] >= 0 && !consts[i]) choice.inputs.push_back(node.inputs[i]);
+  for (size_t o = 0; o < node_out[n].size() && o < node.outputs.size(); ++o)
+    if (node_out[n][o] >= 0) choice.outputs.push_back(node.outputs[o]);
+  p.choices.push_back(std::move(choice));
+  if (!k.accepts_nhwc) plain_inputs(&k, in);
+  if (k.outputs.size() < node_out[n].size()) throw UnsupportedOpError(node.label() + ": produces fewer outputs than the model uses");
+  for (size_t o = 0; o < node_out[n].size(); ++o)
+    if (node_out[n][o] >= 0) st.meta[static_cast<size_t>(node_out[n][o])] = k.outputs[o];
+  if (all_const) {  // shape arithmetic around Resize, Reshape, ...: evaluated now
+    std::vector<Tensor*> outs;
+    for (size_t o = 0; o < node_out[n].size(); ++o) {
+      if (node_out[n][o] < 0) {
+        outs.push_back(nullptr);
+        continue;
       }
-      k.run(consts, outs);
-      k.run = nullptr;
+      Tensor& t = st.folded[static_cast<size_t>(node_out[n][o])];
+      t = Tensor(k.outputs[o].shape, k.outputs[o].dtype);
+      outs.push_back(&t);
     }
-    p->kernels.push_back(std::move(k));
+    k.run(consts, outs);
+    k.run = nullptr;
   }
+  p.kernels.push_back(std::move(k));
+}
+
+void Model::Impl::allocate(Plan& p, const PlanState& st, const std::vector<std::vector<int64_t>>& in_shapes) const {
   // Memory plan: lifetimes, then greedy slot sharing, in host memory and, for values
   // that stay on a device between device kernels, in the backend's device memory.
+  const size_t nv = value_name.size();
   std::vector<int> last_use(nv, -1);
   for (size_t n = 0; n < g.nodes.size(); ++n)
     for (int v : node_in[n])
       if (v >= 0) last_use[static_cast<size_t>(v)] = static_cast<int>(n);
   for (int v : output_ids) last_use[static_cast<size_t>(v)] = static_cast<int>(g.nodes.size());
-  const DevicePlacement dev = place_on_device(*p, folded);
+  const DevicePlacement dev = place_on_device(p, st.folded);
   std::vector<char> on_host(nv, 1);
   for (size_t v = 0; v < nv; ++v) on_host[v] = !dev.device[v];
-  const SlotPlan host = plan_slots(meta, folded, last_use, on_host);
+  const SlotPlan host = plan_slots(st.meta, st.folded, last_use, on_host);
   SlotPlan device;
-  if (dev.alloc) device = plan_slots(meta, folded, last_use, dev.device);
-  p->meta = meta;
+  if (dev.alloc) device = plan_slots(st.meta, st.folded, last_use, dev.device);
+  p.meta = st.meta;
   const auto shapes_of = [&] {
     std::string shapes;
     for (const auto& sh : in_shapes) shapes += (shapes.empty() ? "" : ", ") + shape_str(sh);
@@ -275,32 +269,48 @@ std::unique_ptr<Plan> Model::Impl::build(const std::vector<std::vector<int64_t>>
     throw DataError(shapes_of() + " need " + std::to_string(host.total) + " bytes, more than ModelOptions::max_plan_bytes (" +
                     std::to_string(max_plan_bytes) + ")");
   check_allocatable(host.total, shapes_of);
-  p->arena = std::shared_ptr<uint8_t[]>(new uint8_t[std::max<size_t>(host.total, kAlign)]);
-  if (dev.alloc && device.total > 0) p->device_arena = dev.alloc(device.total);
-  p->device = dev.device;
-  p->device_to_host = dev.to_host;
-  p->values.resize(nv);
+  p.arena = std::shared_ptr<uint8_t[]>(new uint8_t[std::max<size_t>(host.total, kAlign)]);
+  if (dev.alloc && device.total > 0) p.device_arena = dev.alloc(device.total);
+  p.device = dev.device;
+  p.device_to_host = dev.to_host;
+  bind_values(p, st, host, device);
+}
+
+void Model::Impl::bind_values(Plan& p, const PlanState& st, const SlotPlan& host, const SlotPlan& device) const {
+  const size_t nv = value_name.size();
+  auto view = [&](const std::shared_ptr<uint8_t[]>& arena, size_t offset, size_t v) {
+    return Tensor(st.meta[v].shape, st.meta[v].dtype, std::shared_ptr<uint8_t[]>(arena, arena.get() + offset));
+  };
+  p.values.resize(nv);
   for (size_t v = 0; v < nv; ++v) {
-    if (const_of[v]) {
-      p->values[v] = *const_of[v];
-    } else if (folded[v].defined()) {
-      p->values[v] = folded[v];
-    } else if (dev.device[v] && device.slot_of[v] >= 0) {
-      std::shared_ptr<uint8_t[]> view(p->device_arena, p->device_arena.get() + device.offset[static_cast<size_t>(device.slot_of[v])]);
-      p->values[v] = Tensor(meta[v].shape, meta[v].dtype, view);
-    } else if (host.slot_of[v] >= 0) {
-      std::shared_ptr<uint8_t[]> view(p->arena, p->arena.get() + host.offset[static_cast<size_t>(host.slot_of[v])]);
-      p->values[v] = Tensor(meta[v].shape, meta[v].dtype, view);
-    }
+    if (const_of[v]) p.values[v] = *const_of[v];
+    else if (st.folded[v].defined()) p.values[v] = st.folded[v];
+    else if (p.device[v] && device.slot_of[v] >= 0) p.values[v] = view(p.device_arena, device.offset[static_cast<size_t>(device.slot_of[v])], v);
+    else if (host.slot_of[v] >= 0) p.values[v] = view(p.arena, host.offset[static_cast<size_t>(host.slot_of[v])], v);
   }
   for (size_t n = 0; n < g.nodes.size(); ++n) {
     std::vector<const Tensor*> in;
-    for (int v : node_in[n]) in.push_back(v < 0 ? nullptr : &p->values[static_cast<size_t>(v)]);
+    for (int v : node_in[n]) in.push_back(v < 0 ? nullptr : &p.values[static_cast<size_t>(v)]);
     std::vector<Tensor*> out;
-    for (int v : node_out[n]) out.push_back(v < 0 ? nullptr : &p->values[static_cast<size_t>(v)]);
-    p->in_ptrs.push_back(std::move(in));
-    p->out_ptrs.push_back(std::move(out));
+    for (int v : node_out[n]) out.push_back(v < 0 ? nullptr : &p.values[static_cast<size_t>(v)]);
+    p.in_ptrs.push_back(std::move(in));
+    p.out_ptrs.push_back(std::move(out));
   }
+}
+
+std::unique_ptr<Plan> Model::Impl::build(const std::vector<std::vector<int64_t>>& in_shapes) const {
+  for (size_t i = 0; i < inputs.size() && i < in_shapes.size(); ++i) check_input_shape(inputs[i], in_shapes[i]);
+  auto p = std::make_unique<Plan>();
+  PlanState st;
+  const size_t nv = value_name.size();
+  st.meta.resize(nv);
+  st.folded.resize(nv);
+  for (size_t v = 0; v < nv; ++v)
+    if (const_of[v]) st.meta[v] = {const_of[v]->shape(), const_of[v]->dtype()};
+  for (size_t i = 0; i < input_ids.size(); ++i) st.meta[static_cast<size_t>(input_ids[i])] = {in_shapes[i], inputs[i].dtype};
+  st.nhwc_ok = nhwc_values();
+  for (size_t n = 0; n < g.nodes.size(); ++n) plan_node(n, st, *p);
+  allocate(*p, st, in_shapes);
   return p;
 }
 
