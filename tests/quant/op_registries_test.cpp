@@ -25,7 +25,7 @@ namespace {
 using qfx::fx::UnaryOnnxOp;
 
 // The scalar arguments a graph of `r`'s op passes: each attribute argument a value
-// other than its default (exact in float, as ONNX stores it), fixed ones as fixed.
+// other than its default, fixed ones as fixed.
 std::vector<double> argument_values(const UnaryOnnxOp& r) {
   std::vector<double> v;
   for (const auto& a : r.arguments) v.push_back(a.attribute.empty() ? a.value : a.value + 0.25);
@@ -90,7 +90,8 @@ TEST(OnnxUnaryTable, EveryRowRoundTripsThroughOnnx) {
     for (size_t i = 0; i < want.size(); ++i) {
       const auto& a = nodes[0]->args()[i + 1];
       ASSERT_TRUE(a.is_const() && a.value.isDouble()) << "argument " << i + 1;
-      EXPECT_EQ(a.value.toDouble(), want[i]) << "argument " << i + 1;
+      // ONNX attributes are float32: the value read back is the argument rounded to float.
+      EXPECT_EQ(a.value.toDouble(), static_cast<double>(static_cast<float>(want[i]))) << "argument " << i + 1;
     }
   }
   std::filesystem::remove(path);
@@ -147,6 +148,10 @@ bool has_reference_kernel(const std::string& op) {
 // checked to be a gap still: a fixed one must leave this list.
 const std::map<std::string, std::string>& known_gaps() {
   static const std::map<std::string, std::string> gaps = {
+      {"LogSoftmax", "log_softmax's export (a float op between quantized groups); the runtime has neither a schema nor a "
+                     "kernel, so a model with it exports but does not load on qfx's runtime"},
+      {"Shape", "the planner evaluates it once per plan from the input's shape (expand, resize, group_norm read the "
+                "dynamic batch through it); it has no kernel or schema to run"},
   };
   return gaps;
 }
