@@ -22,10 +22,7 @@ const KeyTable& calibration_keys() {
 
 void read_calibration(const SectionReader& s, JobConfig* c) {
   CalibrationConfig& cal = c->calibration;
-  cal.enabled = true;
-  cal.data = read_data(s.path(), s["data"], s.what("data"), c->model.inputs);
-  s.read("num_samples", &cal.num_samples);
-  s.read("batch_size", &cal.batch_size);
+  read_samples(s, *c, &cal.enabled, &cal.data, &cal.num_samples, &cal.batch_size);
   s.read("device", &cal.device);
   if (cal.device == "cuda") {  // qfx's histogram kernel and libtorch's CUDA kernels
     std::string why = runtime::cuda_unavailable_reason();

@@ -95,5 +95,13 @@ DataSpec read_data(const std::string& path, const YAML::Node& n, const std::stri
   return read_source(path, n, what);
 }
 
+void read_samples(const SectionReader& s, const JobConfig& c, bool* enabled, DataSpec* data, int64_t* num_samples,
+                  int64_t* batch_size) {
+  *enabled = true;
+  *data = read_data(s.path(), s["data"], s.what("data"), c.model.inputs);
+  s.read("num_samples", num_samples);
+  s.read("batch_size", batch_size);
+}
+
 }  // namespace sections
 }  // namespace qfx::quant

@@ -21,10 +21,7 @@ const KeyTable& evaluation_keys() {
 
 void read_evaluation(const SectionReader& s, JobConfig* c) {
   EvaluationConfig& e = c->evaluation;
-  e.enabled = true;
-  e.data = read_data(s.path(), s["data"], s.what("data"), c->model.inputs);
-  s.read("num_samples", &e.num_samples);
-  s.read("batch_size", &e.batch_size);
+  read_samples(s, *c, &e.enabled, &e.data, &e.num_samples, &e.batch_size);
   s.read("sqnr_samples", &e.sqnr_samples);
   s.read("reference_check", &e.reference_check);
   if (auto n = s["output"]) {  // an index, or the key of a dictionary output

@@ -40,6 +40,11 @@ void read_output(const SectionReader& s, JobConfig* c);
 /// with several inputs), in the model's input order. ConfigError at file:line:column.
 DataSpec read_data(const std::string& path, const YAML::Node& n, const std::string& what, const std::vector<InputSpec>& inputs);
 
+/// The keys every sample section (calibration, evaluation, training) has: `data`
+/// (for c's model inputs), `num_samples` and `batch_size`; sets `*enabled`.
+void read_samples(const SectionReader& s, const JobConfig& c, bool* enabled, DataSpec* data, int64_t* num_samples,
+                  int64_t* batch_size);
+
 /// The dotted keys whose values are file or folder paths, from the key tables
 /// ("*" stands for each list item or each per-input source).
 std::vector<std::string> path_keys();

@@ -79,12 +79,9 @@ const KeyTable& training_keys() {
 
 void read_training(const SectionReader& s, JobConfig* c) {
   TrainingConfig& tc = c->training;
-  tc.enabled = true;
-  tc.data = read_data(s.path(), s["data"], s.what("data"), c->model.inputs);
+  read_samples(s, *c, &tc.enabled, &tc.data, &tc.num_samples, &tc.batch_size);
   if (tc.data.labels.empty()) bad(s.path(), s["data"], "training.data.labels is required");
-  s.read("num_samples", &tc.num_samples);
   s.read("epochs", &tc.epochs);
-  s.read("batch_size", &tc.batch_size);
   if (const YAML::Node o = s["optimizer"]) {
     const SectionReader opt(s.path(), o, s.what("optimizer"), optimizer_keys());
     opt.read("type", &tc.optimizer);
