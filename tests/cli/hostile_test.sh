@@ -3,8 +3,10 @@
 # cannot take, over-long paths, archives that unpack to more than memory, images
 # that resize to gigabytes, huge config values, ONNX parameters that are not
 # finite, recurrent layers the runtime cannot run, plug-ins that throw, qconfig entries that match nothing, backend axes
-# that cannot be honoured, .npy arrays with a zero dimension, and models with
-# dynamic height and width. Each case: the documented exit code and a message
+# that cannot be honoured, .npy arrays with a zero dimension, models with dynamic
+# height and width, input shapes past memory, ONNX external data that is not a regular
+# file, labels outside the classes, int8 arithmetic at the ends of the integer ranges,
+# and --nproc launches that cannot work or are killed. Each case: the documented exit code and a message
 # naming the file, key or node (or the right result), never a crash.
 # Needs: $QFX, $FIXTURES, $THROWING_PLUGIN, $QFX_PYTHON (numpy, torch, onnx, onnxruntime, PIL).
 set -u
@@ -188,6 +190,147 @@ x = np.load('$tmp/dyn$n.npy'); got = np.load('$tmp/dyn$n.out.npy')
 ref = ort.InferenceSession('$tmp/dyn_hw.onnx', providers=['CPUExecutionProvider']).run(None, {'x': x})[0]
 err = float(np.abs(got - ref).max() / np.abs(ref).max())
 print('match' if got.shape == ref.shape and err < 1e-5 else f'differ {got.shape} {ref.shape} {err}')\""
+done
+
+# ---- Input shapes past what memory can hold (qfx run) -------------------------------
+# A float model whose input declares a dimension of 2^40 (alone, twice, beside a
+# dynamic batch), fed a small array: a DataError naming the input and the dimension,
+# at load, for every op that multiplies or divides by the shape (no SIGFPE).
+$PY - "$tmp" <<'PYEOF'
+import sys, numpy as np, onnx
+from onnx import helper as h, TensorProto as T, numpy_helper as nh
+d, B = sys.argv[1], 2**40
+def save(name, nodes, xshape, inits=()):
+    g = h.make_graph(nodes, name, [h.make_tensor_value_info("x", T.FLOAT, xshape)], [h.make_tensor_value_info("y", T.FLOAT, None)],
+                     list(inits))
+    onnx.save(h.make_model(g, opset_imports=[h.make_opsetid("", 13)], ir_version=8), f"{d}/big_{name}.onnx")
+w = nh.from_array(np.ones((4, 3, 3, 3), np.float32), "w")
+for pos in range(4):
+    s = [1, 3, 8, 8]; s[pos] = B
+    save(f"conv{pos}", [h.make_node("Conv", ["x", "w"], ["c"], pads=[1, 1, 1, 1]), h.make_node("GlobalAveragePool", ["c"], ["p"]),
+                        h.make_node("Flatten", ["p"], ["y"])], s, [w])
+for pos in range(2):
+    s = [2, 5]; s[pos] = B
+    save(f"gemm{pos}", [h.make_node("Gemm", ["x", "gw"], ["y"], transB=1)], s, [nh.from_array(np.ones((4, 5), np.float32), "gw")])
+    save(f"softmax{pos}", [h.make_node("Softmax", ["x"], ["y"])], s)
+    save(f"reshape{pos}", [h.make_node("Reshape", ["x", "rs"], ["y"])], s, [nh.from_array(np.array([-1, 1], np.int64), "rs")])
+    save(f"reducemean{pos}", [h.make_node("ReduceMean", ["x"], ["y"], axes=[1])], s)
+save("twice", [h.make_node("Relu", ["x"], ["y"])], [B, B, 4])
+save("dynamic_batch", [h.make_node("Relu", ["x"], ["y"])], ["N", B, B])
+np.save(f"{d}/small4.npy", np.zeros((1, 3, 8, 8), np.float32)); np.save(f"{d}/small2.npy", np.zeros((2, 5), np.float32))
+np.save(f"{d}/small3.npy", np.zeros((2, 5, 4), np.float32))
+PYEOF
+for m in conv0 conv1 conv2 conv3 gemm0 gemm1 softmax0 softmax1 reshape0 reshape1 reducemean0 reducemean1 twice dynamic_batch; do
+  case $m in conv*) x=small4 ;; twice|dynamic_batch) x=small3 ;; *) x=small2 ;; esac
+  check "qfx run: an input declaring a dimension of 2^40 ($m): DataError naming the input and the dimension" 6 \
+    "input 'x' .*dimension [0-9] of 1099511627776" -- "$QFX" run "$tmp/big_$m.onnx" -i "$tmp/$x.npy"
+done
+
+# ---- ONNX external data that is not a regular file inside the model's folder --------
+# A FIFO (opening it for reading blocks until a writer comes), a folder (reading one
+# gives nothing: all-zero weights), a device, a symbolic link out of the folder, and
+# offsets or lengths past the file's end: IoError (7) naming the tensor and the
+# location, at once; no output folder. A symbolic link to a file inside the folder reads.
+mkdir -p "$tmp/ext"
+$PY - "$tmp/ext" <<'PYEOF'
+import sys, numpy as np, onnx
+from onnx import helper as h, TensorProto as T, numpy_helper as nh
+d = sys.argv[1]
+w = nh.from_array(np.random.default_rng(0).normal(size=(4, 3, 3, 3)).astype(np.float32), "w")
+g = h.make_graph([h.make_node("Conv", ["x", "w"], ["y"], pads=[1, 1, 1, 1])], "g",
+                 [h.make_tensor_value_info("x", T.FLOAT, ["N", 3, 8, 8])], [h.make_tensor_value_info("y", T.FLOAT, ["N", 4, 8, 8])], [w])
+m = h.make_model(g, opset_imports=[h.make_opsetid("", 17)], ir_version=8)
+onnx.save(m, f"{d}/good.onnx", save_as_external_data=True, all_tensors_to_one_file=True, location="w.bin", size_threshold=0)
+def variant(name, **kv):
+    mm = onnx.load(f"{d}/good.onnx", load_external_data=False)
+    t = mm.graph.initializer[0]
+    entries = {e.key: e.value for e in t.external_data}
+    entries.update(kv)
+    del t.external_data[:]
+    for k, v in entries.items():
+        t.external_data.add(key=k, value=v)
+    onnx.save(mm, f"{d}/{name}.onnx")
+variant("fifo", location="fifo.bin"); variant("folder", location="folder.bin"); variant("device", location="null.bin")
+variant("outside", location="outside_link.bin"); variant("inside", location="inside_link.bin")
+variant("offset", offset="400"); variant("length", length="99"); variant("notanumber", offset="12abc")
+np.save(f"{d}/x.npy", np.random.default_rng(1).normal(size=(8, 3, 8, 8)).astype(np.float32))
+PYEOF
+mkfifo "$tmp/ext/fifo.bin"; mkdir "$tmp/ext/folder.bin"; ln -s /dev/null "$tmp/ext/null.bin"
+cp "$tmp/ext/w.bin" "$tmp/w_outside.bin"; ln -s "$tmp/w_outside.bin" "$tmp/ext/outside_link.bin"; ln -s w.bin "$tmp/ext/inside_link.bin"
+ext_ptq=(--set "model.input_shape=[-1, 3, 8, 8]" --set "calibration.data={format: npy, images: $tmp/ext/x.npy}" --set evaluation=null)
+for spec in "fifo:is not a regular file \\(a FIFO\\)" "folder:is not a regular file \\(a folder\\)" \
+            "device:leads to /dev/null, outside the model's folder" "outside:leads to .*w_outside.bin, outside the model's folder" \
+            "offset:holds 432 bytes; the tensor's 432 bytes at offset 400 lie past its end" \
+            "length:external data length 99 bytes, the dims need 432" "notanumber:external data offset '12abc' is not a byte count"; do
+  name=${spec%%:*}; pattern=${spec#*:}
+  check "external data '$name': IoError naming the tensor and the location, at once" 7 "$name.onnx: tensor 'w'.*$pattern" -- \
+    timeout 60 "$QFX" ptq --set model.path="$tmp/ext/$name.onnx" "${ext_ptq[@]}" --set output.dir="$tmp/o_ext_$name"
+  test ! -e "$tmp/o_ext_$name" || { echo "FAIL external data '$name' left an output folder"; fail=$((fail+1)); }
+done
+check "qfx inspect on a model whose external data is a FIFO: refused at once (no hang)" 7 "is not a regular file \\(a FIFO\\)" -- \
+  timeout 60 "$QFX" inspect "$tmp/ext/fifo.onnx"
+check "external data through a symbolic link to a file inside the folder: qfx ptq reads it" 0 "wrote model_int8.onnx" -- \
+  timeout 120 "$QFX" ptq --set model.path="$tmp/ext/inside.onnx" "${ext_ptq[@]}" --set output.dir="$tmp/o_ext_inside"
+check "... and the int8 weights are not zero" 0 "^nonzero$" -- $PY -c "
+import onnx, numpy as np
+from onnx import numpy_helper as nh
+m = onnx.load('$tmp/o_ext_inside/model_int8.onnx')
+w = [nh.to_array(t) for t in m.graph.initializer if t.data_type == onnx.TensorProto.INT8 and len(t.dims) == 4]
+print('nonzero' if w and all(np.count_nonzero(a) > 0 for a in w) else 'zero')"
+
+# ---- qfx bench and qfx report take whatever qfx ptq takes --------------------------------
+check "qfx bench on a float ONNX model: its fx graph in libtorch against the runtime" 0 "the ONNX model's fx graph in libtorch" -- \
+  "$QFX" bench "$tmp/ext/good.onnx" --batch 1 --iters 2
+check "qfx bench on a torch.export program (.pt2) alone: its fp32 graph exported in-process" 0 "the torch.export program's fx graph in libtorch" -- \
+  "$QFX" bench "$FIXTURES/dynamic_batch.pt2" --size 16 --batch 1 --iters 2
+check "qfx bench on the output folder of a job from a float ONNX model: int8 rows too" 0 "^# int8: .*model_int8.onnx" -- \
+  "$QFX" bench "$tmp/o_ext_inside" --batch 1 --iters 2
+check "qfx report on the output folder of a job from a float ONNX model" 0 "wrote .*report.html" -- "$QFX" report "$tmp/o_ext_inside"
+
+# ---- Labels outside the model's classes (evaluation.metric: top1) -----------------------
+$PY - "$tmp" <<'PYEOF'
+import sys, numpy as np
+d = sys.argv[1]
+np.save(f"{d}/ev8.npy", np.random.default_rng(0).normal(size=(8, 1, 28, 28)).astype(np.float32))
+for name, v in [("big", 1_000_000), ("neg", -5)]:
+    l = np.arange(8, dtype=np.int64) % 10; l[3] = v; l[6] = v
+    np.save(f"{d}/labels_{name}.npy", l)
+PYEOF
+for spec in "big:1000000" "neg:-5"; do
+  name=${spec%%:*}; v=${spec#*:}
+  check "top1 with a label of $v: DataError naming the labels file, the sample and the label" 6 \
+    "labels_$name.npy: sample 3 has label $v, outside the model's 10 classes \\[0, 10\\) \\(2 of 8 labels" -- \
+    "$QFX" ptq --set calibration.num_samples=32 --set "evaluation.data={format: npy, images: $tmp/ev8.npy, labels: $tmp/labels_$name.npy}" \
+      --set evaluation.sqnr_samples=0 --set output.dir="$tmp/o_lab_$name"
+  test ! -e "$tmp/o_lab_$name" || { echo "FAIL labels '$name' left an output folder"; fail=$((fail+1)); }
+done
+
+# ---- The int8 conv and gemm paths at the ends of every integer range ---------------------
+# int32 bias +-2^31, weights and inputs at both ends, zero points 0 / 255 and -128 / 127:
+# the reference and onednn backends equal ONNX Runtime bit for bit (int32 two's complement).
+mkdir -p "$tmp/extremes"
+check "int8 conv / gemm at the ends of the integer ranges: reference and onednn equal ONNX Runtime" 0 "^ok [0-9]+" -- \
+  $PY "$(dirname "$0")/integer_extremes.py" "$QFX" "$tmp/extremes" reference onednn
+
+# ---- The --nproc launcher: refused before any process, and no rank outlives it ----------
+# Fewer calibration batches than processes: refused before a rank starts (at once,
+# none left). SIGTERM at once after the start (while ranks are being started) and
+# SIGKILL (nothing can forward it: the ranks die with their parent) leave no rank.
+# (The ranks are found by their command line: this program, ptq, the run's output folder.)
+check "qfx ptq --nproc 1000 with one calibration batch: refused before any rank starts" 0 "^3 fast none$" -- bash -c \
+  "s=\$(date +%s%N); '$QFX' ptq --nproc 1000 --set calibration.num_samples=32 --set output.dir='$tmp/o_np1000' > '$tmp/np.log' 2>&1; rc=\$?
+   ms=\$(( (\$(date +%s%N) - s) / 1000000 ))
+   grep -q '1 calibration batches for 1000 processes' '$tmp/np.log' || { cat '$tmp/np.log'; exit 1; }
+   echo \$rc \$([ \$ms -lt 20000 ] && echo fast || echo slow) \$(pgrep -f '^$QFX ptq.*o_np1000' >/dev/null && echo left || echo none)"
+for spec in "TERM:143" "KILL:137"; do
+  IFS=: read -r sig want <<<"$spec"
+  check "SIG$sig to the qfx ptq --nproc 16 launcher as its first rank starts: no rank keeps running, no output" 0 "^$want 0 none$" -- bash -c "
+    '$QFX' ptq --nproc 16 --set calibration.num_samples=2048 --set evaluation.num_samples=10000 --set output.dir='$tmp/o_sig_$sig' >/dev/null 2>&1 &
+    pid=\$!
+    for i in \$(seq 1 1500); do pgrep -P \$pid >/dev/null && break; sleep 0.02; done
+    kill -$sig \$pid; wait \$pid; rc=\$?
+    for i in \$(seq 1 100); do pgrep -f '^$QFX ptq.*o_sig_$sig' >/dev/null || break; sleep 0.1; done
+    echo \$rc \$(pgrep -f '^$QFX ptq.*o_sig_$sig' | wc -l) \$([ -e '$tmp/o_sig_$sig' ] && echo left || echo none)"
 done
 
 # ---- Data sets that hold nothing -------------------------------------------------------

@@ -196,7 +196,7 @@ Baseline torchscript_baseline(const std::string& path) {
   return {[frozen](const at::Tensor& x) { frozen->forward({x}); }, "frozen TorchScript", first_conv_channels(ts.parameters())};
 }
 
-// `chw`: the input's channels, height and width, for an ONNX model's dynamic dims.
+// `chw`: the input's channels, height and width (for an ONNX model's dynamic dims).
 Baseline graph_baseline(const std::string& path, const std::array<int64_t, 3>& chw) {
   fx::TracerOptions to;
   if (fx::is_onnx_model(path)) to.input_shapes = {{-1, chw[0], chw[1], chw[2]}};
@@ -206,12 +206,23 @@ Baseline graph_baseline(const std::string& path, const std::array<int64_t, 3>& c
   return {[gm](const at::Tensor& x) { gm->forward(x); }, kind + " fx graph in libtorch", first_conv_channels(gm->parameters())};
 }
 
+// An ONNX model's input [C, H, W] as declared; `size` > 0 sets H and W, else dynamic
+// ones are 224. ConfigError for an input that is not [N, C, H, W].
+std::array<int64_t, 3> onnx_chw(const std::string& path, int64_t size) {
+  const auto inputs = fx::onnx_model_inputs(path);
+  if (inputs.empty() || inputs[0].shape.size() != 4)
+    throw ConfigError("qfx bench times models with one [N, C, H, W] input; " + path + " declares another");
+  const auto& s = inputs[0].shape;
+  auto hw = [&](int64_t d) { return size > 0 ? size : (d > 0 ? d : 224); };
+  return {s[1] > 0 ? s[1] : 3, hw(s[2]), hw(s[3])};
+}
+
 // The fp32 model of model file `pt` as `qfx ptq` builds it (traced, batch norm
 // folded, the default qconfig's observers as pass-throughs), as ONNX bytes, for an
-// input [N, c, size, size].
-std::string export_fp32(const std::string& pt, int64_t c, int64_t size) {
+// input [N, C, H, W] (`chw`).
+std::string export_fp32(const std::string& pt, const std::array<int64_t, 3>& chw) {
   fx::TracerOptions to;
-  to.input_shapes = {{-1, c, size, size}};
+  to.input_shapes = {{-1, chw[0], chw[1], chw[2]}};
   auto gm = fx::trace_file(pt, to);
   quant::prepare_fx(*gm, quant::QConfigMapping::default_mapping(), quant::BackendConfig::resolve("onednn"));
   quant::ExportOptions eo;
@@ -369,13 +380,16 @@ int run_bench(const BenchArgs& a) {
   const std::string source = resolve_models(&args);
   QuietWarnings quiet;
   const bool script = !fx::is_exported_program(args.torchscript) && !fx::is_onnx_model(args.torchscript);
-  if (args.onnx.empty() && fx::is_onnx_model(args.torchscript)) args.onnx = args.torchscript;  // a float ONNX runs as it is
   std::optional<Baseline> base;
   if (script) base = torchscript_baseline(args.torchscript);
   std::string fp32_bytes;
-  if (args.onnx.empty()) {  // a .pt2 or TorchScript model alone: its fp32 graph exported as qfx ptq builds it
-    if (!base) base = graph_baseline(args.torchscript, {3, 224, 224});
-    fp32_bytes = export_fp32(args.torchscript, base->channels, args.size > 0 ? args.size : 224);
+  if (args.onnx.empty()) {  // a model file alone: its fp32 graph exported as qfx ptq builds it
+    const int64_t size = args.size > 0 ? args.size : 224;
+    std::array<int64_t, 3> chw = {base ? base->channels : 3, size, size};
+    if (fx::is_onnx_model(args.torchscript)) chw = onnx_chw(args.torchscript, args.size);
+    if (!base) base = graph_baseline(args.torchscript, chw);
+    if (!fx::is_onnx_model(args.torchscript)) chw[0] = base->channels;
+    fp32_bytes = export_fp32(args.torchscript, chw);
   }
   auto load_fp32 = [&](const runtime::ModelOptions& o) {
     return fp32_bytes.empty() ? runtime::Model::load(args.onnx, o) : runtime::Model::load_from_string(fp32_bytes, o);

@@ -46,14 +46,13 @@ void check_input_shape(const TensorInfo& in, const std::vector<int64_t>& s) {
   for (size_t d = 0; d < s.size(); ++d)
     if (s[d] < 0) throw DataError(what(d) + " is negative");
   if (std::find(s.begin(), s.end(), int64_t{0}) != s.end()) return;  // empty
+  if (s.empty()) return;
+  const size_t largest = static_cast<size_t>(std::max_element(s.begin(), s.end()) - s.begin());
   uint64_t bytes = dtype_size(in.dtype);
-  size_t largest = 0;
-  for (size_t d = 0; d < s.size(); ++d) {
-    if (__builtin_mul_overflow(bytes, static_cast<uint64_t>(s[d]), &bytes) || bytes > (uint64_t{1} << 48))
-      throw DataError(what(d) + " makes more than 2^48 bytes, more than any machine's memory");
-    if (s[d] > s[largest]) largest = d;
-  }
-  if (!s.empty()) check_allocatable(bytes, [&] { return what(largest); });
+  for (int64_t d : s)
+    if (__builtin_mul_overflow(bytes, static_cast<uint64_t>(d), &bytes) || bytes > (uint64_t{1} << 48))
+      throw DataError(what(largest) + " makes more than 2^48 bytes, more than any machine's memory");
+  check_allocatable(bytes, [&] { return what(largest); });
 }
 
 }  // namespace

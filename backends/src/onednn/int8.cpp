@@ -21,21 +21,41 @@ std::string int8_decline(DType src) {
   return "weights beyond +-64 without VNNI (u8 x s8 pair sums would saturate in int16; 7-bit weights run here)";
 }
 
-// oneDNN passes an s32 destination through float, so an accumulator is exact only
-// below 2^24: true if every output channel's bound sum|w| * max|x| (raw codes and
-// codes minus the zero point) stays there. `out_first`: weights laid out [M, K...]
-// (conv, transB), else [K, M].
-bool s32_exact(DType src, int32_t zx, const Tensor& w, int64_t M, bool out_first, std::string* why) {
+// Bound of output channel m's accumulator: sum|w| * max|x| (raw codes and codes minus
+// the zero point). `out_first`: weights laid out [M, K...] (conv, transB), else [K, M].
+int64_t accumulator_bound(DType src, int32_t zx, const Tensor& w, int64_t M, bool out_first, int64_t m) {
   const int32_t lo = src == DType::kUInt8 ? 0 : -128, hi = src == DType::kUInt8 ? 255 : 127;
   const int64_t xmax = std::max({std::abs(lo), std::abs(hi), std::abs(lo - zx), std::abs(hi - zx)});
   const int64_t K = M > 0 ? w.numel() / M : 0;
   const int8_t* wp = w.data<int8_t>();
-  for (int64_t m = 0; m < M; ++m) {
-    int64_t s = 0;
-    for (int64_t k = 0; k < K; ++k) s += std::abs(static_cast<int64_t>(out_first ? wp[m * K + k] : wp[k * M + m]));
-    if (s * xmax > (int64_t{1} << 24)) {
-      *why = "output channel " + std::to_string(m) + " can accumulate " + std::to_string(s * xmax) +
+  int64_t s = 0;
+  for (int64_t k = 0; k < K; ++k) s += std::abs(static_cast<int64_t>(out_first ? wp[m * K + k] : wp[k * M + m]));
+  return s * xmax;
+}
+
+// oneDNN passes an s32 destination through float, so an accumulator is exact only
+// below 2^24: true if every output channel's accumulator_bound stays there.
+bool s32_exact(DType src, int32_t zx, const Tensor& w, int64_t M, bool out_first, std::string* why) {
+  for (int64_t m = 0; m < M; ++m)
+    if (const int64_t b = accumulator_bound(src, zx, w, M, out_first, m); b > (int64_t{1} << 24)) {
+      *why = "output channel " + std::to_string(m) + " can accumulate " + std::to_string(b) +
              " > 2^24, beyond what oneDNN's s32 output keeps exact (the reference runs it)";
+      return false;
+    }
+  return true;
+}
+
+// oneDNN adds the bias to the accumulator in float, where the int32 accumulator of
+// ONNX's integer ops (ONNX Runtime, the reference) wraps: true unless some channel's
+// bias plus its accumulator_bound can leave int32 (a bias near +-2^31). qfx's own
+// epilogue (a target's arithmetic) adds the bias as the reference does.
+bool bias_fits_int32(DType src, int32_t zx, const Tensor& w, int64_t M, bool out_first, const std::vector<int32_t>& bias,
+                     std::string* why) {
+  for (int64_t m = 0; m < M; ++m) {
+    const int64_t b = bias[static_cast<size_t>(m)], a = accumulator_bound(src, zx, w, M, out_first, m);
+    if (b + a > INT32_MAX || b - a < INT32_MIN) {
+      *why = "output channel " + std::to_string(m) + ": bias " + std::to_string(b) + " plus an accumulator of up to " +
+             std::to_string(a) + " can leave int32, where it wraps (the reference runs it)";
       return false;
     }
   }
@@ -232,11 +252,10 @@ bool qconv_qgemm(const KernelRequest& r, Kernel* k) {
   // A target's requantization or accumulator width: oneDNN writes the s32
   // accumulator (bias left out) and qfx's epilogue finishes as the reference does.
   const bool epilogue = n.arithmetic.requantize != RequantMode::kFloat || n.arithmetic.accumulator_bits < 32;
-  if (epilogue) {
-    std::string why;
-    const bool out_first = conv || (n.op == "QGemm" && n.attr_i("transB", 0) != 0);
-    if (!s32_exact(r.in[0].dtype, n.in_q[0].zero_point[0], w, M, out_first, &why)) return r.decline(why);
-  }
+  const bool out_first = conv || (n.op == "QGemm" && n.attr_i("transB", 0) != 0);
+  std::string why;
+  if (!epilogue && !bias_fits_int32(r.in[0].dtype, n.in_q[0].zero_point[0], w, M, out_first, bias, &why)) return r.decline(why);
+  if (epilogue && !s32_exact(r.in[0].dtype, n.in_q[0].zero_point[0], w, M, out_first, &why)) return r.decline(why);
   Int8Attr a;
   if (epilogue) zero_point(&a, DNNL_ARG_SRC, n.in_q[0].zero_point[0]);
   else finish_codes(n, mult, conv, &a);
