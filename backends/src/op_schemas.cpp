@@ -100,7 +100,7 @@ std::vector<Op> float_ops() {
       Op("HardSigmoid", 1, 0, onnx("HardSigmoid")).table(), Op("HardSwish", 1, 0, onnx("HardSwish")).table(),
       Op("Exp", 1, 0, onnx("Exp")).table(), Op("Erf", 1, 0, onnx("Erf")).table(), Op("Elu", 1, 1, onnx("Elu")).table(),
       Op("LeakyRelu", 1, 0, onnx("LeakyRelu")).tabulable(), Op("Neg", 1, 0, onnx("Neg")).tabulable(),
-      Op("Abs", 1, 0, onnx("Abs")).tabulable(), Op("Softplus", 1, 1, onnx("Softplus")).tabulable(),
+      Op("Abs", 1, 0, onnx("Abs")).tabulable(), Op("Softplus", 1, 1, onnx("Softplus")).table(),
       Op("Gelu", 1, 0, "ONNX Gelu (opset 20; approximate none or tanh)"), Op("Sqrt", 1, 0, onnx("Sqrt")),
       Op("Log", 1, 0, onnx("Log")), Op("Reciprocal", 1, 0, onnx("Reciprocal")), Op("Floor", 1, 0, onnx("Floor")),
       Op("Ceil", 1, 0, onnx("Ceil")), Op("Sin", 1, 0, onnx("Sin")), Op("Cos", 1, 0, onnx("Cos")),

@@ -8,6 +8,7 @@
 #include "../../backends/src/kernels.h"
 #include "int8_test_util.h"
 #include "qfx/error.h"
+#include "qfx/runtime/op_schema.h"
 
 using namespace qfx::runtime;
 
@@ -235,10 +236,12 @@ TEST(Int8Kernels, TargetArithmeticAddWithinOneUnitOfFloat) {
   }
 }
 
-// arithmetic.lut: DequantizeLinear -> Sigmoid / HardSwish -> QuantizeLinear becomes one
-// QLut node whose 256 outputs equal the three reference kernels run in turn.
+// arithmetic.lut: DequantizeLinear -> op -> QuantizeLinear becomes one QLut node whose
+// 256 outputs equal the three reference kernels run in turn, for every op with a
+// table form (the op schemas' table: Sigmoid, HardSwish, Tanh, Elu, Softplus ...).
 TEST(Int8Kernels, TargetArithmeticLutEqualsTheUnfusedGroup) {
-  for (const char* op : {"Sigmoid", "HardSwish", "Tanh"}) {
+  ASSERT_GE(lut_op_types().size(), 8u);
+  for (const std::string& op : lut_op_types()) {
     ir::Graph g;
     auto scalar = [&](const std::string& name, float v) {
       Tensor t({}, DType::kFloat32);

@@ -70,6 +70,8 @@ TEST(OpCatalog, EveryOpAShippedTargetNamesHasARecordThatAllowsItsKind) {
     EXPECT_EQ(c.find(w)->kinds, qfx::quant::weighted_kinds()) << w;
   EXPECT_EQ(c.find("elu")->kinds, qfx::quant::activation_kinds());
   EXPECT_EQ(c.find("elu")->table_onnx, "Elu");
+  EXPECT_EQ(c.find("softplus")->kinds, qfx::quant::activation_kinds());
+  EXPECT_EQ(c.find("softplus")->table_onnx, "Softplus");
   ASSERT_NE(c.find("mish"), nullptr);
   EXPECT_EQ(c.find("mish")->onnx.front().since_opset, 1);  // written as Softplus / Tanh / Mul
   EXPECT_EQ(c.find("gelu")->integer_only_onnx, "Gelu");

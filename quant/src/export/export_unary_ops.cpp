@@ -30,7 +30,7 @@ const Quantization* quantization_of(const std::string& op) {
       {"tanh", "Tanh", true, true},           {"hardswish", "Hardswish", true, true},
       {"hardsigmoid", "Hardsigmoid", true, true}, {"leaky_relu", "LeakyReLU", true, false},
       {"elu", "", true, true},                {"exp", "", false, true},
-      {"erf", "", false, true},
+      {"erf", "", false, true},               {"softplus", "Softplus", true, true},
   };
   for (const auto& f : facts)
     if (op == f.op) return &f;
