@@ -40,42 +40,76 @@ std::map<std::string, Tensor> Model::run(const std::map<std::string, Tensor>& in
   return run_impl(inputs, &watched, &on_value);
 }
 
-std::map<std::string, Tensor> Model::run_impl(const std::map<std::string, Tensor>& inputs, const std::vector<char>* watched,
-                                              const ValueCallback* on_value) const {
-  Impl& im = *impl_;
-  for (const auto& kv : inputs) {
+Model::Impl::Feed Model::Impl::check_inputs(const std::map<std::string, Tensor>& given) const {
+  for (const auto& kv : given) {
     bool known = false;
-    for (const auto& in : im.inputs) known |= in.name == kv.first;
+    for (const auto& in : inputs) known |= in.name == kv.first;
     if (!known) {
       std::string names;
-      for (const auto& in : im.inputs) names += (names.empty() ? "" : ", ") + in.name;
+      for (const auto& in : inputs) names += (names.empty() ? "" : ", ") + in.name;
       throw DataError("unknown input '" + kv.first + "' (the model's inputs: " + names + ")");
     }
   }
-  std::string sig;
-  std::vector<std::vector<int64_t>> shapes;
-  std::vector<const Tensor*> given;
-  for (const auto& in : im.inputs) {
-    auto it = inputs.find(in.name);
-    if (it == inputs.end()) throw DataError("missing input '" + in.name + "' " + shape_str(in.shape));
+  Feed f;
+  for (const auto& in : inputs) {
+    auto it = given.find(in.name);
+    if (it == given.end()) throw DataError("missing input '" + in.name + "' " + shape_str(in.shape));
     const Tensor& t = it->second;
     if (t.dtype() != in.dtype)
-      throw DataError("input '" + in.name + "' has dtype " + dtype_name(t.dtype()) + ", the model expects " +
-                      dtype_name(in.dtype));
-    if (!in.shape.empty() && t.shape().size() != in.shape.size())
-      throw DataError("input '" + in.name + "' has shape " + shape_str(t.shape()) + ", the model expects " +
-                      shape_str(in.shape));
-    for (size_t d = 0; d < in.shape.size(); ++d)
-      if (in.shape[d] >= 0 && in.shape[d] != t.shape()[d])
-        throw DataError("input '" + in.name + "' has shape " + shape_str(t.shape()) + ", the model expects " +
-                        shape_str(in.shape));
-    sig += shape_str(t.shape());
-    shapes.push_back(t.shape());
-    given.push_back(&t);
+      throw DataError("input '" + in.name + "' has dtype " + dtype_name(t.dtype()) + ", the model expects " + dtype_name(in.dtype));
+    bool fits = in.shape.empty() || t.shape().size() == in.shape.size();
+    for (size_t d = 0; fits && d < in.shape.size(); ++d) fits = in.shape[d] < 0 || in.shape[d] == t.shape()[d];
+    if (!fits)
+      throw DataError("input '" + in.name + "' has shape " + shape_str(t.shape()) + ", the model expects " + shape_str(in.shape));
+    f.signature += shape_str(t.shape());
+    f.shapes.push_back(t.shape());
+    f.tensors.push_back(&t);
   }
-  std::unique_ptr<Plan> plan = im.take_plan(sig);
+  return f;
+}
+
+void Model::Impl::run_kernels(Plan& plan, const std::function<void(int, const Tensor&, bool)>& observe) const {
+  static const bool print_profile = std::getenv("QFX_PROFILE") != nullptr;
+  const bool collect = profiling.load(std::memory_order_relaxed);
+  const bool timed = print_profile || collect;
+  std::vector<double> node_ms(collect ? plan.kernels.size() : 0, 0.0);
+  for (size_t n = 0; n < plan.kernels.size(); ++n) {
+    if (!plan.kernels[n].run) continue;  // evaluated when the plan was built
+    const auto t0 = timed ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
+    plan.kernels[n].run(plan.in_ptrs[n], plan.out_ptrs[n]);
+    if (timed) {
+      const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+      if (collect) node_ms[n] = ms;
+      if (print_profile)
+        std::fprintf(stderr, "[profile] %-20s %-10s %-40s %8.3f ms\n", g.nodes[n].op.c_str(), plan.kernels[n].impl.c_str(),
+                     g.nodes[n].name.c_str(), ms);
+    }
+    for (int v : node_out[n])
+      if (v >= 0) observe(v, plan.values[static_cast<size_t>(v)], plan.meta[static_cast<size_t>(v)].nhwc);
+  }
+  if (collect) add_profile(plan, node_ms);
+}
+
+void Model::Impl::add_profile(const Plan& plan, const std::vector<double>& node_ms) const {
+  std::lock_guard<std::mutex> lk(mu);
+  if (profile_ms.size() != node_ms.size()) {
+    profile_ms.assign(node_ms.size(), 0.0);
+    profile_impl.assign(node_ms.size(), "");
+  }
+  for (size_t n = 0; n < node_ms.size(); ++n) {
+    profile_ms[n] += node_ms[n];
+    if (plan.kernels[n].run) profile_impl[n] = plan.kernels[n].impl;
+  }
+  ++profile_runs;
+}
+
+std::map<std::string, Tensor> Model::run_impl(const std::map<std::string, Tensor>& inputs, const std::vector<char>* watched,
+                                              const ValueCallback* on_value) const {
+  Impl& im = *impl_;
+  const Impl::Feed feed = im.check_inputs(inputs);
+  std::unique_ptr<Plan> plan = im.take_plan(feed.signature);
   if (!plan) {
-    plan = im.build(shapes);
+    plan = im.build(feed.shapes);
     if (im.load_choices.empty()) {  // planned at the first run (dynamic height / width)
       std::lock_guard<std::mutex> lk(im.mu);
       if (im.first_run_choices.empty()) im.first_run_choices = plan->choices;
@@ -106,43 +140,14 @@ std::map<std::string, Tensor> Model::run_impl(const std::map<std::string, Tensor
     }
   };
   for (size_t i = 0; i < im.input_ids.size(); ++i) {
-    plan->values[static_cast<size_t>(im.input_ids[i])] = *given[i];
-    observe(im.input_ids[i], *given[i], false);
+    plan->values[static_cast<size_t>(im.input_ids[i])] = *feed.tensors[i];
+    observe(im.input_ids[i], *feed.tensors[i], false);
   }
-  static const bool print_profile = std::getenv("QFX_PROFILE") != nullptr;
-  const bool collect = im.profiling.load(std::memory_order_relaxed);
-  const bool timed = print_profile || collect;
-  std::vector<double> node_ms(collect ? plan->kernels.size() : 0, 0.0);
-  for (size_t n = 0; n < plan->kernels.size(); ++n) {
-    if (!plan->kernels[n].run) continue;  // evaluated when the plan was built
-    const auto t0 = timed ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
-    plan->kernels[n].run(plan->in_ptrs[n], plan->out_ptrs[n]);
-    if (timed) {
-      const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-      if (collect) node_ms[n] = ms;
-      if (print_profile)
-        std::fprintf(stderr, "[profile] %-20s %-10s %-40s %8.3f ms\n", im.g.nodes[n].op.c_str(), plan->kernels[n].impl.c_str(),
-                     im.g.nodes[n].name.c_str(), ms);
-    }
-    for (int v : im.node_out[n])
-      if (v >= 0) observe(v, plan->values[static_cast<size_t>(v)], plan->meta[static_cast<size_t>(v)].nhwc);
-  }
-  if (collect) {
-    std::lock_guard<std::mutex> lk(im.mu);
-    if (im.profile_ms.size() != node_ms.size()) {
-      im.profile_ms.assign(node_ms.size(), 0.0);
-      im.profile_impl.assign(node_ms.size(), "");
-    }
-    for (size_t n = 0; n < node_ms.size(); ++n) {
-      im.profile_ms[n] += node_ms[n];
-      if (plan->kernels[n].run) im.profile_impl[n] = plan->kernels[n].impl;
-    }
-    ++im.profile_runs;
-  }
+  im.run_kernels(*plan, observe);
   std::map<std::string, Tensor> out;
   for (size_t i = 0; i < im.output_ids.size(); ++i) out[im.outputs[i].name] = plan->values[static_cast<size_t>(im.output_ids[i])].clone();
   for (size_t i = 0; i < im.input_ids.size(); ++i) plan->values[static_cast<size_t>(im.input_ids[i])] = Tensor();
-  im.return_plan(sig, std::move(plan));
+  im.return_plan(feed.signature, std::move(plan));
   return out;
 }
 

@@ -99,6 +99,69 @@ Model Model::load(const ParsedModel& parsed, const ModelOptions& options) {
   return from_graph(deep_copy(*parsed.graph_), options, parsed.path_);
 }
 
+void Model::Impl::index_values(const std::string& path) {
+  for (const auto& in : g.inputs) {
+    input_ids.push_back(id(in.name));
+    inputs.push_back({in.name, in.dtype, in.shape});
+  }
+  for (const auto& n : g.nodes) {
+    std::vector<int> in, out;
+    for (const auto& i : n.inputs) in.push_back(i.empty() ? -1 : id(i));
+    for (const auto& o : n.outputs) out.push_back(o.empty() ? -1 : id(o));
+    node_in.push_back(in);
+    node_out.push_back(out);
+    const OpSchema* schema = find_op_schema(n.op);
+    if (schema && schema->integer) ++int8_ops;
+  }
+  // Every input must be a graph input, an initializer or an earlier output.
+  std::set<int> defined(input_ids.begin(), input_ids.end());
+  for (size_t v = 0; v < const_of.size(); ++v)
+    if (const_of[v]) defined.insert(static_cast<int>(v));
+  for (size_t n = 0; n < g.nodes.size(); ++n) {
+    for (int v : node_in[n])
+      if (v >= 0 && !defined.count(v))
+        throw DataError(path + ": " + g.nodes[n].label() + " reads '" + value_name[static_cast<size_t>(v)] +
+                        "', which nothing produces before it");
+    for (int v : node_out[n])
+      if (v >= 0) defined.insert(v);
+  }
+  for (const auto& o : g.outputs) {
+    auto it = value_id.find(o.name);
+    if (it == value_id.end() || !defined.count(it->second)) throw DataError(path + ": graph output '" + o.name + "' is never produced");
+    output_ids.push_back(it->second);
+    outputs.push_back({o.name, o.dtype, o.shape});
+  }
+}
+
+void Model::Impl::plan_at_load() {
+  // Plan once now (dynamic dims as 1): unsupported ops and bad shapes fail at load.
+  // A model with dynamic dims beyond the batch (height, width, sequence length)
+  // may need more than 1 there (a 3x3 window without padding): when that plan
+  // finds a shape that does not fit, planning waits for the real shapes of the
+  // first run.
+  std::vector<std::vector<int64_t>> shapes;
+  std::string sig;
+  bool dynamic_inner = false;
+  for (const auto& in : inputs) {
+    std::vector<int64_t> s = in.shape;
+    for (size_t d = 0; d < s.size(); ++d) {
+      dynamic_inner = dynamic_inner || (d > 0 && s[d] < 0);
+      s[d] = s[d] < 0 ? 1 : s[d];
+    }
+    sig += shape_str(s);
+    shapes.push_back(s);
+  }
+  std::unique_ptr<Plan> plan;
+  try {
+    plan = build(shapes);
+  } catch (const DataError&) {
+    if (!dynamic_inner) throw;
+    return;
+  }
+  load_choices = plan->choices;
+  return_plan(sig, std::move(plan));
+}
+
 Model Model::from_graph(ir::Graph graph, const ModelOptions& options, const std::string& path) {
   auto im = std::make_unique<Impl>();
   im->backend_name = options.backend;
@@ -120,73 +183,15 @@ Model Model::from_graph(ir::Graph graph, const ModelOptions& options, const std:
   im->keep.insert(options.keep_values.begin(), options.keep_values.end());
   im->keep_any_layout = options.keep_values_any_layout;
   if (options.fuse_activations) ir::fuse_float_activations(im->g, im->keep);
-  for (const auto& in : im->g.inputs) {
-    im->input_ids.push_back(im->id(in.name));
-    im->inputs.push_back({in.name, in.dtype, in.shape});
-  }
-  for (const auto& n : im->g.nodes) {
-    std::vector<int> in, out;
-    for (const auto& i : n.inputs) in.push_back(i.empty() ? -1 : im->id(i));
-    for (const auto& o : n.outputs) out.push_back(o.empty() ? -1 : im->id(o));
-    // Every input must be a graph input, an initializer or an earlier output.
-    im->node_in.push_back(in);
-    im->node_out.push_back(out);
-    const OpSchema* schema = find_op_schema(n.op);
-    if (schema && schema->integer) ++im->int8_ops;
-  }
-  std::set<int> defined(im->input_ids.begin(), im->input_ids.end());
-  for (size_t v = 0; v < im->const_of.size(); ++v)
-    if (im->const_of[v]) defined.insert(static_cast<int>(v));
-  for (size_t n = 0; n < im->g.nodes.size(); ++n) {
-    for (int v : im->node_in[n])
-      if (v >= 0 && !defined.count(v))
-        throw DataError(path + ": " + im->g.nodes[n].label() + " reads '" + im->value_name[static_cast<size_t>(v)] +
-                        "', which nothing produces before it");
-    for (int v : im->node_out[n])
-      if (v >= 0) defined.insert(v);
-  }
-  for (const auto& o : im->g.outputs) {
-    auto it = im->value_id.find(o.name);
-    if (it == im->value_id.end() || !defined.count(it->second))
-      throw DataError(path + ": graph output '" + o.name + "' is never produced");
-    im->output_ids.push_back(it->second);
-    im->outputs.push_back({o.name, o.dtype, o.shape});
-  }
+  im->index_values(path);
   im->watch_as_stored.assign(im->value_name.size(), 0);
   if (im->keep_any_layout)
     for (const auto& k : im->keep)
       if (auto it = im->value_id.find(k); it != im->value_id.end()) im->watch_as_stored[static_cast<size_t>(it->second)] = 1;
-  {
-    auto taps = std::make_shared<Model::Impl::TapConfig>();
-    taps->stat.resize(im->value_name.size());
-    im->taps_cfg = std::move(taps);
-  }
-  // Plan once now (dynamic dims as 1): unsupported ops and bad shapes fail at load.
-  // A model with dynamic dims beyond the batch (height, width, sequence length)
-  // may need more than 1 there (a 3x3 window without padding): when that plan
-  // finds a shape that does not fit, planning waits for the real shapes of the
-  // first run.
-  std::vector<std::vector<int64_t>> shapes;
-  std::string sig;
-  bool dynamic_inner = false;
-  for (const auto& in : im->inputs) {
-    std::vector<int64_t> s = in.shape;
-    for (size_t d = 0; d < s.size(); ++d) {
-      dynamic_inner = dynamic_inner || (d > 0 && s[d] < 0);
-      s[d] = s[d] < 0 ? 1 : s[d];
-    }
-    sig += shape_str(s);
-    shapes.push_back(s);
-  }
-  std::unique_ptr<Plan> plan;
-  try {
-    plan = im->build(shapes);
-  } catch (const DataError&) {
-    if (!dynamic_inner) throw;
-    return Model(std::move(im));
-  }
-  im->load_choices = plan->choices;
-  im->return_plan(sig, std::move(plan));
+  auto taps = std::make_shared<Model::Impl::TapConfig>();
+  taps->stat.resize(im->value_name.size());
+  im->taps_cfg = std::move(taps);
+  im->plan_at_load();
   return Model(std::move(im));
 }
 

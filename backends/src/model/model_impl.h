@@ -105,6 +105,21 @@ struct Model::Impl {
   mutable uint64_t tick = 0;
   size_t max_signatures = 8;  // ModelOptions::plan_cache_size
   uint64_t max_plan_bytes = 0;  // ModelOptions::max_plan_bytes
+  /// A run's inputs checked against the graph's (names, dtypes, declared dims), in
+  /// graph order, with the plan signature of their shapes.
+  struct Feed {
+    std::string signature;
+    std::vector<std::vector<int64_t>> shapes;
+    std::vector<const Tensor*> tensors;
+  };
+  /// Throws DataError naming an unknown or missing input, or one whose dtype or shape
+  /// the model does not take (executor.cpp).
+  Feed check_inputs(const std::map<std::string, Tensor>& given) const;
+  /// Runs plan `p`'s kernels in order, observing each computed value (`observe`: value
+  /// id, tensor as stored, stored channels last), timing them when profiling.
+  void run_kernels(Plan& p, const std::function<void(int, const Tensor&, bool)>& observe) const;
+  /// Adds one run's kernel milliseconds to the profile (Model::set_profiling).
+  void add_profile(const Plan& p, const std::vector<double>& node_ms) const;
   /// Takes a free plan for `sig` (null if none) and marks the signature used.
   std::unique_ptr<Plan> take_plan(const std::string& sig) const;
   /// Returns a plan to the pool, then evicts the least recently used signatures
@@ -128,6 +143,13 @@ struct Model::Impl {
   /// Publishes taps on value ids `ids` made by `make` (under tap_mu).
   void publish_taps(const std::vector<int>& ids, TapFactory make, Model::WatchLayout layout);
 
+  /// Value ids of the graph's inputs, node inputs and outputs, and outputs; counts
+  /// int8 ops. Throws DataError (naming `path`) for a value read before anything
+  /// produces it, or an output never produced (loader.cpp).
+  void index_values(const std::string& path);
+  /// Plans for the declared shapes (dynamic dims as 1) so a bad model fails at load;
+  /// with dynamic inner dims a plan that does not fit waits for the first run.
+  void plan_at_load();
   /// The id of value `name`, made on first use.
   int id(const std::string& name);
   /// Plans the model for concrete input shapes (planner.cpp).
