@@ -16,7 +16,7 @@
 #include <sstream>
 #include <typeinfo>
 
-#include "leaf_modules.h"
+#include "leaves/registry.h"
 #include "qfx/atomic_file.h"
 #include "qfx/error.h"
 #include "script_wrapper.h"

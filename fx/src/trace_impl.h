@@ -25,7 +25,7 @@
 #include <sstream>
 #include <unordered_map>
 #include <unordered_set>
-#include "leaf_modules.h"
+#include "leaves/registry.h"
 #include "script_wrapper.h"
 #include "qfx/error.h"
 

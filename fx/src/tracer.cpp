@@ -25,7 +25,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
-#include "leaf_modules.h"
+#include "leaves/registry.h"
 #include "trace_impl.h"
 #include "qfx/error.h"
 #include "qfx/fx/op_libraries.h"

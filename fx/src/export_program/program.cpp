@@ -10,7 +10,7 @@
 #include <set>
 
 #include "archive.h"
-#include "leaves.h"
+#include "../leaves/registry.h"
 #include "qfx/error.h"
 #include "qfx/fx/decompositions.h"
 #include "qfx/fx/exported_program.h"
