@@ -76,7 +76,7 @@ std::vector<Op> float_ops() {
       Op("LSTM", 3, 3, onnx("LSTM")), Op("GRU", 3, 3, onnx("GRU")),
       Op("QuantizeLinear", 1, 1, onnx("QuantizeLinear")).finite(),
       Op("DequantizeLinear", 2, 0, onnx("DequantizeLinear")).finite().bit_exact(),
-      Op("Softmax", 1, 1, onnx("Softmax")), Op("ReduceMean", 1, 1, onnx("ReduceMean")),
+      Op("Softmax", 1, 1, onnx("Softmax")), Op("LogSoftmax", 1, 1, onnx("LogSoftmax")), Op("ReduceMean", 1, 1, onnx("ReduceMean")),
       Op("ReduceSum", 1, 1, onnx("ReduceSum")), Op("Resize", 1, 1, onnx("Resize")),
       Op("GlobalAveragePool", 1, 1, onnx("GlobalAveragePool")).qdq("QLinearGlobalAveragePool"),
       Op("AveragePool", 1, 1, onnx("AveragePool")).qdq("QLinearAveragePool"),

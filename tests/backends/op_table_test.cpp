@@ -5,10 +5,12 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <map>
 #include <set>
 
 #include "../../backends/src/ir.h"
+#include "../../backends/src/kernels.h"
 #include "../../backends/src/qdq/rules.h"
 #include "qfx/runtime/op_schema.h"
 #include "qfx/runtime/registry.h"
@@ -145,6 +147,33 @@ TEST(OpTable, MovingOpsAreBitExactAndComputingOpsAreNot) {
   EXPECT_TRUE(find_op_schema("DequantizeLinear")->bit_exact);
   EXPECT_FALSE(find_op_schema("Conv")->bit_exact);
   EXPECT_FALSE(find_op_schema("Softmax")->bit_exact);
+}
+
+// LogSoftmax (ONNX opset 13) along its axis against the formula in double, with
+// values far apart (where log(softmax) would underflow to -inf in float).
+TEST(OpTable, LogSoftmaxMatchesTheFormulaInDouble) {
+  ir::Node n;
+  n.op = "LogSoftmax";
+  n.name = "ls";
+  n.inputs = {"x"};
+  n.outputs = {"y"};
+  n.attrs["axis"].i = 1;
+  Tensor x({2, 5, 3}, DType::kFloat32), y({2, 5, 3}, DType::kFloat32);
+  for (int64_t i = 0; i < x.numel(); ++i) x.data<float>()[i] = static_cast<float>((i * 37) % 23) * (i % 2 ? 9.5f : -0.75f);
+  Kernel k = make_kernel(n, {{{2, 5, 3}, DType::kFloat32}}, {nullptr}, "reference");
+  k.run({&x}, {&y});
+  for (int64_t a = 0; a < 2; ++a)
+    for (int64_t c = 0; c < 3; ++c) {
+      auto at = [&](int64_t j) { return a * 15 + j * 3 + c; };
+      double mx = -INFINITY, s = 0;
+      for (int64_t j = 0; j < 5; ++j) mx = std::max(mx, static_cast<double>(x.data<float>()[at(j)]));
+      for (int64_t j = 0; j < 5; ++j) s += std::exp(x.data<float>()[at(j)] - mx);
+      for (int64_t j = 0; j < 5; ++j) {
+        const double want = x.data<float>()[at(j)] - mx - std::log(s);
+        EXPECT_NEAR(y.data<float>()[at(j)], want, 1e-5 * std::max(1.0, std::abs(want))) << a << "," << j << "," << c;
+        EXPECT_TRUE(std::isfinite(y.data<float>()[at(j)]));
+      }
+    }
 }
 
 }  // namespace

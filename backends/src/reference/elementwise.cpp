@@ -81,7 +81,9 @@ Kernel unary(const Node& n, const std::vector<Meta>& in, const std::vector<const
   };
   return k;
 }
-Kernel softmax(const Node& n, const std::vector<Meta>& in) {
+// Softmax along `axis` (ONNX opset 13), or its logarithm x - max - log(sum exp(x - max))
+// (LogSoftmax) when `log`.
+Kernel softmax(const Node& n, const std::vector<Meta>& in, bool log) {
   const Shape& x = in[0].shape;
   const int64_t axis = norm_axis(n, n.attr_i("axis", -1), x.size());
   int64_t outer = 1, inner = 1;
@@ -100,6 +102,11 @@ Kernel softmax(const Node& n, const std::vector<Meta>& in) {
         for (int64_t j = 0; j < dim; ++j) mx = std::max(mx, xp[base + j * inner]);
         float s = 0;
         for (int64_t j = 0; j < dim; ++j) s += (y[base + j * inner] = std::exp(xp[base + j * inner] - mx));
+        if (log) {
+          const float ls = std::log(s);
+          for (int64_t j = 0; j < dim; ++j) y[base + j * inner] = xp[base + j * inner] - mx - ls;
+          continue;
+        }
         for (int64_t j = 0; j < dim; ++j) y[base + j * inner] /= s;
       }
   };
@@ -214,7 +221,8 @@ void register_reference_elementwise() {
   add_reference({"Relu", "Sigmoid", "Tanh", "Erf", "Sqrt", "Exp", "Neg", "HardSwish", "LeakyRelu", "HardSigmoid", "Gelu",
                  "Clip", "Abs", "Log", "Reciprocal", "Floor", "Ceil", "Sin", "Cos", "Sign", "Softplus", "Elu"},
                 unary);
-  add_reference({"Softmax"}, [](const Node& n, const std::vector<Meta>& in, const std::vector<const Tensor*>&) { return softmax(n, in); });
+  add_reference({"Softmax"}, [](const Node& n, const std::vector<Meta>& in, const std::vector<const Tensor*>&) { return softmax(n, in, false); });
+  add_reference({"LogSoftmax"}, [](const Node& n, const std::vector<Meta>& in, const std::vector<const Tensor*>&) { return softmax(n, in, true); });
   add_reference({"BatchNormalization"}, batch_norm);
   add_reference({"QLinearAdd", "QLinearMul"}, [](const Node& n, const std::vector<Meta>& in, const std::vector<const Tensor*>&) { return qbinary(n, in); }, true);
   add_reference({"QRelu", "QClip"}, [](const Node& n, const std::vector<Meta>& in, const std::vector<const Tensor*>&) { return qunary(n, in); }, true);
