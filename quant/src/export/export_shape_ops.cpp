@@ -1,6 +1,7 @@
 // The op catalog's shape ops: size(), ints computed from sizes, view / reshape
 // with computed shapes, (un)flatten, (un)squeeze, expand, transpose, cat, chunk,
 // slice / select, and the pass-through ops (dropout, identity).
+#include <algorithm>
 #include <limits>
 
 #include <torch/nn/modules/linear.h>
@@ -210,13 +211,20 @@ void unsqueeze(Exporter& ex, fx::Node* n) {
   ex.unary(n, "Unsqueeze", 1, {ex.ints_init("axes", {d})});
 }
 
+// aten::squeeze.dim / .dims: ONNX Squeeze of every listed dim of size 1 (a listed dim
+// of another size stays, as in aten; none of size 1: the identity).
 void squeeze(Exporter& ex, fx::Node* n) {
   const std::vector<Dim>& dims = dims_of(ex, *n, n->args().at(0));
-  const int64_t d = norm_dim(*n, ex.ints_arg(*n, 1).at(0), dims.size());
-  const Dim& e = dims[static_cast<size_t>(d)];
-  if (e.batch) unsupported(*n, "squeeze of the dynamic batch dim");
-  if (e.value != 1) return ex.alias(n);  // aten::squeeze leaves a dim of size other than 1 as it is
-  ex.unary(n, "Squeeze", -1, {ex.ints_init("axes", {d})});
+  std::vector<int64_t> axes;
+  for (int64_t listed : ex.ints_arg(*n, 1)) {
+    const int64_t d = norm_dim(*n, listed, dims.size());
+    const Dim& e = dims[static_cast<size_t>(d)];
+    if (e.batch) unsupported(*n, "squeeze of the dynamic batch dim");
+    if (e.value == 1 && std::find(axes.begin(), axes.end(), d) == axes.end()) axes.push_back(d);
+  }
+  if (axes.empty()) return ex.alias(n);
+  std::sort(axes.begin(), axes.end());
+  ex.unary(n, "Squeeze", -static_cast<int>(axes.size()), {ex.ints_init("axes", axes)});
 }
 
 void expand(Exporter& ex, fx::Node* n) {
@@ -369,7 +377,7 @@ void register_shape_ops(OpCatalog& c) {
   c.add(op("reshape", reshape, "ONNX Reshape").also_aten({"view"}).writes({"Reshape"}).quantized_as(activation_kinds()));
   c.add(op("unflatten", unflatten, "ONNX Reshape").writes({"Reshape"}).quantized_as(activation_kinds()));
   c.add(op("unsqueeze", unsqueeze, "ONNX Unsqueeze").writes({"Unsqueeze"}).quantized_as(activation_kinds()));
-  c.add(OpRecord("squeeze").quantized_as(activation_kinds()).describe("ONNX Squeeze of one dim").writes({"Squeeze"}).to_onnx([](Exporter& e, fx::Node& n) {
+  c.add(OpRecord("squeeze").quantized_as(activation_kinds()).describe("ONNX Squeeze of the listed dims of size 1").writes({"Squeeze"}).to_onnx([](Exporter& e, fx::Node& n) {
     if (n.args().size() != 2) unsupported(n, "op 'squeeze' without a dim has no ONNX export in qfx yet");
     squeeze(e, &n);
   }));
