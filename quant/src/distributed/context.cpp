@@ -110,6 +110,101 @@ void wait_for_ranks(c10d::Store& store, int rank, int world, std::chrono::steady
   }
 }
 
+// Where this rank of a multi-process job meets the others (the torchrun environment).
+struct Rendezvous {
+  int rank = 0, world = 1, port = 0;
+  std::string addr;
+  std::chrono::seconds timeout{0};
+  std::chrono::milliseconds timeout_ms{0};  // `timeout`, as the collectives take it
+  std::string where;  // "rank R of W: ", the start of every error
+  std::string at;     // "addr:port" of rank 0's store
+};
+
+// Reads RANK, MASTER_PORT, MASTER_ADDR and QFX_DIST_TIMEOUT (default `timeout`) for a job of
+// `world` ranks; throws ConfigError for an unset RANK or a value out of range.
+Rendezvous rendezvous_from_env(int world, std::chrono::seconds timeout) {
+  Rendezvous rv;
+  rv.world = world;
+  rv.rank = env_int("RANK", -1, 0);
+  if (rv.rank < 0) throw ConfigError("environment: WORLD_SIZE is " + std::to_string(world) + " but RANK is not set");
+  if (rv.rank >= world) throw ConfigError("environment: RANK " + std::to_string(rv.rank) + " is not below WORLD_SIZE " + std::to_string(world));
+  rv.port = env_int("MASTER_PORT", 29500, 1);
+  if (rv.port > 65535) throw ConfigError("environment: MASTER_PORT " + std::to_string(rv.port) + " is not a TCP port");
+  const char* addr_env = std::getenv("MASTER_ADDR");
+  rv.addr = addr_env && *addr_env ? addr_env : "127.0.0.1";
+  rv.timeout = std::chrono::seconds(env_int("QFX_DIST_TIMEOUT", static_cast<int>(timeout.count()), 1));
+  rv.timeout_ms = std::chrono::duration_cast<std::chrono::milliseconds>(rv.timeout);
+  rv.where = "rank " + std::to_string(rv.rank) + " of " + std::to_string(world) + ": ";
+  rv.at = rv.addr + ":" + std::to_string(rv.port);
+  return rv;
+}
+
+// The first line of an exception's message.
+std::string first_line(const std::exception& e) {
+  std::string m = e.what();
+  return m.substr(0, m.find('\n'));
+}
+
+// Step 1, the store: rank 0 serves it and does not wait; the others connect by `deadline`.
+// Sets the group's client and the heartbeat thread's own; throws DistributedError.
+void connect_stores(const Rendezvous& rv, std::chrono::steady_clock::time_point deadline,
+                    c10::intrusive_ptr<c10d::TCPStore>& store, c10::intrusive_ptr<c10d::TCPStore>& beat_store) {
+  if (rv.rank != 0 && !wait_for_server(rv.addr, rv.port, deadline))
+    throw DistributedError(rv.where + "rank 0 (it hosts the rendezvous store at " + rv.at + ") never came within " +
+                           std::to_string(rv.timeout.count()) + " s (QFX_DIST_TIMEOUT)");
+  try {
+    c10d::TCPStoreOptions so;
+    so.port = static_cast<uint16_t>(rv.port);
+    so.isServer = rv.rank == 0;
+    so.numWorkers = c10::nullopt;
+    so.waitWorkers = false;
+    so.timeout = rv.timeout_ms;
+    store = c10::make_intrusive<c10d::TCPStore>(rv.addr, so);
+    so.isServer = false;
+    beat_store = c10::make_intrusive<c10d::TCPStore>(rv.addr, so);
+  } catch (const std::exception& e) {
+    throw DistributedError(rv.where + (rv.rank == 0 ? "cannot serve the rendezvous store at " + rv.at
+                                                    : "rank 0 (it hosts the rendezvous store at " + rv.at + ") never came") +
+                           " within " + std::to_string(rv.timeout.count()) + " s (" + first_line(e) + ")");
+  }
+}
+
+// Step 2: every rank checks in; all wait for the others within what is left of the
+// same timeout, and the error names the ranks that never joined (DistributedError).
+void join_ranks(c10d::Store& store, const Rendezvous& rv, std::chrono::steady_clock::time_point deadline) {
+  try {
+    wait_for_ranks(store, rv.rank, rv.world, deadline, rv.where, rv.timeout);
+  } catch (const Error&) {
+    throw;
+  } catch (const std::exception& e) {
+    throw DistributedError(rv.where + (rv.rank == 0 ? "the rendezvous store failed" : "rank 0 (it hosts the rendezvous store) stopped") +
+                           " while the ranks joined (" + first_line(e) + ")");
+  }
+}
+
+// Step 3: the Gloo process group over `store` (all ranks are there: it is quick), on
+// GLOO_SOCKET_IFNAME, the loopback for a local job, or the default device; throws DistributedError.
+c10::intrusive_ptr<c10d::ProcessGroupGloo> make_process_group(const c10::intrusive_ptr<c10d::TCPStore>& store,
+                                                              const Rendezvous& rv) {
+  try {
+    auto opts = c10d::ProcessGroupGloo::Options::create();
+    opts->timeout = rv.timeout_ms;
+    const char* ifname = std::getenv("GLOO_SOCKET_IFNAME");
+    if (ifname && *ifname)
+      opts->devices.push_back(c10d::ProcessGroupGloo::createDeviceForInterface(ifname));
+    else if (rv.addr == "127.0.0.1" || rv.addr == "localhost")
+      opts->devices.push_back(c10d::ProcessGroupGloo::createDeviceForHostname("127.0.0.1"));
+    else
+      opts->devices.push_back(c10d::ProcessGroupGloo::createDefaultDevice());
+    return c10::make_intrusive<c10d::ProcessGroupGloo>(store, rv.rank, rv.world, opts);
+  } catch (const Error&) {
+    throw;
+  } catch (const std::exception& e) {
+    throw DistributedError(rv.where + "cannot join the process group at " + rv.at + " within " + std::to_string(rv.timeout.count()) +
+                           " s (" + first_line(e) + ")");
+  }
+}
+
 }  // namespace
 
 Context::Context() = default;
@@ -121,8 +216,7 @@ c10d::ProcessGroupGloo& Context::process_group() {
 }
 
 void Context::fail(const std::string& what, const std::exception& e) {
-  std::string first = e.what();
-  first = first.substr(0, first.find('\n'));
+  const std::string first = first_line(e);
   // Which rank stopped: one whose heartbeat counter no longer moves (or the store's host, rank 0, if the store is gone).
   std::string culprit;
   try {
@@ -234,77 +328,22 @@ std::shared_ptr<Context> init_from_env(std::chrono::seconds timeout) {
   auto ctx = std::make_shared<Context>();
   const int world = env_int("WORLD_SIZE", 1, 1);
   if (world == 1) return ctx;
-  const int rank = env_int("RANK", -1, 0);
-  if (rank < 0) throw ConfigError("environment: WORLD_SIZE is " + std::to_string(world) + " but RANK is not set");
-  if (rank >= world) throw ConfigError("environment: RANK " + std::to_string(rank) + " is not below WORLD_SIZE " + std::to_string(world));
-  const int port = env_int("MASTER_PORT", 29500, 1);
-  if (port > 65535) throw ConfigError("environment: MASTER_PORT " + std::to_string(port) + " is not a TCP port");
-  const char* addr_env = std::getenv("MASTER_ADDR");
-  const std::string addr = addr_env && *addr_env ? addr_env : "127.0.0.1";
-  timeout = std::chrono::seconds(env_int("QFX_DIST_TIMEOUT", static_cast<int>(timeout.count()), 1));
+  const Rendezvous rv = rendezvous_from_env(world, timeout);
   // c10d logs a broken peer connection as a warning with a C++ stack trace (when a
   // rank that failed exits while the others still talk to it); qfx names the failed
   // rank itself (with context), so c10 logs only fatal messages unless TORCH_CPP_LOG_LEVEL says otherwise.
   if (!std::getenv("TORCH_CPP_LOG_LEVEL")) FLAGS_caffe2_log_level = std::max(FLAGS_caffe2_log_level, 3);
-  ctx->rank_ = rank;
+  ctx->rank_ = rv.rank;
   ctx->world_ = world;
-  ctx->local_rank_ = env_int("LOCAL_RANK", rank, 0);
-  ctx->timeout_ = std::chrono::duration_cast<std::chrono::milliseconds>(timeout);
+  ctx->local_rank_ = env_int("LOCAL_RANK", rv.rank, 0);
+  ctx->timeout_ = rv.timeout_ms;
   auto impl = std::make_unique<Context::Impl>();
-  const std::string where = "rank " + std::to_string(rank) + " of " + std::to_string(world) + ": ";
-  const std::string at = addr + ":" + std::to_string(port);
   const auto deadline = std::chrono::steady_clock::now() + ctx->timeout_;
-  // 1. The store: rank 0 serves it and does not wait; the others connect within the timeout.
-  if (rank != 0 && !wait_for_server(addr, port, deadline))
-    throw DistributedError(where + "rank 0 (it hosts the rendezvous store at " + at + ") never came within " +
-                           std::to_string(timeout.count()) + " s (QFX_DIST_TIMEOUT)");
-  try {
-    c10d::TCPStoreOptions so;
-    so.port = static_cast<uint16_t>(port);
-    so.isServer = rank == 0;
-    so.numWorkers = c10::nullopt;
-    so.waitWorkers = false;
-    so.timeout = ctx->timeout_;
-    impl->store = c10::make_intrusive<c10d::TCPStore>(addr, so);
-    so.isServer = false;
-    impl->beat_store = c10::make_intrusive<c10d::TCPStore>(addr, so);
-  } catch (const std::exception& e) {
-    std::string m = e.what();
-    throw DistributedError(where + (rank == 0 ? "cannot serve the rendezvous store at " + at
-                                              : "rank 0 (it hosts the rendezvous store at " + at + ") never came") +
-                           " within " + std::to_string(timeout.count()) + " s (" + m.substr(0, m.find('\n')) + ")");
-  }
-  // 2. Every rank checks in; all wait for the others within what is left of the
-  // same timeout, and the error names the ranks that never joined.
-  try {
-    wait_for_ranks(*impl->store, rank, world, deadline, where, timeout);
-  } catch (const Error&) {
-    throw;
-  } catch (const std::exception& e) {
-    std::string m = e.what();
-    throw DistributedError(where + (rank == 0 ? "the rendezvous store failed" : "rank 0 (it hosts the rendezvous store) stopped") +
-                           " while the ranks joined (" + m.substr(0, m.find('\n')) + ")");
-  }
-  // 3. The process group, within the time left (all ranks are there: it is quick).
-  try {
-    auto opts = c10d::ProcessGroupGloo::Options::create();
-    opts->timeout = ctx->timeout_;
-    const char* ifname = std::getenv("GLOO_SOCKET_IFNAME");
-    if (ifname && *ifname)
-      opts->devices.push_back(c10d::ProcessGroupGloo::createDeviceForInterface(ifname));
-    else if (addr == "127.0.0.1" || addr == "localhost")
-      opts->devices.push_back(c10d::ProcessGroupGloo::createDeviceForHostname("127.0.0.1"));
-    else
-      opts->devices.push_back(c10d::ProcessGroupGloo::createDefaultDevice());
-    impl->pg = c10::make_intrusive<c10d::ProcessGroupGloo>(impl->store, rank, world, opts);
-  } catch (const Error&) {
-    throw;
-  } catch (const std::exception& e) {
-    std::string m = e.what();
-    throw DistributedError(where + "cannot join the process group at " + at + " within " + std::to_string(timeout.count()) +
-                           " s (" + m.substr(0, m.find('\n')) + ")");
-  }
+  connect_stores(rv, deadline, impl->store, impl->beat_store);
+  join_ranks(*impl->store, rv, deadline);
+  impl->pg = make_process_group(impl->store, rv);
   Context::Impl* raw = impl.get();
+  const int rank = rv.rank;
   impl->beat = std::thread([raw, rank] {
     std::unique_lock<std::mutex> l(raw->mu);
     while (!raw->stop) {
