@@ -248,95 +248,50 @@ std::vector<Match> SubgraphMatcher::match(const Graph& graph) const {
   return found;
 }
 
-std::vector<ReplacedMatch> replace_pattern(GraphModule& gm, const GraphModule& pattern, const GraphModule& replacement,
-                                           MatchOptions options) {
-  const Graph& rg = replacement.graph();
-  const std::vector<const Node*> r_outputs = returned_nodes(rg, "replacement");
-  const std::vector<Node*> r_placeholders = rg.placeholders();
-  if (r_placeholders.size() != pattern.graph().placeholders().size())
-    throw ArgumentError("replace_pattern: the pattern has " + std::to_string(pattern.graph().placeholders().size()) +
-                                " inputs, the replacement " + std::to_string(r_placeholders.size()));
-  if (r_outputs.size() != returned_nodes(pattern.graph(), "pattern").size())
+namespace {
+
+// Checks that `replacement` takes as many inputs and returns as many values as `pattern`.
+void check_signatures(const Graph& pattern, const Graph& replacement) {
+  const size_t r_outputs = returned_nodes(replacement, "replacement").size();
+  const size_t r_inputs = replacement.placeholders().size();
+  if (r_inputs != pattern.placeholders().size())
+    throw ArgumentError("replace_pattern: the pattern has " + std::to_string(pattern.placeholders().size()) +
+                        " inputs, the replacement " + std::to_string(r_inputs));
+  if (r_outputs != returned_nodes(pattern, "pattern").size())
     throw ArgumentError("replace_pattern: the pattern and the replacement return different numbers of values");
-  Graph& g = gm.graph();
-  const std::vector<Match> matches = SubgraphMatcher(pattern.graph(), options).match(g);
-  if (matches.empty() && options.on_no_match != MatchOptions::OnNoMatch::kIgnore) {
-    const std::string msg = no_match_message(pattern.graph(), gm);
-    if (options.on_no_match == MatchOptions::OnNoMatch::kError) throw ArgumentError(msg);
-    TORCH_WARN(msg);
-  }
-  std::unordered_map<const Node*, size_t> pos;
-  {
+}
+
+// Copies `replacement`'s graph in place of each match of a pattern in `gm`'s graph, one match at a time.
+class PatternReplacer {
+ public:
+  PatternReplacer(GraphModule& gm, const GraphModule& replacement)
+      : gm_(gm),
+        g_(gm.graph()),
+        replacement_(replacement),
+        r_outputs_(returned_nodes(replacement.graph(), "replacement")),
+        r_placeholders_(replacement.graph().placeholders()) {
     size_t i = 0;
-    for (Node* n : g.nodes()) pos[n] = i++;
+    for (Node* n : g_.nodes()) pos_[n] = i++;
   }
-  std::unordered_map<Node*, Node*> replaced_by;  // matched output -> its replacement (for later matches' inputs)
-  std::vector<Node*> to_erase;
-  std::vector<ReplacedMatch> done;
-  int serial = 0;
-  auto unique_path = [&](const std::string& stem, const std::function<bool(const std::string&)>& taken) {
-    std::string p;
-    do p = stem + std::to_string(serial++);
-    while (taken(p));
-    return p;
-  };
-  for (const Match& m : matches) {
+
+  // Inserts the replacement before the match's first returned node and reroutes the match's outputs to it.
+  ReplacedMatch replace(const Match& m) {
     ReplacedMatch rec;
     for (const auto& kv : m.nodes_map) rec.nodes_map[kv.first->name()] = kv.second->name();
     rec.anchor = m.returning_nodes[0]->name();
     Node* first = *std::min_element(m.returning_nodes.begin(), m.returning_nodes.end(),
-                                    [&](Node* a, Node* b) { return pos.at(a) < pos.at(b); });
+                                    [&](Node* a, Node* b) { return pos_.at(a) < pos_.at(b); });
     std::unordered_map<const Node*, Node*> env;
-    for (size_t i = 0; i < r_placeholders.size(); ++i) {
+    for (size_t i = 0; i < r_placeholders_.size(); ++i) {
       Node* v = m.placeholder_nodes[i];
-      while (replaced_by.count(v)) v = replaced_by.at(v);
-      env[r_placeholders[i]] = v;
+      while (replaced_by_.count(v)) v = replaced_by_.at(v);
+      env[r_placeholders_[i]] = v;
     }
-    std::function<Argument(const Argument&)> map_arg = [&](const Argument& a) -> Argument {
-      if (a.is_node()) return Argument(env.at(a.node));
-      if (a.is_const()) return a;
-      Argument b = a;
-      for (auto& it : b.items) it = map_arg(it);
-      return b;
-    };
     {
-      Graph::InsertPoint ip(g, first);
-      for (Node* rn : rg.nodes()) {
+      Graph::InsertPoint ip(g_, first);
+      for (Node* rn : replacement_.graph().nodes()) {
         if (rn->op() == Opcode::kPlaceholder || rn->op() == Opcode::kOutput) continue;
-        std::vector<Argument> args;
-        for (const auto& a : rn->args()) args.push_back(map_arg(a));
-        std::vector<std::pair<std::string, Argument>> kwargs;
-        for (const auto& kv : rn->kwargs()) kwargs.emplace_back(kv.first, map_arg(kv.second));
-        Node* nn = nullptr;
-        switch (rn->op()) {
-          case Opcode::kGetAttr: {
-            const std::string path = unique_path("_rewrite_const_", [&](const std::string& p) { return gm.has_attr(p); });
-            gm.add_tensor(path, replacement.get_attr(rn->target()), /*is_buffer=*/true);
-            nn = g.get_attr(path, rn->name());
-            break;
-          }
-          case Opcode::kCallModule: {
-            const std::string path =
-                unique_path("_rewrite_module_", [&](const std::string& p) { return gm.get_submodule(p) != nullptr; });
-            gm.add_submodule(path, replacement.get_submodule(rn->target()), replacement.module_fn(rn->target()));
-            nn = g.call_module(path, std::move(args), std::move(kwargs), rn->name());
-            break;
-          }
-          case Opcode::kCallMethod: {
-            if (!gm.method_fn(rn->target())) {
-              const CallFn* fn = replacement.method_fn(rn->target());
-              if (!fn) throw ArgumentError("replace_pattern: method '" + rn->target() + "' of the replacement is not bound");
-              gm.add_method(rn->target(), *fn);
-            }
-            nn = g.call_method(rn->target(), std::move(args), std::move(kwargs), rn->name());
-            break;
-          }
-          default: {
-            if (const CallFn* fn = replacement.function_fn(rn->target()); fn && !gm.function_fn(rn->target()))
-              gm.add_function(rn->target(), *fn);
-            nn = g.call_function(rn->target(), std::move(args), std::move(kwargs), rn->name());
-          }
-        }
+        Node* nn = copy_node(*rn, env);
         for (const auto& kv : rn->meta())
           if (kv.first == "source") nn->meta()[kv.first] = kv.second;
         nn->meta()["rewritten_from"] = c10::IValue(rec.anchor);
@@ -346,19 +301,101 @@ std::vector<ReplacedMatch> replace_pattern(GraphModule& gm, const GraphModule& p
     }
     for (size_t i = 0; i < m.returning_nodes.size(); ++i) {
       Node* old_out = m.returning_nodes[i];
-      Node* new_out = env.at(r_outputs[i]);
+      Node* new_out = env.at(r_outputs_[i]);
       old_out->replace_all_uses_with(new_out);
-      replaced_by[old_out] = new_out;
+      replaced_by_[old_out] = new_out;
     }
     for (const auto& kv : m.nodes_map)
-      if (kv.first->op() != Opcode::kPlaceholder) to_erase.push_back(kv.second);
-    done.push_back(std::move(rec));
+      if (kv.first->op() != Opcode::kPlaceholder) to_erase_.push_back(kv.second);
+    return rec;
   }
-  std::sort(to_erase.begin(), to_erase.end(), [&](Node* a, Node* b) { return pos.at(a) > pos.at(b); });
-  for (Node* n : to_erase)
-    if (n->users().empty()) g.erase_node(n);
-  g.eliminate_dead_code();
-  g.lint();
+
+  // Erases the replaced nodes left without users (last first), then dead code; lints the graph.
+  void finish() {
+    std::sort(to_erase_.begin(), to_erase_.end(), [&](Node* a, Node* b) { return pos_.at(a) > pos_.at(b); });
+    for (Node* n : to_erase_)
+      if (n->users().empty()) g_.erase_node(n);
+    g_.eliminate_dead_code();
+    g_.lint();
+  }
+
+ private:
+  // `stem` followed by the first serial number that `taken` rejects.
+  std::string unique_path(const std::string& stem, const std::function<bool(const std::string&)>& taken) {
+    std::string p;
+    do p = stem + std::to_string(serial_++);
+    while (taken(p));
+    return p;
+  }
+
+  // Appends a copy of the replacement node `rn` with its arguments mapped through `env`; copies
+  // the constants, modules, methods and functions it uses into `gm_`.
+  Node* copy_node(const Node& rn, const std::unordered_map<const Node*, Node*>& env) {
+    std::function<Argument(const Argument&)> map_arg = [&](const Argument& a) -> Argument {
+      if (a.is_node()) return Argument(env.at(a.node));
+      if (a.is_const()) return a;
+      Argument b = a;
+      for (auto& it : b.items) it = map_arg(it);
+      return b;
+    };
+    std::vector<Argument> args;
+    for (const auto& a : rn.args()) args.push_back(map_arg(a));
+    std::vector<std::pair<std::string, Argument>> kwargs;
+    for (const auto& kv : rn.kwargs()) kwargs.emplace_back(kv.first, map_arg(kv.second));
+    switch (rn.op()) {
+      case Opcode::kGetAttr: {
+        const std::string path = unique_path("_rewrite_const_", [&](const std::string& p) { return gm_.has_attr(p); });
+        gm_.add_tensor(path, replacement_.get_attr(rn.target()), /*is_buffer=*/true);
+        return g_.get_attr(path, rn.name());
+      }
+      case Opcode::kCallModule: {
+        const std::string path =
+            unique_path("_rewrite_module_", [&](const std::string& p) { return gm_.get_submodule(p) != nullptr; });
+        gm_.add_submodule(path, replacement_.get_submodule(rn.target()), replacement_.module_fn(rn.target()));
+        return g_.call_module(path, std::move(args), std::move(kwargs), rn.name());
+      }
+      case Opcode::kCallMethod: {
+        if (!gm_.method_fn(rn.target())) {
+          const CallFn* fn = replacement_.method_fn(rn.target());
+          if (!fn) throw ArgumentError("replace_pattern: method '" + rn.target() + "' of the replacement is not bound");
+          gm_.add_method(rn.target(), *fn);
+        }
+        return g_.call_method(rn.target(), std::move(args), std::move(kwargs), rn.name());
+      }
+      default: {
+        if (const CallFn* fn = replacement_.function_fn(rn.target()); fn && !gm_.function_fn(rn.target()))
+          gm_.add_function(rn.target(), *fn);
+        return g_.call_function(rn.target(), std::move(args), std::move(kwargs), rn.name());
+      }
+    }
+  }
+
+  GraphModule& gm_;
+  Graph& g_;
+  const GraphModule& replacement_;
+  const std::vector<const Node*> r_outputs_;
+  const std::vector<Node*> r_placeholders_;
+  std::unordered_map<const Node*, size_t> pos_;  // each node's position in the graph before any rewrite
+  std::unordered_map<Node*, Node*> replaced_by_;  // matched output -> its replacement (for later matches' inputs)
+  std::vector<Node*> to_erase_;
+  int serial_ = 0;
+};
+
+}  // namespace
+
+std::vector<ReplacedMatch> replace_pattern(GraphModule& gm, const GraphModule& pattern, const GraphModule& replacement,
+                                           MatchOptions options) {
+  check_signatures(pattern.graph(), replacement.graph());
+  const std::vector<Match> matches = SubgraphMatcher(pattern.graph(), options).match(gm.graph());
+  if (matches.empty() && options.on_no_match != MatchOptions::OnNoMatch::kIgnore) {
+    const std::string msg = no_match_message(pattern.graph(), gm);
+    if (options.on_no_match == MatchOptions::OnNoMatch::kError) throw ArgumentError(msg);
+    TORCH_WARN(msg);
+  }
+  PatternReplacer replacer(gm, replacement);
+  std::vector<ReplacedMatch> done;
+  for (const Match& m : matches) done.push_back(replacer.replace(m));
+  replacer.finish();
   return done;
 }
 
