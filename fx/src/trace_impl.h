@@ -211,6 +211,18 @@ class TraceImpl {
   const Sym& in(const JNode* n, size_t i, Env& env);
 
   void run_node(JNode* n, Env& env);
+  // prim::Constant: a function value or a constant.
+  void run_constant(JNode* n, Env& env);
+  // List, tuple and dictionary construction; false when `n` is none of them.
+  bool run_construct(JNode* n, Env& env);
+  // dict([(k, v), ...]) over a symbolic list of pairs (constant keys, later pairs win).
+  Sym dict_from_pairs(const JNode* n, const Sym& pairs);
+  // List/tuple unpacking, tuple indexing and unchecked_cast; false when `n` is none of them.
+  bool run_unpack(JNode* n, Env& env);
+  // Ops that pass their input through (symbolic int <-> tensor, Uninitialized); false otherwise.
+  bool run_passthrough(JNode* n, Env& env);
+  // `is` / `is not` decided by tracing (traced value vs None, two traced values); false otherwise.
+  bool run_identity(JNode* n, Env& env);
 
   Sym element(const JNode* n, const Sym& s, int64_t i);
 

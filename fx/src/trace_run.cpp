@@ -27,25 +27,38 @@ const Sym& TraceImpl::in(const JNode* n, size_t i, Env& env) {
 
 void TraceImpl::run_node(JNode* n, Env& env) {
   const auto kind = n->kind();
-  if (kind == c10::prim::Constant) {
-    auto t = n->output()->type();
-    if (t->kind() == c10::TypeKind::FunctionType) {
-      Sym s;
-      s.k = Sym::K::kFunction;
-      s.fn = t->expect<c10::FunctionType>()->function();
-      env[n->output()] = s;
-    } else {
-      auto v = torch::jit::toIValue(n->output());
-      if (!v) fail(n, "unsupported constant of type " + t->str());
-      env[n->output()] = Sym::constant(*v);
-    }
-    return;
-  }
+  if (kind == c10::prim::Constant) return run_constant(n, env);
   if (kind == c10::prim::GetAttr) return get_attr(n, env);
   if (kind == c10::prim::CallMethod) return call_method(n, env);
   if (kind == c10::prim::CallFunction) return call_function(n, env);
   if (kind == c10::prim::If) return run_if(n, env);
   if (kind == c10::prim::Loop) return run_loop(n, env);
+  if (run_construct(n, env) || run_unpack(n, env) || run_passthrough(n, env)) return;
+  if (kind == c10::prim::RaiseException) fail(n, "the model raises an exception on this path");
+  if (kind == c10::prim::SetAttr) fail(n, "the model assigns a module attribute (prim::SetAttr)");
+  if (kind == c10::prim::isinstance) return run_isinstance(n, env);
+  if (kind == c10::aten::warn || kind == c10::prim::Print) return;
+  if (run_identity(n, env)) return;
+  if (structural_dict_op(n, env) || structural_list_op(n, env)) return;
+  run_operator(n, env);
+}
+
+void TraceImpl::run_constant(JNode* n, Env& env) {
+  auto t = n->output()->type();
+  if (t->kind() == c10::TypeKind::FunctionType) {
+    Sym s;
+    s.k = Sym::K::kFunction;
+    s.fn = t->expect<c10::FunctionType>()->function();
+    env[n->output()] = s;
+  } else {
+    auto v = torch::jit::toIValue(n->output());
+    if (!v) fail(n, "unsupported constant of type " + t->str());
+    env[n->output()] = Sym::constant(*v);
+  }
+}
+
+bool TraceImpl::run_construct(JNode* n, Env& env) {
+  const auto kind = n->kind();
   if (kind == c10::prim::ListConstruct || kind == c10::prim::TupleConstruct) {
     Sym s;
     s.k = kind == c10::prim::ListConstruct ? Sym::K::kList : Sym::K::kTuple;
@@ -53,42 +66,59 @@ void TraceImpl::run_node(JNode* n, Env& env) {
     for (size_t i = 0; i < n->inputs().size(); ++i) s.items->push_back(in(n, i, env));
     if (s.k == Sym::K::kList) s.elem = n->output()->type()->expect<c10::ListType>()->getElementType();
     env[n->output()] = s;
-    return;
+    return true;
   }
   if (n->kind().toQualString() == std::string("aten::dict") && n->inputs().empty()) {  // `OrderedDict()`: filled by _set_item
     auto dt = n->output()->type()->expect<c10::DictType>();
     env[n->output()] = Sym::constant(IValue(c10::impl::GenericDict(dt->getKeyType(), dt->getValueType())));
-    return;
+    return true;
   }
-  if (kind == c10::prim::DictConstruct) return construct_dict(n, env);
+  if (kind == c10::prim::DictConstruct) {
+    construct_dict(n, env);
+    return true;
+  }
   if (n->kind().toQualString() == std::string("aten::dict") && n->inputs().size() == 1 &&
       in(n, 0, env).k == Sym::K::kList && !in(n, 0, env).is_const()) {  // dict([(k, v), ...]) with traced values
-    Sym d = Sym::dict();
-    for (const Sym& pair : *in(n, 0, env).items) {
-      const Sym k = element(n, pair, 0), v = element(n, pair, 1);
-      if (k.k != Sym::K::kConst) fail(n, "dictionary key depends on tensor values");
-      auto at = std::find(d.keys->begin(), d.keys->end(), k.c);
-      if (at != d.keys->end()) (*d.items)[static_cast<size_t>(at - d.keys->begin())] = v;
-      else d.keys->push_back(k.c), d.items->push_back(v);
-    }
-    env[n->output()] = d;
-    return;
+    env[n->output()] = dict_from_pairs(n, in(n, 0, env));
+    return true;
   }
+  return false;
+}
+
+Sym TraceImpl::dict_from_pairs(const JNode* n, const Sym& pairs) {
+  Sym d = Sym::dict();
+  for (const Sym& pair : *pairs.items) {
+    const Sym k = element(n, pair, 0), v = element(n, pair, 1);
+    if (k.k != Sym::K::kConst) fail(n, "dictionary key depends on tensor values");
+    auto at = std::find(d.keys->begin(), d.keys->end(), k.c);
+    if (at != d.keys->end()) (*d.items)[static_cast<size_t>(at - d.keys->begin())] = v;
+    else d.keys->push_back(k.c), d.items->push_back(v);
+  }
+  return d;
+}
+
+bool TraceImpl::run_unpack(JNode* n, Env& env) {
+  const auto kind = n->kind();
   if (kind == c10::prim::ListUnpack || kind == c10::prim::TupleUnpack) {
     const Sym& s = in(n, 0, env);
     for (size_t i = 0; i < n->outputs().size(); ++i) env[n->outputs()[i]] = element(n, s, static_cast<int64_t>(i));
-    return;
+    return true;
   }
   if (kind == c10::prim::TupleIndex) {
     const Sym& idx = in(n, 1, env);
     if (idx.k != Sym::K::kConst) fail(n, "tuple index depends on tensor values");
     env[n->output()] = element(n, in(n, 0, env), idx.c.toInt());
-    return;
+    return true;
   }
   if (kind == c10::prim::unchecked_cast) {
     env[n->output()] = in(n, 0, env);
-    return;
+    return true;
   }
+  return false;
+}
+
+bool TraceImpl::run_passthrough(JNode* n, Env& env) {
+  const auto kind = n->kind();
   // torch.jit.trace wraps shape arithmetic on a dynamic size (x.shape[0] of the
   // batch) as size -> NumToTensor -> Int: the graph keeps the symbolic int.
   const bool int_to_tensor = kind == c10::prim::NumToTensor && n->inputs()[0]->type()->kind() == c10::TypeKind::IntType;
@@ -96,35 +126,34 @@ void TraceImpl::run_node(JNode* n, Env& env) {
                            n->inputs()[0]->node()->kind() == c10::prim::NumToTensor;
   if ((int_to_tensor || back_to_int) && (in(n, 0, env).k == Sym::K::kProxy || in(n, 0, env).k == Sym::K::kConst)) {
     env[n->output()] = in(n, 0, env);
-    return;
+    return true;
   }
   if (kind == c10::prim::Uninitialized) {
     env[n->output()] = Sym::constant(IValue());
-    return;
+    return true;
   }
-  if (kind == c10::prim::RaiseException) fail(n, "the model raises an exception on this path");
-  if (kind == c10::prim::SetAttr) fail(n, "the model assigns a module attribute (prim::SetAttr)");
-  if (kind == c10::prim::isinstance) return run_isinstance(n, env);
-  if (kind == c10::aten::warn || kind == c10::prim::Print) return;
-  if (kind == c10::aten::__is__ || kind == c10::aten::__isnot__) {
-    const Sym& a = in(n, 0, env);
-    const Sym& b = in(n, 1, env);
-    const bool a_none = a.k == Sym::K::kConst && a.c.isNone();
-    const bool b_none = b.k == Sym::K::kConst && b.c.isNone();
-    if ((a.has_proxy() && b_none) || (b.has_proxy() && a_none)) {
-      // A traced value is never None.
-      env[n->output()] = Sym::constant(IValue(kind == c10::aten::__isnot__));
-      return;
-    }
-    if (a.k == Sym::K::kProxy && b.k == Sym::K::kProxy) {
-      // Identity of traced values is identity of their nodes (MultiheadAttention's
-      // `query is key`: self-attention passes one value three times).
-      env[n->output()] = Sym::constant(IValue((a.node == b.node) == (kind == c10::aten::__is__)));
-      return;
-    }
+  return false;
+}
+
+bool TraceImpl::run_identity(JNode* n, Env& env) {
+  const auto kind = n->kind();
+  if (kind != c10::aten::__is__ && kind != c10::aten::__isnot__) return false;
+  const Sym& a = in(n, 0, env);
+  const Sym& b = in(n, 1, env);
+  const bool a_none = a.k == Sym::K::kConst && a.c.isNone();
+  const bool b_none = b.k == Sym::K::kConst && b.c.isNone();
+  if ((a.has_proxy() && b_none) || (b.has_proxy() && a_none)) {
+    // A traced value is never None.
+    env[n->output()] = Sym::constant(IValue(kind == c10::aten::__isnot__));
+    return true;
   }
-  if (structural_dict_op(n, env) || structural_list_op(n, env)) return;
-  run_operator(n, env);
+  if (a.k == Sym::K::kProxy && b.k == Sym::K::kProxy) {
+    // Identity of traced values is identity of their nodes (MultiheadAttention's
+    // `query is key`: self-attention passes one value three times).
+    env[n->output()] = Sym::constant(IValue((a.node == b.node) == (kind == c10::aten::__is__)));
+    return true;
+  }
+  return false;
 }
 
 Sym TraceImpl::element(const JNode* n, const Sym& s, int64_t i) {
