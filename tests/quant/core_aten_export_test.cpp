@@ -78,8 +78,14 @@ std::string expect_matches_pytorch(const std::vector<at::Tensor>& inputs, const 
   return onnx;
 }
 
-// True when the serialized model holds a node of ONNX type `op`.
-bool writes(const std::string& onnx, const std::string& op) { return onnx.find(op) != std::string::npos; }
+// How many nodes of ONNX type `op` the serialized model holds: NodeProto.op_type is
+// field 4 (wire tag 0x22), then its length, then the name (node names are field 3).
+size_t count_op(const std::string& onnx, const std::string& op) {
+  const std::string key = std::string("\x22") + static_cast<char>(op.size()) + op;
+  size_t k = 0;
+  for (size_t at = onnx.find(key); at != std::string::npos; at = onnx.find(key, at + 1)) ++k;
+  return k;
+}
 
 Node* call(Graph& g, const std::string& target, std::vector<Argument> args) { return g.call_function(target, std::move(args)); }
 
@@ -98,4 +104,33 @@ TEST(CoreAtenExport, SqueezeDimOfAnotherSizeIsTheIdentity) {
   expect_matches_pytorch({x}, [](Graph& g, const std::vector<Node*>& xs) {
     return call(g, "aten::squeeze.dim", {xs[0], c10::IValue(int64_t{1})});
   });
+}
+
+TEST(CoreAtenExport, AliasAndDetachWriteNoNode) {
+  const at::Tensor x = at::randn({2, 3});
+  const std::string onnx = expect_matches_pytorch({x}, [](Graph& g, const std::vector<Node*>& xs) {
+    return call(g, "aten::relu", {call(g, "aten::detach", {call(g, "aten::alias", {xs[0]})})});
+  });
+  auto relu = graph_of(1, [](Graph& g, const std::vector<Node*>& xs) { return call(g, "aten::relu", {xs[0]}); });
+  EXPECT_EQ(count_op(onnx, "Identity"), count_op(exported(*relu, {x}), "Identity"));  // the output's own, if any
+  EXPECT_EQ(count_op(onnx, "Relu"), 1u);
+}
+
+TEST(CoreAtenExport, ToCopyCastsToItsDtypeKeyword) {
+  const at::Tensor x = at::randn({2, 3}) * 10;
+  // float -> int64 truncates toward zero in aten and in ONNX Cast; then back to float.
+  const std::string onnx = expect_matches_pytorch({x}, [](Graph& g, const std::vector<Node*>& xs) {
+    Node* i = g.call_function("aten::_to_copy", {xs[0]}, {{"dtype", Argument(c10::IValue(static_cast<int64_t>(at::kLong)))}});
+    return g.call_function("aten::_to_copy", {i}, {{"dtype", Argument(c10::IValue(static_cast<int64_t>(at::kFloat)))}});
+  });
+  EXPECT_EQ(count_op(onnx, "Cast"), 2u);
+}
+
+TEST(CoreAtenExport, ToCopyWithoutADtypeIsTheIdentity) {
+  const at::Tensor x = at::randn({2, 3});
+  const std::string onnx = expect_matches_pytorch({x}, [](Graph& g, const std::vector<Node*>& xs) {
+    Node* c = g.call_function("aten::_to_copy", {xs[0]}, {{"memory_format", Argument(c10::IValue(static_cast<int64_t>(at::MemoryFormat::Contiguous)))}});
+    return call(g, "aten::relu", {c});
+  });
+  EXPECT_EQ(count_op(onnx, "Cast"), 0u);
 }

@@ -66,11 +66,25 @@ void log_softmax(Exporter& e, fx::Node& n) {
   finish(e, n, y);
 }
 
-void cast(Exporter& e, fx::Node& n) {  // to(dtype); other overloads (device, tensor) are not exported
-  if (!(n.args().size() > 1 && n.args()[1].is_const() && n.args()[1].value.isInt())) unsupported(n, "op 'to' has no ONNX export in qfx yet");
-  const std::string y = e.fresh(n.name());
-  const int t = onnx_type(n.args()[1].value.toInt());
+// The dtype a cast names: `to(x, dtype)`'s second argument or `_to_copy(x, dtype=)`'s
+// keyword; nullptr when it names none.
+const c10::IValue* cast_dtype(const fx::Node& n) {
+  if (n.args().size() > 1 && n.args()[1].is_const() && n.args()[1].value.isInt()) return &n.args()[1].value;
+  for (const auto& [k, a] : n.kwargs())
+    if (k == "dtype" && a.is_const() && a.value.isInt()) return &a.value;
+  return nullptr;
+}
+
+// to(dtype) / _to_copy(dtype=): ONNX Cast (to the dtype x has: the identity). A
+// _to_copy naming no dtype (device, layout, memory format) is the identity; the other
+// overloads of `to` (device, tensor) are not exported.
+void cast(Exporter& e, fx::Node& n) {
+  const c10::IValue* dtype = cast_dtype(n);
+  if (!dtype && n.target().rfind("aten::_to_copy", 0) == 0 && n.args().size() == 1) return e.alias(&n);
+  if (!dtype) unsupported(n, "op 'to' has no ONNX export in qfx yet");
+  const int t = onnx_type(dtype->toInt());
   if (t < 0) unsupported(n, "a cast to a dtype ONNX lacks");
+  const std::string y = e.fresh(n.name());
   e.last_ = e.node("Cast", {e.value(n, n.args().at(0))}, y, n.name());
   e.attr_i(e.last_, "to", t);
   finish(e, n, y);
@@ -111,7 +125,7 @@ void register_elementwise_ops(OpCatalog& c) {
   c.add(OpRecord("hardtanh").quantized_as(activation_kinds()).describe("ONNX Clip (hardtanh(0, 6) is relu6)").writes({"Clip"})
             .to_onnx(clamp));
   c.add(OpRecord("log_softmax").describe("ONNX LogSoftmax").writes({"LogSoftmax"}).to_onnx(log_softmax));
-  c.add(OpRecord("to").describe("a dtype cast (ONNX Cast)").writes({"Cast"}).to_onnx(cast));
+  c.add(OpRecord("to").also_aten({"_to_copy"}).describe("a dtype cast (ONNX Cast)").writes({"Cast"}).to_onnx(cast));
 }
 
 }  // namespace qfx::quant::detail

@@ -393,7 +393,7 @@ void register_shape_ops(OpCatalog& c) {
             }, flatten_module));
   c.add(op("dropout", &alias, "the identity in eval mode").also_aten({"feature_dropout"}).also_modules({"Dropout"})
             .quantized_as(activation_kinds()));
-  c.add(op("identity", &alias, "the identity").also_aten({"contiguous", "detach", "clone"}).also_modules({"Identity"})
+  c.add(op("identity", &alias, "the identity").also_aten({"contiguous", "detach", "clone", "alias"}).also_modules({"Identity"})
             .quantized_as(activation_kinds()));
 }
 
