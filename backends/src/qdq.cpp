@@ -79,12 +79,7 @@ std::optional<QInfo> read_qparams(const Tensor& scale, const Tensor* zero_point,
   return q;
 }
 
-
 namespace {
-
-bool eight_bit_per_tensor(const QInfo& q) {
-  return !q.per_channel() && (q.dtype == DType::kUInt8 || q.dtype == DType::kInt8);
-}
 
 // A chain of elementwise float ops on one 8-bit value (SiLU as x * Sigmoid(x)):
 // one table, where the target has tables at all.
@@ -94,7 +89,7 @@ bool region_rule(Ctx& c, size_t i, const Ctx::DQ& d0) {
   auto reg = qdq::unary_region(g, c.removed, c.uses, c.graph_outputs, n.inputs[0], i);
   if (!reg) return false;
   auto yq = c.qparams(g.nodes[reg->back()], DType::kUInt8);
-  if (!yq || !eight_bit_per_tensor(*yq)) return false;
+  if (!yq || !qdq::eight_bit_per_tensor(*yq)) return false;
   Attr table;
   try {
     table = region_table(g, *reg, n.inputs[0], d0.q, *yq);
@@ -133,7 +128,7 @@ bool table_rule(Ctx& c, size_t i, const Ctx::DQ& d0) {
 // target's `arithmetic.lut` names.
 bool tables(Ctx& c, size_t i, const Ctx::DQ& d0, const std::vector<std::string>& lut_ops) {
   if (lut_ops.empty()) return false;
-  if (eight_bit_per_tensor(d0.q) && region_rule(c, i, d0)) return true;
+  if (qdq::eight_bit_per_tensor(d0.q) && region_rule(c, i, d0)) return true;
   const std::string& op = c.g.nodes[i].op;
   return std::find(lut_ops.begin(), lut_ops.end(), op) != lut_ops.end() && table_rule(c, i, d0);
 }

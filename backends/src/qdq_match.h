@@ -15,6 +15,19 @@
 
 namespace qfx::runtime::ir::qdq {
 
+/// Per-tensor 8-bit (uint8 or int8) qparams: what every int8 form but the 16x8 ones takes.
+inline bool eight_bit_per_tensor(const QInfo& q) {
+  return !q.per_channel() && (q.dtype == DType::kUInt8 || q.dtype == DType::kInt8);
+}
+
+/// A Clip's constant bounds in real units (an absent bound unbounded, +-3.4e38);
+/// false for a bound computed at run time (the Clip then cannot be fused).
+inline bool clip_bounds(const Graph& g, const Node& clip, float* lo, float* hi) {
+  *lo = -3.4e38f;
+  *hi = 3.4e38f;
+  return clip_bound(g, clip, 1, lo) && clip_bound(g, clip, 2, hi);
+}
+
 struct Ctx {
   Graph& g;
   std::map<std::string, size_t> producer;
@@ -93,11 +106,7 @@ struct Ctx {
     if (!c) return std::nullopt;
     const Node* cn = &g.nodes[*c];
     if (allow_act && (cn->op == "Relu" || cn->op == "Clip")) {
-      if (cn->op == "Clip") {
-        t.lo = -3.4e38f;
-        t.hi = 3.4e38f;
-        if (!clip_bound(g, *cn, 1, &t.lo) || !clip_bound(g, *cn, 2, &t.hi)) return std::nullopt;
-      }
+      if (cn->op == "Clip" && !clip_bounds(g, *cn, &t.lo, &t.hi)) return std::nullopt;
       t.act = cn->op;
       t.absorbed.push_back(*c);
       c = only_consumer(cn->outputs.at(0));

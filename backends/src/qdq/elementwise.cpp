@@ -26,12 +26,8 @@ bool activation(Group& g) {
   if (!t) return false;
   Ctx::Tail tt = *t;
   tt.act = n.op;
-  if (n.op == "Clip") {
-    tt.lo = -3.4e38f;
-    tt.hi = 3.4e38f;
-    // A bound computed at run time (not a scalar float constant): stays float.
-    if (!clip_bound(g.c.g, n, 1, &tt.lo) || !clip_bound(g.c.g, n, 2, &tt.hi)) return false;
-  }
+  // A bound computed at run time (not a scalar float constant): stays float.
+  if (n.op == "Clip" && !clip_bounds(g.c.g, n, &tt.lo, &tt.hi)) return false;
   Node f = n;
   f.op = g.form;
   f.inputs = {g.d0.quantized};

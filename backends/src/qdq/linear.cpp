@@ -45,11 +45,9 @@ std::optional<std::string> bias_of(const Ctx& c, const Node& n) {
   return std::nullopt;
 }
 
-bool is_8bit_per_tensor(const QInfo& q) { return !q.per_channel() && q.dtype != DType::kInt32 && q.dtype != DType::kInt16; }
-
 // MatMul of two quantized activations, per-tensor 8-bit qparams on both sides.
 bool activation_matmul(Group& g, const Ctx::DQ& dw, const Ctx::Tail& t) {
-  if (!is_8bit_per_tensor(dw.q) || g.d0.q.dtype == DType::kInt16 || t.q.dtype == DType::kInt16) return false;
+  if (!eight_bit_per_tensor(dw.q) || g.d0.q.dtype == DType::kInt16 || t.q.dtype == DType::kInt16) return false;
   Node f = g.node();
   f.op = "QLinearMatMul";
   f.inputs = {g.d0.quantized, dw.quantized};
