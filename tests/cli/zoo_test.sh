@@ -36,14 +36,23 @@ import json, onnxruntime; v = json.load(open('$tmp/$1/report.json'))['versions']
 same_v = v['onnxruntime'] == onnxruntime.__version__ and v['libtorch'] and v['qfx']
 print('ok' if a.shape == b.shape and ties and d < 0.05 and same_v else 'differ', agree, d, v)\""
 }
+
+# Classification: torchvision CNNs on 64x64 inputs, the architectures given.
+classify() {
 $PY -c "import numpy; numpy.save('$tmp/x.npy', numpy.random.default_rng(0).normal(0, 1, (32, 3, 64, 64)).astype(numpy.float32))"
-for arch in efficientnet_b0 googlenet shufflenet_v2_x0_5 mobilenet_v3_small regnet_x_400mf densenet121 squeezenet1_0 mnasnet0_5; do
+for arch in "$@"; do
   ptq_arch "$arch" x "[-1, 3, 64, 64]"
   check "$arch: int8 cosine against fp32 >= 0.98" 0 "^ok" -- $PY -c "
 import json; c = json.load(open('$tmp/$arch/report.json'))['evaluation']['cosine_int8_vs_fp32']
 print('ok' if c >= 0.98 else 'low', c)"
   ort_agrees "$arch" x
 done
+}
+part_cnn_a() { classify efficientnet_b0 googlenet shufflenet_v2_x0_5 mobilenet_v3_small; }
+part_cnn_b() { classify regnet_x_400mf densenet121 squeezenet1_0 mnasnet0_5; }
+
+# Transformers, a 1-D audio CNN and normalisation layers.
+part_transformers() {
 # Transformers: nn.TransformerEncoder (batch first, post-norm and norm_first) on
 # [N, 16, 32] tokens, a small torchvision ViT and a small Swin (shifted windows: roll,
 # an attention mask built in place, the relative position bias folded at export).
@@ -85,6 +94,10 @@ ops = [k['op'] for k in r['kernels']]
 ok = c >= 0.98 and ops.count('QLinearConv') == 2 and 'ReduceMean' in ops
 print('ok' if ok else 'low', c, ops)"
 ort_agrees norm_net x32
+}
+
+# Segmentation: dictionary outputs, mean IoU, per-pixel labels, QAT.
+part_segmentation() {
 # Segmentation: torchvision's LRASPP and DeepLabV3 (MobileNetV3-Large) return
 # {"out": [N, 21, H, W]}; evaluation.output names the key; the per-pixel classes of the
 # int8 model against the fp32 model (mean IoU), and ONNX Runtime agreeing with qfx.
@@ -177,6 +190,11 @@ import json, numpy as np; e = json.load(open('$tmp/seg_qat/report.json'))['evalu
 y = np.load('$tmp/seg_labels.npy'); v = y != 255; p = np.load('$tmp/seg_fp.npy').argmax(1)
 want = float((p == y)[v].mean()); ok = abs(e['top1_fp32'] - want) < 0.005 and all(e['top1_fp32'] - 0.05 <= e[k] <= 1 for k in ('top1_fakequant', 'top1_int8'))
 print('ok' if ok else 'bad', e['top1_fp32'], want, e['top1_fakequant'], e['top1_int8'])"
+}
+
+# Detection: wrapped host post-processing; the tracer's rank checks.
+part_detection() {
+$PY -c "import numpy; numpy.save('$tmp/x32.npy', numpy.random.default_rng(3).normal(0, 1, (32, 3, 32, 32)).astype(numpy.float32))"
 # A detector: backbone and two heads (int8, deployed), post-processing with
 # torchvision's nms and data-dependent branches kept whole by a wrap entry and left to
 # the host. No environment variable: torchvision's operator library loads by itself.
@@ -272,5 +290,11 @@ check "qfx inspect --input-shape specialises the same checks" 0 "aten::(softmax|
 check "qfx inspect --input-shape with a non-integer: CLI11's conversion error" 104 "Could not convert: --input-shape" -- \
   "$QFX" inspect "$FIXTURES/transformer_encoder_post_norm.pt" --input-shape=-1,x,32
 
+}
+
+# $2 names the part to run (one ctest test each, so that they run side by side).
+part=${2:?usage: zoo_test.sh ORT_CHECK_DIR cnn_a|cnn_b|transformers|segmentation|detection}
+declare -F "part_$part" >/dev/null || { echo "zoo_test.sh: no part '$part'"; exit 2; }
+"part_$part"
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]
