@@ -77,6 +77,8 @@ class ProgramBuilder {
     for (const auto& n : graph.at("nodes")) node(n);
     outputs(gmj.at("signature"), graph);
     decompose_attention(*gm_);  // each matmul and the softmax quantized, as the TorchScript tracer gives them
+    simplify_arange_index(*gm_);  // transformers' mask builders index with full aranges
+    g_.eliminate_dead_code();     // their unused aranges and size checks
     gm_->eval();
     return gm_;
   }
@@ -117,13 +119,35 @@ class ProgramBuilder {
     env_[name] = p;
   }
 
-  // meta["traced_shape"]: the value's sizes as the program recorded them (-1: symbolic).
+  // meta["traced_shape"]: the value's sizes as the program recorded them (-1: symbolic);
+  // meta["traced_dtype"]: its scalar type (c10's name: "Float", "Bool", "Long"), both
+  // from the program's tensor_meta.
   void shape_meta(const std::string& value, Node* n) {
     const auto& tv = a_.model.at("graph_module").at("graph").at("tensor_values");
     if (!tv.contains(value)) return;
+    const json& meta = tv.at(value);
     std::vector<int64_t> shape;
-    for (const auto& s : tv.at(value).at("sizes")) shape.push_back(static_int(s));
+    for (const auto& s : meta.at("sizes")) shape.push_back(static_int(s));
     n->meta()["traced_shape"] = c10::IValue(shape);
+    n->meta()["traced_dims"] = dims_of(meta.at("sizes"));
+    if (!meta.contains("dtype")) return;
+    try {
+      n->meta()["traced_dtype"] = std::string(c10::toString(scalar_type_of(meta.at("dtype").get<int64_t>(), value)));
+    } catch (const IoError&) {  // a dtype qfx has no kernels for: the op that reads it says so
+    }
+  }
+
+  // Each size as the program wrote it: "16", or a symbol's expression
+  // ("Symbol('s43', positive=True, integer=True)"): equal strings, equal sizes.
+  static c10::List<std::string> dims_of(const json& sizes) {
+    c10::List<std::string> out;
+    for (const auto& s : sizes) out.push_back(sym_text(s));
+    return out;
+  }
+  static std::string sym_text(const json& s) {
+    if (s.contains("as_int")) return std::to_string(s.at("as_int").get<int64_t>());
+    if (s.contains("as_expr")) return s.at("as_expr").at("expr_str").get<std::string>();
+    return "?";
   }
 
   void lift(const json& spec, const char* key, const std::map<std::string, at::Tensor>& from, bool buffer) {
@@ -338,6 +362,8 @@ class ProgramBuilder {
       node->meta()["is_tensor"] = tensor;
       node->meta()["type"] = std::string(tensor ? "Tensor" : "int");
       if (tensor) shape_meta(v, node);
+      const auto& syms = a_.model.at("graph_module").at("graph").at("sym_int_values");
+      if (!tensor && syms.contains(v)) node->meta()["sym_expr"] = sym_text(syms.at(v));
       env_[v] = node;
     };
     auto name_of = [](const json& o, bool* tensor) -> std::string {

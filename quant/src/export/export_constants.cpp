@@ -34,13 +34,20 @@ bool Exporter::constant_node(const fx::Node* n) {
   return c;
 }
 
+bool Exporter::integer_constant(fx::Node* n) {
+  if (!constant_node(n)) return false;
+  if (!folded_ready_) evaluate_constants();
+  auto it = folded_.find(n->name());
+  return it != folded_.end() && !it->second.is_floating_point();
+}
+
 void Exporter::fold_constant(fx::Node* n) {
   if (!folded_ready_) evaluate_constants();
   auto it = folded_.find(n->name());
   if (it == folded_.end()) unsupported(*n, "a constant that is not a tensor");
   at::Tensor t = it->second;
   // A mask (bool) is left for its consumers, constants too, to fold with it (Swin's
-  // masked_fill); a non-constant consumer reports the input as not exported.
+  // masked_fill); value() writes it for a consumer that is not a constant.
   if (t.scalar_type() == at::kBool) return;
   if (t.is_floating_point()) t = t.to(at::kFloat);
   names_[n] = init(n->name(), t);

@@ -47,6 +47,14 @@ void where(Exporter& e, fx::Node& n) {
   finish(e, n, y);
 }
 
+// masked_fill(x, mask, value) (.Scalar, or .Tensor with a 0-d value): ONNX
+// Where(mask, value, x).
+void masked_fill(Exporter& e, fx::Node& n) {
+  const std::string y = e.fresh(n.name());
+  e.last_ = e.node("Where", {e.value(n, n.args().at(1)), e.operand(n, n.args().at(2)), e.value(n, n.args().at(0))}, y, n.name());
+  finish(e, n, y);
+}
+
 void clamp(Exporter& e, fx::Node& n) {  // clamp / hardtanh (min, max): Clip with the bounds given
   const std::string y = e.fresh(n.name());
   std::vector<std::string> in = {e.value(n, n.args().at(0))};
@@ -66,27 +74,62 @@ void log_softmax(Exporter& e, fx::Node& n) {
   finish(e, n, y);
 }
 
-// The dtype a cast names: `to(x, dtype)`'s second argument or `_to_copy(x, dtype=)`'s
-// keyword; nullptr when it names none.
+// The dtype a cast names: `to.dtype(x, dtype)`'s second argument, `to.device(x,
+// device, dtype)`'s third, or the `dtype=` keyword (`_to_copy`, `to.dtype_layout`);
+// nullptr when it names none.
 const c10::IValue* cast_dtype(const fx::Node& n) {
-  if (n.args().size() > 1 && n.args()[1].is_const() && n.args()[1].value.isInt()) return &n.args()[1].value;
+  const std::string& t = n.target();
+  const size_t i = t.size() > 7 && t.compare(t.size() - 7, 7, ".device") == 0 ? 2 : 1;
+  if (n.args().size() > i && n.args()[i].is_const() && n.args()[i].value.isInt()) return &n.args()[i].value;
   for (const auto& [k, a] : n.kwargs())
     if (k == "dtype" && a.is_const() && a.value.isInt()) return &a.value;
   return nullptr;
 }
 
-// to(dtype) / _to_copy(dtype=): ONNX Cast (to the dtype x has: the identity). A
-// _to_copy naming no dtype (device, layout, memory format) is the identity; the other
-// overloads of `to` (device, tensor) are not exported.
+// to / _to_copy naming a dtype: ONNX Cast (to the dtype x has: the identity). One
+// naming only a device, layout or memory format is the identity; `to.other` (the dtype
+// of another tensor) is not exported.
 void cast(Exporter& e, fx::Node& n) {
   const c10::IValue* dtype = cast_dtype(n);
-  if (!dtype && n.target().rfind("aten::_to_copy", 0) == 0 && n.args().size() == 1) return e.alias(&n);
-  if (!dtype) unsupported(n, "op 'to' has no ONNX export in qfx yet");
+  const bool to_other = n.args().size() > 1 && n.args()[1].is_node();
+  if (!dtype && !to_other) return e.alias(&n);
+  if (!dtype) unsupported(n, "to(other) (the dtype of another tensor) has no ONNX export in qfx yet");
   const int t = onnx_type(dtype->toInt());
   if (t < 0) unsupported(n, "a cast to a dtype ONNX lacks");
   const std::string y = e.fresh(n.name());
   e.last_ = e.node("Cast", {e.value(n, n.args().at(0))}, y, n.name());
   e.attr_i(e.last_, "to", t);
+  finish(e, n, y);
+}
+
+// The scalar type the program recorded for node `n`'s argument `i` (meta
+// "traced_dtype": c10's name, "Bool"), "" when it is not a node or not recorded.
+std::string arg_dtype(const fx::Node& n, size_t i) {
+  if (i >= n.args().size() || !n.args()[i].is_node()) return "";
+  const auto& meta = n.args()[i].node->meta();
+  auto it = meta.find("traced_dtype");
+  return it != meta.end() && it->second.isString() ? it->second.toStringRef() : "";
+}
+
+// bitwise_not / bitwise_and / bitwise_or of bool tensors (the masks transformers
+// build): ONNX Not / And / Or. Integer operands need opset 18's Bitwise* ops.
+std::function<void(Exporter&, fx::Node&)> boolean(std::string onnx) {
+  return [onnx](Exporter& e, fx::Node& n) {
+    const size_t arity = onnx == "Not" ? 1 : 2;
+    for (size_t i = 0; i < arity; ++i)
+      if (arg_dtype(n, i) != "Bool")
+        unsupported(n, canonical_op_name(n, e.gm_) + " of a " + (arg_dtype(n, i).empty() ? "tensor of unknown dtype" : arg_dtype(n, i) + " tensor") +
+                           " (qfx exports it on bool tensors, as ONNX " + onnx + ")");
+    if (arity == 1) return e.unary(&n, onnx);
+    e.binary(&n, onnx);
+  };
+}
+
+// ne: ONNX Equal, then Not.
+void not_equal(Exporter& e, fx::Node& n) {
+  e.binary(&n, "Equal");
+  const std::string y = e.fresh(n.name());
+  e.last_ = e.node("Not", {e.names_.at(&n)}, y, n.name() + "_not");
   finish(e, n, y);
 }
 
@@ -118,6 +161,13 @@ void register_elementwise_ops(OpCatalog& c) {
     c.add(OpRecord(op).describe(std::string("ONNX ") + onnx + " in float").writes({onnx}).to_onnx([o = std::string(onnx)](Exporter& e, fx::Node& n) {
       e.binary(&n, o);
     }));
+  for (const auto& [op, onnx] : std::vector<std::pair<const char*, const char*>>{{"bitwise_not", "Not"}, {"bitwise_and", "And"}, {"bitwise_or", "Or"}}) {
+    OpRecord r(op);
+    if (std::string(op) != "bitwise_not") r.also_aten({std::string(op) == "bitwise_and" ? "__and__" : "__or__"});
+    c.add(r.describe(std::string("ONNX ") + onnx + " of bool tensors").writes({onnx}).to_onnx(boolean(onnx)));
+  }
+  c.add(OpRecord("masked_fill").describe("ONNX Where(mask, value, x)").writes({"Where"}).to_onnx(masked_fill));
+  c.add(OpRecord("ne").describe("ONNX Equal, then Not").writes({"Equal", "Not"}).to_onnx(not_equal));
   c.add(OpRecord("rsub").describe("other - self (ONNX Sub)").writes({"Sub"}).to_onnx(rsub));
   c.add(OpRecord("where").describe("ONNX Where").writes({"Where"}).to_onnx(where));
   c.add(OpRecord("clamp").also_aten({"clamp_min", "clamp_max"}).quantized_as(activation_kinds())

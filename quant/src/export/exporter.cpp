@@ -31,6 +31,10 @@ void Exporter::run() {
       case fx::Opcode::kCallMethod: unsupported(*n, "a wrapped call cannot be expressed in ONNX; keep it out of the exported part");
       case fx::Opcode::kCallModule: module(n); break;
       case fx::Opcode::kCallFunction:
+        if (integer_constant(n)) {  // index arithmetic and masks on constants: their values
+          fold_constant(n);
+          break;
+        }
         try {
           function(n);
         } catch (const UnsupportedOpError&) {
@@ -104,6 +108,7 @@ std::string Exporter::init(const std::string& hint, const at::Tensor& t_in) {
     case at::kByte: tp->set_data_type(onnx::TensorProto::UINT8); break;
     case at::kInt: tp->set_data_type(onnx::TensorProto::INT32); break;
     case at::kLong: tp->set_data_type(onnx::TensorProto::INT64); break;
+    case at::kBool: tp->set_data_type(onnx::TensorProto::BOOL); break;
     default: throw UnsupportedOpError("export_onnx: cannot store a tensor of type " + std::string(c10::toString(t.scalar_type())));
   }
   tp->set_raw_data(std::string(static_cast<const char*>(t.data_ptr()), t.nbytes()));
@@ -133,7 +138,14 @@ std::string Exporter::two_input(const char* op, const std::string& a, const std:
 const std::string& Exporter::value(const fx::Node& user, const fx::Argument& a) {
   if (!a.is_node()) unsupported(user, "a non-tensor argument where a tensor is expected");
   auto it = names_.find(a.node);
-  if (it == names_.end()) unsupported(user, "its input '" + a.node->name() + "' was not exported");
+  if (it == names_.end()) {
+    // A folded bool mask, written where a non-constant op first reads it.
+    auto f = folded_.find(a.node->name());
+    if (f == folded_.end() || f->second.scalar_type() != at::kBool)
+      unsupported(user, "its input '" + a.node->name() + "' was not exported");
+    rank_[a.node] = static_cast<int>(f->second.dim());
+    it = names_.emplace(a.node, init(a.node->name(), f->second)).first;
+  }
   return it->second;
 }
 

@@ -132,6 +132,9 @@ class Exporter {
   /// one and stores it as an initializer.
   bool constant_node(const fx::Node* n);
   void fold_constant(fx::Node* n);
+  /// True for a constant node (constant_node) whose value is an integer or bool
+  /// tensor: exported as its value (an initializer), not as ONNX ops on int64 data.
+  bool integer_constant(fx::Node* n);
   void evaluate_constants();  // every constant node's value, in one run (folded_)
 
   fx::GraphModule& gm_;

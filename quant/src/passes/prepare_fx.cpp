@@ -85,7 +85,7 @@ class Preparer {
       info_[n] = i;
       return;
     }
-    if (i.op == "getitem" || !produces_tensor(*n)) return;
+    if (i.op == "getitem" || !quantizable_value(*n)) return;
     if ((i.op == "zeros" || i.op == "zeros_like") && read_by_recurrent_only(*n, gm_))
       return;  // a recurrent layer's default initial state: not exported
     i.qconfig = mapping_.resolve(node_module_path(*n), node_object_type(*n, gm_), &i.matched_by);
@@ -292,6 +292,20 @@ class Preparer {
     return obs_node;
   }
 
+  // A tensor that can carry qparams: a float one. Integer and bool tensors (token and
+  // position ids, masks) are not observed, as the program's meta["traced_dtype"] or a
+  // get_attr's tensor tells; a value of unknown dtype counts as float.
+  bool quantizable_value(const fx::Node& n) const {
+    if (!produces_tensor(n)) return false;
+    auto it = n.meta().find("traced_dtype");
+    if (it != n.meta().end() && it->second.isString()) {
+      const std::string& t = it->second.toStringRef();
+      return t == "Float" || t == "Double" || t == "Half" || t == "BFloat16";
+    }
+    if (n.op() == fx::Opcode::kGetAttr && gm_.has_attr(n.target())) return gm_.get_attr(n.target()).is_floating_point();
+    return true;
+  }
+
   // The value node behind an observed input (the observer call's producer).
   fx::Node* producer(fx::Node* arg) const {
     auto it = observed_by_.find(arg);
@@ -301,7 +315,7 @@ class Preparer {
   std::vector<fx::Node*> tensor_inputs(fx::Node* n, bool weighted) const {
     std::vector<fx::Node*> out;
     auto add = [&](fx::Node* a) {
-      if (produces_tensor(*producer(a)) || observed_by_.count(a)) out.push_back(a);
+      if (quantizable_value(*producer(a)) || observed_by_.count(a)) out.push_back(a);
     };
     for (const auto& a : n->args()) {
       if (a.is_node()) add(a.node);

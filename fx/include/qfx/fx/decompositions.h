@@ -28,4 +28,16 @@ namespace qfx::fx {
 /// unknown, or for grouped-query attention (enable_gqa) with unequal head counts.
 int decompose_attention(GraphModule& gm);
 
+/// Rewrites `aten::index.Tensor(x, [i_0, ..., i_{k-1}])` whose every index i_d is
+/// `arange(x.size(d))` moved by `unsqueeze` (or `add` of 0) onto an axis a_d of its
+/// own in a rank-R broadcast, with a_0 < a_1 < ..., into unsqueezes of x at the other
+/// R - k axes: `x[arange(B)[:, None, None, None], arange(L)[None, None, None, :]]` is
+/// `x[:, None, None, :]`, [B, 1, 1, L] (the gather reads every element once, in
+/// order, so the rewrite is exact). transformers' attention-mask builders index the
+/// padding mask this way. Sizes are compared as the program recorded them
+/// (meta["traced_dims"] of x and the index tensors, meta["sym_expr"] or the constant
+/// of the arange's end): equal symbols, equal sizes. Other index nodes are left as
+/// they are. Returns the number of nodes rewritten.
+int simplify_arange_index(GraphModule& gm);
+
 }  // namespace qfx::fx
