@@ -74,7 +74,11 @@ void Model::Impl::run_kernels(Plan& plan, const std::function<void(int, const Te
   const bool timed = print_profile || collect;
   std::vector<double> node_ms(collect ? plan.kernels.size() : 0, 0.0);
   for (size_t n = 0; n < plan.kernels.size(); ++n) {
-    if (!plan.kernels[n].run) continue;  // evaluated when the plan was built
+    if (!plan.kernels[n].run) {  // evaluated when the plan was built: observed as computed then
+      for (int v : node_out[n])
+        if (v >= 0) observe(v, plan.values[static_cast<size_t>(v)], plan.meta[static_cast<size_t>(v)].nhwc);
+      continue;
+    }
     const auto t0 = timed ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
     plan.kernels[n].run(plan.in_ptrs[n], plan.out_ptrs[n]);
     if (timed) {

@@ -120,7 +120,7 @@ int64_t static_int(const json& j) {
   return -1;
 }
 
-ExportedArchive read_exported_archive(const std::string& path) {
+ExportedArchive read_exported_archive(const std::string& path, bool with_tensors) {
   if (!std::filesystem::is_regular_file(path)) throw IoError(path + ": model file not found");
   check_unpacked_size(path, "cannot read exported program (not a zip archive)");
   ExportedArchive a;
@@ -130,6 +130,7 @@ ExportedArchive read_exported_archive(const std::string& path) {
     const std::string model = model_record(r.getAllRecords(), path);
     a.model = parse(record(r, model), path + ": " + model);
     check_schema(a.model, path);
+    if (!with_tensors) return a;
     a.weights = tensors(r, "data/weights/model_weights_config.json", "data/weights/", path);
     a.constants = tensors(r, "data/constants/model_constants_config.json", "data/constants/", path);
   } catch (const Error&) {
@@ -143,3 +144,20 @@ ExportedArchive read_exported_archive(const std::string& path) {
 }
 
 }  // namespace qfx::fx::detail
+
+namespace qfx::fx {
+
+std::vector<std::string> exported_program_inputs(const std::string& path) {
+  const detail::ExportedArchive a = detail::read_exported_archive(path, /*with_tensors=*/false);
+  std::vector<std::string> names;
+  try {
+    for (const auto& spec : a.model.at("graph_module").at("signature").at("input_specs"))
+      if (spec.contains("user_input") && spec.at("user_input").at("arg").contains("as_tensor"))
+        names.push_back(spec.at("user_input").at("arg").at("as_tensor").at("name").get<std::string>());
+  } catch (const nlohmann::json::exception& e) {
+    throw IoError(path + ": the exported program's signature lacks a field qfx needs (" + std::string(e.what()) + ")");
+  }
+  return names;
+}
+
+}  // namespace qfx::fx

@@ -20,8 +20,9 @@ struct ExportedArchive {
 /// True for an archive record that holds a serialized program ("models/<name>.json").
 bool is_model_record(const std::string& record);
 
-/// Reads `path` (see load_exported_program for the errors).
-ExportedArchive read_exported_archive(const std::string& path);
+/// Reads `path` (see load_exported_program for the errors); the program's JSON only
+/// (no weights or constants) when `with_tensors` is false.
+ExportedArchive read_exported_archive(const std::string& path, bool with_tensors = true);
 
 /// The ATen dtype of a serialized ScalarType code (torch/_export/serde/schema.py).
 /// Throws IoError naming `what` for a code this build cannot hold.

@@ -1,8 +1,10 @@
 // The `model:` section's inputs: model.input_shape (one float input) or
 // model.inputs (several, or integer inputs), checked against an ONNX model's own.
+#include <algorithm>
 #include <filesystem>
 
 #include "model_inputs.h"
+#include "qfx/fx/exported_program.h"
 #include "qfx/fx/onnx_model.h"
 
 namespace qfx::quant {
@@ -97,6 +99,27 @@ std::vector<InputSpec> onnx_inputs(const std::string& path, const YAML::Node& m,
   return out;
 }
 
+// model.inputs of a torch.export program, in the program's input order (a mapping's
+// order is the writer's: YAML dumpers sort keys); every name must be one of its
+// inputs and every input named. Other models (TorchScript) take the order given.
+std::vector<InputSpec> program_order(const std::string& path, const YAML::Node& m, const std::vector<InputSpec>& given,
+                                     const std::string& model) {
+  if (!std::filesystem::exists(model) || !fx::is_exported_program(model)) return given;
+  const std::vector<std::string> names = fx::exported_program_inputs(model);
+  std::string list;
+  for (const auto& n : names) list += (list.empty() ? "" : ", ") + n;
+  std::vector<InputSpec> out;
+  for (const auto& g : given)
+    if (std::find(names.begin(), names.end(), g.name) == names.end())
+      bad(path, m["inputs"][g.name], "model.inputs." + g.name + ": " + model + " has no input of that name (its inputs: " + list + ")");
+  for (const auto& n : names) {
+    auto it = std::find_if(given.begin(), given.end(), [&](const InputSpec& g) { return g.name == n; });
+    if (it == given.end()) bad(path, m["inputs"], "model.inputs names no input '" + n + "' of " + model + " (its inputs: " + list + ")");
+    out.push_back(*it);
+  }
+  return out;
+}
+
 }  // namespace
 
 void read_model_inputs(const std::string& path, const YAML::Node& m, ModelConfig* model) {
@@ -111,7 +134,7 @@ void read_model_inputs(const std::string& path, const YAML::Node& m, ModelConfig
   if (has_shape) model->input_shape = shape_of(path, shape, "model.input_shape");
   const std::vector<InputSpec> given = m["inputs"] ? read_inputs(path, m["inputs"], ins) : std::vector<InputSpec>{};
   if (!onnx) {
-    if (!given.empty()) model->inputs = given;
+    if (!given.empty()) model->inputs = program_order(path, m, given, model->path);
     else if (has_shape) model->inputs = {{"input", model->input_shape, "float32"}};
     else bad(path, m, "model.input_shape is required, e.g. [-1, 1, 28, 28] (or model.inputs for several inputs)");
   } else if (given.empty() && ins.size() == 1 && ins[0].dtype == "float32") {  // one float input, fed as "input"

@@ -46,9 +46,11 @@ void Exporter::fold_constant(fx::Node* n) {
   auto it = folded_.find(n->name());
   if (it == folded_.end()) unsupported(*n, "a constant that is not a tensor");
   at::Tensor t = it->second;
-  // A mask (bool) is left for its consumers, constants too, to fold with it (Swin's
-  // masked_fill); value() writes it for a consumer that is not a constant.
-  if (t.scalar_type() == at::kBool) return;
+  // An integer or bool value (indices, a mask) is left for its consumers, constants
+  // too, to fold with it (Swin's masked_fill); value() writes it for the first
+  // consumer that is not a constant, so no initializer goes unread.
+  rank_[n] = static_cast<int>(t.dim());
+  if (!t.is_floating_point()) return;
   if (t.is_floating_point()) t = t.to(at::kFloat);
   names_[n] = init(n->name(), t);
   rank_[n] = static_cast<int>(t.dim());

@@ -139,11 +139,10 @@ const std::string& Exporter::value(const fx::Node& user, const fx::Argument& a) 
   if (!a.is_node()) unsupported(user, "a non-tensor argument where a tensor is expected");
   auto it = names_.find(a.node);
   if (it == names_.end()) {
-    // A folded bool mask, written where a non-constant op first reads it.
+    // A folded integer or bool value, written where a non-constant op first reads it.
     auto f = folded_.find(a.node->name());
-    if (f == folded_.end() || f->second.scalar_type() != at::kBool)
+    if (f == folded_.end() || f->second.is_floating_point())
       unsupported(user, "its input '" + a.node->name() + "' was not exported");
-    rank_[a.node] = static_cast<int>(f->second.dim());
     it = names_.emplace(a.node, init(a.node->name(), f->second)).first;
   }
   return it->second;

@@ -4,6 +4,7 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "qfx/fx/graph_module.h"
 
@@ -55,5 +56,10 @@ std::shared_ptr<GraphModule> load_exported_program(const std::string& path, cons
 /// (models/*.json beside data/), as torch.export.save writes; false for other
 /// files (a TorchScript archive, ONNX). Never throws.
 bool is_exported_program(const std::string& path);
+
+/// The names of the program's tensor user inputs, in the order of its graph
+/// signature (forward's arguments; the placeholders load_exported_program makes).
+/// Reads the program's JSON only. Throws IoError as load_exported_program does.
+std::vector<std::string> exported_program_inputs(const std::string& path);
 
 }  // namespace qfx::fx
