@@ -181,7 +181,9 @@ void flatten(Exporter& ex, fx::Node* n, int64_t start, int64_t end) {
     start = norm_dim(*n, start, static_cast<size_t>(r));
     end = norm_dim(*n, end, static_cast<size_t>(r));
   }
-  if (end == -1 || (r > 0 && end == r - 1)) {
+  // ONNX Flatten is always 2-D ([d0 * ... * d(axis-1), rest]): torch's flatten only
+  // when it starts at dim 1 and runs to the last; other spans are a Reshape.
+  if (start == 1 && (end == -1 || (r > 0 && end == r - 1))) {
     ex.unary(n, "Flatten");
     ex.attr_i(ex.last_, "axis", start);
     ex.rank_[n] = static_cast<int>(start) + 1;
