@@ -78,6 +78,7 @@ class ProgramBuilder {
     outputs(gmj.at("signature"), graph);
     decompose_attention(*gm_);  // each matmul and the softmax quantized, as the TorchScript tracer gives them
     simplify_arange_index(*gm_);  // transformers' mask builders index with full aranges
+    addmm_as_linear(*gm_);        // addmm / mm with a parameter quantize as linear
     g_.eliminate_dead_code();     // their unused aranges and size checks
     gm_->eval();
     return gm_;

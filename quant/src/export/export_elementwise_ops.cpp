@@ -125,6 +125,14 @@ std::function<void(Exporter&, fx::Node&)> boolean(std::string onnx) {
   };
 }
 
+// rsqrt: ONNX Sqrt, then Reciprocal (RMSNorm's 1 / sqrt(mean(x^2) + eps)).
+void rsqrt(Exporter& e, fx::Node& n) {
+  e.unary(&n, "Sqrt");
+  const std::string y = e.fresh(n.name());
+  e.last_ = e.node("Reciprocal", {e.names_.at(&n)}, y, n.name() + "_reciprocal");
+  finish(e, n, y);
+}
+
 // ne: ONNX Equal, then Not.
 void not_equal(Exporter& e, fx::Node& n) {
   e.binary(&n, "Equal");
@@ -167,6 +175,7 @@ void register_elementwise_ops(OpCatalog& c) {
     c.add(r.describe(std::string("ONNX ") + onnx + " of bool tensors").writes({onnx}).to_onnx(boolean(onnx)));
   }
   c.add(OpRecord("masked_fill").describe("ONNX Where(mask, value, x)").writes({"Where"}).to_onnx(masked_fill));
+  c.add(OpRecord("rsqrt").describe("1 / sqrt(x) (ONNX Sqrt, then Reciprocal)").writes({"Sqrt", "Reciprocal"}).to_onnx(rsqrt));
   c.add(OpRecord("ne").describe("ONNX Equal, then Not").writes({"Equal", "Not"}).to_onnx(not_equal));
   c.add(OpRecord("rsub").describe("other - self (ONNX Sub)").writes({"Sub"}).to_onnx(rsub));
   c.add(OpRecord("where").describe("ONNX Where").writes({"Where"}).to_onnx(where));

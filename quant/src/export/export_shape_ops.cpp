@@ -325,6 +325,32 @@ void slice_axis(Exporter& ex, const std::string& x, int64_t start, int64_t end, 
   ex.node("Slice", in, y, name);
 }
 
+// x's consecutive pieces along `dim` of `size` each (the last may be shorter), or of
+// the `sizes` given: ONNX Slice each, the tuple items of n.
+void pieces(Exporter& ex, fx::Node* n, int64_t size, std::vector<int64_t> sizes) {
+  const auto& d = dims_of(ex, *n, n->args().at(0));
+  const int64_t dim = norm_dim(*n, n->args().size() > 2 ? ex.ints_arg(*n, 2).at(0) : 0, d.size());
+  const Dim D = d[static_cast<size_t>(dim)];
+  if (D.batch || D.value < 0) unsupported(*n, canonical_op_name(*n, ex.gm_) + " along the dynamic batch");
+  if (sizes.empty()) {
+    if (size <= 0) unsupported(*n, "piece sizes must be positive");
+    for (int64_t b = 0; b < D.value || (D.value == 0 && sizes.empty()); b += size) sizes.push_back(std::min(size, D.value - b));
+  }
+  const std::string& x = ex.value(*n, n->args().at(0));
+  std::vector<std::string> items;
+  int64_t b = 0;
+  for (int64_t s : sizes) {
+    if (s < 0 || b + s > D.value) unsupported(*n, "split sizes that do not add up to the dimension");
+    const std::string y = ex.fresh(n->name() + "_" + std::to_string(items.size()));
+    slice_axis(ex, x, b, b + s, dim, 1, y, n->name() + "_" + std::to_string(items.size()));
+    items.push_back(y);
+    b += s;
+  }
+  ex.tuple_items_[n] = items;
+  ex.rank_[n] = ex.rank_of(n->args().at(0));
+}
+
+// chunk(x, chunks, dim): pieces of ceil(D / chunks).
 void chunk(Exporter& ex, fx::Node* n) {
   const auto& d = dims_of(ex, *n, n->args().at(0));
   const int64_t chunks = ex.ints_arg(*n, 1).at(0);
@@ -332,17 +358,15 @@ void chunk(Exporter& ex, fx::Node* n) {
   const Dim D = d[static_cast<size_t>(dim)];
   if (D.batch || D.value < 0) unsupported(*n, "chunk along the dynamic batch");
   if (chunks <= 0) unsupported(*n, "chunks must be positive");
-  const int64_t size = (D.value + chunks - 1) / chunks;
-  const std::string& x = ex.value(*n, n->args().at(0));
-  std::vector<std::string> items;
-  for (int64_t b = 0; b < D.value || (D.value == 0 && items.empty()); b += std::max<int64_t>(size, 1)) {
-    const std::string y = ex.fresh(n->name() + "_" + std::to_string(items.size()));
-    slice_axis(ex, x, b, std::min(b + size, D.value), dim, 1, y, n->name() + "_" + std::to_string(items.size()));
-    items.push_back(y);
-    if (D.value == 0) break;
-  }
-  ex.tuple_items_[n] = items;
-  ex.rank_[n] = ex.rank_of(n->args().at(0));
+  pieces(ex, n, std::max<int64_t>((D.value + chunks - 1) / chunks, 1), {});
+}
+
+// split(x, split_size, dim) / split_with_sizes(x, sizes, dim).
+void split(Exporter& ex, fx::Node* n) {
+  const std::vector<int64_t> s = ex.ints_arg(*n, 1);
+  const bool sizes = n->target().rfind("aten::split_with_sizes", 0) == 0 || n->target() == "aten::split.sizes";
+  if (sizes) return pieces(ex, n, 0, s);
+  pieces(ex, n, s.at(0), {});
 }
 
 namespace {
@@ -386,6 +410,7 @@ void register_shape_ops(OpCatalog& c) {
   c.add(op("expand", expand, "ONNX Expand").writes({"Shape", "Slice", "Concat", "Expand"}));
   c.add(op("transpose", transpose, "ONNX Transpose of two dims").also_aten({"t"}).writes({"Transpose"}).quantized_as(activation_kinds()));
   c.add(op("chunk", chunk, "pieces along one dim (ONNX Slice)").writes({"Slice"}));
+  c.add(op("split", split, "pieces of given sizes along one dim (ONNX Slice)").also_aten({"split_with_sizes"}).writes({"Slice"}));
   for (const char* s : {"slice", "select"})
     c.add(op(s, slice, "ONNX Slice (select: then Squeeze)").writes({"Slice", "Squeeze"}).quantized_as(activation_kinds()));
   c.add(OpRecord("cat").also_aten({"concat"}).quantized_as(activation_kinds()).describe("ONNX Concat").writes({"Concat"}).to_onnx(cat));

@@ -40,4 +40,13 @@ int decompose_attention(GraphModule& gm);
 /// they are. Returns the number of nodes rewritten.
 int simplify_arange_index(GraphModule& gm);
 
+/// Rewrites `aten::addmm(b, x, m2)` (beta = alpha = 1, b a parameter) and
+/// `aten::mm(x, m2)` whose m2 is a [in, out] parameter as `aten::linear(x, W[, b])`
+/// with W [out, in], so that they quantize as torch.nn.Linear does (a per-channel int8
+/// weight): W is the parameter under `permute(W, [1, 0])` / `t(W)` (Core ATen's
+/// linear after run_decompositions), or a transposed copy of m2 registered as the
+/// parameter `<m2's path>_t` (GPT-2's Conv1D: addmm(bias, x, weight)). Other addmm /
+/// mm nodes (two activations) are left as they are. Returns the number rewritten.
+int addmm_as_linear(GraphModule& gm);
+
 }  // namespace qfx::fx
