@@ -16,8 +16,9 @@ namespace qfx::quant {
 struct ModelConfig {
   std::string path;                    ///< TorchScript file, torch.export program (.pt2) or float ONNX model (.onnx)
   std::vector<int64_t> input_shape;    ///< [-1, C, H, W]; -1 marks the batch dimension (an ONNX model's own when not given); the first input's
-  /// Every input in order (forward's arguments, an ONNX model's graph inputs):
-  /// from model.inputs, or one float32 input "input" of input_shape.
+  /// Every input in order (forward's arguments, a torch.export program's or an ONNX
+  /// model's graph inputs, whatever order model.inputs lists them in): from
+  /// model.inputs, or one float32 input "input" of input_shape.
   std::vector<InputSpec> inputs;
   // model.libraries (operator libraries, .so) lands in TracerConfig::options.libraries.
 };

@@ -10,7 +10,7 @@ const KeyTable& model_keys() {
   static const KeyTable t{"model", {
       {"path", KeyType::kPath, {}, {}, "required", "a TorchScript file, a torch.export program (.pt2) or a float ONNX model"},
       {"input_shape", KeyType::kList, {}, {}, "an ONNX model's", "[-1, C, H, W] of a model with one float32 input (-1: dynamic batch)"},
-      {"inputs", KeyType::kMapping, {}, {}, "an ONNX model's", "{NAME: {shape, dtype}, ...} in forward's argument order"},
+      {"inputs", KeyType::kMapping, {}, {}, "an ONNX model's", "{NAME: {shape, dtype}, ...}, bound by name (a TorchScript model's in forward's argument order)"},
       {"libraries", KeyType::kPaths, {}, {}, "[]", "operator libraries (.so) the TorchScript calls"},
   }};
   return t;
