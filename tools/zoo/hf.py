@@ -297,6 +297,24 @@ def ort_check(qfx, tag, out, inputs, log):
             "self": cosine(res["ort"], res["ort_plain"]) if same else 0.0}
 
 
+def stage(log, what):
+    """Notes in CASE.log the step that starts (what a timed-out row names)."""
+    with open(log, "a") as f:
+        f.write("== %s\n" % what)
+
+
+def last_stage(log):
+    """The step CASE.log's last note or command names (None without a log)."""
+    if not os.path.exists(log):
+        return None
+    steps = [l[3:].strip() if l.startswith("== ") else l[2:].split()[0:3] for l in open(log, errors="replace")
+             if l.startswith("== ") or l.startswith("$ ")]
+    if not steps:
+        return None
+    last = steps[-1]
+    return last if isinstance(last, str) else " ".join(os.path.basename(x) for x in last)
+
+
 def measure(tag, model, cal, ev, out, qfx):
     """Exports `model` (keyword inputs `cal` / `ev`: {name: array}), runs PT2E, qfx ptq and
     ONNX Runtime; the row's result (also written to CASE.result.json)."""
@@ -304,10 +322,12 @@ def measure(tag, model, cal, ev, out, qfx):
     log = os.path.join(out, tag + ".log")
     open(log, "w").close()
     r = {"case": tag}
+    stage(log, "torch.export")
     with torch.no_grad():
         dynamic, err = export_program(model, batches(cal, BATCH)[0], os.path.join(out, tag + ".pt2"))
     r["dynamic_batch"], r["export_error"] = dynamic, err
     if err is None:
+        stage(log, "PT2E")
         r["pt2e"] = pt2e_cosine(model, cal, ev)
         cfg = write_config(tag, out, cal, ev)
         if run_logged([qfx, "ptq", cfg], log) != 0:

@@ -173,8 +173,8 @@ def run(out, pattern, limit, timeout):
         except subprocess.TimeoutExpired:
             pass
         if not os.path.exists(path):
-            why = "timed out after %d s" % timeout if not os.path.exists(os.path.join(out, fam + ".pt2")) else \
-                "measurement did not finish in %d s (or crashed): see %s.log" % (timeout, fam)
+            step = hf.last_stage(os.path.join(out, fam + ".log")) or "building the model"
+            why = "not finished in %d s (or crashed) at: %s" % (timeout, step)
             with open(path, "w") as f:
                 json.dump({"case": fam, "model": name, "export_error": why, "dynamic_batch": None, "pass": False}, f)
         r = json.load(open(path))
