@@ -347,6 +347,19 @@ def measure(tag, model, cal, ev, out, qfx):
 PT2E_WORKS = 0.9  # a PT2E cosine below this is a broken PT2E run, no bar to compare with
 
 
+def failed(tag, why):
+    """The result of a case that could not be measured."""
+    return {"case": tag, "export_error": why, "dynamic_batch": None, "pass": False}
+
+
+def measure_or_fail(tag, model, cal, ev, out, qfx):
+    """measure(), or a failed result naming the step and error where the harness raised."""
+    try:
+        return measure(tag, model, cal, ev, out, qfx)
+    except Exception as e:  # a tool that could not start, a file that could not be read
+        return failed(tag, "%s: %s" % (last_stage(os.path.join(out, tag + ".log")), short(e)))
+
+
 def passes(r):
     """The rule of the module docstring."""
     if r.get("cosine") is None or "cosine" not in r.get("ort", {}):
@@ -448,9 +461,10 @@ def main(argv):
         print("== " + tag, file=sys.stderr, flush=True)
         try:
             model, cal, ev = build_case(m, a)
-            r = measure(tag, model, cal, ev, out, qfx)
         except Exception as e:  # a configuration transformers rejects
-            r = {"case": tag, "export_error": "building the model: " + short(e), "dynamic_batch": None, "pass": False}
+            r = failed(tag, "building the model: " + short(e))
+        else:
+            r = measure_or_fail(tag, model, cal, ev, out, qfx)
         rows.append(row(r, m, a))
         print("   " + rows[-1], file=sys.stderr, flush=True)
         ok &= r["pass"]

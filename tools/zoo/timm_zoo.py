@@ -117,12 +117,12 @@ def one(family, name, out, qfx):
         m, size = build(name)
         m = prepare(m, size)
     except Exception as e:
-        r.update(export_error="building the model: " + hf.short(e), dynamic_batch=None, **{"pass": False})
+        r.update(hf.failed(family, "building the model: " + hf.short(e)))
     else:
         rng = np.random.default_rng(0)
         cal = {"x": rng.normal(0, 1, (hf.CAL, 3, size, size)).astype(np.float32)}
         ev = {"x": rng.normal(0, 1, (hf.EVAL, 3, size, size)).astype(np.float32)}
-        r.update(hf.measure(family, m, cal, ev, out, qfx), model=name, size=size)
+        r.update(hf.measure_or_fail(family, m, cal, ev, out, qfx), model=name, size=size)
     with open(os.path.join(out, family + ".result.json"), "w") as f:
         json.dump(r, f, indent=1)
 
@@ -163,8 +163,7 @@ def run(out, pattern, limit, timeout):
             os.remove(path)
         if not name:
             with open(path, "w") as f:
-                json.dump({"case": fam, "model": None, "export_error": "no model of the family builds on the meta device",
-                           "dynamic_batch": None, "pass": False}, f)
+                json.dump(dict(hf.failed(fam, "no model of the family builds on the meta device"), model=None), f)
         try:
             if name:
                 subprocess.run([sys.executable, os.path.abspath(__file__), "one", fam, name, "-o", out],
@@ -176,7 +175,7 @@ def run(out, pattern, limit, timeout):
             step = hf.last_stage(os.path.join(out, fam + ".log")) or "building the model"
             why = "not finished in %d s (or crashed) at: %s" % (timeout, step)
             with open(path, "w") as f:
-                json.dump({"case": fam, "model": name, "export_error": why, "dynamic_batch": None, "pass": False}, f)
+                json.dump(dict(hf.failed(fam, why), model=name), f)
         r = json.load(open(path))
         ok &= r["pass"]
         print("   " + row(r), file=sys.stderr, flush=True)

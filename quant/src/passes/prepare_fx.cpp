@@ -88,6 +88,11 @@ class Preparer {
     if (i.op == "getitem" || !quantizable_value(*n)) return;
     if ((i.op == "zeros" || i.op == "zeros_like") && read_by_recurrent_only(*n, gm_))
       return;  // a recurrent layer's default initial state: not exported
+    if (input_free(n)) {  // e.g. T5's relative position buckets (a log of 0 among them)
+      i.float_reason = "computed from parameters and constants alone (a constant of the exported model)";
+      info_[n] = i;
+      return;
+    }
     i.qconfig = mapping_.resolve(node_module_path(*n), node_object_type(*n, gm_), &i.matched_by);
     i.op_config = backend_.op(i.op);
     if (i.op == "wrapped") {
@@ -292,6 +297,20 @@ class Preparer {
     return obs_node;
   }
 
+  // True for a call_function that no model input reaches (it reads get_attrs and
+  // constants only): its value is the same for every input, the export folds it, and
+  // the op that reads it observes it as a constant.
+  bool input_free(fx::Node* n) {
+    auto it = input_free_.find(n);
+    if (it != input_free_.end()) return it->second;
+    bool free = n->op() == fx::Opcode::kGetAttr;
+    if (n->op() == fx::Opcode::kCallFunction) {
+      free = true;
+      for (fx::Node* in : n->input_nodes()) free = free && input_free(in);
+    }
+    return input_free_[n] = free;
+  }
+
   // A tensor that can carry qparams: a float one. Integer and bool tensors (token and
   // position ids, masks) are not observed, as the program's meta["traced_dtype"] or a
   // get_attr's tensor tells; a value of unknown dtype counts as float.
@@ -390,6 +409,7 @@ class Preparer {
   bool qat_;
   PassReport report_;
   std::map<fx::Node*, NodeInfo> info_;
+  std::map<fx::Node*, bool> input_free_;  // input_free's answers
   std::unordered_map<fx::Node*, std::string> group_of_;        // value -> FakeQuantize path
   std::unordered_map<fx::Node*, fx::Node*> observed_by_;       // observer call -> value
   std::map<std::string, std::vector<fx::Node*>> calls_;        // path -> observer calls
