@@ -2,6 +2,7 @@
 #include "graph.h"
 
 #include <fcntl.h>
+#include <signal.h>
 #include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -118,6 +119,21 @@ std::string graph_dot(const nlohmann::json& r) {
   return d.str();
 }
 
+// How long Graphviz may take (a densely connected graph, such as DenseNet's, can take
+// many minutes on a slow machine; the report then shows the table).
+constexpr int kLayoutSeconds = 60;
+
+// Waits for `pid` at most kLayoutSeconds; false (and the process killed) past that.
+static bool wait_bounded(pid_t pid, int* status) {
+  for (int ms = 0; ms < kLayoutSeconds * 1000; ms += 20) {
+    if (waitpid(pid, status, WNOHANG) == pid) return true;
+    usleep(20000);
+  }
+  kill(pid, SIGKILL);
+  waitpid(pid, status, 0);
+  return false;
+}
+
 std::string layout_svg(const std::string& dot_text, std::string* why) {
   namespace fs = std::filesystem;
   std::error_code ec;
@@ -138,9 +154,9 @@ std::string layout_svg(const std::string& dot_text, std::string* why) {
   std::string svg;
   if (posix_spawnp(&pid, "dot", &fa, nullptr, argv.data(), environ) != 0) {
     *why = "Graphviz's dot is not installed (Debian: graphviz): the graph is shown as a table";
+  } else if (int status = 0; !wait_bounded(pid, &status)) {
+    *why = "Graphviz's dot took over " + std::to_string(kLayoutSeconds) + " s to lay out the graph: it is shown as a table";
   } else {
-    int status = 0;
-    waitpid(pid, &status, 0);
     std::ifstream f(out);
     std::stringstream ss;
     ss << f.rdbuf();

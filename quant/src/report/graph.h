@@ -14,7 +14,7 @@ namespace qfx::quant::report {
 std::string graph_dot(const nlohmann::json& report);
 
 /// The SVG that `dot -Tsvg` makes of `dot_text`; empty, with `why` set, when
-/// Graphviz is not on the PATH or fails.
+/// Graphviz is not on the PATH, fails, or takes over 60 s (it is then killed).
 std::string layout_svg(const std::string& dot_text, std::string* why);
 
 /// The colour report.html gives a node that runs as `impl` producing `dtype`.
