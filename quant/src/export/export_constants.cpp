@@ -51,9 +51,7 @@ void Exporter::fold_constant(fx::Node* n) {
   // consumer that is not a constant, so no initializer goes unread.
   rank_[n] = static_cast<int>(t.dim());
   if (!t.is_floating_point()) return;
-  if (t.is_floating_point()) t = t.to(at::kFloat);
-  names_[n] = init(n->name(), t);
-  rank_[n] = static_cast<int>(t.dim());
+  names_[n] = init(n->name(), t.to(at::kFloat));
 }
 
 void Exporter::evaluate_constants() {

@@ -125,20 +125,24 @@ std::function<void(Exporter&, fx::Node&)> boolean(std::string onnx) {
   };
 }
 
+// ONNX `op` applied to the value already written for n (a two-op composite's second
+// op), its node named n's name + `suffix`.
+void then(Exporter& e, fx::Node& n, const char* op, const char* suffix) {
+  const std::string y = e.fresh(n.name());
+  e.last_ = e.node(op, {e.names_.at(&n)}, y, n.name() + suffix);
+  finish(e, n, y);
+}
+
 // rsqrt: ONNX Sqrt, then Reciprocal (RMSNorm's 1 / sqrt(mean(x^2) + eps)).
 void rsqrt(Exporter& e, fx::Node& n) {
   e.unary(&n, "Sqrt");
-  const std::string y = e.fresh(n.name());
-  e.last_ = e.node("Reciprocal", {e.names_.at(&n)}, y, n.name() + "_reciprocal");
-  finish(e, n, y);
+  then(e, n, "Reciprocal", "_reciprocal");
 }
 
 // ne: ONNX Equal, then Not.
 void not_equal(Exporter& e, fx::Node& n) {
   e.binary(&n, "Equal");
-  const std::string y = e.fresh(n.name());
-  e.last_ = e.node("Not", {e.names_.at(&n)}, y, n.name() + "_not");
-  finish(e, n, y);
+  then(e, n, "Not", "_not");
 }
 
 // add / sub / mul / div: size arithmetic between ints, else the ONNX op.
