@@ -37,6 +37,20 @@ void register_reference_rnn();
 void register_reference_quantize();
 void register_reference_lut();
 void register_reference_integer_only();
+/// Add, Sub, Mul, Div, Pow, Mod, Min, Max, Bitwise* (binary.cpp).
+void register_reference_binary();
+/// ReduceMax / ReduceMin / ReduceProd, ArgMax / ArgMin (reduce.cpp).
+void register_reference_reduce();
+/// CumSum, TopK (scan.cpp).
+void register_reference_scan();
+/// GatherElements, GatherND, ScatterElements, ScatterND (index.cpp).
+void register_reference_index();
+/// Range, ConstantOfShape, Tile, Split (generate.cpp).
+void register_reference_generate();
+/// LayerNormalization in float (norm.cpp).
+void register_reference_norm();
+/// Pad: constant, reflect and edge modes (pad.cpp).
+void register_reference_pad();
 void register_onednn_kernels();
 void register_simd_kernels();
 void register_simd_matmul();

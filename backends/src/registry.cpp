@@ -49,6 +49,13 @@ void register_builtins() {
   register_reference_quantize();
   register_reference_lut();
   register_reference_integer_only();
+  register_reference_binary();
+  register_reference_reduce();
+  register_reference_scan();
+  register_reference_index();
+  register_reference_generate();
+  register_reference_norm();
+  register_reference_pad();
   add_backend({"onednn", "reference", "oneDNN primitives, then vectorised kernels, then the reference", {}});
   register_onednn_kernels();
   register_simd_kernels();

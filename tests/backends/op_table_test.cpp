@@ -19,9 +19,7 @@ namespace qfx::runtime {
 namespace {
 
 // Schema ops without a reference kernel of their own, and why.
-const std::map<std::string, std::string> kNoKernel = {
-    {"LayerNormalization", "runs only as its integer-only form QIntLayerNorm (arithmetic.integer_only)"},
-};
+const std::map<std::string, std::string> kNoKernel = {};
 
 bool has_reference_kernel(const std::string& op) {
   static const std::vector<std::string> ops = registered_ops("reference");

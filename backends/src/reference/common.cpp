@@ -66,6 +66,21 @@ Geom window_geom(const Node& n, const Shape& x, std::vector<int64_t> kernel, boo
   return g;
 }
 
+Reduction reduction(const Node& n, const Shape& x, const std::vector<const Tensor*>& consts) {
+  std::vector<int64_t> axes = n.attr_ints("axes");
+  if (has_input(n, 1)) axes = int_values(need_known(n, consts, 1, "the reduction axes"));
+  Reduction r;
+  r.noop = axes.empty() && n.attr_i("noop_with_empty_axes", 0) != 0;
+  std::vector<bool> red(x.size(), axes.empty() && !r.noop);
+  for (auto a : axes) red[static_cast<size_t>(norm_axis(n, a, x.size()))] = true;
+  const bool keep = n.attr_i("keepdims", 1) != 0;
+  for (size_t d = 0; d < x.size(); ++d) {
+    if (!red[d] || keep) r.out.push_back(red[d] ? 1 : x[d]);
+    r.kept.push_back(red[d] ? 1 : x[d]);
+  }
+  return r;
+}
+
 void add_reference(const std::vector<std::string>& ops, RefBuilder build, bool elementwise) {
   for (const auto& op : ops)
     add_kernel("reference", op, "reference", [build, elementwise](const KernelRequest& r, Kernel* k) {

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstring>
 #include <functional>
+#include <initializer_list>
 #include <limits>
 #include <numeric>
 #include <string>
@@ -81,6 +82,51 @@ inline void check_channels(const Node& n, const ir::QInfo& q, int64_t channels, 
                      std::to_string(q.zero_point.size()) + " zero points for " + std::to_string(channels) + " channels");
 }
 
+/// Input `i` of `n` as a value known when the model is planned: an initializer, or a
+/// value the planner folded (shape arithmetic on the input shapes, as Shape -> Gather
+/// -> Range). Ops whose output shape depends on the value (Range, Tile, TopK's K,
+/// Split's sizes, ConstantOfShape) read their shape inputs with it. Throws
+/// UnsupportedOpError naming the node for a value computed from the model's data.
+inline const Tensor& need_known(const Node& n, const std::vector<const Tensor*>& consts, size_t i, const char* what) {
+  if (i >= consts.size() || !consts[i])
+    unsupported(n, std::string(what) + " must be known when the model is planned (an initializer, or shape arithmetic on "
+                "the input shapes): it decides the output shape, and here it is computed from the model's data");
+  return *consts[i];
+}
+
+/// True when optional input `i` of `n` is given (present and not the empty name).
+inline bool has_input(const Node& n, size_t i) { return i < n.inputs.size() && !n.inputs[i].empty(); }
+
+/// Calls `f(T{})` with T the C++ element type of `d` (bool as uint8_t, 0 or 1).
+template <typename F>
+decltype(auto) visit_dtype(DType d, F&& f) {
+  switch (d) {
+    case DType::kFloat32: return f(float{});
+    case DType::kInt64: return f(int64_t{});
+    case DType::kInt32: return f(int32_t{});
+    case DType::kInt16: return f(int16_t{});
+    case DType::kInt8: return f(int8_t{});
+    default: return f(uint8_t{});  // kUInt8, kBool
+  }
+}
+
+/// Throws UnsupportedOpError naming `n` unless `d` is one of `allowed`.
+inline void check_dtype(const Node& n, DType d, std::initializer_list<DType> allowed, const char* what = "input") {
+  for (DType a : allowed)
+    if (a == d) return;
+  std::string names;
+  for (DType a : allowed) names += std::string(names.empty() ? "" : ", ") + dtype_name(a);
+  unsupported(n, std::string(what) + " is " + dtype_name(d) + "; " + n.op + " takes " + names);
+}
+
+/// Throws UnsupportedOpError naming `n` unless inputs `from`.. all have input `from`'s dtype.
+inline void check_same_dtype(const Node& n, const std::vector<Meta>& in, size_t from = 0) {
+  for (size_t i = from + 1; i < in.size(); ++i)
+    if (in[i].dtype != in[from].dtype)
+      unsupported(n, std::string("inputs of different dtypes (") + dtype_name(in[from].dtype) + " and " + dtype_name(in[i].dtype) +
+                         "); ONNX " + n.op + " takes one dtype");
+}
+
 inline std::vector<int64_t> int_values(const Tensor& t) {
   if (t.dtype() != DType::kInt64 && t.dtype() != DType::kInt32)
     throw DataError("expected an int64 or int32 constant, got " + t.describe());
@@ -95,6 +141,25 @@ inline float float_value(const Tensor& t) { return static_cast<float>(t.scalar()
 // Index arithmetic uses fixed-size arrays, so running a kernel allocates nothing.
 constexpr size_t kMaxRank = 8;
 using Index = std::array<int64_t, kMaxRank>;
+
+/// Row-major element strides of `s`.
+inline Index strides_of(const Shape& s) {
+  Index st{};
+  int64_t acc = 1;
+  for (size_t d = s.size(); d-- > 0;) {
+    st[d] = acc;
+    acc *= s[d];
+  }
+  return st;
+}
+
+/// The (outer, dim, inner) split of `s` around `axis`: `s` seen as [outer, dim, inner].
+struct AxisSplit {
+  int64_t outer, dim, inner;
+};
+inline AxisSplit split_at(const Shape& s, int64_t axis) {
+  return {numel(Shape(s.begin(), s.begin() + axis)), s[static_cast<size_t>(axis)], inner_numel(s, static_cast<size_t>(axis) + 1)};
+}
 
 // --- broadcasting elementwise -------------------------------------------------
 
@@ -151,6 +216,19 @@ void for_each_broadcast(const Shape& o, const Shape& a, const Shape& b, F&& f) {
     }
   }
 }
+
+// --- reductions ---------------------------------------------------------------------
+
+/// What a Reduce* node reduces (ONNX ReduceMean / ReduceSum / ReduceMax / ...): axes
+/// from the `axes` attribute (before opset 18; ReduceSum from 13) or input 1 (a value
+/// known at plan time); none: every axis, or nothing with noop_with_empty_axes.
+struct Reduction {
+  Shape out;   ///< the output shape (keepdims: reduced dims as 1; else dropped)
+  Shape kept;  ///< the input shape with the reduced dims as 1
+  bool noop = false;  ///< empty axes with noop_with_empty_axes: the output is the input
+};
+/// Throws DataError naming `n` for an axis outside the input's rank.
+Reduction reduction(const Node& n, const Shape& x, const std::vector<const Tensor*>& consts);
 
 // --- conv / pool geometry --------------------------------------------------------
 

@@ -1,86 +1,136 @@
-// Reference kernels: float elementwise (broadcasting binary ops and Pow, activations and math functions),
-// Softmax, BatchNormalization, and int8 QLinearAdd / QLinearMul / QRelu / QClip.
+// Reference kernels: float elementwise (activations and math functions; Neg, Abs and
+// Sign also on int64 / int32; IsNaN, IsInf), Softmax, BatchNormalization, and int8
+// QLinearAdd / QLinearMul / QRelu / QClip. Binary arithmetic is binary.cpp.
+#include <map>
+#include <type_traits>
+
 #include "common.h"
 
 namespace qfx::runtime {
 namespace {
 using namespace ref;
 
-Kernel binary(const Node& n, const std::vector<Meta>& in) {
+// The attribute-free float functions, by op (ONNX operator spec; Round: half to even).
+float (*plain_fn(const std::string& op))(float) {
+  using F = float (*)(float);
+  static const std::map<std::string, F> fns = {
+      {"Relu", [](float x) { return x > 0 ? x : 0.0f; }},
+      {"Sigmoid", [](float x) { return 1.0f / (1.0f + std::exp(-x)); }},
+      {"Tanh", [](float x) { return std::tanh(x); }},
+      {"Erf", [](float x) { return std::erf(x); }},
+      {"Sqrt", [](float x) { return std::sqrt(x); }},
+      {"Exp", [](float x) { return std::exp(x); }},
+      {"Neg", [](float x) { return -x; }},
+      {"Abs", [](float x) { return std::fabs(x); }},
+      {"Log", [](float x) { return std::log(x); }},
+      {"Reciprocal", [](float x) { return 1.0f / x; }},
+      {"Floor", [](float x) { return std::floor(x); }},
+      {"Ceil", [](float x) { return std::ceil(x); }},
+      {"Round", [](float x) { return std::nearbyint(x); }},  // the default rounding mode: half to even
+      {"Sin", [](float x) { return std::sin(x); }},
+      {"Cos", [](float x) { return std::cos(x); }},
+      {"Tan", [](float x) { return std::tan(x); }},
+      {"Asin", [](float x) { return std::asin(x); }},
+      {"Acos", [](float x) { return std::acos(x); }},
+      {"Atan", [](float x) { return std::atan(x); }},
+      {"Sinh", [](float x) { return std::sinh(x); }},
+      {"Cosh", [](float x) { return std::cosh(x); }},
+      {"Asinh", [](float x) { return std::asinh(x); }},
+      {"Acosh", [](float x) { return std::acosh(x); }},
+      {"Atanh", [](float x) { return std::atanh(x); }},
+      {"Sign", [](float x) { return static_cast<float>((x > 0) - (x < 0)); }},
+      {"Softplus", [](float x) { return x > 20.0f ? x : std::log1p(std::exp(x)); }},
+      {"HardSwish", [](float x) { return x * std::min(std::max(x / 6.0f + 0.5f, 0.0f), 1.0f); }},
+  };
+  auto it = fns.find(op);
+  return it == fns.end() ? nullptr : it->second;
+}
+
+// The float function of a unary op with attributes or constant inputs.
+std::function<float(float)> attr_fn(const Node& n, const std::vector<const Tensor*>& consts) {
+  const std::string& op = n.op;
+  if (op == "LeakyRelu") {
+    const float a = n.attr_f("alpha", 0.01f);
+    return [a](float x) { return x >= 0 ? x : a * x; };
+  }
+  if (op == "Elu") {
+    const float a = n.attr_f("alpha", 1.0f);
+    return [a](float x) { return x > 0 ? x : a * std::expm1(x); };
+  }
+  if (op == "HardSigmoid") {
+    const float a = n.attr_f("alpha", 0.2f), b = n.attr_f("beta", 0.5f);
+    return [a, b](float x) { return std::min(std::max(a * x + b, 0.0f), 1.0f); };
+  }
+  if (op == "Gelu") {
+    if (n.attr_s("approximate", "none") == "tanh")
+      return [](float x) { return 0.5f * x * (1.0f + std::tanh(0.7978845608f * (x + 0.044715f * x * x * x))); };
+    return [](float x) { return 0.5f * x * (1.0f + std::erf(x * 0.70710678f)); };
+  }
+  if (op == "Clip") {
+    float lo = -std::numeric_limits<float>::infinity(), hi = std::numeric_limits<float>::infinity();
+    if (consts.size() > 1 && !n.inputs[1].empty()) lo = float_value(need_const(n, consts, 1, "Clip min"));
+    if (consts.size() > 2 && !n.inputs[2].empty()) hi = float_value(need_const(n, consts, 2, "Clip max"));
+    return [lo, hi](float x) { return std::min(std::max(x, lo), hi); };
+  }
+  unsupported(n, "unknown unary op");
+}
+
+// Neg, Abs, Sign on int64 / int32 (Neg and Abs of the minimum wrap to the minimum).
+template <typename T>
+Kernel int_unary(const Node& n, const Shape& s, DType dt) {
   Kernel k;
-  const Shape o = broadcast(n, in[0].shape, in[1].shape);
-  k.outputs = {{o, DType::kFloat32}};
-  if (in[0].dtype != DType::kFloat32 || in[1].dtype != DType::kFloat32) unsupported(n, "only float32 inputs are supported");
-  const Shape a = in[0].shape, b = in[1].shape;
-  const std::string op = n.op;
-  const float lo = n.act_bounds().first, hi = n.act_bounds().second;
-  k.run = [o, a, b, op, lo, hi](const In& i, const Out& out) {
-    const float* x = i[0]->data<float>();
-    const float* y = i[1]->data<float>();
-    float* z = out[0]->data<float>();
-    if (op == "Add")
-      for_each_broadcast(o, a, b, [&](int64_t p, int64_t q, int64_t r) { z[p] = std::min(std::max(x[q] + y[r], lo), hi); });
-    else if (op == "Sub") for_each_broadcast(o, a, b, [&](int64_t p, int64_t q, int64_t r) { z[p] = x[q] - y[r]; });
-    else if (op == "Mul") for_each_broadcast(o, a, b, [&](int64_t p, int64_t q, int64_t r) { z[p] = x[q] * y[r]; });
-    else if (op == "Pow") for_each_broadcast(o, a, b, [&](int64_t p, int64_t q, int64_t r) { z[p] = std::pow(x[q], y[r]); });
-    else for_each_broadcast(o, a, b, [&](int64_t p, int64_t q, int64_t r) { z[p] = x[q] / y[r]; });
+  k.outputs = {{s, dt}};
+  using U = std::make_unsigned_t<T>;
+  const int which = n.op == "Neg" ? 0 : n.op == "Abs" ? 1 : 2;
+  k.run = [which](const In& i, const Out& o) {
+    const T* x = i[0]->data<T>();
+    T* y = o[0]->data<T>();
+    for (int64_t p = 0; p < i[0]->numel(); ++p) {
+      const T v = x[p];
+      const T neg = static_cast<T>(static_cast<U>(U{0} - static_cast<U>(v)));
+      y[p] = which == 0 ? neg : which == 1 ? (v < 0 ? neg : v) : static_cast<T>((v > 0) - (v < 0));
+    }
   };
   return k;
 }
 
 Kernel unary(const Node& n, const std::vector<Meta>& in, const std::vector<const Tensor*>& consts) {
-  if (in[0].dtype != DType::kFloat32) unsupported(n, "only float32 input is supported");
+  const DType dt = in[0].dtype;
+  const bool int_ok = n.op == "Neg" || n.op == "Abs" || n.op == "Sign";
+  if (int_ok && dt == DType::kInt64) return int_unary<int64_t>(n, in[0].shape, dt);
+  if (int_ok && dt == DType::kInt32) return int_unary<int32_t>(n, in[0].shape, dt);
+  if (dt != DType::kFloat32)
+    unsupported(n, std::string("input is ") + dtype_name(dt) + "; only float32" + (int_ok ? ", int64 and int32 are" : " is") + " supported");
   Kernel k;
   k.outputs = {{in[0].shape, DType::kFloat32}};
-  const std::string op = n.op;
-  std::function<float(float)> f;
-  if (op == "Relu") f = [](float x) { return x > 0 ? x : 0.0f; };
-  else if (op == "Sigmoid") f = [](float x) { return 1.0f / (1.0f + std::exp(-x)); };
-  else if (op == "Tanh") f = [](float x) { return std::tanh(x); };
-  else if (op == "Erf") f = [](float x) { return std::erf(x); };
-  else if (op == "Sqrt") f = [](float x) { return std::sqrt(x); };
-  else if (op == "Exp") f = [](float x) { return std::exp(x); };
-  else if (op == "Neg") f = [](float x) { return -x; };
-  else if (op == "Abs") f = [](float x) { return std::fabs(x); };
-  else if (op == "Log") f = [](float x) { return std::log(x); };
-  else if (op == "Reciprocal") f = [](float x) { return 1.0f / x; };
-  else if (op == "Floor") f = [](float x) { return std::floor(x); };
-  else if (op == "Ceil") f = [](float x) { return std::ceil(x); };
-  else if (op == "Sin") f = [](float x) { return std::sin(x); };
-  else if (op == "Cos") f = [](float x) { return std::cos(x); };
-  else if (op == "Sign") f = [](float x) { return static_cast<float>((x > 0) - (x < 0)); };
-  else if (op == "Softplus") f = [](float x) { return x > 20.0f ? x : std::log1p(std::exp(x)); };
-  else if (op == "HardSwish") f = [](float x) { return x * std::min(std::max(x / 6.0f + 0.5f, 0.0f), 1.0f); };
-  else if (op == "LeakyRelu") {
-    const float a = n.attr_f("alpha", 0.01f);
-    f = [a](float x) { return x >= 0 ? x : a * x; };
-  } else if (op == "Elu") {
-    const float a = n.attr_f("alpha", 1.0f);
-    f = [a](float x) { return x > 0 ? x : a * std::expm1(x); };
-  } else if (op == "HardSigmoid") {
-    const float a = n.attr_f("alpha", 0.2f), b = n.attr_f("beta", 0.5f);
-    f = [a, b](float x) { return std::min(std::max(a * x + b, 0.0f), 1.0f); };
-  } else if (op == "Gelu") {
-    if (n.attr_s("approximate", "none") == "tanh")
-      f = [](float x) { return 0.5f * x * (1.0f + std::tanh(0.7978845608f * (x + 0.044715f * x * x * x))); };
-    else
-      f = [](float x) { return 0.5f * x * (1.0f + std::erf(x * 0.70710678f)); };
-  } else if (op == "Clip") {
-    float lo = -std::numeric_limits<float>::infinity(), hi = std::numeric_limits<float>::infinity();
-    if (consts.size() > 1 && !n.inputs[1].empty()) lo = float_value(need_const(n, consts, 1, "Clip min"));
-    if (consts.size() > 2 && !n.inputs[2].empty()) hi = float_value(need_const(n, consts, 2, "Clip max"));
-    f = [lo, hi](float x) { return std::min(std::max(x, lo), hi); };
-  } else {
-    unsupported(n, "unknown unary op");
-  }
-  k.run = [f](const In& i, const Out& o) {
+  const auto run = [](auto f) {
+    return [f](const In& i, const Out& o) {
+      const float* x = i[0]->data<float>();
+      float* y = o[0]->data<float>();
+      const int64_t t = i[0]->numel();
+      for (int64_t p = 0; p < t; ++p) y[p] = f(x[p]);
+    };
+  };
+  if (auto f = plain_fn(n.op)) k.run = run(f);
+  else k.run = run(attr_fn(n, consts));
+  return k;
+}
+
+// IsNaN, IsInf (detect_positive, detect_negative; default both) on float32 -> bool.
+Kernel is_nan_inf(const Node& n, const std::vector<Meta>& in) {
+  check_dtype(n, in[0].dtype, {DType::kFloat32});
+  Kernel k;
+  k.outputs = {{in[0].shape, DType::kBool}};
+  const bool nan = n.op == "IsNaN", pos = n.attr_i("detect_positive", 1) != 0, neg = n.attr_i("detect_negative", 1) != 0;
+  k.run = [nan, pos, neg](const In& i, const Out& o) {
     const float* x = i[0]->data<float>();
-    float* y = o[0]->data<float>();
-    const int64_t t = i[0]->numel();
-    for (int64_t p = 0; p < t; ++p) y[p] = f(x[p]);
+    auto* y = static_cast<uint8_t*>(o[0]->raw());
+    for (int64_t p = 0; p < i[0]->numel(); ++p)
+      y[p] = nan ? std::isnan(x[p]) : std::isinf(x[p]) && (x[p] > 0 ? pos : neg);
   };
   return k;
 }
+
 // Softmax along `axis` (ONNX opset 13), or its logarithm x - max - log(sum exp(x - max))
 // (LogSoftmax) when `log`.
 Kernel softmax(const Node& n, const std::vector<Meta>& in, bool log) {
@@ -217,10 +267,11 @@ Kernel qunary(const Node& n, const std::vector<Meta>& in) {
 }  // namespace
 
 void register_reference_elementwise() {
-  add_reference({"Add", "Sub", "Mul", "Div", "Pow"}, [](const Node& n, const std::vector<Meta>& in, const std::vector<const Tensor*>&) { return binary(n, in); });
   add_reference({"Relu", "Sigmoid", "Tanh", "Erf", "Sqrt", "Exp", "Neg", "HardSwish", "LeakyRelu", "HardSigmoid", "Gelu",
-                 "Clip", "Abs", "Log", "Reciprocal", "Floor", "Ceil", "Sin", "Cos", "Sign", "Softplus", "Elu"},
+                 "Clip", "Abs", "Log", "Reciprocal", "Floor", "Ceil", "Sin", "Cos", "Sign", "Softplus", "Elu", "Round", "Tan",
+                 "Asin", "Acos", "Atan", "Sinh", "Cosh", "Asinh", "Acosh", "Atanh"},
                 unary);
+  add_reference({"IsNaN", "IsInf"}, [](const Node& n, const std::vector<Meta>& in, const std::vector<const Tensor*>&) { return is_nan_inf(n, in); });
   add_reference({"Softmax"}, [](const Node& n, const std::vector<Meta>& in, const std::vector<const Tensor*>&) { return softmax(n, in, false); });
   add_reference({"LogSoftmax"}, [](const Node& n, const std::vector<Meta>& in, const std::vector<const Tensor*>&) { return softmax(n, in, true); });
   add_reference({"BatchNormalization"}, batch_norm);

@@ -1,6 +1,6 @@
 // Reference kernels: Gather (an embedding lookup, index_select: any data dtype,
-// int64 / int32 indices) and Cast between float32, int64, int32 and bool, as the
-// ONNX operator spec defines them.
+// int64 / int32 indices) and Cast between float32, int64, int32, int16, int8, uint8
+// and bool, as the ONNX operator spec defines them.
 #include <map>
 #include <type_traits>
 
@@ -45,14 +45,30 @@ Kernel gather(const Node& n, const std::vector<Meta>& in) {
   return k;
 }
 
+// One element cast as ONNX Cast defines it: to bool, x != 0; float to an integer,
+// truncation toward zero (NaN gives 0, values beyond int64 saturate, narrower types
+// keep the low bits, as ONNX Runtime's conversion through a wider integer does);
+// between integers, two's complement wrap-around.
+template <typename From, typename To>
+To cast_one(From v) {
+  if constexpr (std::is_same_v<To, bool>) {
+    return v != From{0};
+  } else if constexpr (std::is_floating_point_v<From> && std::is_integral_v<To>) {
+    if (std::isnan(v)) return To{0};
+    if (v >= 9.2233720368547758e18f) return static_cast<To>(std::numeric_limits<int64_t>::max());
+    if (v <= -9.2233720368547758e18f) return static_cast<To>(std::numeric_limits<int64_t>::min());
+    return static_cast<To>(static_cast<int64_t>(v));
+  } else {
+    return static_cast<To>(v);
+  }
+}
+
 template <typename From, typename To>
 void convert(const Tensor& x, Tensor& y) {
   const From* s = static_cast<const From*>(x.raw());
-  To* d = static_cast<To*>(y.raw());
-  for (int64_t p = 0; p < x.numel(); ++p) {
-    if constexpr (std::is_same_v<To, uint8_t>) d[p] = s[p] != From{0} ? 1 : 0;  // bool
-    else d[p] = static_cast<To>(s[p]);
-  }
+  using Store = std::conditional_t<std::is_same_v<To, bool>, uint8_t, To>;
+  Store* d = static_cast<Store*>(y.raw());
+  for (int64_t p = 0; p < x.numel(); ++p) d[p] = static_cast<Store>(cast_one<From, To>(s[p]));
 }
 
 template <typename From>
@@ -61,29 +77,26 @@ void convert_to(const Tensor& x, Tensor& y, DType to) {
     case DType::kFloat32: return convert<From, float>(x, y);
     case DType::kInt64: return convert<From, int64_t>(x, y);
     case DType::kInt32: return convert<From, int32_t>(x, y);
-    default: return convert<From, uint8_t>(x, y);
+    case DType::kInt16: return convert<From, int16_t>(x, y);
+    case DType::kInt8: return convert<From, int8_t>(x, y);
+    case DType::kUInt8: return convert<From, uint8_t>(x, y);
+    default: return convert<From, bool>(x, y);
   }
 }
 
-// Cast(input, to): float32 <-> int64 / int32 / bool (float to integer truncates
-// toward zero, as C++ and ONNX Runtime do for values in range).
+// Cast(input, to) between float32, int64, int32, int16, int8, uint8 and bool.
 Kernel cast(const Node& n, const std::vector<Meta>& in) {
   const int64_t to_attr = n.attr_i("to", 0);
-  const std::map<int64_t, DType> types = {{1, DType::kFloat32}, {7, DType::kInt64}, {6, DType::kInt32}, {9, DType::kBool}};
+  const std::map<int64_t, DType> types = {{1, DType::kFloat32}, {2, DType::kUInt8}, {3, DType::kInt8}, {5, DType::kInt16},
+                                          {6, DType::kInt32},   {7, DType::kInt64}, {9, DType::kBool}};
   auto t = types.find(to_attr);
-  if (t == types.end()) unsupported(n, "Cast to ONNX type " + std::to_string(to_attr) + " (float, int64, int32 and bool only)");
+  if (t == types.end())
+    unsupported(n, "Cast to ONNX type " + std::to_string(to_attr) + " (float, uint8, int8, int16, int32, int64 and bool only)");
   const DType from = in[0].dtype, to = t->second;
-  if (from != DType::kFloat32 && from != DType::kInt64 && from != DType::kInt32 && from != DType::kBool)
-    unsupported(n, std::string("Cast from ") + dtype_name(from));
   Kernel k;
   k.outputs = {{in[0].shape, to}};
-  k.run = [from, to](const In& i, const Out& o) {
-    switch (from) {
-      case DType::kFloat32: return convert_to<float>(*i[0], *o[0], to);
-      case DType::kInt64: return convert_to<int64_t>(*i[0], *o[0], to);
-      case DType::kInt32: return convert_to<int32_t>(*i[0], *o[0], to);
-      default: return convert_to<uint8_t>(*i[0], *o[0], to);
-    }
+  k.run = [from, to](const In& i, const Out& o) {  // a bool input is read as uint8 0 / 1
+    visit_dtype(from, [&](auto f) { convert_to<decltype(f)>(*i[0], *o[0], to); });
   };
   return k;
 }

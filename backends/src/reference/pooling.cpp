@@ -144,22 +144,10 @@ Kernel global_avg_pool(const Node& n, const std::vector<Meta>& in) {
 // ReduceMean-18; none: every axis unless noop_with_empty_axes).
 Kernel reduce_mean(const Node& n, const std::vector<Meta>& in, const std::vector<const Tensor*>& consts) {
   const Shape& x = in[0].shape;
-  std::vector<int64_t> axes = n.attr_ints("axes");
-  if (n.inputs.size() > 1 && !n.inputs[1].empty()) axes = int_values(need_const(n, consts, 1, "reduction axes"));
-  if (axes.empty() && n.attr_i("noop_with_empty_axes", 0) != 0) unsupported(n, "noop_with_empty_axes");
+  check_dtype(n, in[0].dtype, {DType::kFloat32});
+  const Reduction rd = reduction(n, x, consts);
   const bool sum = n.op == "ReduceSum";
-  std::vector<bool> red(x.size(), axes.empty());
-  for (auto a : axes) red[static_cast<size_t>(norm_axis(n, a, x.size()))] = true;
-  const bool keep = n.attr_i("keepdims", 1) != 0;
-  Shape out, kept;
-  for (size_t d = 0; d < x.size(); ++d) {
-    if (red[d]) {
-      if (keep) out.push_back(1);
-    } else {
-      out.push_back(x[d]);
-    }
-    kept.push_back(red[d] ? 1 : x[d]);
-  }
+  const Shape out = rd.out, kept = rd.kept;
   Kernel k;
   k.outputs = {{out, DType::kFloat32}};
   const int64_t count = numel(kept) > 0 ? numel(x) / numel(kept) : 0;  // an empty input: nothing to divide

@@ -1,5 +1,6 @@
 // Reference kernels: shape ops, which move bytes of any dtype (Flatten, Reshape,
-// Squeeze, Unsqueeze, Transpose, Identity, Concat and QLinearConcat, Slice, Pad), and Resize.
+// Squeeze, Unsqueeze, Transpose, Identity, Concat and QLinearConcat, Slice, Expand),
+// and Resize. Pad is pad.cpp.
 #include <limits>
 
 #include "common.h"
@@ -249,42 +250,6 @@ Kernel slice(const Node& n, const std::vector<Meta>& in, const std::vector<const
   return k;
 }
 
-Kernel pad(const Node& n, const std::vector<Meta>& in, const std::vector<const Tensor*>& consts) {
-  if (n.attr_s("mode", "constant") != "constant") unsupported(n, "Pad mode '" + n.attr_s("mode") + "' (only constant)");
-  const Shape& x = in[0].shape;
-  auto pads = int_values(need_const(n, consts, 1, "Pad pads"));
-  if (pads.size() != 2 * x.size()) bad_shape(n, "pads must have 2 * rank values");
-  if (n.inputs.size() > 3 && !n.inputs[3].empty()) unsupported(n, "the axes input");
-  float value = 0;
-  if (n.inputs.size() > 2 && !n.inputs[2].empty()) value = float_value(need_const(n, consts, 2, "Pad value"));
-  if (in[0].dtype != DType::kFloat32) unsupported(n, "float32 input only");
-  Shape out = x;
-  for (size_t d = 0; d < x.size(); ++d) {
-    if (pads[d] < 0 || pads[d + x.size()] < 0) unsupported(n, "negative pads");
-    if (pads[d] > (int64_t{1} << 40) || pads[d + x.size()] > (int64_t{1} << 40)) bad_shape(n, "pads beyond 2^40");
-    out[d] += pads[d] + pads[d + x.size()];
-  }
-  Kernel k;
-  k.outputs = {{out, DType::kFloat32}};
-  k.run = [=](const In& i, const Out& o) {
-    float* y = o[0]->data<float>();
-    std::fill(y, y + numel(out), value);
-    const float* src = i[0]->data<float>();
-    const int64_t total = numel(x);
-    Index idx{};
-    for (int64_t p = 0; p < total; ++p) {
-      int64_t off = 0;
-      for (size_t d = 0; d < x.size(); ++d) off = off * out[d] + idx[d] + pads[d];
-      y[off] = src[p];
-      for (size_t d = x.size(); d-- > 0;) {
-        if (++idx[d] < x[d]) break;
-        idx[d] = 0;
-      }
-    }
-  };
-  return k;
-}
-
 Kernel resize(const Node& n, const std::vector<Meta>& in, const std::vector<const Tensor*>& consts) {
   const Shape& x = in[0].shape;
   if (x.size() != 4) unsupported(n, "only 4-D [N, C, H, W] Resize is supported");
@@ -398,7 +363,6 @@ void register_reference_shape() {
   add_reference({"Concat", "QLinearConcat"}, [](const Node& n, const std::vector<Meta>& in, const std::vector<const Tensor*>&) { return concat(n, in); });
   add_reference({"Slice"}, slice);
   add_reference({"Expand"}, expand);
-  add_reference({"Pad"}, pad);
   add_reference({"Resize"}, resize);
 }
 
