@@ -20,8 +20,9 @@ gtest_discover_tests(qfx_tests_integer_only TEST_FILTER "*IntegerOnlyReference.*
 add_executable(qfx_tests_runtime backends/runtime_test.cpp backends/int8_kernels_test.cpp backends/registry_test.cpp
   backends/arithmetic_test.cpp backends/target_arithmetic_test.cpp backends/int16_kernels_test.cpp
   backends/simd_kernels_test.cpp backends/device_placement_test.cpp backends/taps_test.cpp backends/op_table_test.cpp
-  backends/onnx_ops_test.cpp backends/onnx_shape_ops_test.cpp)
-target_link_libraries(qfx_tests_runtime PRIVATE qfx_runtime GTest::gtest GTest::gtest_main Threads::Threads OpenMP::OpenMP_CXX)
+  backends/onnx_ops_test.cpp backends/onnx_shape_ops_test.cpp backends/onnx_ops_model_test.cpp)
+target_link_libraries(qfx_tests_runtime PRIVATE qfx_runtime GTest::gtest GTest::gtest_main Threads::Threads OpenMP::OpenMP_CXX
+                      onnx_proto)
 target_compile_definitions(qfx_tests_runtime PRIVATE QFX_FIXTURE_DIR="${QFX_FIXTURE_DIR}"
                            QFX_SOURCE_DIR="${CMAKE_SOURCE_DIR}"
                            QFX_EXAMPLE_PLUGIN="$<TARGET_FILE:qfx_example_npu>")
