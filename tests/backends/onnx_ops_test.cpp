@@ -3,15 +3,12 @@
 // integer arithmetic, Mod, Min / Max, comparisons and Where, Cast between every pair
 // of dtypes, the unary math functions, Round, IsNaN / IsInf and the Bitwise ops.
 #include <cmath>
-#include <limits>
 
 #include "op_test_util.h"
 
 namespace qfx::runtime {
 namespace {
 using namespace test;
-using V = std::vector<double>;
-constexpr int64_t kMax = std::numeric_limits<int64_t>::max(), kMin = std::numeric_limits<int64_t>::min();
 
 TEST(OnnxOps, IntegerArithmeticBroadcastsTruncatesAndWraps) {
   for (DType dt : {DType::kInt64, DType::kInt32}) {

@@ -3,15 +3,12 @@
 // operator spec: empty and negative axes, keepdims 0 / 1, int64 ends, ties, and the
 // errors for what the kernels do not run.
 #include <cmath>
-#include <limits>
 
 #include "op_test_util.h"
 
 namespace qfx::runtime {
 namespace {
 using namespace test;
-using V = std::vector<double>;
-constexpr int64_t kMax = std::numeric_limits<int64_t>::max(), kMin = std::numeric_limits<int64_t>::min();
 
 TEST(OnnxShapeOps, ReduceMaxMinProdOverAttributeAndInputAxes) {
   const Tensor x = f32({2, 3}, {1, -5, 3, 4, 2, -6});

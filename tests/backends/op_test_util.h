@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <functional>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -13,6 +14,11 @@
 #include "qfx/error.h"
 
 namespace qfx::runtime::test {
+
+/// Expected values, as `values` returns them.
+using V = std::vector<double>;
+/// The int64 ends.
+constexpr int64_t kMax = std::numeric_limits<int64_t>::max(), kMin = std::numeric_limits<int64_t>::min();
 
 /// A node `op` named "n" reading inputs "i0".."i{inputs-1}" and writing "o0".."o{outputs-1}".
 inline ir::Node op_node(const std::string& op, size_t inputs, size_t outputs = 1) {

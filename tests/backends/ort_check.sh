@@ -63,6 +63,18 @@ for m in lstm_reverse lstm_bidirectional gru_forward gru_bidirectional; do
   "$PY" "$ort/run.py" "$tmp/$m.onnx" "$tmp/$m.ort.npy" "$tmp/seq.npy" || fail=1
   compare "$m (float)" "$tmp/$m.qfx.npy" "$tmp/$m.ort.npy" rel 1e-4 || fail=1
 done
+# The runtime's integer, index, reduction and value-shaped ops, one op per model
+# (tests/backends/ort_ops_cases.py): both backends against ONNX Runtime, integers equal.
+cases=$(dirname "$0")/ort_ops_cases.py
+"$PY" "$cases" "$tmp/ops" || fail=1
+while read -r name inputs; do
+  for backend in reference onednn; do
+    "$QFX" run "$tmp/ops/$name.onnx" -i $inputs -o "$tmp/ops/$name.$backend.npy" --backend $backend >"$tmp/ops/$name.log" 2>&1 ||
+      { echo "FAIL $name: qfx run ($backend): $(tail -1 "$tmp/ops/$name.log")"; fail=1; }
+  done
+  "$PY" "$ort/run.py" "$tmp/ops/$name.onnx" "$tmp/ops/$name.ort.npy" $inputs || fail=1
+done <"$tmp/ops/cases.txt"
+"$PY" "$cases" --compare "$tmp/ops" || fail=1
 for m in qdq_convnet qdq_s8; do
   ORT_OPT=disabled "$PY" "$ort/run.py" "$FIXTURES/onnx/$m.onnx" "$tmp/$m.ort.npy" "$FIXTURES/onnx/$m.in.npy" || fail=1
   "$PY" "$ort/run.py" "$FIXTURES/onnx/$m.onnx" "$tmp/$m.ortopt.npy" "$FIXTURES/onnx/$m.in.npy" || fail=1

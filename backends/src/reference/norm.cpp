@@ -20,7 +20,7 @@ Kernel layer_norm(const Node& n, const std::vector<Meta>& in, const std::vector<
     if (broadcast(n, in[t].shape, norm) != norm)
       bad_shape(n, std::string(t == 1 ? "Scale " : "B ") + shape_str(in[t].shape) + " does not broadcast to " + shape_str(norm));
   }
-  const Index ss = bstrides(in[1].shape, norm), bs = has_bias ? bstrides(in[2].shape, norm) : Index{};
+  const Shape s_shape = in[1].shape, b_shape = has_bias ? in[2].shape : Shape{1};
   const int64_t rows = numel(Shape(x.begin(), x.begin() + axis)), cols = numel(norm);
   const float eps = n.attr_f("epsilon", 1e-5f);
   Shape stat = x;
@@ -42,20 +42,10 @@ Kernel layer_norm(const Node& n, const std::vector<Meta>& in, const std::vector<
       if (o.size() > 1 && o[1]) o[1]->data<float>()[r] = static_cast<float>(mean);
       if (o.size() > 2 && o[2]) o[2]->data<float>()[r] = static_cast<float>(inv);
       if (!y) continue;
-      Index idx{};
-      int64_t is = 0, ib = 0;  // Scale and B offsets for column c, as in for_each_broadcast
-      for (int64_t c = 0; c < cols; ++c) {
-        y[r * cols + c] = static_cast<float>((row[c] - mean) * inv) * sc[is] + (b ? b[ib] : 0.0f);
-        for (size_t d = norm.size(); d-- > 0;) {
-          ++idx[d];
-          is += ss[d];
-          ib += bs[d];
-          if (idx[d] < norm[d]) break;
-          is -= ss[d] * norm[d];
-          ib -= bs[d] * norm[d];
-          idx[d] = 0;
-        }
-      }
+      float* y_row = y + r * cols;
+      for_each_broadcast(norm, s_shape, b_shape, [&](int64_t c, int64_t is, int64_t ib) {
+        y_row[c] = static_cast<float>((row[c] - mean) * inv) * sc[is] + (b ? b[ib] : 0.0f);
+      });
     }
   };
   return k;
