@@ -30,6 +30,18 @@ const std::vector<UnaryOnnxOp>& unary_onnx_ops() {
       {"Cos", "cos", "aten::cos", 1, {}, {}, "cosine"},
       {"Sign", "sign", "aten::sign", 1, {}, {}, "-1, 0 or 1"},
       {"Not", "logical_not", "aten::logical_not", 1, {}, {}, "logical not"},
+      {"Tan", "tan", "aten::tan", 7, {}, {}, "tangent"},
+      {"Asin", "asin", "aten::asin", 7, {}, {}, "arcsine"},
+      {"Acos", "acos", "aten::acos", 7, {}, {}, "arccosine"},
+      {"Atan", "atan", "aten::atan", 7, {}, {}, "arctangent"},
+      {"Sinh", "sinh", "aten::sinh", 9, {}, {}, "hyperbolic sine"},
+      {"Cosh", "cosh", "aten::cosh", 9, {}, {}, "hyperbolic cosine"},
+      {"Asinh", "asinh", "aten::asinh", 9, {}, {}, "inverse hyperbolic sine"},
+      {"Acosh", "acosh", "aten::acosh", 9, {}, {}, "inverse hyperbolic cosine"},
+      {"Atanh", "atanh", "aten::atanh", 9, {}, {}, "inverse hyperbolic tangent"},
+      {"Round", "round", "aten::round", 11, {}, {}, "round half to even"},
+      {"IsNaN", "isnan", "aten::isnan", 9, {}, {}, "x is NaN (bool)"},
+      {"IsInf", "isinf", "aten::isinf", 10, {}, {}, "x is +inf or -inf (bool)"},
   };
   return rows;
 }

@@ -51,7 +51,7 @@ c10::IValue ShapeProp::run_node(const Node* n) {
 }
 
 at::ScalarType input_scalar_type(const std::string& dtype) {
-  return dtype == "int64" ? at::kLong : dtype == "int32" ? at::kInt : at::kFloat;
+  return dtype == "int64" ? at::kLong : dtype == "int32" ? at::kInt : dtype == "bool" ? at::kBool : at::kFloat;
 }
 
 void propagate_shapes(GraphModule& gm, const std::vector<std::vector<int64_t>>& input_shapes,

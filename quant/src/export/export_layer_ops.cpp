@@ -4,6 +4,7 @@
 // prepare_fx left float, and F.linear on a parameter.
 #include <torch/nn/modules/batchnorm.h>
 
+#include "export_shape.h"
 #include "exporter.h"
 #include "op_families.h"
 
@@ -114,6 +115,78 @@ void batch_norm_module(Exporter& e, fx::Node& n, torch::nn::Module& m) {
   e.res_.float_ops.push_back(n.name() + " (batchnorm2d): unfused batch norm runs in float");
 }
 
+// A tensor argument or None: its ONNX value, or "" for None / absent.
+std::string optional_value(Exporter& e, const fx::Node& n, size_t i) {
+  if (i >= n.args().size() || (n.args()[i].is_const() && n.args()[i].value.isNone())) return "";
+  return e.operand(n, n.args()[i]);
+}
+
+// convolution(x, w, b?, stride, padding, dilation, transposed, output_padding, groups)
+// and conv{1,2,3}d(x, w, b?, stride, padding, dilation, groups) called as functions:
+// ONNX Conv / ConvTranspose on the weight as given (an initializer for a parameter).
+void conv_function(Exporter& e, fx::Node& n) {
+  const bool general = n.target().rfind("aten::convolution", 0) == 0;
+  const bool transposed = general && e.num_arg(n, 6, 0) != 0;
+  const std::vector<int64_t> w = dims_static(e, n, n.args().at(1));
+  const size_t spatial = w.size() - 2;
+  auto per_dim = [&](size_t i, int64_t def) {
+    std::vector<int64_t> v = i < n.args().size() && !(n.args()[i].is_const() && n.args()[i].value.isString()) ? e.ints_arg(n, i)
+                                                                                                              : std::vector<int64_t>{};
+    if (v.empty()) v.assign(spatial, def);
+    if (v.size() == 1) v.assign(spatial, v[0]);
+    return v;
+  };
+  if (n.args().size() > 4 && n.args()[4].is_const() && n.args()[4].value.isString() && n.args()[4].value.toStringRef() != "valid")
+    unsupported(n, "padding='" + n.args()[4].value.toStringRef() + "' (give the padding as numbers)");
+  std::vector<std::string> in = {e.value(n, n.args().at(0)), e.operand(n, n.args().at(1))};
+  if (std::string b = optional_value(e, n, 2); !b.empty()) in.push_back(b);
+  const std::string y = e.fresh(n.name());
+  e.last_ = e.node(transposed ? "ConvTranspose" : "Conv", in, y, n.name());
+  e.attr_ints(e.last_, "kernel_shape", std::vector<int64_t>(w.begin() + 2, w.end()));
+  e.attr_ints(e.last_, "strides", per_dim(3, 1));
+  std::vector<int64_t> p = per_dim(4, 0);
+  p.insert(p.end(), p.begin(), p.end());
+  e.attr_ints(e.last_, "pads", p);
+  e.attr_ints(e.last_, "dilations", per_dim(5, 1));
+  e.attr_i(e.last_, "group", static_cast<int64_t>(e.num_arg(n, general ? 8 : 6, 1)));
+  if (transposed) e.attr_ints(e.last_, "output_padding", per_dim(7, 0));
+  e.names_[&n] = y;
+  e.rank_[&n] = static_cast<int>(w.size());
+}
+
+// _native_batch_norm_legit_no_training(x, w?, b?, mean, var, momentum, eps) and
+// batch_norm(x, w?, b?, mean, var, training, momentum, eps, cudnn) in eval: ONNX
+// BatchNormalization (a missing weight / bias: ones / zeros).
+void batch_norm_function(Exporter& e, fx::Node& n) {
+  const bool legit = n.target().find("_native_batch_norm_legit") != std::string::npos;
+  if (!legit && e.num_arg(n, 5, 0) != 0) unsupported(n, "batch_norm in training mode");
+  const std::vector<int64_t> c = dims_static(e, n, n.args().at(3));
+  auto param = [&](size_t i, double fill, const char* hint) {
+    std::string v = optional_value(e, n, i);
+    return v.empty() ? e.init(hint, at::full(c, fill, at::kFloat)) : v;
+  };
+  const std::string y = e.fresh(n.name());
+  e.last_ = e.node("BatchNormalization", {e.value(n, n.args().at(0)), param(1, 1.0, "bn_scale"), param(2, 0.0, "bn_bias"),
+                                          e.operand(n, n.args().at(3)), e.operand(n, n.args().at(4))}, y, n.name());
+  e.attr_f(e.last_, "epsilon", static_cast<float>(e.num_arg(n, legit ? 6 : 7, 1e-5)));
+  e.names_[&n] = y;
+  e.rank_[&n] = e.rank_of(n.args().at(0));
+  if (legit) e.tuple_items_[&n] = {y};
+}
+
+// addmm(bias, x, m, beta=1, alpha=1) as a function: ONNX Gemm(x, m, bias).
+void addmm_function(Exporter& e, fx::Node& n) {
+  const std::string y = e.fresh(n.name());
+  e.last_ = e.node("Gemm", {e.value(n, n.args().at(1)), e.operand(n, n.args().at(2)), e.operand(n, n.args().at(0))}, y, n.name());
+  double beta = e.num_arg(n, 3, 1.0), alpha = e.num_arg(n, 4, 1.0);
+  for (const auto& [k, a] : n.kwargs())
+    if (a.is_const() && (a.value.isInt() || a.value.isDouble())) (k == "beta" ? beta : alpha) = a.value.toDouble();
+  if (alpha != 1.0) e.attr_f(e.last_, "alpha", static_cast<float>(alpha));
+  if (beta != 1.0) e.attr_f(e.last_, "beta", static_cast<float>(beta));
+  e.names_[&n] = y;
+  e.rank_[&n] = 2;
+}
+
 // matmul / mm / bmm between two activations.
 void matmul(Exporter& e, fx::Node& n) {
   const std::string y = e.fresh(n.name());
@@ -173,7 +246,13 @@ void register_layer_ops(OpCatalog& c) {
   for (const auto& [name, cls] : convs)
     c.add(OpRecord(name).also_modules({cls}).quantized_as(weighted_kinds()).fuses_as(FusionRole::kWeightedHead)
               .describe("convolution (ONNX Conv / ConvTranspose)")
-              .writes({"Conv", "ConvTranspose"}).to_onnx(nullptr, float_layer));
+              .writes({"Conv", "ConvTranspose"}).to_onnx(conv_function, float_layer));
+  c.add(OpRecord("convolution").describe("convolution, transposed or not, called as a function (ONNX Conv / ConvTranspose)")
+            .writes({"Conv", "ConvTranspose"}).to_onnx(conv_function));
+  c.add(OpRecord("addmm").describe("beta * bias + alpha * (x @ m) called as a function (ONNX Gemm)").reads_kwargs({"beta", "alpha"})
+            .writes({"Gemm"}).to_onnx(addmm_function));
+  c.add(OpRecord("_native_batch_norm_legit_no_training").describe("inference batch norm as a function (ONNX BatchNormalization)")
+            .writes({"BatchNormalization"}).to_onnx(batch_norm_function));
   c.add(OpRecord("linear").also_modules({"Linear"}).quantized_as(weighted_kinds()).fuses_as(FusionRole::kWeightedHead)
             .describe("x W^T + b (ONNX Gemm for 2-D input, else MatMul + Add)")
             .writes({"Gemm", "MatMul", "Add", "Transpose", "DequantizeLinear"}).to_onnx(functional_linear, float_layer));
@@ -182,7 +261,7 @@ void register_layer_ops(OpCatalog& c) {
   c.add(OpRecord("batchnorm2d").also_modules({"BatchNorm2d"}).also_aten({"batch_norm"}).quantized_as(activation_kinds())
             .fuses_as(FusionRole::kBatchNorm)
             .describe("batch norm: folded into the conv before it, else ONNX BatchNormalization in float")
-            .writes({"BatchNormalization"}).to_onnx(nullptr, batch_norm_module));
+            .writes({"BatchNormalization"}).to_onnx(batch_norm_function, batch_norm_module));
   c.add(OpRecord("batchnorm3d").also_modules({"BatchNorm3d"}).quantized_as(activation_kinds()).fuses_as(FusionRole::kBatchNorm)
             .describe("batch norm, exported folded into the conv before it"));
   c.add(OpRecord("matmul").also_aten({"mm", "bmm"}).quantized_as(activation_kinds())

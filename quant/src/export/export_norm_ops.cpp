@@ -87,15 +87,19 @@ void norm(Exporter& ex, fx::Node& node, bool group) {
   auto arg = [&](size_t i) -> const fx::Argument* { return n->args().size() > i ? &n->args()[i] : nullptr; };
   const int known = ex.rank_of(n->args().at(0));
   const int rank = known >= 0 ? known : static_cast<int>(dims_of(ex, *n, n->args().at(0)).size());
-  if (group) {  // aten::group_norm(x, num_groups, weight?, bias?, eps, cudnn)
+  // aten::group_norm(x, num_groups, weight?, bias?, eps, cudnn) and
+  // native_group_norm(x, weight?, bias?, N, C, HxW, group, eps)
+  const bool native = n->target().rfind("aten::native_group_norm", 0) == 0;
+  if (group) {
     if (rank < 3) unsupported(*n, "group_norm of a tensor of rank " + std::to_string(rank) + " (expected [N, C, ...])");
-    const int64_t groups = static_cast<int64_t>(ex.num_arg(*n, 1, 1));
+    const int64_t groups = static_cast<int64_t>(ex.num_arg(*n, native ? 6 : 1, 1));
     const std::string x = ex.value(*n, n->args().at(0)), b = n->name();
     const std::string grouped = ex.fresh(b + "_grouped"), shape = ex.fresh(b + "_shape"), back = ex.fresh(b + "_ungrouped");
     ex.node("Reshape", {x, ex.ints_init(b + "_group_shape", {0, groups, -1})}, grouped, grouped);
     ex.node("Shape", {x}, shape, shape);
-    ex.node("Reshape", {normalize(ex, grouped, b, {-1}, ex.num_arg(*n, 4, 1e-5)), shape}, back, back);
-    channel_affine(ex, n, back, arg(2), arg(3), rank);
+    ex.node("Reshape", {normalize(ex, grouped, b, {-1}, ex.num_arg(*n, native ? 7 : 4, 1e-5)), shape}, back, back);
+    channel_affine(ex, n, back, arg(native ? 1 : 2), arg(native ? 2 : 3), rank);
+    if (native) ex.tuple_items_[n] = {ex.names_[n]};
     return;
   }
   {  // aten::instance_norm(x, weight?, bias?, mean?, var?, use_input_stats, momentum, eps, cudnn)
@@ -119,6 +123,14 @@ void register_norm_ops(OpCatalog& c) {
             .describe("normalisation per group of channels, then the per-channel affine")
             .writes(normalize_ops).writes({"Reshape", "Shape"})
             .to_onnx([](Exporter& e, fx::Node& n) { norm(e, n, true); }));
+  c.add(OpRecord("native_group_norm").describe("group_norm's Core ATen form (output 0: the normalised tensor)")
+            .writes(normalize_ops).writes({"Reshape", "Shape"})
+            .to_onnx([](Exporter& e, fx::Node& n) { norm(e, n, true); }));
+  c.add(OpRecord("native_layer_norm").describe("layer_norm's Core ATen form (output 0: the normalised tensor)")
+            .writes(normalize_ops).to_onnx([](Exporter& e, fx::Node& n) {
+              layer_norm_function(e, n);
+              e.tuple_items_[&n] = {e.names_[&n]};
+            }));
   c.add(OpRecord("instance_norm").quantized_as(activation_kinds())
             .describe("normalisation per channel, then the per-channel affine")
             .writes(normalize_ops).writes({"Reshape"})

@@ -78,13 +78,15 @@ void adaptive_avg_pool1d(Exporter& ex, fx::Node* n, const std::vector<int64_t>& 
 
 // F.pad / constant_pad_nd: torch lists (begin, end) per dim from the last one back;
 // ONNX Pad takes all begins, then all ends, from the first dim. All zero: the input.
-void pad(Exporter& ex, fx::Node* n) {
+void pad(Exporter& ex, fx::Node* n, const std::string& fixed_mode = "") {
   const std::vector<Dim> p = size_list(ex, *n, 1);
   const int r = ex.rank_of(n->args().at(0)) >= 0 ? ex.rank_of(n->args().at(0)) : static_cast<int>(dims_of(ex, *n, n->args().at(0)).size());
   if (p.size() % 2 || static_cast<int>(p.size()) > 2 * r) unsupported(*n, "a pad list of " + std::to_string(p.size()) + " entries for rank " + std::to_string(r));
   std::string mode = "constant";
   double fill = 0.0;
-  if (n->target().rfind("aten::pad", 0) == 0) {
+  if (!fixed_mode.empty()) {
+    mode = fixed_mode;
+  } else if (n->target().rfind("aten::pad", 0) == 0) {
     if (n->args().size() > 2 && n->args()[2].is_const() && n->args()[2].value.isString()) mode = n->args()[2].value.toStringRef();
     if (n->args().size() > 3) fill = ex.num_arg(*n, 3, 0.0);
   } else {
@@ -170,6 +172,7 @@ void pool_function(Exporter& e, fx::Node& n, bool max, size_t dims) {
   auto k = per_dim(1), s = per_dim(2), p = per_dim(3);
   if (p.empty()) p.assign(dims, 0);
   if (max) return pool(e, &n, true, k, s, p, per_dim(4), e.num_arg(n, 5, 0) != 0, false);
+  if (n.args().size() > 6 && !(n.args()[6].is_const() && n.args()[6].value.isNone())) unsupported(n, "average pooling with divisor_override");
   pool(e, &n, false, k, s, p, {}, e.num_arg(n, 4, 0) != 0, e.num_arg(n, 5, 1) != 0);
 }
 
@@ -200,6 +203,12 @@ void adaptive_avg_pool2d_module(Exporter& e, fx::Node& n, torch::nn::Module& m) 
 // mean(x, dims, keepdim): over H and W of a 4-D tensor GlobalAveragePool (int8 as
 // QLinearGlobalAveragePool), then Flatten unless keepdim; else ReduceMean.
 void mean(Exporter& e, fx::Node& n) {
+  if (n.args().size() < 2 || (n.args()[1].is_const() && n.args()[1].value.isNone())) {  // mean.default: of every element
+    e.unary(&n, "ReduceMean");
+    e.attr_i(e.last_, "keepdims", 0);
+    e.rank_[&n] = 0;
+    return;
+  }
   auto dims = e.ints_arg(n, 1);
   const bool keep = e.num_arg(n, 2, 0) != 0;
   const int r = e.rank_of(n.args().at(0));
@@ -251,6 +260,27 @@ void register_pool_ops(OpCatalog& c) {
   }));
   c.add(OpRecord("pad").also_aten({"constant_pad_nd"}).quantized_as(activation_kinds()).describe("ONNX Pad (constant, reflect, edge)")
             .writes({"Pad"}).to_onnx([](Exporter& e, fx::Node& n) { pad(e, &n); }));
+  for (const char* op : {"reflection_pad1d", "reflection_pad2d", "reflection_pad3d", "replication_pad1d", "replication_pad2d", "replication_pad3d"}) {
+    const bool reflect = std::string(op).rfind("reflection", 0) == 0;
+    c.add(OpRecord(op).describe(std::string("ONNX Pad, mode ") + (reflect ? "reflect" : "edge")).writes({"Pad"})
+              .to_onnx([reflect](Exporter& e, fx::Node& n) { pad(e, &n, reflect ? "reflect" : "replicate"); }));
+  }
+  for (const size_t dims : {2, 3})
+    c.add(OpRecord("max_pool" + std::to_string(dims) + "d_with_indices").describe("max pooling's values (ONNX MaxPool; indices unsupported)")
+              .writes({"MaxPool"}).to_onnx([dims](Exporter& e, fx::Node& n) {
+                pool_function(e, n, true, dims);
+                e.tuple_items_[&n] = {e.names_[&n]};
+              }));
+  c.add(OpRecord("avg_pool3d").describe("ONNX AveragePool").writes({"AveragePool"}).to_onnx([](Exporter& e, fx::Node& n) {
+    pool_function(e, n, false, 3);
+  }));
+  c.add(OpRecord("_adaptive_avg_pool2d").describe("adaptive_avg_pool2d's Core ATen form").writes({"GlobalAveragePool", "AveragePool", "Reshape", "MatMul"})
+            .to_onnx([](Exporter& e, fx::Node& n) { adaptive_avg_pool(e, &n, e.ints_arg(n, 1)); }));
+  c.add(OpRecord("_adaptive_avg_pool3d").describe("adaptive average pooling 3-D to 1x1x1 (ONNX GlobalAveragePool)").writes({"GlobalAveragePool"})
+            .to_onnx([](Exporter& e, fx::Node& n) {
+              if (e.ints_arg(n, 1) != std::vector<int64_t>{1, 1, 1}) unsupported(n, "adaptive average pooling 3-D to other than 1x1x1");
+              e.unary(&n, "GlobalAveragePool");
+            }));
   c.add(OpRecord("roll").describe("torch.roll (ONNX Slice + Concat)").writes({"Slice", "Concat"}).to_onnx([](Exporter& e, fx::Node& n) {
     roll(e, &n);
   }));

@@ -102,6 +102,7 @@ void register_resize_ops(OpCatalog& c) {
   c.add(OpRecord("upsample").also_aten({"upsample_nearest2d", "upsample_bilinear2d"}).also_modules({"Upsample"})
             .quantized_as(activation_kinds()).describe("nearest or bilinear interpolation (ONNX Resize)")
             .writes({"Resize", "Shape", "Slice", "Concat"})
+            .reads_kwargs({"output_size", "scale_factors", "align_corners"})
             .to_onnx([](Exporter& e, fx::Node& n) { upsample_function(e, &n); }, upsample_module));
 }
 

@@ -10,6 +10,9 @@ namespace qfx::quant::detail {
 /// The dims of tensor argument `a` of `user` (batch_shapes, computed on first
 /// need); unsupported() for a non-tensor or a value of unknown shape.
 const std::vector<Dim>& dims_of(Exporter& e, const fx::Node& user, const fx::Argument& a);
+/// The shape of tensor argument `a` of `user` when it is static: a parameter's own, else
+/// the propagated one; unsupported() naming `user` when a dim depends on the batch.
+std::vector<int64_t> dims_static(Exporter& e, const fx::Node& user, const fx::Argument& a);
 /// True for an int constant or an int computed from sizes.
 bool is_int(Exporter& e, const fx::Argument& a);
 /// True when both operands of a binary node are ints (size arithmetic).
@@ -23,6 +26,11 @@ std::vector<Dim> size_list(Exporter& e, const fx::Node& n, size_t i);
 /// add / sub / mul / floordiv of two ints of `n` (sizes): the result, a multiple of
 /// the batch where it stays one. Writes no ONNX node.
 void int_arith(Exporter& e, fx::Node* n, const std::string& op);
+/// The ONNX value of sizes `entries` (a 1-D int64 tensor): an initializer named after
+/// `hint` for static runs, the dynamic batch read from the first graph input's Shape
+/// (ONNX Shape, Slice, Concat). unsupported() naming `n` for a negative size or a
+/// multiple of the batch other than 1.
+std::string sizes_value(Exporter& e, const fx::Node& n, const std::vector<Dim>& entries, const std::string& hint);
 /// A Reshape of n's first argument to `shape` (ONNX Reshape's: 0 copies, one -1).
 void reshape_to(Exporter& e, fx::Node* n, const std::vector<int64_t>& shape);
 /// x[start:end:step] along `axis`: one ONNX Slice writing value `y`, node `name`.

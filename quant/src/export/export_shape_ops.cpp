@@ -43,6 +43,17 @@ const std::vector<Dim>& dims_of(Exporter& ex, const fx::Node& user, const fx::Ar
   return it->second;
 }
 
+std::vector<int64_t> dims_static(Exporter& ex, const fx::Node& user, const fx::Argument& a) {
+  if (a.is_node() && a.node->op() == fx::Opcode::kGetAttr && ex.gm_.has_attr(a.node->target()))
+    return ex.gm_.get_attr(a.node->target()).sizes().vec();
+  std::vector<int64_t> out;
+  for (const Dim& d : dims_of(ex, user, a)) {
+    if (d.batch || d.value < 0) unsupported(user, "the shape of '" + (a.is_node() ? a.node->name() : std::string("?")) + "' depends on the batch here");
+    out.push_back(d.value);
+  }
+  return out;
+}
+
 bool is_int(Exporter& ex, const fx::Argument& a) { return (a.is_const() && a.value.isInt()) || (a.is_node() && ex.ints_.count(a.node)); }
 
 bool int_operands(Exporter& e, const fx::Node& n) { return n.args().size() >= 2 && is_int(e, n.args()[0]) && is_int(e, n.args()[1]); }
@@ -230,24 +241,35 @@ void squeeze(Exporter& ex, fx::Node* n) {
 }
 
 void expand(Exporter& ex, fx::Node* n) {
-  const std::vector<Dim> entries = size_list(ex, *n, 1);
-  // ONNX Expand broadcasts: -1 (keep the input's dim) is 1 there. The dynamic batch
-  // is read from the first graph input (its dim 0) at run time.
+  std::vector<Dim> entries = size_list(ex, *n, 1);
+  // ONNX Expand broadcasts: -1 (keep the input's dim) is 1 there.
+  for (Dim& e : entries)
+    if (!e.batch && e.value == -1) e.value = 1;
+  const std::string target = sizes_value(ex, *n, entries, "expand_dims");
+  const std::string y = ex.fresh(n->name());
+  ex.node("Expand", {ex.value(*n, n->args().at(0)), target}, y, n->name());
+  ex.names_[n] = y;
+  ex.rank_[n] = static_cast<int>(std::max<size_t>(entries.size(), static_cast<size_t>(std::max(ex.rank_of(n->args().at(0)), 0))));
+}
+
+std::string sizes_value(Exporter& ex, const fx::Node& node, const std::vector<Dim>& entries, const std::string& hint) {
+  const fx::Node* n = &node;
+  // The dynamic batch is read from the first graph input (its dim 0) at run time.
   std::vector<std::string> parts;
   std::vector<int64_t> run;
   auto flush = [&] {
     if (run.empty()) return;
-    parts.push_back(ex.ints_init("expand_dims", run));
+    parts.push_back(ex.ints_init(hint, run));
     run.clear();
   };
   for (const auto& e : entries) {
     if (!e.batch) {
-      if (e.value < -1) unsupported(*n, "an expand size of " + std::to_string(e.value));
-      run.push_back(e.value == -1 ? 1 : e.value);
+      if (e.value < 0) unsupported(*n, "a size of " + std::to_string(e.value));
+      run.push_back(e.value);
       continue;
     }
     if (e.value != 1 || ex.opt_.input_shapes.empty() || ex.opt_.input_shapes[0].empty() || ex.opt_.input_shapes[0][0] >= 0 || !ex.first_input_)
-      unsupported(*n, "expand to a multiple of the dynamic batch");
+      unsupported(*n, "a size that is a multiple of the dynamic batch");
     flush();
     // Shape, then its first entry (Shape's start/end attributes are opset 15).
     const std::string shape = ex.fresh(n->name() + "_input_shape");
@@ -257,15 +279,13 @@ void expand(Exporter& ex, fx::Node* n) {
     parts.push_back(batch);
   }
   flush();
+  if (parts.empty()) return ex.ints_init(hint, {});
   std::string target = parts.size() == 1 ? parts[0] : ex.fresh(n->name() + "_shape");
   if (parts.size() > 1) {
     auto* c = ex.node("Concat", parts, target, target);
     ex.attr_i(c, "axis", 0);
   }
-  const std::string y = ex.fresh(n->name());
-  ex.node("Expand", {ex.value(*n, n->args().at(0)), target}, y, n->name());
-  ex.names_[n] = y;
-  ex.rank_[n] = static_cast<int>(std::max<size_t>(entries.size(), static_cast<size_t>(std::max(ex.rank_of(n->args().at(0)), 0))));
+  return target;
 }
 
 void slice(Exporter& ex, fx::Node* n) {

@@ -59,7 +59,7 @@ void permute(Exporter& e, fx::Node& n) {
 }  // namespace
 
 void register_transformer_ops(OpCatalog& c) {
-  c.add(OpRecord("gelu").also_modules({"GELU"}).quantized_as(activation_kinds())
+  c.add(OpRecord("gelu").also_modules({"GELU"}).reads_kwargs({"approximate"}).quantized_as(activation_kinds())
             .describe("GELU (erf or tanh form), decomposed into opset-14 ops").as_integer_only("Gelu")
             .writes({"Mul", "Add", "Div", "Tanh", "Erf"}).to_onnx(gelu_function, gelu_module));
   c.add(OpRecord("permute").quantized_as(activation_kinds()).describe("ONNX Transpose").writes({"Transpose"}).to_onnx(permute));

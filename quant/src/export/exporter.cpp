@@ -2,6 +2,8 @@
 // inputs, parameters, and the dispatch of each node to its op catalog record.
 #include "exporter.h"
 
+#include <set>
+
 #include "export_rnn.h"
 
 namespace qfx::quant::detail {
@@ -192,9 +194,21 @@ void Exporter::unary(fx::Node* n, const std::string& op, int rank_delta, const s
 }
 
 void Exporter::binary(fx::Node* n, const std::string& op) {
-  if ((op == "Add" || op == "Sub") && n->args().size() > 2 && num_arg(*n, 2, 1.0) != 1.0) unsupported(*n, "alpha != 1");
+  static const std::set<std::string> compares = {"Equal", "Less", "Greater", "LessOrEqual", "GreaterOrEqual"};
+  at::ScalarType t = op == "And" || op == "Or" || op == "Xor" ? at::kBool : promoted(*n, 0, 2);
+  if (op == "Div" && at::isIntegralType(t, /*includeBool=*/true)) t = at::kFloat;
+  if (!compares.count(op) && t == at::kBool && op != "And" && op != "Or" && op != "Xor") t = at::kLong;  // bool arithmetic
+  const std::string a = operand_as(*n, n->args().at(0), t);
+  std::string b = operand_as(*n, n->args().at(1), t);
+  double alpha = n->args().size() > 2 ? num_arg(*n, 2, 1.0) : 1.0;
+  for (const auto& [k, v] : n->kwargs())
+    if (k == "alpha" && v.is_const() && (v.value.isDouble() || v.value.isInt())) alpha = v.value.isDouble() ? v.value.toDouble() : v.value.toInt();
+  if ((op == "Add" || op == "Sub") && alpha != 1.0) {
+    if (at::isIntegralType(t, true) && alpha != std::floor(alpha)) unsupported(*n, "a fractional alpha on integers");
+    b = two_input("Mul", b, init("alpha", at::full({}, alpha, at::TensorOptions().dtype(t))), n->name() + "_alpha");
+  }
   const std::string y = fresh(n->name());
-  node(op, {operand(*n, n->args().at(0)), operand(*n, n->args().at(1))}, y, n->name());
+  node(op, {a, b}, y, n->name());
   names_[n] = y;
   rank_[n] = std::max(rank_of(n->args().at(0)), rank_of(n->args().at(1)));
 }
@@ -224,6 +238,7 @@ void Exporter::input(fx::Node* n, size_t i) {
   const std::string dtype = i < opt_.input_dtypes.size() ? opt_.input_dtypes[i] : "float32";
   tt->set_elem_type(dtype == "int64"   ? onnx::TensorProto::INT64
                     : dtype == "int32" ? onnx::TensorProto::INT32
+                    : dtype == "bool"  ? onnx::TensorProto::BOOL
                                        : onnx::TensorProto::FLOAT);
   if (i < opt_.input_shapes.size()) {
     auto* sh = tt->mutable_shape();
@@ -314,6 +329,7 @@ void Exporter::function(fx::Node* n) {
   const std::string op = canonical_op_name(*n, gm_);
   const auto [record, x] = emission(*n, op, "op");
   if (!x->function) unsupported(*n, "op '" + op + "' is exported only as a module");
+  check_kwargs(*n, record);
   Emitting scope(*this, record);
   x->function(*this, *n);
 }

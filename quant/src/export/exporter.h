@@ -14,6 +14,7 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <optional>
 
 #include "qfx/error.h"
 #include "qfx/fx/module_matcher.h"
@@ -79,11 +80,30 @@ class Exporter {
   /// A tensor or a number (a 0-d float initializer) as an ONNX value.
   std::string operand(const fx::Node& n, const fx::Argument& a);
 
+  // --- dtypes (export_dtypes.cpp) ---------------------------------------------------------
+  /// The scalar type of tensor argument `a` as shape propagation found it (meta
+  /// "dtype", when it ran) or as the program or trace recorded it (meta
+  /// "traced_dtype"); for a number, kLong, kDouble or kBool; nullopt when unknown
+  /// (a node a pass inserted: promotion then takes it as float).
+  /// float64 and float16 values count as kFloat: the exported model computes in float32.
+  std::optional<at::ScalarType> dtype_of(const fx::Argument& a);
+  /// torch's type promotion (at::result_type) over arguments [from, to) of `n`: 0-d
+  /// tensors and numbers take part as scalars do. kFloat when a dtype is unknown.
+  at::ScalarType promoted(const fx::Node& n, size_t from, size_t to);
+  /// Argument `a` of `n` as an ONNX value of type `t`: a tensor of another dtype through
+  /// ONNX Cast (to bool: x != 0), a number as a 0-d initializer of `t`.
+  std::string operand_as(const fx::Node& n, const fx::Argument& a, at::ScalarType t);
+  /// The ONNX TensorProto element type of `t`; -1 for a type ONNX export does not write.
+  static int onnx_type(at::ScalarType t);
+
   // --- ops every family uses ----------------------------------------------------------
   /// An op on one tensor input (then `extra` constant inputs) whose output has the
   /// input's rank plus `rank_delta`; last_ is the node.
   void unary(fx::Node* n, const std::string& op, int rank_delta = 0, const std::vector<std::string>& extra = {});
-  /// ONNX `op` over two operands (tensors or numbers); Add / Sub refuse alpha != 1.
+  /// ONNX `op` over two operands (tensors or numbers) cast to torch's promoted type
+  /// (comparisons: then compared; And / Or / Xor: as bool; Div: true division, in
+  /// float for integers); Add / Sub scale the second by `alpha` (argument 2 or the
+  /// keyword) when it is not 1.
   void binary(fx::Node* n, const std::string& op);
   /// An op that passes its input through (dropout and identity in eval mode).
   void alias(fx::Node* n);
@@ -123,6 +143,10 @@ class Exporter {
   void module(fx::Node* n);
   /// A call_function node: the op catalog's emission of its canonical op.
   void function(fx::Node* n);
+  /// Throws UnsupportedOpError when call `n` passes a keyword argument that record
+  /// `r` does not read (OpRecord::kwargs) at a value other than its schema default
+  /// (export_kwargs.cpp).
+  void check_kwargs(const fx::Node& n, const OpRecord* r);
   /// The op catalog's record and emission of `op` at the exported opset (what: "op"
   /// or "module"); unsupported() when there is none.
   std::pair<const OpRecord*, const OnnxExport*> emission(const fx::Node& n, const std::string& op, const std::string& what);

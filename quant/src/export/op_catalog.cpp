@@ -28,9 +28,9 @@ OpRecord& OpRecord::writes(const std::vector<std::string>& ops) {
 
 const std::vector<std::string>& core_onnx_ops() {
   // Exporter::quant_dequant (Clip: a sub-8-bit range), Exporter::weighted with
-  // its fused activation, Exporter::output.
+  // its fused activation, Exporter::output, Exporter::operand_as (Cast).
   static const std::vector<std::string> ops = {"QuantizeLinear", "DequantizeLinear", "Clip", "Conv", "ConvTranspose",
-                                               "Gemm", "MatMul", "Add", "Relu", "Identity"};
+                                               "Gemm", "MatMul", "Add", "Relu", "Identity", "Cast"};
   return ops;
 }
 
@@ -105,6 +105,9 @@ const OpCatalog& op_catalog() {
     detail::register_resize_ops(k);
     detail::register_rnn_ops(k);
     detail::register_gather_ops(k);
+    detail::register_reduce_ops(k);
+    detail::register_scatter_ops(k);
+    detail::register_creation_ops(k);
     detail::register_unary_ops(k);
     return k;
   }();

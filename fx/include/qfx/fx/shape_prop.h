@@ -30,7 +30,7 @@ class ShapeProp : public Interpreter {
 };
 
 /// The ATen element type of an input dtype name: kLong for "int64", kInt for
-/// "int32", kFloat for "float32" and anything else (the inputs' default).
+/// "int32", kBool for "bool", kFloat for "float32" and anything else (the inputs' default).
 at::ScalarType input_scalar_type(const std::string& dtype);
 
 /// ShapeProp on zero-filled inputs of the given shapes (one per placeholder):

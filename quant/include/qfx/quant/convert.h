@@ -22,8 +22,8 @@ struct ExportOptions {
   /// Names of the ONNX graph inputs and outputs (default: the placeholders'
   /// names, and "output" / "output_K").
   std::vector<std::string> input_names, output_names;
-  /// Element type of each graph input: "float32" (default), "int64" or "int32"
-  /// (token ids, masks: the ONNX input's elem_type).
+  /// Element type of each graph input: "float32" (default), "int64", "int32" or
+  /// "bool" (token ids, masks: the ONNX input's elem_type).
   std::vector<std::string> input_dtypes;
   /// ONNX opset of the default domain (13..17).
   int opset = 13;

@@ -85,6 +85,12 @@ struct OpRecord {
   /// A recurrent layer (aten::lstm.input, gru.input): its weights, initial states of
   /// zeros and their quantizers belong to it.
   bool recurrent = false;
+  /// The keyword arguments its function emission reads (gelu's "approximate",
+  /// _to_copy's "dtype"). The exporter refuses a call passing any other keyword at a
+  /// value other than the operator schema's default (UnsupportedOpError naming the
+  /// node and keyword), so an argument the emission ignores never changes the result
+  /// silently; device, layout, pin_memory, memory_format and non_blocking never do.
+  std::vector<std::string> kwargs;
 
   /// A record named `n` with nothing else known yet; the setters below fill it.
   explicit OpRecord(std::string n) : name(std::move(n)) {}
@@ -108,6 +114,8 @@ struct OpRecord {
   }
   /// Sets `recurrent`.
   OpRecord& as_recurrent() { recurrent = true; return *this; }
+  /// Sets `kwargs` (the keyword arguments the function emission reads).
+  OpRecord& reads_kwargs(std::vector<std::string> k) { kwargs = std::move(k); return *this; }
   /// Adds `ops` to `onnx_ops` (the ONNX op types the emissions write).
   OpRecord& writes(const std::vector<std::string>& ops);
   /// Adds an emission valid from `since_opset` on.
