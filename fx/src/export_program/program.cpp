@@ -269,12 +269,38 @@ class ProgramBuilder {
     }
   }
 
-  // A standard layer rebuilt as a module, when the node is one and owns its tensors.
+  // The rank of the program value `value`, -1 when its tensor_meta is not recorded.
+  int64_t rank_of(const std::string& value) const {
+    const auto& tv = a_.model.at("graph_module").at("graph").at("tensor_values");
+    return tv.contains(value) ? static_cast<int64_t>(tv.at(value).at("sizes").size()) : -1;
+  }
+
+  // The layer class a functional call inside a module of another class is (timm's
+  // BatchNormAct2d calls F.batch_norm on its own weight, a custom block calls
+  // F.conv2d on its own parameters): by the target and the input's rank; "" for none.
+  std::string functional_layer(const json& n, const std::string& target) const {
+    const auto dot = target.find('.');
+    const std::string op = target.substr(0, dot);
+    if (op == "aten::conv1d" || op == "aten::conv2d" || op == "aten::conv3d") return "Conv" + op.substr(10, 2);
+    if (op == "aten::linear") return "Linear";
+    if (op == "aten::layer_norm") return "LayerNorm";
+    if (op != "aten::batch_norm" && op != "aten::_native_batch_norm_legit_no_training") return "";
+    const json& x = n.at("inputs").at(0).at("arg");
+    const int64_t r = x.contains("as_tensor") ? rank_of(x.at("as_tensor").at("name").get<std::string>()) : -1;
+    return r == 2 || r == 3 ? "BatchNorm1d" : r == 4 ? "BatchNorm2d" : r == 5 ? "BatchNorm3d" : "";
+  }
+
+  // A standard layer rebuilt as a module, when the node is one and owns its tensors:
+  // called by its own class, or as a function on tensors of the module it sits in.
   Node* leaf(const json& n, const std::string& target, const std::string& name) {
     if (!o_.rebuild_modules) return nullptr;
     const ModuleFrame f = innermost_module(n);
-    const std::string cls = short_class(f.cls);
+    std::string cls = short_class(f.cls);
     if (cls.empty() || f.path.empty()) return nullptr;
+    if (leaf_tensor_names(cls).empty() && !rebuilt_.count(f.path)) {
+      const std::string functional = functional_layer(n, target);
+      if (!functional.empty()) cls = functional;
+    }
     LeafArgs args{n, [&](const std::string& v) {
                     auto it = lifted_.find(v);
                     return it == lifted_.end() ? at::Tensor() : it->second.tensor;

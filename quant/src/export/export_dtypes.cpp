@@ -86,4 +86,14 @@ std::string Exporter::operand_as(const fx::Node& n, const fx::Argument& a, at::S
   return y;
 }
 
+std::string Exporter::input_in_dtype(const fx::Node& n) {
+  for (const auto& [k, a] : n.kwargs())
+    if (k == "dtype" && a.is_const() && a.value.isInt()) {
+      at::ScalarType t = static_cast<at::ScalarType>(a.value.toInt());
+      if (t == at::kDouble || t == at::kHalf || t == at::kBFloat16) t = at::kFloat;
+      return operand_as(n, n.args().at(0), t);
+    }
+  return value(n, n.args().at(0));
+}
+
 }  // namespace qfx::quant::detail

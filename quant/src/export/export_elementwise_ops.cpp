@@ -165,15 +165,18 @@ const c10::IValue* cast_dtype(const fx::Node& n) {
   return nullptr;
 }
 
-// to / _to_copy naming a dtype: ONNX Cast (to the dtype x has: the identity). One
-// naming only a device, layout or memory format is the identity; `to.other` (the dtype
-// of another tensor) is not exported.
+// to / _to_copy naming a dtype, `to.other` / `type_as` (the dtype of another tensor, as
+// the program recorded it): ONNX Cast (to the dtype x has: the identity). One naming
+// only a device, layout or memory format is the identity.
 void cast(Exporter& e, fx::Node& n) {
   const c10::IValue* dtype = cast_dtype(n);
   const bool to_other = n.args().size() > 1 && n.args()[1].is_node();
   if (!dtype && !to_other) return e.alias(&n);
-  if (!dtype) unsupported(n, "to(other) (the dtype of another tensor) has no ONNX export in qfx yet");
-  const int t = onnx_type(dtype->toInt());
+  std::optional<int64_t> code;
+  if (dtype) code = dtype->toInt();
+  else if (const auto other = e.dtype_of(n.args()[1])) code = static_cast<int64_t>(*other);
+  if (!code) unsupported(n, "a cast to the dtype of a tensor whose dtype the program does not record");
+  const int t = onnx_type(*code);
   if (t < 0) unsupported(n, "a cast to a dtype ONNX lacks");
   const std::string y = e.fresh(n.name());
   e.last_ = e.node("Cast", {e.value(n, n.args().at(0))}, y, n.name());
@@ -303,7 +306,7 @@ void register_elementwise_ops(OpCatalog& c) {
   c.add(OpRecord("hardtanh").quantized_as(activation_kinds()).describe("ONNX Clip (hardtanh(0, 6) is relu6)").writes({"Clip", "Max", "Min"})
             .to_onnx(clamp));
   c.add(OpRecord("log_softmax").also_aten({"_log_softmax"}).describe("ONNX LogSoftmax").writes({"LogSoftmax"}).to_onnx(log_softmax));
-  c.add(OpRecord("to").also_aten({"_to_copy"}).reads_kwargs({"dtype"}).describe("a dtype cast (ONNX Cast)").writes({"Cast"}).to_onnx(cast));
+  c.add(OpRecord("to").also_aten({"_to_copy", "type_as"}).reads_kwargs({"dtype"}).describe("a dtype cast (ONNX Cast)").writes({"Cast"}).to_onnx(cast));
 }
 
 }  // namespace qfx::quant::detail

@@ -150,7 +150,7 @@ void reduce_sum(Exporter& ex, fx::Node* n) {
   std::vector<int64_t> dims = n->args().size() > 1 ? ex.ints_arg(*n, 1) : std::vector<int64_t>{};
   const bool keep = ex.num_arg(*n, 2, 0) != 0;
   const std::string y = ex.fresh(n->name());
-  std::vector<std::string> in = {ex.value(*n, n->args().at(0))};
+  std::vector<std::string> in = {ex.input_in_dtype(*n)};
   if (!dims.empty()) in.push_back(ex.ints_init(n->name() + "_axes", dims));
   ex.last_ = ex.node("ReduceSum", in, y, n->name());
   ex.attr_i(ex.last_, "keepdims", keep ? 1 : 0);
@@ -203,6 +203,10 @@ void adaptive_avg_pool2d_module(Exporter& e, fx::Node& n, torch::nn::Module& m) 
 // mean(x, dims, keepdim): over H and W of a 4-D tensor GlobalAveragePool (int8 as
 // QLinearGlobalAveragePool), then Flatten unless keepdim; else ReduceMean.
 void mean(Exporter& e, fx::Node& n) {
+  for (const auto& [k, a] : n.kwargs())
+    if (k == "dtype" && a.is_const() && a.value.isInt() && static_cast<at::ScalarType>(a.value.toInt()) != at::kFloat &&
+        e.dtype_of(n.args().at(0)) != static_cast<at::ScalarType>(a.value.toInt()))
+      unsupported(n, "mean with a dtype other than its input's or float32");
   if (n.args().size() < 2 || (n.args()[1].is_const() && n.args()[1].value.isNone())) {  // mean.default: of every element
     e.unary(&n, "ReduceMean");
     e.attr_i(e.last_, "keepdims", 0);
@@ -252,9 +256,9 @@ void register_pool_ops(OpCatalog& c) {
   c.add(OpRecord("adaptive_avg_pool1d").quantized_as(activation_kinds()).describe("ONNX GlobalAveragePool or AveragePool")
             .writes({"GlobalAveragePool", "AveragePool"})
             .to_onnx([](Exporter& e, fx::Node& n) { adaptive_avg_pool1d(e, &n, e.ints_arg(n, 1)); }));
-  c.add(OpRecord("mean").quantized_as(activation_kinds()).describe("ONNX GlobalAveragePool or ReduceMean")
+  c.add(OpRecord("mean").reads_kwargs({"dtype"}).quantized_as(activation_kinds()).describe("ONNX GlobalAveragePool or ReduceMean")
             .writes({"GlobalAveragePool", "Flatten", "ReduceMean"}).to_onnx(mean));
-  c.add(OpRecord("sum").describe("ONNX ReduceSum over dims").writes({"ReduceSum"}).to_onnx([](Exporter& e, fx::Node& n) {
+  c.add(OpRecord("sum").reads_kwargs({"dtype"}).describe("ONNX ReduceSum over dims").writes({"ReduceSum"}).to_onnx([](Exporter& e, fx::Node& n) {
     if (n.args().size() <= 1) unsupported(n, "op 'sum' of all elements has no ONNX export in qfx yet");
     reduce_sum(e, &n);
   }));

@@ -35,7 +35,7 @@ std::function<void(Exporter&, fx::Node&)> reduction(std::string op) {
   return [op](Exporter& e, fx::Node& n) {
     const std::vector<int64_t> axes = dims_arg(e, n, 1);
     const bool keep = e.num_arg(n, 2, 0) != 0;
-    finish(e, n, reduce(e, n, op, e.value(n, n.args().at(0)), axes, keep, n.name()), axes.size(), keep);
+    finish(e, n, reduce(e, n, op, e.input_in_dtype(n), axes, keep, n.name()), axes.size(), keep);
   };
 }
 
@@ -117,7 +117,7 @@ void var(Exporter& e, fx::Node& n) {
 // cumsum(x, dim): ONNX CumSum with the axis as a 0-d int64 input.
 void cumsum(Exporter& e, fx::Node& n) {
   const std::string y = e.fresh(n.name());
-  e.last_ = e.node("CumSum", {e.value(n, n.args().at(0)), e.init("axis", at::scalar_tensor(e.ints_arg(n, 1).at(0), at::kLong))}, y, n.name());
+  e.last_ = e.node("CumSum", {e.input_in_dtype(n), e.init("axis", at::scalar_tensor(e.ints_arg(n, 1).at(0), at::kLong))}, y, n.name());
   finish(e, n, y, 0, true);
 }
 

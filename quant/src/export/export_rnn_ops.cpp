@@ -210,7 +210,7 @@ void register_rnn_ops(OpCatalog& c) {
   c.add(OpRecord("gru").quantized_as(weighted_kinds()).as_recurrent().describe("nn.GRU (aten::gru.input) as one ONNX GRU per layer")
             .writes(rnn_onnx_ops).to_onnx([](Exporter& e, fx::Node& n) { rnn(e, &n, false); }, nullptr, 7));
   for (const char* z : {"zeros", "zeros_like"})
-    c.add(OpRecord(z).describe("a recurrent layer's zero initial state, left out").to_onnx([](Exporter& e, fx::Node& n) { zeros(e, &n); }));
+    c.add(OpRecord(z).describe("a recurrent layer's zero initial state, left out").reads_kwargs({"dtype"}).to_onnx([](Exporter& e, fx::Node& n) { zeros(e, &n); }));
 }
 
 }  // namespace qfx::quant::detail

@@ -176,7 +176,7 @@ void register_scatter_ops(OpCatalog& c) {
   c.add(OpRecord("gather").describe("values along a dim by an index of the same rank (ONNX GatherElements)").writes({"GatherElements"})
             .to_onnx(gather));
   for (const char* op : {"scatter", "scatter_add", "scatter_reduce"})
-    c.add(OpRecord(op).describe("values written along a dim at an index (ONNX ScatterElements)").reads_kwargs({"include_self", "reduce"})
+    c.add(OpRecord(op).describe("values written along a dim at an index (ONNX ScatterElements)").reads_kwargs({"include_self"})
               .writes({"ScatterElements", "Shape", "Expand"}).to_onnx(scatter));
   c.add(OpRecord("index_put").describe("rows of x at an int64 index replaced or accumulated (ONNX ScatterND)")
             .writes({"Expand", "Unsqueeze", "ScatterND"}).to_onnx(index_put));

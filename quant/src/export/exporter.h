@@ -93,6 +93,9 @@ class Exporter {
   /// Argument `a` of `n` as an ONNX value of type `t`: a tensor of another dtype through
   /// ONNX Cast (to bool: x != 0), a number as a 0-d initializer of `t`.
   std::string operand_as(const fx::Node& n, const fx::Argument& a, at::ScalarType t);
+  /// Argument 0 of `n` as an ONNX value in the type its `dtype` keyword names (sum,
+  /// mean, prod, cumsum: the input is cast first, as aten does); without one, as is.
+  std::string input_in_dtype(const fx::Node& n);
   /// The ONNX TensorProto element type of `t`; -1 for a type ONNX export does not write.
   static int onnx_type(at::ScalarType t);
 
