@@ -44,6 +44,28 @@ Node* weight_of(GraphModule& gm, Node* user, const Argument& m2) {
   return g;
 }
 
+// The value under view / expand nodes (Core ATen's matmul of a 3-D input by a
+// weight: bmm of view(expand(x)) by view(expand(permute(W)))); `a` itself when none.
+const Argument& under_expand(const Argument& a) {
+  if (!a.is_node() || a.node->op() != Opcode::kCallFunction) return a;
+  const std::string& t = a.node->target();
+  if ((t == "aten::view" || t == "aten::expand" || t == "aten::_unsafe_view") && !a.node->args().empty())
+    return under_expand(a.node->args()[0]);
+  return a;
+}
+
+// bmm(x, B) where B is a 2-D parameter's transpose expanded over the batch: the
+// [out, in] weight, else null.
+Node* batched_weight(GraphModule& gm, Node* bmm) {
+  const Argument& b = under_expand(bmm->args()[1]);
+  if (!b.is_node() || b.node == bmm->args()[1].node) return nullptr;
+  const std::string& t = b.node->target();
+  const bool swap = (t == "aten::t" && b.node->args().size() == 1) ||
+                    (t == "aten::permute" && b.node->args().size() == 2 && b.node->args()[1].is_const() &&
+                     b.node->args()[1].value.isIntList() && b.node->args()[1].value.toIntVector() == std::vector<int64_t>{1, 0});
+  return b.node->op() == Opcode::kCallFunction && swap && is_param(gm, b.node->args()[0]) ? b.node->args()[0].node : nullptr;
+}
+
 }  // namespace
 
 int addmm_as_linear(GraphModule& gm) {
@@ -51,6 +73,17 @@ int addmm_as_linear(GraphModule& gm) {
   for (Node* n : gm.graph().nodes()) {
     if (n->op() != Opcode::kCallFunction) continue;
     const std::string& t = n->target();
+    if (t == "aten::bmm" && n->args().size() == 2) {  // x [B, M, K] @ W^T expanded: linear(x, W)
+      Node* w = batched_weight(gm, n);
+      if (!w) continue;
+      auto guard = gm.graph().inserting_before(n);
+      Node* lin = gm.graph().call_function("aten::linear", {n->args()[0], Argument(w)}, {}, n->name() + "_linear");
+      lin->meta() = n->meta();
+      n->replace_all_uses_with(lin);
+      gm.graph().erase_node(n);
+      ++count;
+      continue;
+    }
     const bool addmm = t == "aten::addmm", mm = t == "aten::mm";
     if (!(addmm && n->args().size() >= 3 && is_one(*n, "beta", 3) && is_one(*n, "alpha", 4)) && !(mm && n->args().size() == 2))
       continue;

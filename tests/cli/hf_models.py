@@ -1,14 +1,15 @@
 """Hugging Face transformers models as users export them, for tests/cli/hf_test.sh.
 
-    hf_models.py OUT_DIR NAME[:ATTN] ...
+    hf_models.py OUT_DIR NAME[:ATTN][:core] ...
 
 For each model (small config, seeded random weights, attn_implementation sdpa or
 eager): torch.export.export(model, (), kwargs, dynamic_shapes) with a dynamic batch,
-as the transformers and torch.export docs show; writes OUT_DIR/TAG.pt2, the inputs
+as the transformers and torch.export docs show (":core": then
+ExportedProgram.run_decompositions(), the Core ATen IR); writes OUT_DIR/TAG.pt2, the inputs
 OUT_DIR/TAG.INPUT.npy (32 samples; token ids and a mask whose odd rows end in 4
 padding tokens, int64 [32, 16], or images float32 [32, 3, 32, 32]), PyTorch's first
 output on them OUT_DIR/TAG.fp32.npy, and OUT_DIR/TAG.yaml (model.inputs with their
-keys in reverse order: qfx binds them by name), TAG = NAME_ATTN.
+keys in reverse order: qfx binds them by name), TAG = NAME_ATTN[_core].
 """
 import os
 import sys
@@ -51,9 +52,10 @@ def inputs(kind):
 def main(out, specs):
     os.makedirs(out, exist_ok=True)
     for spec in specs:
-        name, _, attn = spec.partition(":")
+        name, _, rest = spec.partition(":")
+        attn, _, core = rest.partition(":")
         attn = attn or "sdpa"
-        tag = name + "_" + attn
+        tag = name + "_" + attn + ("_core" if core else "")
         torch.manual_seed(0)
         model, kind = build(name, attn)
         model.eval()
@@ -62,6 +64,8 @@ def main(out, specs):
         kw = {k: torch.from_numpy(v[:2]) for k, v in data.items()}
         with torch.no_grad():
             ep = export(model, (), kw, dynamic_shapes={k: {0: batch} for k in data})
+            if core:
+                ep = ep.run_decompositions()
             ref = model(**{k: torch.from_numpy(v) for k, v in data.items()})[0]
         torch.export.save(ep, os.path.join(out, tag + ".pt2"))
         np.save(os.path.join(out, tag + ".fp32.npy"), ref.numpy())

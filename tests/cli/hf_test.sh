@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Hugging Face transformers models (BERT, GPT-2, Llama, ViT; small configs, random
-# weights) as torch.export programs with a dynamic batch, built by tests/cli/hf_models.py,
+# weights) as torch.export programs with a dynamic batch, built by tests/cli/hf_models.py
+# (BERT and ViT also after run_decompositions(): the Core ATen IR),
 # through qfx ptq from a config whose model.inputs list the inputs in reverse order
 # (bound by name). Each: the reference backend equal to onednn, int8 cosine >= 0.99
 # against fp32, qfx's fp32 model equal to PyTorch's output (1e-4), every projection an
@@ -11,11 +12,12 @@ pass=0; fail=0
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 source "$(dirname "$0")/check.sh"
 ort=$1
-models=(bert gpt2:eager llama vit)
+models=(bert gpt2:eager llama vit bert:sdpa:core vit:sdpa:core)
 check "transformers models export (torch.export, dynamic batch)" 0 "^ok vit_sdpa" -- \
   $PY "$(dirname "$0")/hf_models.py" "$tmp" "${models[@]}"
 for spec in "${models[@]}"; do
-  tag=${spec%%:*}_$( [ "${spec#*:}" != "$spec" ] && echo "${spec#*:}" || echo sdpa)
+  name=${spec%%:*}; rest=${spec#"$name"}; rest=${rest#:}; attn=${rest%%:*}; core=${rest#"$attn"}
+  tag=${name}_${attn:-sdpa}${core:+_core}
   check "qfx ptq $tag" 0 "reference backend: 8 of 8 int8 outputs identical" -- "$QFX" ptq "$tmp/$tag.yaml"
   check "$tag: int8 cosine >= 0.99; fp32 model equals PyTorch; every projection int8" 0 "^ok" -- $PY -c "
 import json, numpy as np

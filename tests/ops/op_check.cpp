@@ -139,7 +139,11 @@ Outcome run_case(const fs::path& dir, const Case& c) {
   const std::string bytes = qfx::quant::export_onnx_bytes(*gm, o, nullptr);
   Outcome r{"pass", "", {}};
   const auto model = qfx::runtime::Model::load_from_string(bytes);
-  for (const auto& k : model.kernel_report()) r.onnx_ops.insert(k.op);
+  std::set<std::string> nodes;
+  for (const auto& k : model.kernel_report()) {
+    r.onnx_ops.insert(k.op);
+    if (!nodes.insert(k.node).second) return {"fail", "two ONNX nodes named '" + k.node + "' (ONNX Runtime refuses the model)", r.onnx_ops};
+  }
   std::map<std::string, qfx::runtime::Tensor> feed;
   for (size_t i = 0; i < model.inputs().size(); ++i) feed.emplace(model.inputs()[i].name, to_runtime(c.inputs.at(i)));
   const auto out = model.run(feed);

@@ -356,7 +356,8 @@ Kernel qmatmul_activations(const Node& n, const std::vector<Meta>& in) {
 
 // QGemm / QLinearMatMul with a constant int8 B: int32 accumulation, per-column requantization.
 Kernel qgemm(const Node& n, const std::vector<Meta>& in, const std::vector<const Tensor*>& consts) {
-  if (n.op == "QLinearMatMul" && (consts.size() < 2 || !consts[1])) return qmatmul_activations(n, in);
+  // A computed B, or a constant batch of matrices (rank > 2): the batched product.
+  if (n.op == "QLinearMatMul" && (consts.size() < 2 || !consts[1] || consts[1]->shape().size() != 2)) return qmatmul_activations(n, in);
   const bool is_gemm = n.op == "QGemm";
   const bool tb = is_gemm && n.attr_i("transB", 0) != 0;
   if (is_gemm && (n.attr_i("transA", 0) != 0 || n.attr_f("alpha", 1.0f) != 1.0f || n.attr_f("beta", 1.0f) != 1.0f))

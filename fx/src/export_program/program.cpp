@@ -6,6 +6,7 @@
 
 #include <cstdio>
 
+#include <limits>
 #include <map>
 #include <set>
 
@@ -79,6 +80,7 @@ class ProgramBuilder {
     decompose_attention(*gm_);  // each matmul and the softmax quantized, as the TorchScript tracer gives them
     simplify_arange_index(*gm_);  // transformers' mask builders index with full aranges
     addmm_as_linear(*gm_);        // addmm / mm with a parameter quantize as linear
+    mask_add_as_masked_fill(*gm_);  // additive -inf masks: no observer sees -inf
     g_.eliminate_dead_code();     // their unused aranges and size checks
     gm_->eval();
     return gm_;
@@ -233,11 +235,15 @@ class ProgramBuilder {
                  ? Argument(value(arg.at("as_optional_tensor").at("as_tensor").at("name").get<std::string>(), user))
                  : Argument();
     if (arg.contains("as_int")) return Argument(c10::IValue(arg.at("as_int").get<int64_t>()));
-    if (arg.contains("as_float")) return Argument(c10::IValue(arg.at("as_float").get<double>()));
+    if (arg.contains("as_float")) return Argument(c10::IValue(float_of(arg.at("as_float"))));
     if (arg.contains("as_bool")) return Argument(c10::IValue(arg.at("as_bool").get<bool>()));
     if (arg.contains("as_string")) return Argument(c10::IValue(arg.at("as_string").get<std::string>()));
     if (arg.contains("as_ints")) return Argument(c10::IValue(arg.at("as_ints").get<std::vector<int64_t>>()));
-    if (arg.contains("as_floats")) return Argument(c10::IValue(arg.at("as_floats").get<std::vector<double>>()));
+    if (arg.contains("as_floats")) {
+      std::vector<double> v;
+      for (const auto& f : arg.at("as_floats")) v.push_back(float_of(f));
+      return Argument(c10::IValue(v));
+    }
     if (arg.contains("as_bools")) {
       c10::List<bool> l;
       for (const auto& b : arg.at("as_bools")) l.push_back(b.get<bool>());
@@ -258,6 +264,17 @@ class ProgramBuilder {
     if (arg.contains("as_device")) return Argument(c10::IValue(c10::Device(arg.at("as_device").at("type").get<std::string>())));
     throw UnsupportedOpError("node " + user + ": argument " + arg.dump().substr(0, 80) +
                              " (a subgraph, custom object or complex value) is not supported");
+  }
+
+  // A float as torch's serializer writes it: a number, or "Infinity", "-Infinity",
+  // "NaN" (JSON has no literal for them; the SDPA decomposition's -inf is one).
+  static double float_of(const json& f) {
+    if (f.is_number()) return f.get<double>();
+    const std::string s = f.get<std::string>();
+    if (s == "Infinity" || s == "inf") return std::numeric_limits<double>::infinity();
+    if (s == "-Infinity" || s == "-inf") return -std::numeric_limits<double>::infinity();
+    if (s == "NaN" || s == "nan") return std::numeric_limits<double>::quiet_NaN();
+    throw IoError("a float written as '" + s + "'");
   }
 
   static int64_t memory_format(int64_t code) {
@@ -283,10 +300,11 @@ class ProgramBuilder {
     const std::string op = target.substr(0, dot);
     if (op == "aten::conv1d" || op == "aten::conv2d" || op == "aten::conv3d") return "Conv" + op.substr(10, 2);
     if (op == "aten::linear") return "Linear";
-    if (op == "aten::layer_norm") return "LayerNorm";
-    if (op != "aten::batch_norm" && op != "aten::_native_batch_norm_legit_no_training") return "";
+    if (op == "aten::layer_norm" || op == "aten::native_layer_norm") return "LayerNorm";
     const json& x = n.at("inputs").at(0).at("arg");
     const int64_t r = x.contains("as_tensor") ? rank_of(x.at("as_tensor").at("name").get<std::string>()) : -1;
+    if (op == "aten::convolution") return r >= 3 && r <= 5 ? "Conv" + std::to_string(r - 2) + "d" : "";
+    if (op != "aten::batch_norm" && op != "aten::_native_batch_norm_legit_no_training") return "";
     return r == 2 || r == 3 ? "BatchNorm1d" : r == 4 ? "BatchNorm2d" : r == 5 ? "BatchNorm3d" : "";
   }
 

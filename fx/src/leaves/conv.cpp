@@ -93,11 +93,13 @@ LoadedModule share_weighted(Holder m, const at::Tensor& w, const at::Tensor& b) 
   return leaf(m);
 }
 
-// aten::convNd (int padding) or aten::convNd.padding (string padding "same" / "valid").
+// aten::convNd (int padding), aten::convNd.padding (string padding "same" / "valid"),
+// or Core ATen's aten::convolution when it is not transposed (the weight's rank says D).
 template <size_t D, typename Holder, typename Options>
 std::optional<LoadedModule> rebuild_conv(const std::string& target, const LeafArgs& a) {
   const at::Tensor w = a.tensor("weight"), b = a.tensor("bias");
   if (!w.defined() || w.dim() != static_cast<int64_t>(D) + 2) return std::nullopt;
+  if (target == "aten::convolution" && a.boolean("transposed", false)) return std::nullopt;
   const int64_t g = a.integer("groups", 1);
   Options o(w.size(1) * g, w.size(0), torch::ExpandingArray<D>(w.sizes().slice(2).vec()));
   o.stride(a.ints<D>("stride", 1)).dilation(a.ints<D>("dilation", 1)).groups(g).bias(b.defined());
@@ -187,7 +189,7 @@ LeafModuleRecord conv(const std::string& cls, const std::string& aten) {
   using Impl = typename Holder::Impl;
   return leaf_record<Impl>(cls, save_conv<D, Impl>, load_conv<D, Holder, Options>)
       .traced(trace_conv<D, Holder, Options>)
-      .rebuilt_from({aten, aten + ".padding"}, rebuild_conv<D, Holder, Options>)
+      .rebuilt_from({aten, aten + ".padding", "aten::convolution"}, rebuild_conv<D, Holder, Options>)
       .owns({"weight", "bias"});
 }
 

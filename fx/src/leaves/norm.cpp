@@ -145,7 +145,7 @@ void register_norm_leaves(LeafRegistry& r) {
   r.add(batch_norm<torch::nn::BatchNorm3d>("BatchNorm3d"));
   r.add(leaf_record<torch::nn::LayerNormImpl>("LayerNorm", save_layer_norm, load_layer_norm)
             .traced(trace_layer_norm)
-            .rebuilt_from({"aten::layer_norm"}, rebuild_layer_norm)
+            .rebuilt_from({"aten::layer_norm", "aten::native_layer_norm"}, rebuild_layer_norm)
             .owns({"weight", "bias"}));
 }
 

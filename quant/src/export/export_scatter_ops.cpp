@@ -10,9 +10,12 @@ namespace {
 
 bool is_none(const fx::Argument& a) { return a.is_const() && a.value.isNone(); }
 
-std::string named_node(Exporter& e, const std::string& op, const std::vector<std::string>& in, const std::string& name) {
+// ONNX `op` writing a fresh value named after `name`; the node is named `name` when it
+// is n's result (`result`), else after its value (node names are unique in a model).
+std::string named_node(Exporter& e, const std::string& op, const std::vector<std::string>& in, const std::string& name,
+                       bool result = false) {
   const std::string y = e.fresh(name);
-  e.last_ = e.node(op, in, y, name);
+  e.last_ = e.node(op, in, y, result ? name : y);
   return y;
 }
 
@@ -37,7 +40,7 @@ void index(Exporter& e, fx::Node& n) {
   const std::string x = e.value(n, n.args().at(0));
   const int r = static_cast<int>(dims_of(e, n, n.args().at(0)).size());
   if (idx.size() == 1) {
-    const std::string y = named_node(e, "Gather", {x, e.value(n, *idx[0])}, n.name());
+    const std::string y = named_node(e, "Gather", {x, e.value(n, *idx[0])}, n.name(), true);
     e.attr_i(e.last_, "axis", first);
     e.names_[&n] = y;
     e.rank_[&n] = r - 1 + static_cast<int>(dims_of(e, n, *idx[0]).size());
@@ -67,14 +70,14 @@ void index(Exporter& e, fx::Node& n) {
     data = named_node(e, "Transpose", {x}, n.name() + "_front");
     e.attr_ints(e.last_, "perm", perm);
   }
-  std::string y = named_node(e, "GatherND", {data, stacked}, n.name() + (k > 0 ? "_gathered" : ""));
+  std::string y = named_node(e, "GatherND", {data, stacked}, n.name() + (k > 0 ? "_gathered" : ""), k == 0);
   const int out = q + r - m;
   if (k > 0) {
     std::vector<int64_t> perm;
     for (int d = q; d < q + k; ++d) perm.push_back(d);
     for (int d = 0; d < q; ++d) perm.push_back(d);
     for (int d = q + k; d < out; ++d) perm.push_back(d);
-    y = named_node(e, "Transpose", {y}, n.name());
+    y = named_node(e, "Transpose", {y}, n.name(), true);
     e.attr_ints(e.last_, "perm", perm);
   }
   e.names_[&n] = y;
@@ -83,7 +86,7 @@ void index(Exporter& e, fx::Node& n) {
 
 // gather(x, dim, index): ONNX GatherElements.
 void gather(Exporter& e, fx::Node& n) {
-  e.names_[&n] = named_node(e, "GatherElements", {e.value(n, n.args().at(0)), e.value(n, n.args().at(2))}, n.name());
+  e.names_[&n] = named_node(e, "GatherElements", {e.value(n, n.args().at(0)), e.value(n, n.args().at(2))}, n.name(), true);
   e.attr_i(e.last_, "axis", e.ints_arg(n, 1).at(0));
   e.rank_[&n] = e.rank_of(n.args().at(0));
 }
@@ -109,7 +112,7 @@ void scatter(Exporter& e, fx::Node& n) {
     const at::ScalarType t = e.dtype_of(n.args().at(0)).value_or(at::kFloat);
     src = named_node(e, "Expand", {e.operand_as(n, n.args().at(3), t), shape}, n.name() + "_src");
   }
-  e.names_[&n] = named_node(e, "ScatterElements", {x, idx, src}, n.name());
+  e.names_[&n] = named_node(e, "ScatterElements", {x, idx, src}, n.name(), true);
   e.attr_i(e.last_, "axis", e.ints_arg(n, 1).at(0));
   if (reduction != "none") e.attr_s(e.last_, "reduction", reduction);
   e.rank_[&n] = e.rank_of(n.args().at(0));
@@ -127,7 +130,7 @@ void index_put(Exporter& e, fx::Node& n) {
   const std::string v = named_node(e, "Expand", {e.value(n, n.args().at(2)), e.ints_init("shape", vs)}, n.name() + "_values");
   const std::string i = named_node(e, "Unsqueeze", {e.value(n, list.items[0]), e.ints_init("axes", {static_cast<int64_t>(is.size())})},
                                    n.name() + "_index");
-  e.names_[&n] = named_node(e, "ScatterND", {e.value(n, n.args().at(0)), i, v}, n.name());
+  e.names_[&n] = named_node(e, "ScatterND", {e.value(n, n.args().at(0)), i, v}, n.name(), true);
   if (e.num_arg(n, 3, 0) != 0) e.attr_s(e.last_, "reduction", "add");
   e.rank_[&n] = static_cast<int>(xs.size());
 }
@@ -163,7 +166,7 @@ void slice_scatter(Exporter& e, fx::Node& n, bool select) {
     parts.push_back(e.fresh(n.name() + "_after"));
     slice_axis(e, x, end, size.value, dim, 1, parts.back(), parts.back());
   }
-  e.names_[&n] = named_node(e, "Concat", parts, n.name());
+  e.names_[&n] = named_node(e, "Concat", parts, n.name(), true);
   e.attr_i(e.last_, "axis", dim);
   e.rank_[&n] = static_cast<int>(d.size());
 }

@@ -63,7 +63,7 @@ onnx::NodeProto* Exporter::node(const std::string& op, const std::vector<std::st
                                    : std::string("core_onnx_ops() does not list")));
   auto* p = g_->add_node();
   p->set_op_type(op);
-  p->set_name(name);
+  p->set_name(node_names_.insert(name).second ? name : *node_names_.insert(fresh(name)).first);
   for (const auto& i : in) p->add_input(i);
   p->add_output(out);
   return p;

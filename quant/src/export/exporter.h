@@ -15,6 +15,7 @@
 #include <cmath>
 #include <map>
 #include <optional>
+#include <set>
 
 #include "qfx/error.h"
 #include "qfx/fx/module_matcher.h"
@@ -50,7 +51,8 @@ class Exporter {
   // --- ONNX building helpers (exporter.cpp) ------------------------------------------
   /// `hint` + "_" + a counter: a value name not used before.
   std::string fresh(const std::string& hint) { return hint + "_" + std::to_string(counter_++); }
-  /// Appends node `op` (default domain) reading `in`, writing `out`.
+  /// Appends node `op` (default domain) reading `in`, writing `out`, named `name` (made
+  /// unique with fresh() when a node of the model has that name already: ONNX requires it).
   onnx::NodeProto* node(const std::string& op, const std::vector<std::string>& in, const std::string& out, const std::string& name);
   static void attr_i(onnx::NodeProto* p, const std::string& k, int64_t v);
   static void attr_f(onnx::NodeProto* p, const std::string& k, float v);
@@ -177,6 +179,7 @@ class Exporter {
   bool folded_ready_ = false;
   int counter_ = 0;
   bool ms_imported_ = false;  // com.microsoft opset imported (int16 Q/DQ)
+  std::set<std::string> node_names_;  // names of the nodes written so far
   fx::Node* first_input_ = nullptr;  // the first graph input (its dim 0: the dynamic batch)
   // Shape arithmetic (export_shape.h): static at export (batch_shapes); the dynamic
   // batch stays symbolic.

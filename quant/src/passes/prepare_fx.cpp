@@ -290,8 +290,11 @@ class Preparer {
     }
     obs_node->meta()["is_tensor"] = true;
     obs_node->meta()["qfx_observer_of"] = v->name();
+    // Comparisons read the value itself: they test exact values (SDPA's guard for rows
+    // masked to -inf), which quantization would move, and they have no qparams.
+    static const std::set<std::string> exact = {"eq", "ne", "lt", "le", "gt", "ge", "isinf", "isnan"};
     for (fx::Node* u : std::vector<fx::Node*>(v->users()))
-      if (u != obs_node) u->replace_input_with(v, obs_node);
+      if (u != obs_node && !exact.count(canonical_op_name(*u, gm_))) u->replace_input_with(v, obs_node);
     calls_[path].push_back(obs_node);
     observed_by_[obs_node] = v;
     return obs_node;

@@ -45,8 +45,19 @@ int simplify_arange_index(GraphModule& gm);
 /// with W [out, in], so that they quantize as torch.nn.Linear does (a per-channel int8
 /// weight): W is the parameter under `permute(W, [1, 0])` / `t(W)` (Core ATen's
 /// linear after run_decompositions), or a transposed copy of m2 registered as the
-/// parameter `<m2's path>_t` (GPT-2's Conv1D: addmm(bias, x, weight)). Other addmm /
-/// mm nodes (two activations) are left as they are. Returns the number rewritten.
+/// parameter `<m2's path>_t` (GPT-2's Conv1D: addmm(bias, x, weight)); and
+/// `aten::bmm(x, view(expand(permute(W, [1, 0]))))`, Core ATen's form of a linear on a
+/// non-contiguous 3-D input, as `aten::linear(x, W)`. Other addmm / mm / bmm nodes
+/// (two activations) are left as they are. Returns the number rewritten.
 int addmm_as_linear(GraphModule& gm);
+
+/// Rewrites `aten::add.Tensor(x, where(c, fill, 0))` (or `where(c, 0, fill)`), the
+/// additive attention mask of Core ATen's SDPA decomposition and of eager attention,
+/// where `fill` is -inf or a float's lowest-like value (<= -1e30) and the operands are
+/// constants or 0-d `scalar_tensor` / `full` nodes, as `aten::masked_fill.Scalar(x, c,
+/// fill)` (c negated with `logical_not` for the second form): the same values (x plus
+/// fill is fill in float32), and masked_fill computes in float, so no observer sees
+/// the -inf a quantized add would. Returns the number of nodes rewritten.
+int mask_add_as_masked_fill(GraphModule& gm);
 
 }  // namespace qfx::fx
