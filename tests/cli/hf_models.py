@@ -3,7 +3,7 @@
     hf_models.py OUT_DIR NAME[:ATTN][:core] ...
 
 For each model (small config, seeded random weights, attn_implementation sdpa or
-eager): torch.export.export(model, (), kwargs, dynamic_shapes) with a dynamic batch,
+eager; "timm-NAME": timm's model NAME, random weights, on the 32x32 images): torch.export.export(model, (), kwargs, dynamic_shapes) with a dynamic batch,
 as the transformers and torch.export docs show (":core": then
 ExportedProgram.run_decompositions(), the Core ATen IR); writes OUT_DIR/TAG.pt2, the inputs
 OUT_DIR/TAG.INPUT.npy (32 samples; token ids and a mask whose odd rows end in 4
@@ -37,6 +37,18 @@ def build(name, attn):
         return T.LlamaModel(T.LlamaConfig(num_key_value_heads=1, attn_implementation=attn, **DECODER)), "text"
     if name == "vit":
         return T.ViTModel(T.ViTConfig(image_size=32, patch_size=8, attn_implementation=attn, **SMALL)), "image"
+    if name.startswith("timm-"):  # a timm model (random weights) taking the images as pixel_values
+        import timm
+
+        class Images(torch.nn.Module):
+            def __init__(self, m):
+                super().__init__()
+                self.m = m
+
+            def forward(self, pixel_values):
+                return (self.m(pixel_values),)
+
+        return Images(timm.create_model(name[5:], pretrained=False)), "image"
     raise SystemExit("hf_models.py: unknown model " + name)
 
 

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Hugging Face transformers models (BERT, GPT-2, Llama, ViT; small configs, random
 # weights) as torch.export programs with a dynamic batch, built by tests/cli/hf_models.py
-# (BERT and ViT also after run_decompositions(): the Core ATen IR),
+# (BERT and ViT also after run_decompositions(): the Core ATen IR; and timm's
+# MobileNetV3, whose BatchNormAct2d calls F.batch_norm: every conv int8, every batch
+# norm folded),
 # through qfx ptq from a config whose model.inputs list the inputs in reverse order
 # (bound by name). Each: the reference backend equal to onednn, int8 cosine >= 0.99
 # against fp32, qfx's fp32 model equal to PyTorch's output (1e-4), every projection an
@@ -12,18 +14,20 @@ pass=0; fail=0
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 source "$(dirname "$0")/check.sh"
 ort=$1
-models=(bert gpt2:eager llama vit bert:sdpa:core vit:sdpa:core)
+models=(bert gpt2:eager llama vit bert:sdpa:core vit:sdpa:core timm-mobilenetv3_small_050)
 check "transformers models export (torch.export, dynamic batch)" 0 "^ok vit_sdpa" -- \
   $PY "$(dirname "$0")/hf_models.py" "$tmp" "${models[@]}"
 for spec in "${models[@]}"; do
   name=${spec%%:*}; rest=${spec#"$name"}; rest=${rest#:}; attn=${rest%%:*}; core=${rest#"$attn"}
   tag=${name}_${attn:-sdpa}${core:+_core}
   check "qfx ptq $tag" 0 "reference backend: 8 of 8 int8 outputs identical" -- "$QFX" ptq "$tmp/$tag.yaml"
-  check "$tag: int8 cosine >= 0.99; fp32 model equals PyTorch; every projection int8" 0 "^ok" -- $PY -c "
+  check "$tag: int8 cosine >= 0.99; fp32 model equals PyTorch; every projection (conv) int8" 0 "^ok" -- $PY -c "
 import json, numpy as np
 r = json.load(open('$tmp/$tag/report.json')); c = r['evaluation']['cosine_int8_vs_fp32']
 ops = [k['op'] for k in r['kernels']]
-q = sum(o in ('QGemm', 'QLinearMatMul', 'MatMulIntegerToFloat') for o in ops); fl = sum(o in ('Gemm', 'MatMul') for o in ops)
+cnn = '$tag'.startswith('timm-')  # every conv int8 with its batch norm folded (timm calls F.batch_norm)
+q = sum(o in (('QLinearConv',) if cnn else ('QGemm', 'QLinearMatMul', 'MatMulIntegerToFloat')) for o in ops)
+fl = sum(o in (('Conv', 'BatchNormalization') if cnn else ('Gemm', 'MatMul')) for o in ops)
 print('ok' if c >= 0.99 and q >= 8 and fl == 0 else 'low', c, q, fl)"
   inputs=()
   for name in $($PY -c "import onnx; print(' '.join(i.name for i in onnx.load('$tmp/$tag/model_int8.onnx', load_external_data=False).graph.input))"); do

@@ -309,16 +309,23 @@ class ProgramBuilder {
   }
 
   // A standard layer rebuilt as a module, when the node is one and owns its tensors:
-  // called by its own class, or as a function on tensors of the module it sits in.
+  // called by its own class (at the module's path), or as a function on tensors of the
+  // module it sits in (at a child path named after the layer: "bn1.bn" for timm's
+  // BatchNormAct2d "bn1", whose own children, "bn1.act", stay its siblings).
   Node* leaf(const json& n, const std::string& target, const std::string& name) {
     if (!o_.rebuild_modules) return nullptr;
     const ModuleFrame f = innermost_module(n);
-    std::string cls = short_class(f.cls);
-    if (cls.empty() || f.path.empty()) return nullptr;
+    std::string cls = short_class(f.cls);  // "" for a class outside torch.nn (timm's BatchNormAct2d)
+    if (f.path.empty()) return nullptr;
+    std::string at = f.path;
     if (leaf_tensor_names(cls).empty() && !rebuilt_.count(f.path)) {
       const std::string functional = functional_layer(n, target);
-      if (!functional.empty()) cls = functional;
+      if (!functional.empty()) {
+        cls = functional;
+        at = f.path + (cls.rfind("Conv", 0) == 0 ? ".conv" : cls.rfind("BatchNorm", 0) == 0 ? ".bn" : cls == "Linear" ? ".linear" : ".norm");
+      }
     }
+    if (cls.empty()) return nullptr;
     LeafArgs args{n, [&](const std::string& v) {
                     auto it = lifted_.find(v);
                     return it == lifted_.end() ? at::Tensor() : it->second.tensor;
@@ -331,18 +338,18 @@ class ProgramBuilder {
       auto it = lifted_.find(v);
       if (it == lifted_.end() || it->second.fqn != f.path + "." + suffix || uses_[v] != 1) return nullptr;
     }
-    auto rebuilt = rebuilt_.find(f.path);
+    auto rebuilt = rebuilt_.find(at);
     if (rebuilt != rebuilt_.end()) {  // a layer called again: parameter-free ones are shared, as in PyTorch
       if (rebuilt->second != cls || !leaf_tensor_names(cls).empty()) return nullptr;
     } else {
-      if (gm_->get_submodule(f.path)) return nullptr;  // a container already holds tensors there
+      if (gm_->get_submodule(at)) return nullptr;  // a container already holds tensors there
       auto m = rebuild_leaf(cls, target, args);
       if (!m) return nullptr;
-      gm_->add_submodule(f.path, m->module, m->fn);
-      rebuilt_[f.path] = cls;
+      gm_->add_submodule(at, m->module, m->fn);
+      rebuilt_[at] = cls;
     }
     Node* x = value(n.at("inputs").at(0).at("arg").at("as_tensor").at("name").get<std::string>(), name);
-    Node* c = g_.call_module(f.path, {Argument(x)}, {}, f.path);
+    Node* c = g_.call_module(at, {Argument(x)}, {}, at);
     c->meta()["module_type"] = cls;
     return c;
   }
