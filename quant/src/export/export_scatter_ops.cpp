@@ -103,6 +103,7 @@ void scatter(Exporter& e, fx::Node& n) {
     if (r != "sum" && r != "prod") unsupported(n, "scatter_reduce '" + r + "' (ONNX ScatterElements at opsets up to 17 reduces by sum or prod)");
     reduction = r == "sum" ? "add" : "mul";
   }
+  if (reduction != "none" && e.opt_.opset < 16) unsupported(n, op + " needs ONNX opset 16 or newer (ScatterElements' reduction)");
   const std::string x = e.value(n, n.args().at(0)), idx = e.value(n, n.args().at(2));
   std::string src;
   if (n.args().at(3).is_node()) {
@@ -124,6 +125,7 @@ void index_put(Exporter& e, fx::Node& n) {
   const fx::Argument& list = n.args().at(1);
   if (list.items.size() != 1 || is_none(list.items[0])) unsupported(n, "index_put with other than one index tensor on dim 0");
   if (e.dtype_of(list.items[0]) == at::kBool) unsupported(n, "index_put with a bool mask");
+  if (e.num_arg(n, 3, 0) != 0 && e.opt_.opset < 16) unsupported(n, "index_put accumulating needs ONNX opset 16 or newer (ScatterND's reduction)");
   const std::vector<int64_t> xs = dims_static(e, n, n.args().at(0)), is = dims_static(e, n, list.items[0]);
   std::vector<int64_t> vs = is;
   vs.insert(vs.end(), xs.begin() + 1, xs.end());

@@ -25,8 +25,9 @@ struct ExportOptions {
   /// Element type of each graph input: "float32" (default), "int64", "int32" or
   /// "bool" (token ids, masks: the ONNX input's elem_type).
   std::vector<std::string> input_dtypes;
-  /// ONNX opset of the default domain (13..17).
-  int opset = 13;
+  /// ONNX opset of the default domain (13..17). 14, as `qfx ptq` and `qfx qat` write:
+  /// HardSwish is an ONNX op (a target's lookup table) from opset 14.
+  int opset = 14;
   /// Export the float model instead: FakeQuantize / QuantDequant nodes become
   /// pass-throughs and weights stay float (batch norm folded). On a prepared
   /// model `ExportResult::observed` then lists where each FakeQuantize sat; this
