@@ -215,13 +215,18 @@ int main(int argc, char** argv) {
     results[op]["supported"] = all;
     if (all) passing.insert(op);
   }
+  // The docs list the Core ATen ops that pass; the few other ops with cases (spellings
+  // of exported programs, such as unbind) are checked, not listed.
+  const std::set<std::string> core = manifest["core_ops"].get<std::set<std::string>>();
   int drift = 0;
   for (const auto& op : claimed)
     if (!passing.count(op)) std::cout << "claimed in docs but not passing: " << op << "\n", ++drift;
   for (const auto& op : passing)
-    if (!claimed.count(op)) std::cout << "passing but not listed in docs: " << op << "\n", ++drift;
-  const size_t names = manifest["core_ops"].size();
-  std::cout << "Core ATen coverage: " << passing.size() << " of " << names << " operator names supported ("
+    if (core.count(op) && !claimed.count(op)) std::cout << "passing but not listed in docs: " << op << "\n", ++drift;
+  size_t core_passing = 0;
+  for (const auto& op : passing) core_passing += core.count(op);
+  const size_t names = core.size();
+  std::cout << "Core ATen coverage: " << core_passing << " of " << names << " operator names supported ("
             << by_op.size() << " with cases); " << failed << " case(s) failed\n";
   if (argc > 3) std::ofstream(argv[3]) << results.dump(1) << "\n";
   return failed == 0 && drift == 0 ? 0 : 1;

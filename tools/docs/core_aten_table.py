@@ -18,7 +18,7 @@ def main():
     results = json.load(open(sys.argv[1]))
     manifest = json.load(open(sys.argv[2]))
     core = manifest["core_ops"]
-    supported = sorted(op for op, r in results.items() if r["supported"])
+    supported = sorted(op for op, r in results.items() if r["supported"] and op in core)
     print(f"{len(supported)} of the {len(core)} Core ATen operator names of torch {manifest['torch'].split('+')[0]} are supported:\n")
     print("| Core ATen op | ONNX ops its test programs run |")
     print("|---|---|")

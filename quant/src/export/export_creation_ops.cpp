@@ -37,14 +37,19 @@ std::string bound(Exporter& e, fx::Node& n, const fx::Argument& a, at::ScalarTyp
   return c;
 }
 
-// arange.start_step(start, end, step=1, dtype=None): ONNX Range.
+// arange(end), arange.start(start, end), arange.start_step(start, end, step=1),
+// dtype=None: ONNX Range.
 void arange(Exporter& e, fx::Node& n) {
+  if (n.args().empty()) unsupported(n, "arange without an end");
   bool floats = false;
   for (size_t i = 0; i < n.args().size(); ++i) floats |= n.args()[i].is_const() && n.args()[i].value.isDouble();
   const at::ScalarType t = dtype_kwarg(n, floats ? at::kFloat : at::kLong);
-  const std::string step = n.args().size() > 2 ? bound(e, n, n.args()[2], t) : scalar(e, n, fx::Argument(c10::IValue(int64_t{1})), t);
+  const fx::Argument zero(c10::IValue(int64_t{0})), one(c10::IValue(int64_t{1}));
+  const bool end_only = n.args().size() == 1;
+  const std::string start = bound(e, n, end_only ? zero : n.args()[0], t), end = bound(e, n, n.args()[end_only ? 0 : 1], t);
+  const std::string step = bound(e, n, n.args().size() > 2 ? n.args()[2] : one, t);
   const std::string y = e.fresh(n.name());
-  e.last_ = e.node("Range", {bound(e, n, n.args().at(0), t), bound(e, n, n.args().at(1), t), step}, y, n.name());
+  e.last_ = e.node("Range", {start, end, step}, y, n.name());
   e.names_[&n] = y;
   e.rank_[&n] = 1;
 }

@@ -173,9 +173,27 @@ void slice_scatter(Exporter& e, fx::Node& n, bool select) {
   e.rank_[&n] = static_cast<int>(d.size());
 }
 
+// unbind(x, dim): one Gather of each index along the (static) dim, which drops it;
+// the pieces are what getitem reads.
+void unbind(Exporter& e, fx::Node& n) {
+  const std::vector<Dim>& d = dims_of(e, n, n.args().at(0));
+  const int64_t dim = norm_dim(n, static_cast<int64_t>(e.num_arg(n, 1, 0)), d.size());
+  const Dim& size = d[static_cast<size_t>(dim)];
+  if (size.batch || size.value < 0) unsupported(n, "unbind along a dynamic dim");
+  const std::string x = e.value(n, n.args().at(0));
+  std::vector<std::string> items;
+  for (int64_t i = 0; i < size.value; ++i) {
+    items.push_back(named_node(e, "Gather", {x, e.init("index", at::scalar_tensor(i, at::kLong))}, n.name() + "_" + std::to_string(i)));
+    e.attr_i(e.last_, "axis", dim);
+  }
+  e.tuple_items_[&n] = items;
+  e.rank_[&n] = static_cast<int>(d.size()) - 1;
+}
+
 }  // namespace
 
 void register_scatter_ops(OpCatalog& c) {
+  c.add(OpRecord("unbind").describe("the slices along a dim (one ONNX Gather each)").writes({"Gather"}).to_onnx(unbind));
   c.add(OpRecord("index").describe("x[..., i, j, ...] by int64 index tensors at adjacent dims (ONNX Gather, GatherND)")
             .writes({"Gather", "GatherND", "Mul", "Add", "Unsqueeze", "Concat", "Transpose"}).to_onnx(index));
   c.add(OpRecord("gather").describe("values along a dim by an index of the same rank (ONNX GatherElements)").writes({"GatherElements"})
