@@ -184,15 +184,6 @@ void cast(Exporter& e, fx::Node& n) {
   finish(e, n, y);
 }
 
-// The scalar type the program recorded for node `n`'s argument `i` (meta
-// "traced_dtype": c10's name, "Bool"), "" when it is not a node or not recorded.
-std::string arg_dtype(const fx::Node& n, size_t i) {
-  if (i >= n.args().size() || !n.args()[i].is_node()) return "";
-  const auto& meta = n.args()[i].node->meta();
-  auto it = meta.find("traced_dtype");
-  return it != meta.end() && it->second.isString() ? it->second.toStringRef() : "";
-}
-
 // bitwise_not / bitwise_and / bitwise_or / bitwise_xor of bool tensors (the masks
 // transformers build): ONNX Not / And / Or / Xor. Integer operands need opset 18's
 // Bitwise* ops.
@@ -200,8 +191,8 @@ std::function<void(Exporter&, fx::Node&)> boolean(std::string onnx) {
   return [onnx](Exporter& e, fx::Node& n) {
     const size_t arity = onnx == "Not" ? 1 : 2;
     for (size_t i = 0; i < arity; ++i)
-      if (arg_dtype(n, i) != "Bool")
-        unsupported(n, canonical_op_name(n, e.gm_) + " of a " + (arg_dtype(n, i).empty() ? "tensor of unknown dtype" : arg_dtype(n, i) + " tensor") +
+      if (const auto t = e.dtype_of(n.args().at(i)); t != at::kBool)
+        unsupported(n, canonical_op_name(n, e.gm_) + " of a " + (t ? std::string(c10::toString(*t)) + " tensor" : "tensor of unknown dtype") +
                            " (qfx exports it on bool tensors, as ONNX " + onnx + ")");
     if (arity == 1) return e.unary(&n, onnx);
     e.binary(&n, onnx);
