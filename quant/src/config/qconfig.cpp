@@ -48,6 +48,12 @@ ObserverSpec resolve_tensor_qconfig(const TensorQConfig& req, const BackendConfi
   }
   s.spec.per_channel = pc;
   s.spec.ch_axis = pc ? c.ch_axis : 0;
+  if (req.block_size) {
+    if (!is_weight) fail("per_block granularity is for weights");
+    if (!c.block_sizes.empty() && std::find(c.block_sizes.begin(), c.block_sizes.end(), *req.block_size) == c.block_sizes.end())
+      fail("block size " + std::to_string(*req.block_size) + " is not one the target takes");
+    s.spec.block_size = *req.block_size;
+  }
   s.spec.power_of_two = backend.power_of_two_scale;
   s.spec.scale_min = backend.scale_min;
   s.spec.scale_max = backend.scale_max;
@@ -165,9 +171,10 @@ const KeyTable& tensor_qconfig_keys() {
   static const KeyTable t{"qconfig activation / weight", {
       {"observer", KeyType::kChoice, {"minmax", "moving_average_minmax", "histogram"}, {}, "histogram (activations), minmax (weights)", "the statistics kept"},
       {"algorithm", KeyType::kChoice, {"minmax", "percentile", "entropy", "kl", "mse", "auto"}, {}, "mse", "histogram observers: how the range is chosen"},
-      {"dtype", KeyType::kChoice, {"u8", "s8", "s16"}, {}, "the backend's first", "the integer type"},
+      {"dtype", KeyType::kChoice, {"u8", "s8", "s16", "float"}, {}, "the backend's first", "the integer type (activations: float for weight-only quantization)"},
       {"qscheme", KeyType::kChoice, {"affine", "symmetric"}, {}, "the backend's first", "zero point free or 0"},
-      {"granularity", KeyType::kChoice, {"per_tensor", "per_channel"}, {}, "per_tensor (activations)", "one scale, or one per output channel"},
+      {"granularity", KeyType::kChoice, {"per_tensor", "per_channel", "per_block"}, {}, "per_tensor (activations)", "one scale, one per output channel, or one per block of input channels (linear weights)"},
+      {"block_size", KeyType::kInt, {}, {8, 4096, false, false, "must be between 8 and 4096"}, "none", "per_block: input channels per scale"},
       {"bits", KeyType::kInt, {}, {}, "8", "2..8 (16 for s16): the quant range inside the container"},
       {"narrow_range", KeyType::kBool, {}, {}, "false", "drop the most negative value"},
       {"percentile", KeyType::kNumber, {}, {50, 100, false, false, "must be between 50 and 100"}, "99.99", "algorithm percentile"},
@@ -202,9 +209,17 @@ TensorQConfig read_tensor_qconfig(const std::string& path, const YAML::Node& n, 
   };
   if (s["observer"]) t.observer = parse_observer_kind(choice("observer"));
   if (s["algorithm"]) t.algorithm = parse_algorithm(choice("algorithm"));
-  if (s["dtype"]) t.dtype = parse_qdtype(choice("dtype"));
+  if (s["dtype"]) {
+    const std::string d = choice("dtype");
+    if (d == "float") t.keep_float = true;
+    else t.dtype = parse_qdtype(d);
+  }
   if (s["qscheme"]) t.qscheme = choice("qscheme") == "affine" ? QScheme::kAffine : QScheme::kSymmetric;
-  if (s["granularity"]) t.per_channel = choice("granularity") == "per_channel";
+  const std::string gran = s["granularity"] ? choice("granularity") : "";
+  if (!gran.empty()) t.per_channel = gran != "per_tensor";
+  if (s["block_size"]) s.read("block_size", &t.block_size.emplace());
+  if (gran == "per_block" && !t.block_size) bad(path, n["granularity"], what + ": granularity per_block needs block_size");
+  if (t.block_size && gran != "per_block") bad(path, n["block_size"], what + ".block_size needs granularity: per_block");
   if (auto b = s["bits"]) {
     int64_t bits = 0;
     s.read("bits", &bits);
@@ -218,6 +233,7 @@ TensorQConfig read_tensor_qconfig(const std::string& path, const YAML::Node& n, 
   if (s["averaging_constant"]) s.read("averaging_constant", &t.averaging_constant.emplace());
   if (s["bins"]) s.read("bins", &t.bins.emplace());
   s.read("learnable", &t.learnable);
+  if (t.keep_float && n.size() > 1) bad(path, n["dtype"], what + ": dtype float takes no other keys (the tensor stays float)");
   if (t.algorithm && *t.algorithm != Algorithm::kMinMax && t.observer && *t.observer != ObserverKind::kHistogram)
     bad(path, n["algorithm"], what + ".algorithm '" + algorithm_name(*t.algorithm) + "' needs observer: histogram");
   return t;
@@ -229,6 +245,8 @@ QConfigPtr read_qconfig(const std::string& path, const YAML::Node& n, const std:
   auto q = std::make_shared<QConfig>();
   q->activation = read_tensor_qconfig(path, s["activation"], what + ".activation");
   q->weight = read_tensor_qconfig(path, s["weight"], what + ".weight");
+  if (q->weight.keep_float) bad(path, n["weight"], what + ".weight: dtype float is for activations (a null qconfig keeps the whole op float)");
+  if (q->activation.block_size) bad(path, n["activation"], what + ".activation: per_block granularity is for weights");
   return q;
 }
 

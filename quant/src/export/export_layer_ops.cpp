@@ -16,15 +16,7 @@ namespace {
 void quantized_weight(Exporter& e, const fx::Node& n, const QuantizedConvLinear& f, bool matmul, std::string* wname,
                       std::string* bname) {
   const at::Tensor codes = matmul ? f.weight_codes().t().contiguous() : f.weight_codes();
-  const QParams& q = f.weight_qparams();
-  const std::vector<int64_t> vec = q.per_channel ? std::vector<int64_t>{-1} : std::vector<int64_t>{};
-  const std::string wi = e.init(n.name() + "_weight_q", codes);
-  const std::string ws = e.init(n.name() + "_weight_scale", q.scale.reshape(vec));
-  const std::string wz = e.init(n.name() + "_weight_zero_point", e.zero_points(q).reshape(vec));
-  *wname = e.fresh(n.name() + "_weight");
-  auto* dn = e.node("DequantizeLinear", {wi, ws, wz}, *wname, *wname);
-  if (q.per_channel) e.attr_i(dn, "axis", matmul ? 1 : f.weight_out_axis());
-  ++e.res_.quantized_weights;
+  *wname = e.dequantize_weight(n.name(), codes, f.weight_qparams(), matmul ? 1 : f.weight_out_axis());
   if (!f.bias_codes().defined()) return;
   // int32 bias, scale = input scale x weight scale
   const std::string bi = e.init(n.name() + "_bias_q", f.bias_codes());
@@ -75,14 +67,7 @@ void functional_linear(Exporter& ex, fx::Node& node) {
     const QParams& q = qd->qparams();
     const at::Tensor w = ex.gm_.get_attr(wa.node->args()[0].node->target()).detach().to(at::kFloat);
     const at::Tensor codes = quantize_weight_codes(w, q, /*axis=*/0).t().contiguous();
-    const std::vector<int64_t> vec = q.per_channel ? std::vector<int64_t>{-1} : std::vector<int64_t>{};
-    const std::string ci = ex.init(n->name() + "_weight_q", codes);
-    const std::string cs = ex.init(n->name() + "_weight_scale", q.scale.to(at::kFloat).reshape(vec));
-    const std::string cz = ex.init(n->name() + "_weight_zero_point", ex.zero_points(q).reshape(vec));
-    wt = ex.fresh(n->name() + "_weight");
-    auto* dn = ex.node("DequantizeLinear", {ci, cs, cz}, wt, wt);
-    if (q.per_channel) ex.attr_i(dn, "axis", 1);
-    ++ex.res_.quantized_weights;
+    wt = ex.dequantize_weight(n->name(), codes, q, /*channel_axis=*/1);
   } else {
     wt = ex.fresh(n->name() + "_weight_t");
     ex.node("Transpose", {ex.value(*n, wa)}, wt, wt);

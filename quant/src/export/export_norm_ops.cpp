@@ -20,7 +20,7 @@ std::string normalize(Exporter& ex, const std::string& x, const std::string& b, 
   auto reduce = [&](const std::string& in, const std::string& name) {
     const std::string y = ex.fresh(name);
     auto* p = ex.node("ReduceMean", {in}, y, y);
-    ex.attr_ints(p, "axes", axes);
+    ex.reduce_axes(p, axes);
     ex.attr_i(p, "keepdims", 1);
     return y;
   };

@@ -7,6 +7,7 @@
 #include "qfx/atomic_file.h"
 #include "qfx/error.h"
 #include "qfx/quant/fake_quantize.h"
+#include "qfx/quant/quantized_modules.h"
 
 namespace qfx::quant {
 using detail::Exporter;
@@ -18,19 +19,36 @@ bool has_fake_quantize(const fx::GraphModule& gm) {
   return false;
 }
 
-std::string serialize(fx::GraphModule& gm, const ExportOptions& options, ExportResult& r) {
-  if (options.opset < 13 || options.opset > 17)
-    throw ConfigError("export_onnx: opset " + std::to_string(options.opset) + " is not supported (13..17)");
-  at::NoGradGuard ng;
-  if (!options.float_model && has_fake_quantize(gm)) {  // a prepared model: convert first
-    auto converted = convert_fx(gm);
-    Exporter e(*converted, options, r);
-    e.run();
-    return e.bytes();
+// True if a converted model holds block-wise weights (QuantizedConvLinear or a
+// functional linear's QuantDequant).
+bool has_block_weights(const fx::GraphModule& gm) {
+  for (const fx::Node* n : gm.graph().nodes()) {
+    if (n->op() != fx::Opcode::kCallModule) continue;
+    const auto m = gm.get_submodule(n->target());
+    if (const auto* q = dynamic_cast<const QuantizedConvLinear*>(m.get()))
+      if (q->weight_quantized() && q->weight_qparams().block_size > 0) return true;
+    if (const auto* q = dynamic_cast<const QuantDequant*>(m.get()))
+      if (q->qparams().block_size > 0) return true;
   }
+  return false;
+}
+
+std::string export_graph(fx::GraphModule& gm, ExportOptions options, ExportResult& r) {
+  if (!options.float_model && has_block_weights(gm)) options.opset = std::max(options.opset, 21);
   Exporter e(gm, options, r);
   e.run();
   return e.bytes();
+}
+
+std::string serialize(fx::GraphModule& gm, const ExportOptions& options, ExportResult& r) {
+  if (options.opset < 13 || options.opset > 21)
+    throw ConfigError("export_onnx: opset " + std::to_string(options.opset) + " is not supported (13..21)");
+  at::NoGradGuard ng;
+  if (!options.float_model && has_fake_quantize(gm)) {  // a prepared model: convert first
+    auto converted = convert_fx(gm);
+    return export_graph(*converted, options, r);
+  }
+  return export_graph(gm, options, r);
 }
 }  // namespace
 

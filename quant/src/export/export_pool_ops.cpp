@@ -230,7 +230,7 @@ void mean(Exporter& e, fx::Node& n) {
     return;
   }
   e.unary(&n, "ReduceMean");
-  e.attr_ints(e.last_, "axes", dims);
+  e.reduce_axes(e.last_, dims);
   e.attr_i(e.last_, "keepdims", keep ? 1 : 0);
   e.rank_[&n] = r < 0 ? -1 : (keep ? r : r - static_cast<int>(dims.size()));
 }

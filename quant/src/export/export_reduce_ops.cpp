@@ -19,7 +19,7 @@ std::string reduce(Exporter& e, const fx::Node& n, const std::string& op, const 
                    bool keep, const std::string& name) {
   const std::string y = e.fresh(name);
   e.last_ = e.node(op, {x}, y, name);
-  if (!axes.empty()) e.attr_ints(e.last_, "axes", axes);
+  if (!axes.empty()) e.reduce_axes(e.last_, axes);
   e.attr_i(e.last_, "keepdims", keep ? 1 : 0);
   return y;
 }
@@ -104,7 +104,7 @@ void var(Exporter& e, fx::Node& n) {
   const std::string x = e.value(n, n.args().at(0)), b = n.name();
   const std::string mean = e.fresh(b + "_mean");
   e.last_ = e.node("ReduceMean", {x}, mean, mean);
-  e.attr_ints(e.last_, "axes", axes);
+  e.reduce_axes(e.last_, axes);
   const std::string dev = e.two_input("Sub", x, mean, b + "_dev");
   const std::string sq = e.two_input("Mul", dev, dev, b + "_sq");
   const std::string sum = e.fresh(b + "_sum");

@@ -5,6 +5,7 @@
 #include <set>
 
 #include "export_rnn.h"
+#include "qfx/quant/block_quant.h"
 
 namespace qfx::quant::detail {
 
@@ -115,6 +116,66 @@ std::string Exporter::init(const std::string& hint, const at::Tensor& t_in) {
   }
   tp->set_raw_data(std::string(static_cast<const char*>(t.data_ptr()), t.nbytes()));
   return name;
+}
+
+void Exporter::reduce_axes(onnx::NodeProto* p, const std::vector<int64_t>& axes) {
+  if (opt_.opset >= 18) p->add_input(ints_init(p->name() + "_axes", axes));
+  else attr_ints(p, "axes", axes);
+}
+
+std::string Exporter::init_4bit(const std::string& hint, const at::Tensor& codes) {
+  const at::Tensor c = codes.detach().contiguous().to(at::kInt);
+  const bool is_signed = codes.scalar_type() == at::kChar;
+  const int64_t n = c.numel();
+  std::string packed(static_cast<size_t>((n + 1) / 2), '\0');
+  const int32_t* v = c.data_ptr<int32_t>();
+  for (int64_t i = 0; i < n; ++i) {
+    const int32_t x = v[i];
+    if (is_signed ? (x < -8 || x > 7) : (x < 0 || x > 15))
+      throw InternalError("export_onnx: 4-bit code " + std::to_string(x) + " of '" + hint + "' is out of range");
+    const auto nib = static_cast<unsigned char>(x & 0xF);
+    packed[static_cast<size_t>(i / 2)] = static_cast<char>(static_cast<unsigned char>(packed[static_cast<size_t>(i / 2)]) |
+                                                           (i % 2 ? nib << 4 : nib));
+  }
+  auto* tp = g_->add_initializer();
+  const std::string name = fresh(hint);
+  tp->set_name(name);
+  for (auto d : c.sizes()) tp->add_dims(d);
+  tp->set_data_type(is_signed ? kOnnxInt4 : kOnnxUInt4);
+  tp->set_raw_data(packed);
+  return name;
+}
+
+std::string Exporter::dequantize_weight(const std::string& hint, const at::Tensor& codes, const QParams& q,
+                                        int64_t channel_axis) {
+  std::string ws, wz, wi;
+  if (q.block_size > 0) {
+    if (opt_.opset < 21)
+      throw UnsupportedOpError("export_onnx: node '" + hint + "': block-wise weights need ONNX opset 21 (exporting " +
+                               std::to_string(opt_.opset) + ")");
+    const int64_t channels = codes.size(channel_axis);
+    at::Tensor scale = block_grid(q.scale.to(at::kFloat), channels), zp = block_grid(zero_points(q), channels);
+    if (channel_axis == 1) scale = scale.t().contiguous(), zp = zp.t().contiguous();
+    const bool four = q.quant_min >= -8 && q.quant_max <= (q.dtype == QDType::kUInt8 ? 15 : 7);
+    wi = four ? init_4bit(hint + "_weight_q", codes) : init(hint + "_weight_q", codes);
+    ws = init(hint + "_weight_scale", scale);
+    wz = four ? init_4bit(hint + "_weight_zero_point", zp) : init(hint + "_weight_zero_point", zp);
+  } else {
+    const std::vector<int64_t> vec = q.per_channel ? std::vector<int64_t>{-1} : std::vector<int64_t>{};
+    wi = init(hint + "_weight_q", codes);
+    ws = init(hint + "_weight_scale", q.scale.to(at::kFloat).reshape(vec));
+    wz = init(hint + "_weight_zero_point", zero_points(q).reshape(vec));
+  }
+  const std::string out = fresh(hint + "_weight");
+  auto* dn = node("DequantizeLinear", {wi, ws, wz}, out, out);
+  if (q.block_size > 0) {
+    attr_i(dn, "axis", 1 - channel_axis);
+    attr_i(dn, "block_size", q.block_size);
+  } else if (q.per_channel) {
+    attr_i(dn, "axis", channel_axis);
+  }
+  ++res_.quantized_weights;
+  return out;
 }
 
 at::Tensor Exporter::zero_points(const QParams& q) {

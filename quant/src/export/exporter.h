@@ -30,6 +30,11 @@
 
 namespace qfx::quant::detail {
 
+/// ONNX TensorProto data types newer than the onnx.proto qfx builds against
+/// (onnx.ai/onnx/repo-docs/IR.md): 4-bit integers, packed two per byte.
+constexpr int kOnnxUInt4 = 21;
+constexpr int kOnnxInt4 = 22;
+
 /// Throws UnsupportedOpError naming node `n`, its target and `why`.
 [[noreturn]] inline void unsupported(const fx::Node& n, const std::string& why) {
   throw UnsupportedOpError("export_onnx: node '" + n.name() + "' (" + n.target() + "): " + why);
@@ -62,6 +67,21 @@ class Exporter {
   std::string init(const std::string& hint, const at::Tensor& t);
   /// An int64 initializer (shapes, axes, Slice bounds).
   std::string ints_init(const std::string& hint, const std::vector<int64_t>& v) { return init(hint, at::tensor(v, at::kLong)); }
+  /// The `axes` of Reduce* node `p` (not ReduceSum, whose axes are an input from opset
+  /// 13): an attribute below opset 18, the optional second input from 18 on.
+  void reduce_axes(onnx::NodeProto* p, const std::vector<int64_t>& axes);
+  /// The DequantizeLinear of a weight's integer `codes` under `q`, stored with its
+  /// output channels along `channel_axis` (0: [C, K] as Gemm transB reads it; 1: the
+  /// transposed [K, C] MatMul reads): per tensor, per channel (`axis`), or block-wise
+  /// over the other (input-channel) axis, ONNX DequantizeLinear-21's `block_size` with
+  /// scale / zero point [C, nb] (transposed alike) and 2- to 4-bit codes stored as
+  /// packed INT4 / UINT4 (onnx.ai "Type Int4": two per byte, the first in the low
+  /// nibble). Returns the dequantized value's name. Throws UnsupportedOpError naming
+  /// `hint` for a block-wise weight below opset 21.
+  std::string dequantize_weight(const std::string& hint, const at::Tensor& codes, const QParams& q, int64_t channel_axis);
+  /// An initializer of 4-bit codes (int8 values in [-8, 7], or uint8 in [0, 15]) as
+  /// ONNX INT4 / UINT4, packed two per byte (low nibble first, an odd count padded).
+  std::string init_4bit(const std::string& hint, const at::Tensor& codes);
   /// The zero points of `q` in its container type (uint8, int8, int16).
   at::Tensor zero_points(const QParams& q);
   /// int16 Q/DQ: ONNX Runtime's com.microsoft QuantizeLinear / DequantizeLinear

@@ -6,6 +6,7 @@
 
 #include "qfx/error.h"
 #include "qfx/fx/serialize.h"
+#include "qfx/quant/block_quant.h"
 #include "../passes/conv_settings.h"
 
 namespace qfx::quant {
@@ -21,14 +22,27 @@ at::Tensor along(const at::Tensor& v, int64_t rank, int64_t axis) {
 
 // QuantizeLinear's codes as float: clamp(round_half_even(x / scale) + zp, quant_min,
 // quant_max), per-channel qparams along `axis` (at::round rounds half to even).
+// The qparams as tensors that broadcast against `x`: along `axis` (per-channel), or
+// repeated over each block of a 2-D weight (block-wise).
+std::pair<at::Tensor, at::Tensor> broadcast_qparams(const at::Tensor& x, const QParams& q, int64_t axis) {
+  const at::Tensor z = q.zero_point.to(at::kFloat);
+  if (q.block_size > 0) {
+    if (x.dim() != 2) throw DataError("block-wise qparams need a 2-D weight, got rank " + std::to_string(x.dim()));
+    return {expand_blocks(q.scale, x.size(0), x.size(1), q.block_size),
+            expand_blocks(z, x.size(0), x.size(1), q.block_size)};
+  }
+  return {along(q.scale, x.dim(), axis), along(z, x.dim(), axis)};
+}
+
 at::Tensor quantize_codes(const at::Tensor& x, const QParams& q, int64_t axis) {
-  const at::Tensor s = along(q.scale, x.dim(), axis), z = along(q.zero_point.to(at::kFloat), x.dim(), axis);
+  const auto [s, z] = broadcast_qparams(x, q, axis);
   return at::clamp(at::round(x / s) + z, static_cast<double>(q.quant_min), static_cast<double>(q.quant_max));
 }
 
 // DequantizeLinear of (float or integer) codes: (codes - zp) * scale along `axis`.
 at::Tensor dequantize_codes(const at::Tensor& codes, const QParams& q, int64_t axis) {
-  return (codes.to(at::kFloat) - along(q.zero_point.to(at::kFloat), codes.dim(), axis)) * along(q.scale, codes.dim(), axis);
+  const auto [s, z] = broadcast_qparams(codes, q, axis);
+  return (codes.to(at::kFloat) - z) * s;
 }
 
 }  // namespace
@@ -80,7 +94,7 @@ QuantizedConvLinear::QuantizedConvLinear(const FusedConvLinear& f, bool quantize
   wq_.zero_point = register_buffer("weight_zero_point", wq_.zero_point.detach().to(at::kInt).clone());
   wq_.axis = weight_out_axis();
   weight_q_ = register_buffer("weight_q", quantize_weight_codes(w, wq_, wq_.axis));
-  if (input_scale > 0) {
+  if (input_scale > 0 && wq_.block_size == 0) {  // block-wise: no one weight scale per channel, the bias stays float
     const at::Tensor bs = (wq_.scale * input_scale).reshape({-1}).expand({b.numel()}).contiguous();
     // Saturate to int32: a float beyond its range has no defined conversion.
     const double lim = static_cast<double>(std::numeric_limits<int32_t>::max()) - 128.0;
@@ -119,6 +133,7 @@ c10::IValue QuantizedConvLinear::config() const {
   c.insert("weight_quant_min", wq_.quant_min);
   c.insert("weight_quant_max", wq_.quant_max);
   c.insert("weight_dtype", std::string(qdtype_name(wq_.dtype)));
+  if (wq_.block_size > 0) c.insert("weight_block_size", wq_.block_size);
   c.insert("int32_bias", bias_q_.defined());
   return c;
 }
@@ -147,6 +162,8 @@ std::shared_ptr<QuantizedConvLinear> QuantizedConvLinear::from_config(const c10:
   q->wq_.quant_max = config_at(config, "weight_quant_max").toInt();
   q->wq_.dtype = parse_qdtype(config_at(config, "weight_dtype").toStringRef());
   q->wq_.axis = q->weight_out_axis();
+  const auto& cfg = config.toGenericDict();
+  if (cfg.contains("weight_block_size")) q->wq_.block_size = cfg.at("weight_block_size").toInt();
   q->wq_.scale = q->register_buffer("weight_scale", at::zeros({0}, f32));
   q->wq_.zero_point = q->register_buffer("weight_zero_point", at::zeros({0}, i32));
   q->weight_q_ = q->register_buffer(

@@ -5,6 +5,7 @@
 
 #include <cmath>
 #include "qfx/error.h"
+#include "qfx/quant/block_quant.h"
 
 namespace qfx::quant {
 
@@ -78,6 +79,7 @@ QParams FakeQuantize::qparams() {
   q.quant_min = spec.quant_min;
   q.quant_max = spec.quant_max;
   q.dtype = spec.dtype;
+  q.block_size = spec.block_size;
   return q;
 }
 
@@ -125,6 +127,12 @@ at::Tensor FakeQuantize::forward(const at::Tensor& x) {
     // does not invalidate the first call's saved scale.
     scale_.data().clamp_min_(kScaleEps);
     const double grad_factor = 1.0 / std::sqrt(static_cast<double>(x.numel()) * static_cast<double>(spec.quant_max));
+    if (spec.block_size > 0) {
+      const at::Tensor y = at::_fake_quantize_learnable_per_channel_affine(
+          to_blocks(x, spec.block_size, observer_->tensor_name().c_str()), scale_, zero_point_, 0, spec.quant_min,
+          spec.quant_max, grad_factor);
+      return from_blocks(y, x.size(0), x.size(1));
+    }
     if (spec.per_channel)
       return at::_fake_quantize_learnable_per_channel_affine(x, scale_, zero_point_, spec.ch_axis, spec.quant_min,
                                                              spec.quant_max, grad_factor);
@@ -132,6 +140,11 @@ at::Tensor FakeQuantize::forward(const at::Tensor& x) {
                                                           grad_factor);
   }
   if (stale_ && observer_->has_data()) calculate_qparams();
+  if (spec.block_size > 0) {  // each block a "channel" of the [C * nb, block_size] view
+    const at::Tensor y = at::fake_quantize_per_channel_affine(to_blocks(x, spec.block_size, observer_->tensor_name().c_str()),
+                                                              scale_, zero_point_, 0, spec.quant_min, spec.quant_max);
+    return from_blocks(y, x.size(0), x.size(1));
+  }
   if (spec.per_channel)
     return at::fake_quantize_per_channel_affine(x, scale_, zero_point_, spec.ch_axis, spec.quant_min, spec.quant_max);
   at::Tensor out = at::fake_quantize_per_tensor_affine(x, scale_.reshape({}), zero_point_.reshape({}), spec.quant_min,

@@ -10,6 +10,7 @@
 
 #include "float_view.h"
 #include "qfx/error.h"
+#include "qfx/quant/block_quant.h"
 #include "qfx/stats/min_max.h"
 
 namespace qfx::quant {
@@ -52,8 +53,8 @@ void ObserverBase::commit(const DeferredObservation&) {
 }
 
 void ObserverBase::set_spec(const QuantSpec& spec) {
-  if (spec.per_channel != spec_.per_channel)
-    throw ConfigError("observer of '" + tensor_name_ + "': cannot change between per-tensor and per-channel");
+  if (spec.per_channel != spec_.per_channel || spec.block_size != spec_.block_size)
+    throw ConfigError("observer of '" + tensor_name_ + "': cannot change between per-tensor, per-channel and per-block");
   spec_ = spec;
 }
 
@@ -168,6 +169,15 @@ std::pair<at::Tensor, at::Tensor> PerChannelMinMaxObserver::min_max() const { re
 
 void PerChannelMinMaxObserver::observe(const stats::FloatView& v) {
   if (v.numel() == 0) return;
+  if (spec_.block_size > 0) {  // one "channel" per block row of the [C, K] weight
+    if (v.channels_last) throw InternalError("block-wise weight '" + tensor_name_ + "' observed channels last");
+    const at::Tensor x = at::from_blob(const_cast<float*>(v.data), v.shape, at::TensorOptions().dtype(at::kFloat));
+    const at::Tensor rows = to_blocks(x, spec_.block_size, tensor_name_.c_str()).contiguous();
+    stats::FloatView bv = detail::float_view(rows, tensor_name_);
+    std::vector<float> lo, hi;
+    stats::channel_min_max(bv, 0, &lo, &hi);
+    return fold_channels(lo, hi);
+  }
   std::vector<float> lo, hi;
   stats::FloatView named = v;
   named.name = tensor_name_;
@@ -179,7 +189,7 @@ void PerChannelMinMaxObserver::observe_on_device(const at::Tensor& x_in) {
   if (x_in.numel() == 0) return;
   at::NoGradGuard ng;
   const int64_t rank = x_in.dim(), axis = spec_.ch_axis < 0 ? spec_.ch_axis + rank : spec_.ch_axis;
-  if (axis < 0 || axis >= rank) return ObserverBase::observe_on_device(x_in);  // the host statistics' error
+  if (axis < 0 || axis >= rank || spec_.block_size > 0) return ObserverBase::observe_on_device(x_in);
   const at::Tensor rows = x_in.detach().to(at::kFloat).movedim(axis, 0).reshape({x_in.size(axis), -1});
   const auto [mn, mx] = at::aminmax(rows, /*dim=*/1);
   const at::Tensor l = mn.to(at::kCPU).contiguous(), h = mx.to(at::kCPU).contiguous();

@@ -69,7 +69,8 @@ int QuantSpec::bits() const {
 std::string QuantSpec::str() const {
   std::ostringstream os;
   os << qdtype_name(dtype) << ' ' << qscheme_name(qscheme) << " [" << quant_min << ',' << quant_max << ']';
-  if (per_channel) os << " per-channel(axis " << ch_axis << ')';
+  if (block_size > 0) os << " per-block(" << block_size << ')';
+  else if (per_channel) os << " per-channel(axis " << ch_axis << ')';
   else os << " per-tensor";
   if (power_of_two) os << " pow2";
   return os.str();
@@ -124,6 +125,7 @@ QParams compute_qparams(const at::Tensor& min_in, const at::Tensor& max_in, cons
   q.quant_min = spec.quant_min;
   q.quant_max = spec.quant_max;
   q.dtype = spec.dtype;
+  q.block_size = spec.block_size;
   return q;
 }
 

@@ -114,6 +114,11 @@ class Preparer {
         i.quantized = false;
       }
     }
+    if (i.quantized && i.qconfig->activation.keep_float) {  // weight-only: the weights above, float activations
+      i.quantized = false;
+      i.float_reason = i.op_config.kind == OpKind::kWeighted ? "weight-only quantization (activation dtype float)"
+                                                              : "activation dtype float (" + i.matched_by + ")";
+    }
     info_[n] = i;
   }
 
@@ -192,6 +197,9 @@ class Preparer {
       if (!a.is_node() || a.node->op() != fx::Opcode::kGetAttr) return false;
       ObserverSpec ws = resolve_tensor_qconfig(i.qconfig->weight, backend_, /*is_weight=*/true, qat_, n->name());
       ws.spec.ch_axis = 0;  // [gates * hidden, in]: per row where the qconfig is per channel
+      if (ws.spec.block_size > 0)
+        throw ConfigError("qconfig for the weights of recurrent node '" + n->name() +
+                          "': per_block granularity is for linear weights; give it per_channel");
       auto fq = std::make_shared<FakeQuantize>(make_observer(ws), qat_ && i.qconfig->weight.learnable);
       const std::string path = n->name() + "_weight_fake_quant_" + std::to_string(k);
       gm_.add_submodule(path, fq, fq_call_fn(fq));
@@ -221,6 +229,9 @@ class Preparer {
     }
     ObserverSpec ws = resolve_tensor_qconfig(i.qconfig->weight, backend_, /*is_weight=*/true, qat_, n->name());
     if (ws.spec.per_channel) ws.spec.ch_axis = fused->weight_out_axis();
+    if (ws.spec.block_size > 0 && fused->op() != FusedConvLinear::Op::kLinear)
+      throw ConfigError("qconfig for the weight of node '" + n->name() + "': per_block granularity is for linear weights (" +
+                        fused->type_name() + " is not one); give it per_channel (module_name / module_type)");
     auto obs = make_observer(ws);
     obs->set_tensor_name(n->name() + ".weight");
     auto fq = std::make_shared<FakeQuantize>(obs, qat_ && i.qconfig->weight.learnable);

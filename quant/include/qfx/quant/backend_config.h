@@ -25,6 +25,9 @@ struct TensorConstraints {
   /// Bits used when a qconfig does not say; 0 means "native": what the runtime's
   /// oneDNN int8 kernels run exactly on this CPU (runtime::native_int8_weight_bits()).
   int default_bits = 8;
+  /// Block sizes the target takes for block-wise weights (`granularity: per_block`);
+  /// empty: any.
+  std::vector<int64_t> block_sizes;
 };
 
 /// How an op takes part in quantization on this backend.

@@ -25,8 +25,10 @@ struct ExportOptions {
   /// Element type of each graph input: "float32" (default), "int64", "int32" or
   /// "bool" (token ids, masks: the ONNX input's elem_type).
   std::vector<std::string> input_dtypes;
-  /// ONNX opset of the default domain (13..17). 14, as `qfx ptq` and `qfx qat` write:
-  /// HardSwish is an ONNX op (a target's lookup table) from opset 14.
+  /// ONNX opset of the default domain (13..21). 14, as `qfx ptq` and `qfx qat` write:
+  /// HardSwish is an ONNX op (a target's lookup table) from opset 14. A model with
+  /// block-wise weights is written at opset 21 at least (the first whose
+  /// DequantizeLinear has `block_size`, and whose types include INT4 / UINT4).
   int opset = 14;
   /// Export the float model instead: FakeQuantize / QuantDequant nodes become
   /// pass-throughs and weights stay float (batch norm folded). On a prepared
@@ -96,7 +98,7 @@ std::shared_ptr<fx::GraphModule> convert_fx(fx::GraphModule& prepared);
 /// DequantizeLinear, opset >= 13).
 /// Throws UnsupportedOpError naming the node for what ONNX cannot express here
 /// (wrapped calls, unsupported aten ops), ConfigError for an opset outside
-/// 13..17, IoError if `path` cannot be written.
+/// 13..21, IoError if `path` cannot be written.
 ExportResult export_onnx(fx::GraphModule& gm, const std::string& path, const ExportOptions& options);
 
 /// Like export_onnx, but returns the serialized ONNX ModelProto instead of

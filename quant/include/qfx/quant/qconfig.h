@@ -23,6 +23,12 @@ struct TensorQConfig {
   std::optional<QDType> dtype;
   std::optional<QScheme> qscheme;
   std::optional<bool> per_channel;
+  /// Weights: > 0 asks for block-wise qparams (`granularity: per_block`): one scale
+  /// per block of this many input channels of a 2-D linear weight (QuantSpec::block_size).
+  std::optional<int64_t> block_size;
+  /// Activations: `dtype: float` keeps the op's inputs and output float while its
+  /// weights are quantized (weight-only quantization, "W4A16" / "W8A16").
+  bool keep_float = false;
   std::optional<int> bits;                  ///< 2..8 (quant range inside the 8-bit container)
   std::optional<bool> narrow_range;         ///< drop the most negative value (s8: -127..127)
   std::optional<double> percentile;

@@ -44,6 +44,12 @@ struct QuantSpec {
   double scale_min = 0.0;   ///< lower bound on scale (besides float32 eps, torch.ao's floor)
   double scale_max = std::numeric_limits<double>::infinity();  ///< upper bound on scale
   bool custom_range = false;  ///< quant range narrower than the dtype's (bits < 8 or narrow range)
+  /// Block-wise (per_channel with block_size > 0): one (scale, zero_point) per block of
+  /// `block_size` consecutive elements along axis 1 of a 2-D [C, K] weight, for each
+  /// of the C slices along `ch_axis` 0; the last block of a row may be short (K not a
+  /// multiple). The form of ONNX DequantizeLinear-21's `block_size` and of GPTQ / AWQ
+  /// group-wise weights. 0: not block-wise.
+  int64_t block_size = 0;
 
   /// A spec of `bits` bits (2..8; 16 for s16, whose `bits` argument 8 is read as
   /// the default 16; 32 only for s32) in `dtype`'s container: u8 -> [0, 2^bits - 1],
@@ -68,6 +74,10 @@ struct QParams {
   int64_t quant_min = 0;
   int64_t quant_max = 255;
   QDType dtype = QDType::kUInt8;
+  /// > 0: block-wise (see QuantSpec::block_size; `per_channel` is true, `axis` 0):
+  /// scale and zero_point are flat [C * ceil(K / block_size)], row-major over
+  /// (channel, block) of the [C, K] weight they quantize.
+  int64_t block_size = 0;
 };
 
 /// float32 machine epsilon: the scale floor torch.ao observers use (all-zero or
