@@ -20,7 +20,7 @@ gtest_discover_tests(qfx_tests_integer_only TEST_FILTER "*IntegerOnlyReference.*
 add_executable(qfx_tests_runtime backends/runtime_test.cpp backends/int8_kernels_test.cpp backends/registry_test.cpp
   backends/arithmetic_test.cpp backends/target_arithmetic_test.cpp backends/int16_kernels_test.cpp
   backends/simd_kernels_test.cpp backends/device_placement_test.cpp backends/taps_test.cpp backends/op_table_test.cpp
-  backends/onnx_ops_test.cpp backends/onnx_shape_ops_test.cpp backends/onnx_ops_model_test.cpp)
+  backends/onnx_ops_test.cpp backends/onnx_shape_ops_test.cpp backends/onnx_ops_model_test.cpp backends/opset21_test.cpp)
 target_link_libraries(qfx_tests_runtime PRIVATE qfx_runtime GTest::gtest GTest::gtest_main Threads::Threads OpenMP::OpenMP_CXX
                       onnx_proto)
 target_compile_definitions(qfx_tests_runtime PRIVATE QFX_FIXTURE_DIR="${QFX_FIXTURE_DIR}"
@@ -28,6 +28,16 @@ target_compile_definitions(qfx_tests_runtime PRIVATE QFX_FIXTURE_DIR="${QFX_FIXT
                            QFX_EXAMPLE_PLUGIN="$<TARGET_FILE:qfx_example_npu>")
 add_dependencies(qfx_tests_runtime qfx_example_npu)
 qfx_needs_fixtures(qfx_tests_runtime)
+# ONNX opset 18..21 models and ONNX Runtime's outputs for opset21_test.cpp
+# (backends/opset21_cases.py), written into the fixtures by a full build; the
+# runtime-only build reads them from its QFX_FIXTURE_DIR.
+if(NOT QFX_RUNTIME_ONLY)
+  add_custom_command(OUTPUT ${QFX_FIXTURE_DIR}/opset21/cases.txt
+                     COMMAND ${QFX_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/backends/opset21_cases.py ${QFX_FIXTURE_DIR}/opset21
+                     DEPENDS ${CMAKE_CURRENT_SOURCE_DIR}/backends/opset21_cases.py VERBATIM)
+  add_custom_target(opset21_cases DEPENDS ${QFX_FIXTURE_DIR}/opset21/cases.txt)
+  add_dependencies(qfx_tests_runtime opset21_cases)
+endif()
 gtest_discover_tests(qfx_tests_runtime DISCOVERY_TIMEOUT 120 PROPERTIES TIMEOUT 900 LABELS fast)
 # The kernel-level equality tests again on each instruction set the build dispatches
 # to: the vectorised kernels' variants (QFX_SIMD_ISA) and oneDNN's (DNNL_MAX_CPU_ISA).

@@ -31,7 +31,7 @@ struct Graph {
   Arithmetic arithmetic;
 };
 
-/// Parses an ONNX file (opset 13..17 of the default domain). Throws IoError for a
+/// Parses an ONNX file (opset 13..21 of the default domain). Throws IoError for a
 /// missing, truncated or non-ONNX file, UnsupportedOpError for another opset or
 /// domain, and DataError for unsupported tensor types.
 Graph load_onnx(const std::string& path);
@@ -47,6 +47,24 @@ Graph load_onnx_bytes(const std::string& bytes, const std::string& what);
 /// group in float, the reference kernels report the node).
 std::optional<QInfo> read_qparams(const Tensor& scale, const Tensor* zero_point, DType fallback, int64_t axis,
                                   std::string* why);
+
+/// ONNX TensorProto.DataType values of the 4-bit types (opset 21), which the
+/// Debian onnx.proto does not name.
+inline constexpr int64_t kOnnxUInt4 = 21;
+inline constexpr int64_t kOnnxInt4 = 22;
+
+/// The runtime dtype that stores ONNX integer element type `t` and the type's
+/// inclusive range: INT4 int8 [-8, 7], UINT4 uint8 [0, 15], INT8, UINT8, INT16,
+/// UINT16 int32 [0, 65535], INT32. False for any other type.
+bool onnx_integer_type(int64_t t, DType* storage, int32_t* lo, int32_t* hi);
+
+/// Why (De)QuantizeLinear `n` is not a plain per-tensor / per-axis 8- or 16-bit
+/// node that QDQ matching and the device kernels may take: "block_size N" for a
+/// blocked one (opset 21), "output_dtype T" for a QuantizeLinear to INT4, UINT4 or
+/// UINT16 (a range narrower than its storage dtype's, or unsigned 16-bit) or one
+/// whose output_dtype alone (no zero point) says its type; empty for a plain one.
+/// Such nodes run as the reference kernels compute them.
+std::string qdq_refusal(const Node& n);
 
 /// Folds Constant nodes into initializers and drops Identity nodes.
 void simplify(Graph& g);

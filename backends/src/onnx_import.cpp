@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "ir.h"
+#include "onnx_tensor.h"
 #include "qfx/error.h"
 #include "qfx/runtime/model.h"
 #include "qfx/runtime/op_schema.h"
@@ -33,77 +34,6 @@ std::string Node::attr_s(const std::string& a, const std::string& def) const {
 }
 
 namespace {
-
-DType onnx_dtype(int t, const std::string& what) {
-  switch (t) {
-    case onnx::TensorProto::FLOAT: return DType::kFloat32;
-    case onnx::TensorProto::INT8: return DType::kInt8;
-    case onnx::TensorProto::UINT8: return DType::kUInt8;
-    case onnx::TensorProto::INT16: return DType::kInt16;
-    case onnx::TensorProto::INT32: return DType::kInt32;
-    case onnx::TensorProto::INT64: return DType::kInt64;
-    case onnx::TensorProto::BOOL: return DType::kBool;
-    default:
-      throw DataError(what + ": ONNX tensor type " + std::to_string(t) +
-                      " is not supported (float32, int8, uint8, int16, int32, int64, bool)");
-  }
-}
-
-Tensor to_tensor(const onnx::TensorProto& tp, const std::string& file) {
-  const std::string what = file + ": tensor '" + tp.name() + "'";
-  if (tp.data_location() == onnx::TensorProto::EXTERNAL)
-    throw IoError(what + " uses external data, which qfx does not load (save the model with the data inside)");
-  std::vector<int64_t> shape(tp.dims().begin(), tp.dims().end());
-  const DType dtype = onnx_dtype(tp.data_type(), what);
-  // The payload must match the declared shape before anything is allocated: a
-  // corrupt file must not make qfx allocate whatever its dims claim.
-  uint64_t n = 1;
-  for (int64_t d : shape) {
-    if (d < 0) throw IoError(what + " has a negative dimension");
-    if (d != 0 && n > (uint64_t{1} << 48) / static_cast<uint64_t>(d)) throw IoError(what + " declares too many elements");
-    n *= static_cast<uint64_t>(d);
-  }
-  const uint64_t nbytes = n * dtype_size(dtype);
-  if (tp.has_raw_data()) {
-    if (tp.raw_data().size() != nbytes)
-      throw IoError(what + " holds " + std::to_string(tp.raw_data().size()) + " bytes, expected " + std::to_string(nbytes));
-  } else {
-    uint64_t got = 0;
-    switch (dtype) {
-      case DType::kFloat32: got = static_cast<uint64_t>(tp.float_data_size()); break;
-      case DType::kInt64: got = static_cast<uint64_t>(tp.int64_data_size()); break;
-      default: got = static_cast<uint64_t>(tp.int32_data_size()); break;
-    }
-    if (got != n) throw IoError(what + " holds " + std::to_string(got) + " values, expected " + std::to_string(n));
-  }
-  Tensor t(shape, dtype);
-  if (tp.has_raw_data()) {
-    if (t.nbytes()) std::memcpy(t.raw(), tp.raw_data().data(), t.nbytes());
-    return t;
-  }
-  switch (t.dtype()) {
-    case DType::kFloat32:
-      std::copy(tp.float_data().begin(), tp.float_data().end(), t.data<float>());
-      break;
-    case DType::kInt64:
-      std::copy(tp.int64_data().begin(), tp.int64_data().end(), t.data<int64_t>());
-      break;
-    case DType::kInt32:
-      std::copy(tp.int32_data().begin(), tp.int32_data().end(), t.data<int32_t>());
-      break;
-    case DType::kInt8:
-      for (size_t i = 0; i < n; ++i) t.data<int8_t>()[i] = static_cast<int8_t>(tp.int32_data(static_cast<int>(i)));
-      break;
-    case DType::kInt16:
-      for (size_t i = 0; i < n; ++i) t.data<int16_t>()[i] = static_cast<int16_t>(tp.int32_data(static_cast<int>(i)));
-      break;
-    case DType::kUInt8:
-    case DType::kBool:
-      for (size_t i = 0; i < n; ++i) t.data<uint8_t>()[i] = static_cast<uint8_t>(tp.int32_data(static_cast<int>(i)));
-      break;
-  }
-  return t;
-}
 
 ValueInfo to_value_info(const onnx::ValueInfoProto& v, const std::string& file) {
   ValueInfo vi;
@@ -174,6 +104,40 @@ static void validate_parameters(const Graph& g, const std::string& path) {
   }
 }
 
+// QuantizeLinear's output type (ONNX opset 21): its `output_dtype` attribute, else
+// its zero point's type, else uint8. The runtime stores INT4 / UINT4 / UINT16 in a
+// wider dtype (onnx_dtype), so where the zero point alone says one of them the
+// loader writes it as `output_dtype`: the kernels saturate to that type's range and
+// QDQ matching leaves the node alone. A zero point whose type differs from
+// output_dtype is a DataError (the spec requires them equal).
+static void annotate_quantize_types(const onnx::GraphProto& gp, Graph& g, const std::string& path) {
+  std::map<std::string, int> type;             // initializer and Constant values -> ONNX type
+  std::map<std::string, std::string> through;  // Identity output -> its input
+  for (const auto& init : gp.initializer()) type[init.name()] = init.data_type();
+  for (const auto& np : gp.node()) {
+    if (np.op_type() == "Identity" && np.input_size() == 1 && np.output_size() == 1) through[np.output(0)] = np.input(0);
+    if (np.op_type() != "Constant" || np.output_size() != 1) continue;
+    for (const auto& ap : np.attribute())
+      if (ap.name() == "value" && ap.type() == onnx::AttributeProto::TENSOR) type[np.output(0)] = ap.t().data_type();
+  }
+  for (auto& n : g.nodes) {
+    if (n.op != "QuantizeLinear" || n.inputs.size() < 3 || n.inputs[2].empty()) continue;
+    std::string zp = n.inputs[2];
+    for (int hops = 0; through.count(zp) && hops < 64; ++hops) zp = through.at(zp);
+    auto it = type.find(zp);
+    if (it == type.end()) continue;
+    const int64_t out = n.attr_i("output_dtype", 0);
+    if (out != 0 && out != it->second)
+      throw DataError(path + ": " + n.label() + " has output_dtype " + std::to_string(out) + " but its zero point '" +
+                      n.inputs[2] + "' is ONNX type " + std::to_string(it->second) + " (they must be equal)");
+    if (out == 0 && (it->second == kOnnxInt4 || it->second == kOnnxUInt4 || it->second == onnx::TensorProto::UINT16)) {
+      Attr a;
+      a.i = it->second;
+      n.attrs["output_dtype"] = a;
+    }
+  }
+}
+
 Graph load_onnx_bytes(const std::string& bytes, const std::string& path) {
   onnx::ModelProto mp;
   if (bytes.empty() || !mp.ParseFromString(bytes) || !mp.has_graph())
@@ -183,8 +147,8 @@ Graph load_onnx_bytes(const std::string& bytes, const std::string& path) {
   for (const auto& os : mp.opset_import()) {
     if (os.domain().empty() || os.domain() == "ai.onnx") g.opset = os.version();
   }
-  if (g.opset < 13 || g.opset > 17)
-    throw UnsupportedOpError(path + ": ONNX opset " + std::to_string(g.opset) + " is not supported (13 to 17)");
+  if (g.opset < 13 || g.opset > 21)
+    throw UnsupportedOpError(path + ": ONNX opset " + std::to_string(g.opset) + " is not supported (13 to 21)");
   for (const auto& kv : mp.metadata_props())
     if (kv.key() == kArithmeticMetadataKey) g.arithmetic = Arithmetic::from_json(kv.value(), path);
   const auto& gp = mp.graph();
@@ -223,6 +187,7 @@ Graph load_onnx_bytes(const std::string& bytes, const std::string& path) {
     }
     g.nodes.push_back(std::move(n));
   }
+  annotate_quantize_types(gp, g, path);
   validate_assignments(g, path);
   validate_parameters(g, path);
   return g;

@@ -50,8 +50,10 @@ struct Ctx {
   }
 
   // qparams of a Q/DQ node from its constant scale / zero point inputs; a group
-  // with a non-positive or non-finite scale stays float.
+  // with a non-positive or non-finite scale stays float, and so does a blocked
+  // (opset 21) node or a QuantizeLinear to a 4-bit or uint16 type (qdq_refusal).
   std::optional<QInfo> qparams(const Node& n, DType fallback) const {
+    if (!qdq_refusal(n).empty()) return std::nullopt;
     const Tensor* s = n.inputs.size() > 1 ? init(n.inputs[1]) : nullptr;
     const bool has_zp = n.inputs.size() > 2 && !n.inputs[2].empty();
     const Tensor* z = has_zp ? init(n.inputs[2]) : nullptr;

@@ -13,6 +13,7 @@ namespace {
 bool qdq_layout(const KernelRequest& r, ir::QInfo* q, DType fallback, int64_t* channels, int64_t* inner) {
   const ir::Node& n = r.node;
   if (r.consts.size() < 2 || !r.consts[1]) return r.decline("the scale is not a constant");
+  if (const std::string why = ir::qdq_refusal(n); !why.empty()) return r.decline(why + " (the reference kernel runs it)");
   const Tensor* z = r.consts.size() > 2 && n.inputs.size() > 2 && !n.inputs[2].empty() ? r.consts[2] : nullptr;
   if (n.inputs.size() > 2 && !n.inputs[2].empty() && !z) return r.decline("the zero point is not a constant");
   std::string why;

@@ -33,9 +33,10 @@ std::set<std::string> graph_outputs(const Graph& g) {
   return outs;
 }
 
-// A Q or DQ whose scale and zero point (when given) are one-element initializers.
+// A Q or DQ whose scale and zero point (when given) are one-element initializers
+// (a blocked one or one to a narrow type excepted: qdq_refusal).
 bool per_tensor(const Graph& g, const Node& q) {
-  if (q.inputs.size() < 2) return false;
+  if (q.inputs.size() < 2 || !qdq_refusal(q).empty()) return false;
   for (size_t k = 1; k < q.inputs.size() && k < 3; ++k) {
     if (q.inputs[k].empty()) continue;
     auto it = g.initializers.find(q.inputs[k]);
@@ -142,7 +143,7 @@ void drop_identity_pairs(Graph& g, const std::set<std::string>& outs) {
     if (p == producer.end() || uses[q.inputs[0]] != 1) continue;
     const Node& d = g.nodes[p->second];
     if (d.op != "DequantizeLinear" || d.inputs.size() < 3 || !same_const(g, d.inputs[1], q.inputs[1]) ||
-        !same_const(g, d.inputs[2], q.inputs[2]))
+        !same_const(g, d.inputs[2], q.inputs[2]) || !qdq_refusal(d).empty() || !qdq_refusal(q).empty())
       continue;
     rename[q.outputs[0]] = d.inputs[0];
     drop[i] = drop[p->second] = true;

@@ -1,8 +1,8 @@
 // Reference kernels that gather or scatter by index tensors, as the ONNX operator spec
 // defines them (onnx.ai/onnx/operators): GatherElements, GatherND (batch_dims 0),
-// ScatterElements and ScatterND (reduction none or add). Data of any dtype (add:
-// float32, int64, int32); int64 or int32 indices, negative ones counting from the
-// end; an index out of range is a DataError naming the node.
+// ScatterElements and ScatterND (reduction none, add, and from opset 18 max and min).
+// Data of any dtype (add, max, min: float32, int64, int32); int64 or int32 indices,
+// negative ones counting from the end; an index out of range is a DataError naming the node.
 #include <type_traits>
 
 #include "common.h"
@@ -24,29 +24,34 @@ int64_t index_at(const Tensor& t, int64_t j, int64_t dim, const std::string& lab
   return v < 0 ? v + dim : v;
 }
 
-// How an update lands: copied (reduction none) or added.
+// How an update lands: copied (reduction none), added, or the larger / smaller kept.
+enum class Land { kCopy, kAdd, kMax, kMin };
+
 template <typename T>
-void land(T* dst, const T* src, int64_t count, bool add) {
+void land(T* dst, const T* src, int64_t count, Land how) {
   for (int64_t e = 0; e < count; ++e) {
-    if constexpr (std::is_same_v<T, float>) dst[e] = add ? dst[e] + src[e] : src[e];
+    if (how == Land::kCopy) dst[e] = src[e];
+    else if (how == Land::kMax) dst[e] = src[e] > dst[e] ? src[e] : dst[e];
+    else if (how == Land::kMin) dst[e] = src[e] < dst[e] ? src[e] : dst[e];
     else if constexpr (std::is_integral_v<T> && std::is_signed_v<T>)  // two's complement wrap-around
-      dst[e] = add ? static_cast<T>(static_cast<std::make_unsigned_t<T>>(dst[e]) + static_cast<std::make_unsigned_t<T>>(src[e])) : src[e];
-    else dst[e] = src[e];
+      dst[e] = static_cast<T>(static_cast<std::make_unsigned_t<T>>(dst[e]) + static_cast<std::make_unsigned_t<T>>(src[e]));
+    else dst[e] = static_cast<T>(dst[e] + src[e]);
   }
 }
 
-bool scatter_add(const Node& n, const Meta& data) {
+Land scatter_reduction(const Node& n, const Meta& data) {
   const std::string r = n.attr_s("reduction", "none");
-  if (r != "none" && r != "add") unsupported(n, "reduction '" + r + "' (none and add are supported)");
-  if (r == "add") check_dtype(n, data.dtype, {DType::kFloat32, DType::kInt64, DType::kInt32}, "data with reduction add");
-  return r == "add";
+  if (r == "none") return Land::kCopy;
+  if (r != "add" && r != "max" && r != "min") unsupported(n, "reduction '" + r + "' (none, add, max and min are supported)");
+  check_dtype(n, data.dtype, {DType::kFloat32, DType::kInt64, DType::kInt32}, "data with a reduction");
+  return r == "add" ? Land::kAdd : r == "max" ? Land::kMax : Land::kMin;
 }
 
 // GatherElements (scatter = false) / ScatterElements: for each position of the
 // indices, the data element at that position with the axis coordinate replaced by
 // the index (ONNX opset 13 / 16-18).
 template <typename T>
-Run elements_run(const Shape& data, const Shape& ind, int64_t axis, bool scatter, bool add, const std::string& label) {
+Run elements_run(const Shape& data, const Shape& ind, int64_t axis, bool scatter, Land add, const std::string& label) {
   return [=](const In& i, const Out& o) {
     const Index ds = strides_of(data);
     const int64_t total = numel(ind);
@@ -80,7 +85,7 @@ Kernel elements(const Node& n, const std::vector<Meta>& in) {
     if (static_cast<int64_t>(d) != axis && ind[d] > data[d]) bad_shape(n, "indices " + shape_str(ind) + " exceed data " + shape_str(data));
   if (scatter && in[2].shape != ind) bad_shape(n, "updates " + shape_str(in[2].shape) + " must have the shape of the indices " + shape_str(ind));
   if (scatter && in[2].dtype != in[0].dtype) bad_shape(n, "updates and data differ in dtype");
-  const bool add = scatter && scatter_add(n, in[0]);
+  const Land add = scatter ? scatter_reduction(n, in[0]) : Land::kCopy;
   Kernel k;
   k.outputs = {{scatter ? data : ind, in[0].dtype}};
   const std::string label = n.label();
@@ -91,7 +96,7 @@ Kernel elements(const Node& n, const std::vector<Meta>& in) {
 // GatherND / ScatterND (batch_dims 0): indices [..., q] address slices data[i0, .., iq-1]
 // of data.shape[q:] elements.
 template <typename T>
-Run nd_run(const Shape& data, int64_t tuples, int64_t q, int64_t slice, bool scatter, bool add, const std::string& label) {
+Run nd_run(const Shape& data, int64_t tuples, int64_t q, int64_t slice, bool scatter, Land add, const std::string& label) {
   return [=](const In& i, const Out& o) {
     const Index ds = strides_of(data);
     T* out = o[0]->data<T>();
@@ -119,7 +124,7 @@ Kernel nd(const Node& n, const std::vector<Meta>& in) {
   out.insert(out.end(), data.begin() + q, data.end());
   if (scatter && in[2].shape != out) bad_shape(n, "updates " + shape_str(in[2].shape) + ", expected " + shape_str(out));
   if (scatter && in[2].dtype != in[0].dtype) bad_shape(n, "updates and data differ in dtype");
-  const bool add = scatter && scatter_add(n, in[0]);
+  const Land add = scatter ? scatter_reduction(n, in[0]) : Land::kCopy;
   const int64_t tuples = numel(Shape(ind.begin(), ind.end() - 1)), slice = inner_numel(data, static_cast<size_t>(q));
   Kernel k;
   k.outputs = {{scatter ? data : out, in[0].dtype}};

@@ -257,6 +257,11 @@ Kernel resize(const Node& n, const std::vector<Meta>& in, const std::vector<cons
   const std::string ctm = n.attr_s("coordinate_transformation_mode", "half_pixel");
   const std::string nm = n.attr_s("nearest_mode", "round_prefer_floor");
   if (mode != "nearest" && mode != "linear") unsupported(n, "mode '" + mode + "' (nearest or linear)");
+  // Opset 18's attributes, at their defaults only.
+  if (n.attr_i("antialias", 0) != 0) unsupported(n, "antialias=1 (opset 18; only 0 is supported)");
+  if (n.has("axes")) unsupported(n, "the axes attribute (opset 18; scales / sizes for every dim only)");
+  if (const std::string k = n.attr_s("keep_aspect_ratio_policy", "stretch"); k != "stretch")
+    unsupported(n, "keep_aspect_ratio_policy '" + k + "' (opset 18; only stretch is supported)");
   Shape out = x;
   std::vector<float> scale = {1, 1, 1, 1};
   if (n.inputs.size() > 3 && !n.inputs[3].empty()) {

@@ -58,7 +58,8 @@ bool quantize(const KernelRequest& r, Kernel* k) {
   const ir::Node& n = r.node;
   const auto& in = r.in;
   const auto& consts = r.consts;
-  (void)n;
+  if (n.attr_i("block_size", 0) != 0 || n.attr_i("output_dtype", 0) != 0)
+    return r.decline("blocked, or typed by output_dtype (the reference kernel runs it)");
   if (in[0].dtype != DType::kFloat32 || consts.size() < 2 || !per_tensor_q(consts[1], consts.size() > 2 ? consts[2] : nullptr))
     return r.decline("needs float32 input and per-tensor constant qparams");
   const float scale = consts[1]->data<float>()[0];

@@ -169,7 +169,7 @@ class ParsedModel {
 
 /// A loaded ONNX model, ready to run.
 ///
-/// - Load: parses ONNX (opset 13..17), folds Constant/Identity, matches QDQ groups
+/// - Load: parses ONNX (opset 13..21), folds Constant/Identity, matches QDQ groups
 ///   into int8 ops (QLinearConv, QGemm, QLinearMatMul, QLinearAdd, QLinearMul, QLinearAveragePool, QLinearGlobalAveragePool,
 ///   QLinearConcat, QRelu/QClip, and shape ops on integers); groups that cannot run in
 ///   int8 stay float and are listed in `float_fallbacks()`. Static input shapes

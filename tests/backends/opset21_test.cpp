@@ -1,0 +1,143 @@
+// ONNX opsets 18..21 on the runtime against ONNX Runtime: block-wise
+// DequantizeLinear / QuantizeLinear over INT4, UINT4, INT8, UINT8, 4-bit and 16-bit
+// initializers (raw_data and typed storage), MatMul / Gemm on block-wise INT4
+// weights with and without QDQ activations, Reduce* with axes as an input, ops whose
+// opset 18..21 versions changed, and what the runtime must refuse. The models and
+// ONNX Runtime's outputs come from tests/backends/opset21_cases.py (the build's
+// fixtures, folder opset21); cases.txt says how each is compared.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <fstream>
+#include <sstream>
+
+#include "qfx/error.h"
+#include "qfx/runtime/model.h"
+#include "qfx/runtime/npy.h"
+
+namespace qfx::runtime {
+namespace {
+
+const std::string kDir = std::string(QFX_FIXTURE_DIR) + "/opset21/";
+
+struct Case {
+  std::string name, mode, text;
+  double tol = 0;
+  int inputs = 0, int8_ops = -1;
+};
+
+std::vector<Case> cases() {
+  std::ifstream f(kDir + "cases.txt");
+  EXPECT_TRUE(f.good()) << kDir << "cases.txt is missing: build the fixtures (tests/backends/opset21_cases.py)";
+  std::vector<Case> out;
+  for (std::string line; std::getline(f, line);) {
+    if (line.empty()) continue;
+    std::istringstream ss(line);
+    Case c;
+    ss >> c.name >> c.mode >> c.tol >> c.inputs >> c.int8_ops;
+    std::getline(ss >> std::ws, c.text);
+    out.push_back(c);
+  }
+  return out;
+}
+
+// Element i of a numeric tensor as double.
+double at(const Tensor& t, int64_t i) {
+  switch (t.dtype()) {
+    case DType::kFloat32: return t.data<float>()[i];
+    case DType::kInt8: return t.data<int8_t>()[i];
+    case DType::kUInt8: case DType::kBool: return t.data<uint8_t>()[i];
+    case DType::kInt16: return t.data<int16_t>()[i];
+    case DType::kInt32: return t.data<int32_t>()[i];
+    case DType::kInt64: return static_cast<double>(t.data<int64_t>()[i]);
+  }
+  return 0;
+}
+
+// Compares qfx's output with ONNX Runtime's as the case's mode says; "" when they agree.
+std::string compare(const Case& c, const Tensor& got, const Tensor& want) {
+  if (got.shape() != want.shape()) return "shape " + got.describe() + " vs ONNX Runtime's " + want.describe();
+  if (got.dtype() != want.dtype()) return std::string("dtype ") + dtype_name(got.dtype()) + " vs " + dtype_name(want.dtype());
+  double largest = 1;
+  for (int64_t i = 0; i < want.numel(); ++i) largest = std::max(largest, std::fabs(at(want, i)));
+  const Tensor bound = c.mode == "bound" ? load_npy(kDir + c.name + ".tol.npy") : Tensor();
+  for (int64_t i = 0; i < want.numel(); ++i) {
+    const double a = at(got, i), b = at(want, i), d = std::fabs(a - b);
+    const double limit = c.mode == "exact" ? 0 : c.mode == "rel" ? c.tol * largest : c.mode == "units" ? c.tol : at(bound, i);
+    const bool same = c.mode == "exact" ? (a == b || (std::isnan(a) && std::isnan(b))) : d <= limit;
+    if (!same) {
+      std::ostringstream o;
+      o << "element " << i << ": qfx " << a << ", ONNX Runtime " << b << " (difference " << d << ", limit " << limit << ")";
+      return o.str();
+    }
+  }
+  return "";
+}
+
+std::map<std::string, Tensor> inputs_of(const Case& c, const Model& m) {
+  std::map<std::string, Tensor> in;
+  for (int k = 0; k < c.inputs; ++k) in[m.inputs()[static_cast<size_t>(k)].name] = load_npy(kDir + c.name + ".in" + std::to_string(k) + ".npy");
+  return in;
+}
+
+TEST(Opset21, ModelsMatchOnnxRuntime) {
+  const std::vector<Case> all = cases();
+  ASSERT_GT(all.size(), 40u);
+  int run = 0;
+  for (const Case& c : all) {
+    if (c.mode == "refuses") continue;
+    const Tensor want = load_npy(kDir + c.name + ".ort.npy");
+    for (const char* backend : {"reference", "onednn"}) {
+      SCOPED_TRACE(c.name + " on " + backend);
+      try {
+        const Model m = Model::load(kDir + c.name + ".onnx", ModelOptions(backend));
+        if (c.int8_ops >= 0) EXPECT_EQ(m.int8_ops(), c.int8_ops);
+        auto out = m.run(inputs_of(c, m));
+        EXPECT_EQ(compare(c, out.at("y"), want), "");
+        ++run;
+      } catch (const Error& e) {
+        ADD_FAILURE() << e.what();
+      }
+    }
+  }
+  EXPECT_EQ(run % 2, 0);
+}
+
+// A weight that is a block-wise DequantizeLinear of initializers is dequantized once,
+// when the model is planned (a folded float constant), and the MatMul / Gemm runs in
+// float on the backend: never an int8 op with per-channel qparams.
+TEST(Opset21, BlockwiseWeightsAreDequantizedOnceAndRunInFloat) {
+  for (const char* name : {"matmul_wint4_b32", "gemm_wint4_transb", "matmul_wint4_qdq_u8"}) {
+    SCOPED_TRACE(name);
+    const Model m = Model::load(kDir + name + ".onnx", ModelOptions("onednn"));
+    EXPECT_EQ(m.int8_ops(), 0);
+    bool weight_folded = false, linear_float = false;
+    for (const KernelChoice& k : m.kernel_report()) {
+      if (k.op == "DequantizeLinear" && k.inputs.empty()) weight_folded = k.folded;
+      if (k.op == "MatMul" || k.op == "Gemm") linear_float = !k.folded && k.dtype == "float32";
+      EXPECT_NE(k.op, "QLinearMatMul");
+      EXPECT_NE(k.op, "QGemm");
+    }
+    EXPECT_TRUE(weight_folded);
+    EXPECT_TRUE(linear_float);
+  }
+}
+
+TEST(Opset21, RefusesWhatItDoesNotImplement) {
+  int checked = 0;
+  for (const Case& c : cases()) {
+    if (c.mode != "refuses") continue;
+    SCOPED_TRACE(c.name);
+    try {
+      Model::load(kDir + c.name + ".onnx", ModelOptions("reference"));
+      ADD_FAILURE() << "loaded; expected an error holding: " << c.text;
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find(c.text), std::string::npos) << e.what();
+    }
+    ++checked;
+  }
+  EXPECT_GE(checked, 6);
+}
+
+}  // namespace
+}  // namespace qfx::runtime
