@@ -54,9 +54,9 @@ void FakeQuantize::calculate_qparams() {
   QParams q = observer_->calculate_qparams();
   at::Tensor s = q.scale.reshape({-1});
   at::Tensor z = q.zero_point.reshape({-1});
-  if (scale_.sizes() != s.sizes()) {
-    scale_.resize_(s.sizes());
-    zero_point_.resize_(z.sizes());
+  if (scale_.sizes() != s.sizes()) {  // set_data: a learnable scale is a leaf that cannot be resized in place
+    scale_.set_data(at::empty(s.sizes(), scale_.options()));
+    zero_point_.set_data(at::empty(z.sizes(), zero_point_.options()));
   }
   scale_.copy_(s);
   zero_point_.copy_(z.to(zero_point_.scalar_type()));
