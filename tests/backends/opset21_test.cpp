@@ -121,6 +121,11 @@ TEST(Opset21, BlockwiseWeightsAreDequantizedOnceAndRunInFloat) {
     EXPECT_TRUE(weight_folded);
     EXPECT_TRUE(linear_float);
   }
+  // With QDQ activations around it the group is reported as staying float, and why.
+  const Model m = Model::load(kDir + "matmul_wint4_qdq_u8.onnx", ModelOptions("reference"));
+  ASSERT_EQ(m.float_fallbacks().size(), 1u);
+  EXPECT_NE(m.float_fallbacks()[0].find("weights are a DequantizeLinear with block_size 32; runs in float"), std::string::npos)
+      << m.float_fallbacks()[0];
 }
 
 TEST(Opset21, RefusesWhatItDoesNotImplement) {

@@ -45,6 +45,16 @@ std::optional<std::string> bias_of(const Ctx& c, const Node& n) {
   return std::nullopt;
 }
 
+// Why the weights of a group that stays float are not int8 qparams: a block-wise or
+// narrow-typed DequantizeLinear (qdq_refusal; of constants it is evaluated once when
+// the model is planned), or no dequantized constant at all.
+std::string weight_form(const Ctx& c, const Node& n) {
+  auto p = n.inputs.size() > 1 ? c.producer.find(n.inputs[1]) : c.producer.end();
+  if (p != c.producer.end() && c.g.nodes[p->second].op == "DequantizeLinear")
+    if (std::string why = qdq_refusal(c.g.nodes[p->second]); !why.empty()) return "weights are a DequantizeLinear with " + why;
+  return "weights are not a dequantized constant";
+}
+
 // MatMul of two quantized activations, per-tensor 8-bit qparams on both sides.
 bool activation_matmul(Group& g, const Ctx::DQ& dw, const Ctx::Tail& t) {
   if (!eight_bit_per_tensor(dw.q) || g.d0.q.dtype == DType::kInt16 || t.q.dtype == DType::kInt16) return false;
@@ -69,7 +79,7 @@ bool linear(Group& g) {
     g.report.push_back(n.label() + ": " + why + "; runs in float");
     return false;
   };
-  if (!dw || !w || !t) return t ? refuse("weights are not a dequantized constant") : false;
+  if (!dw || !w || !t) return t ? refuse(weight_form(c, n)) : false;
   if (std::string why = weight_refusal(n, *dw, *w); !why.empty()) return refuse(why);
   auto bias = bias_of(c, n);
   if (!bias) return refuse("bias is not constant");
