@@ -39,7 +39,12 @@ void Exporter::output(fx::Node* n) {
     node("Identity", {src}, name, "output_" + std::to_string(i));
     auto* vi = g_->add_output();
     vi->set_name(name);
-    vi->mutable_type()->mutable_tensor_type()->set_elem_type(onnx::TensorProto::FLOAT);
+    auto* tt = vi->mutable_type()->mutable_tensor_type();
+    tt->set_elem_type(onnx::TensorProto::FLOAT);
+    // The rank, each dim symbolic (ONNX's checker requires a shape on graph outputs).
+    const int rank = rank_of(outs[i]);
+    auto* shape = rank >= 0 ? tt->mutable_shape() : nullptr;
+    for (int d = 0; d < rank; ++d) shape->add_dim()->set_dim_param(name + "_dim" + std::to_string(d));
   }
 }
 

@@ -47,6 +47,16 @@ void Exporter::run() {
         break;
     }
   }
+  prune_initializers();
+}
+
+void Exporter::prune_initializers() {
+  std::set<std::string> used;
+  for (const auto& nd : g_->node()) used.insert(nd.input().begin(), nd.input().end());
+  for (const auto& o : g_->output()) used.insert(o.name());
+  auto* inits = g_->mutable_initializer();
+  for (int i = inits->size() - 1; i >= 0; --i)
+    if (!used.count(inits->Get(i).name())) inits->DeleteSubrange(i, 1);
 }
 
 std::string Exporter::bytes() {

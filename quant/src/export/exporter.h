@@ -52,6 +52,9 @@ class Exporter {
   void run();
   /// The serialized ModelProto; throws IoError if protobuf cannot serialize it.
   std::string bytes();
+  /// Drops initializers no node reads (a parameter whose only reader became the
+  /// DequantizeLinear of its integer codes).
+  void prune_initializers();
 
   // --- ONNX building helpers (exporter.cpp) ------------------------------------------
   /// `hint` + "_" + a counter: a value name not used before.
