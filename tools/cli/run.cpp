@@ -54,7 +54,7 @@ void print_summary(const std::string& name, const qfx::runtime::Tensor& t) {
 
 CLI::App* add_run_command(CLI::App& app, RunArgs& a) {
   auto* run = app.add_subcommand("run", "Run an ONNX model (float or int8 QDQ) on the qfx runtime");
-  run->add_option("model", a.model, "ONNX model (opset 13..17)")->required();
+  run->add_option("model", a.model, "ONNX model (opset 13..21)")->required();
   run->add_option("--input,-i", a.inputs, "Input .npy file, in the model's input order, or NAME=FILE.npy")->required();
   run->add_option("--output,-o", a.output, "Save the output as .npy (several outputs: OUT.<name>.npy each)");
   run->add_option("--backend", a.backend, "Runtime backend: onednn (default), reference, cuda, or one a --plugin registers");
