@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cmath>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "layers.h"
@@ -50,15 +51,6 @@ struct LayerProblem {
   const WeightGrid& g;
   const at::Tensor& w_floor;
 };
-
-// Observes the layer's weight now where its FakeQuantize has no statistics and no frozen qparams.
-void observe_weight_if_uncalibrated(FakeQuantize& fq, FusedConvLinear& f) {
-  if (!fq.observer().has_data() && !fq.qparams_frozen()) {  // not calibrated: observe the weight now
-    fq.enable_observer(true);
-    fq.forward(f.weight().detach());
-    fq.disable_observer();
-  }
-}
 
 // The loss of iteration `it` on the samples `sel`: the squared output error of the soft-quantized
 // weight h(V), plus (after `warm` iterations) the rounding regularizer with beta annealed.
@@ -113,7 +105,7 @@ LayerAlgorithmReport adaround_layer(fx::GraphModule& gm, const detail::WeightedL
   at::NoGradGuard ng;
   const auto& [w_ref, b_ref] = ref.layers.at(l.path);
   const at::Tensor target = apply_activation(f.preactivation(x_float, w_ref, b_ref), f.activation());
-  observe_weight_if_uncalibrated(*fq, f);
+  detail::observe_weight_if_uncalibrated(*fq, f);
   const WeightGrid g = grid_of(*fq, f);  // qparams from the observed (original) weight
   const at::Tensor bias = f.bias().defined() ? f.bias().detach() : at::Tensor();
   const at::Tensor w = f.weight().detach().clone();
@@ -152,6 +144,11 @@ std::vector<LayerAlgorithmReport> adaround(fx::GraphModule& gm, const NextBatch&
   const auto samples = detail::take_samples(data, o.num_samples);
   if (samples.empty()) throw ArgumentError("adaround: no calibration data");
   const auto layers = detail::weighted_layers(gm);
+  for (const auto& l : layers)  // its grid is per tensor or per channel
+    if (l.module->weight_fake_quant()->observer().spec().block_size > 0)
+      throw ConfigError("ptq.adaround: layer '" + l.path + "' has block-wise weights (block_size " +
+                        std::to_string(l.module->weight_fake_quant()->observer().spec().block_size) +
+                        "), which AdaRound does not support; use ptq.gptq, or per_channel weights");
   std::vector<LayerAlgorithmReport> out;
   std::mt19937_64 rng(o.seed);
   int64_t done = 0;

@@ -49,13 +49,15 @@ std::vector<std::vector<at::Tensor>> take_samples(const NextBatch& data, int64_t
   return out;
 }
 
-at::Tensor capture_input(fx::GraphModule& gm, const std::string& path, const std::vector<std::vector<at::Tensor>>& batches) {
+void for_each_input(fx::GraphModule& gm, const std::string& path, const std::vector<std::vector<at::Tensor>>& batches,
+                    const std::function<void(const at::Tensor&)>& visit) {
   at::NoGradGuard ng;
   auto module = gm.get_submodule(path);
   const fx::CallFn original = gm.module_fn(path);
-  auto got = std::make_shared<std::vector<at::Tensor>>();
-  gm.replace_submodule(path, module, [original, got](std::vector<c10::IValue>& a) {
-    got->push_back(a.at(0).toTensor().detach());
+  auto calls = std::make_shared<int64_t>(0);
+  gm.replace_submodule(path, module, [original, calls, &visit](std::vector<c10::IValue>& a) {
+    visit(a.at(0).toTensor().detach());
+    ++*calls;
     return original(a);
   });
   struct Restore {
@@ -66,8 +68,21 @@ at::Tensor capture_input(fx::GraphModule& gm, const std::string& path, const std
     ~Restore() { gm.replace_submodule(path, module, fn); }
   } restore{gm, path, module, original};
   for (const auto& b : batches) gm.forward(std::vector<c10::IValue>(b.begin(), b.end()));
-  if (got->empty()) throw InternalError("layer '" + path + "' did not run on the calibration data");
-  return at::cat(*got, 0);
+  if (*calls == 0) throw InternalError("layer '" + path + "' did not run on the calibration data");
+}
+
+at::Tensor capture_input(fx::GraphModule& gm, const std::string& path, const std::vector<std::vector<at::Tensor>>& batches) {
+  std::vector<at::Tensor> got;
+  for_each_input(gm, path, batches, [&got](const at::Tensor& x) { got.push_back(x); });
+  return at::cat(got, 0);
+}
+
+void observe_weight_if_uncalibrated(FakeQuantize& fq, FusedConvLinear& f) {
+  if (!fq.observer().has_data() && !fq.qparams_frozen()) {
+    fq.enable_observer(true);
+    fq.forward(f.weight().detach());
+    fq.disable_observer();
+  }
 }
 
 std::pair<at::Tensor, at::Tensor> capture_float_and_quantized_input(fx::GraphModule& gm, const std::string& path,

@@ -4,6 +4,7 @@
 
 #include <ATen/ATen.h>
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -27,9 +28,20 @@ std::vector<WeightedLayer> weighted_layers(fx::GraphModule& gm);
 /// Up to `n` samples from `data`, in batches (one tensor per graph input each).
 std::vector<std::vector<at::Tensor>> take_samples(const NextBatch& data, int64_t n);
 
+/// Runs `gm` on every batch (no gradient) and hands `visit` what the module at
+/// `path` receives as its first argument, call by call (detached). Throws
+/// InternalError if the module never ran.
+void for_each_input(fx::GraphModule& gm, const std::string& path, const std::vector<std::vector<at::Tensor>>& batches,
+                    const std::function<void(const at::Tensor&)>& visit);
+
 /// Runs `gm` on every batch (no gradient) and returns what the module at `path`
 /// received as its first argument, concatenated over the batches.
 at::Tensor capture_input(fx::GraphModule& gm, const std::string& path, const std::vector<std::vector<at::Tensor>>& batches);
+
+/// Observes `f`'s weight with its FakeQuantize `fq` now when the FakeQuantize has
+/// no statistics and no frozen qparams (a model calibrated on the runtime, whose
+/// weights were not observed), so that `fq.qparams()` are the weight's.
+void observe_weight_if_uncalibrated(FakeQuantize& fq, FusedConvLinear& f);
 
 /// Layer `path`'s input over `batches` in the float model (every layer on its
 /// `reference` weights) and in the fake-quantized model (current weights,

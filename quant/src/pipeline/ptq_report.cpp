@@ -18,6 +18,18 @@ json layers_json(const std::vector<LayerAlgorithmReport>& rs) {
   return j;
 }
 
+json gptq_json(const GptqResult& g) {
+  json layers = json::array();
+  for (const auto& l : g.layers)
+    layers.push_back({{"layer", l.layer}, {"error_nearest", l.error_nearest}, {"error_gptq", l.error_gptq}, {"rows", l.rows},
+                      {"dead_inputs", l.dead_inputs}, {"seconds", l.seconds}});
+  json skipped = json::array();
+  for (const auto& [layer, why] : g.skipped) skipped.push_back({{"layer", layer}, {"reason", why}});
+  return {{"metric", "relative layer-output proxy tr((W - Q) H (W - Q)^T) / tr(W H W^T), H = 2/n sum x x^T over the "
+                     "calibration inputs; nearest: round to nearest on the observed qparams"},
+          {"layers", layers}, {"skipped", skipped}};
+}
+
 json algorithms_json(const PtqAlgorithmReports& a, const PtqAlgorithmsConfig& c) {
   json out = json::object();
   if (c.cross_layer_equalization) {
@@ -44,6 +56,7 @@ json algorithms_json(const PtqAlgorithmReports& a, const PtqAlgorithmsConfig& c)
                            {"activations", r.tensors}, {"candidates", cands}};
   }
   if (c.adaround) out["adaround"] = layers_json(a.adaround);
+  if (c.gptq) out["gptq"] = gptq_json(a.gptq);
   if (c.bias_correction) out["bias_correction"] = layers_json(a.bias_correction);
   return out;
 }

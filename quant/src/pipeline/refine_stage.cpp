@@ -1,5 +1,6 @@
-// Refine stage: per-layer sensitivity, AdaRound and bias correction on the
+// Refine stage: per-layer sensitivity, AdaRound, GPTQ and bias correction on the
 // calibrated model (libtorch, fake quantization).
+#include <algorithm>
 #include <string>
 
 #include "stages.h"
@@ -42,12 +43,33 @@ void sensitivity_stage(const Job& job, fx::GraphModule& gm, Dataset& cal, PtqAlg
                         " dB; all but it: " + db(s[i].all_but_this_db) + " dB; all: " + db(alg->sensitivity_all_db) + " dB)");
 }
 
+void gptq_stage(const Job& job, fx::GraphModule& gm, Dataset& cal, PtqAlgorithmReports* alg) {
+  GptqOptions o = job.cfg.ptq.gptq_options;
+  o.progress = [&](const std::string& layer, int64_t done, int64_t total) { progress(job.hooks, "gptq (layers)", done, total, layer); };
+  const auto t0 = Clock::now();
+  alg->gptq = gptq(gm, batches(cal, job.cfg.calibration.batch_size), o);
+  double nearest = 0, after = 0;
+  for (const auto& l : alg->gptq.layers) {
+    nearest += l.error_nearest;
+    after += l.error_gptq;
+  }
+  const double n = static_cast<double>(std::max<size_t>(alg->gptq.layers.size(), 1));
+  std::string skipped;
+  if (!alg->gptq.skipped.empty())
+    skipped = "; " + std::to_string(alg->gptq.skipped.size()) + " skipped (" + alg->gptq.skipped.front().first + ": " +
+              alg->gptq.skipped.front().second + (alg->gptq.skipped.size() > 1 ? ", ..." : "") + ")";
+  info(job.hooks, "gptq: " + std::to_string(alg->gptq.layers.size()) + " layers in " + std::to_string(static_cast<int>(secs(t0))) +
+                      " s; mean relative weight error (tr(dW H dW^T) / tr(W H W^T)) nearest " + std::to_string(nearest / n) +
+                      " -> gptq " + std::to_string(after / n) + skipped);
+}
+
 FloatWeights refine_stage(const Job& job, fx::GraphModule& gm, Dataset& cal, PtqAlgorithmReports* alg) {
   const PtqAlgorithmsConfig& c = job.cfg.ptq;
   const int64_t bs = job.cfg.calibration.batch_size;
   FloatWeights reference;
-  if (!c.adaround && !c.bias_correction) return reference;
+  if (!c.adaround && !c.gptq && !c.bias_correction) return reference;
   reference = snapshot_float_weights(gm);
+  if (c.gptq) gptq_stage(job, gm, cal, alg);
   if (c.adaround) {
     AdaRoundOptions o = c.adaround_options;
     o.progress = [&](const std::string& layer, int64_t done, int64_t total) {

@@ -100,8 +100,10 @@ void check_range_search(const Job& job, fx::GraphModule& gm);
 void range_search_stage(const Job& job, fx::GraphModule& gm, Dataset& cal, PtqAlgorithmReports* alg);
 /// ptq.sensitivity: per-layer sensitivity on calibration samples (into `alg`).
 void sensitivity_stage(const Job& job, fx::GraphModule& gm, Dataset& cal, PtqAlgorithmReports* alg);
-/// ptq.adaround and ptq.bias_correction on the calibrated model (reports into
-/// `alg`). Returns the float weights they started from (empty when neither runs).
+/// ptq.gptq on the calibrated model (its report into `alg`, a summary line).
+void gptq_stage(const Job& job, fx::GraphModule& gm, Dataset& cal, PtqAlgorithmReports* alg);
+/// ptq.adaround, ptq.gptq and ptq.bias_correction on the calibrated model (reports
+/// into `alg`). Returns the float weights they started from (empty when none runs).
 FloatWeights refine_stage(const Job& job, fx::GraphModule& gm, Dataset& cal, PtqAlgorithmReports* alg);
 
 // ---- fallback_stage.cpp

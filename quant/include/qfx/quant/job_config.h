@@ -91,6 +91,8 @@ struct PtqAlgorithmsConfig {
   RangeSearchOptions range_search_options;
   bool adaround = false;                  ///< after calibration
   AdaRoundOptions adaround_options;       ///< ptq.adaround: {iterations, lr, reg, beta: [start, end], warmup, batch_size, num_samples, seed}
+  bool gptq = false;                      ///< after calibration (not with adaround)
+  GptqOptions gptq_options;               ///< ptq.gptq: {damp, lazy_batch, act_order, num_samples}
   bool sensitivity = false;               ///< per-layer sensitivity of the calibrated model (report.json)
   int64_t sensitivity_samples = 256;      ///< ptq.sensitivity: {num_samples}
   bool bias_correction = false;           ///< after calibration and AdaRound

@@ -127,6 +127,7 @@ struct PtqAlgorithmReports {
   bool has_range_search = false;                        ///< ptq.range_search ran
   RangeSearchResult range_search;                       ///< its candidates and choice
   std::vector<LayerAlgorithmReport> adaround;           ///< ptq.adaround
+  GptqResult gptq;                                      ///< ptq.gptq
   std::vector<LayerAlgorithmReport> bias_correction;    ///< ptq.bias_correction
   bool has_sensitivity = false;                         ///< ptq.sensitivity ran
   int64_t sensitivity_samples = 0;                      ///< calibration samples the sensitivity used

@@ -1,5 +1,5 @@
 // Post-training algorithms that lower the error of low-bit weights without
-// training: cross-layer equalisation, AdaRound and empirical bias correction,
+// training: cross-layer equalisation, AdaRound, GPTQ and empirical bias correction,
 // each a pass over a prepared GraphModule (PTQ: batch norm folded).
 #pragma once
 
@@ -15,6 +15,7 @@
 #include "qfx/fx/graph_module.h"
 #include "qfx/quant/algorithms.h"
 #include "qfx/quant/calibrate.h"
+#include "qfx/quant/qparams.h"
 
 namespace qfx::quant {
 
@@ -126,6 +127,104 @@ struct AdaRoundOptions {
 /// Layers with a learnable scale or a simulated batch norm are skipped.
 std::vector<LayerAlgorithmReport> adaround(fx::GraphModule& gm, const NextBatch& data, const AdaRoundOptions& options = {},
                                            const FloatWeights* reference = nullptr);
+
+/// Options of `gptq` (the `ptq.gptq` section of a PTQ config).
+struct GptqOptions {
+  /// Dampening: damp * mean(diag H) is added to H's diagonal before the inverse
+  /// (the paper's lambda as a share of the mean diagonal; 0.01 as in the paper).
+  double damp = 0.01;
+  /// Columns per lazy batch (the paper's B = 128): the error is propagated within
+  /// the batch column by column, then to the remaining columns in one product.
+  /// Exact arithmetic gives the same result for every value; it changes speed only.
+  int64_t lazy_batch = 128;
+  /// Columns in descending order of diag(H) (the reference code's `act_order`).
+  /// With block-wise weights the groups are then static: each block's qparams are
+  /// the weight FakeQuantize's, computed from the original weights, so blocks stay
+  /// runs of consecutive input channels in the original order.
+  bool act_order = false;
+  int64_t num_samples = 128;  ///< calibration samples (the Hessian's tokens: every row of the layer's input)
+  /// Called after each layer: (layer path, layers done, layers total).
+  std::function<void(const std::string&, int64_t, int64_t)> progress;
+};
+
+/// The Hessian of GPTQ's layer-wise objective, H = 2/n * sum over the n input rows
+/// x ([K]) of x x^T, accumulated in float64 batch by batch (memory K x K whatever
+/// the number of rows).
+class GptqHessian {
+ public:
+  /// For inputs of `k` features. Throws ArgumentError for k < 1.
+  explicit GptqHessian(int64_t k);
+  /// Adds the rows of `x` ([..., K], any float dtype; each row one token).
+  /// Throws DataError if the last dimension is not K.
+  void add(const at::Tensor& x);
+  /// H = 2/n * sum x x^T, float64 [K, K] (zeros before any row).
+  at::Tensor hessian() const;
+  int64_t rows() const { return rows_; }
+
+ private:
+  at::Tensor sum_;  // sum x x^T, float64 [K, K]
+  int64_t rows_ = 0;
+};
+
+/// GPTQ's result on one weight matrix.
+struct GptqWeights {
+  at::Tensor weight;  ///< [C, K] float64: the dequantized codes, (codes - zero_point) * scale
+  at::Tensor codes;   ///< [C, K] int64 codes in [quant_min, quant_max]
+  QParams qparams;    ///< the codes' qparams (float32 scale, int32 zero_point; the layout of `observed`)
+};
+
+/// GPTQ (Frantar et al. 2022, "GPTQ: Accurate Post-Training Quantization for
+/// Generative Pre-trained Transformers", Algorithm 1) on one [C, K] weight with the
+/// Hessian `hessian` ([K, K], GptqHessian) of its layer's inputs, in float64.
+/// Dead inputs (H_ii = 0) get W[:, i] = 0 and H_ii = 1; damp * mean(diag H) is added
+/// to the diagonal; the columns (descending diag(H) with act_order) are quantized
+/// in order, each one's error (w - q) / U_jj spread over the later columns through
+/// the upper Cholesky factor U of H^-1, in lazy batches. Codes are
+/// clamp(round_half_even(w / scale) + zp, quant_min, quant_max).
+/// qparams: per-tensor or per-channel ones are `observed` (computed from the
+/// original weight); block-wise ones (spec.block_size > 0) are computed with
+/// `compute_qparams(spec)` from the min/max of the current, error-updated weights
+/// of each block when the sweep reaches its first column (the paper's groups),
+/// or with act_order are `observed` (static groups). Throws ArgumentError for bad
+/// shapes or options, DataError when H + damping is not positive definite.
+GptqWeights gptq_quantize(const at::Tensor& weight, const at::Tensor& hessian, const QuantSpec& spec,
+                          const QParams& observed, const GptqOptions& options = {});
+
+/// GPTQ's layer-output proxy of a quantized weight's error, relative:
+/// tr((W - Q) H (W - Q)^T) / tr(W H W^T), W, Q [C, K], H [K, K] (float64).
+double gptq_relative_error(const at::Tensor& weight, const at::Tensor& quantized, const at::Tensor& hessian);
+
+/// What `gptq` did to one layer.
+struct GptqLayerReport {
+  std::string layer;          ///< module path
+  /// gptq_relative_error on the layer's calibration Hessian, with round to nearest
+  /// on the weight FakeQuantize's qparams (what qfx deploys without GPTQ) and with GPTQ.
+  double error_nearest = 0;
+  double error_gptq = 0;
+  int64_t rows = 0;           ///< input rows (tokens) the Hessian summed
+  int64_t dead_inputs = 0;    ///< input channels that were 0 on every row
+  double seconds = 0;
+};
+
+/// What `gptq` did to a model.
+struct GptqResult {
+  std::vector<GptqLayerReport> layers;  ///< in graph order
+  /// Weighted layers left as they were, with the reason ("conv: GPTQ runs on Linear layers").
+  std::vector<std::pair<std::string, std::string>> skipped;
+};
+
+/// GPTQ on every Linear layer (FusedConvLinear op kLinear with a weight
+/// FakeQuantize) of a calibrated model, one after the other in graph order: each
+/// layer's Hessian is summed over `num_samples` calibration samples of `data` from
+/// its inputs in the fake-quantized model with the earlier layers already GPTQ'd
+/// (the paper's sequential mode), then `gptq_quantize` runs on its weight. The
+/// dequantized codes become the layer's weight (a copy: the user's model keeps its
+/// float weight) and the weight FakeQuantize's qparams are set to GPTQ's and frozen,
+/// so convert_fx exports exactly GPTQ's codes. Conv layers, learnable (LSQ) scales
+/// and simulated batch norm are skipped (listed with the reason). Leaves the model
+/// in the fake-quant state with observers disabled. Throws ArgumentError for bad
+/// options or no data.
+GptqResult gptq(fx::GraphModule& gm, const NextBatch& data, const GptqOptions& options = {});
 
 /// Empirical bias correction (Nagel et al. 2019, section 4.2, with the expected
 /// outputs measured on calibration data rather than derived from batch norm):

@@ -47,6 +47,16 @@ const KeyTable& adaround_keys() {
   return t;
 }
 
+const KeyTable& gptq_keys() {
+  static const KeyTable t{"ptq.gptq", {
+      {"damp", KeyType::kNumber, {}, {0, 1, false, false, "must be in [0, 1]"}, "0.01", "share of mean(diag H) added to H's diagonal"},
+      {"lazy_batch", KeyType::kInt, {}, at_least(1), "128", "columns per lazy batch (speed only)"},
+      {"act_order", KeyType::kBool, {}, {}, "false", "columns by descending diag(H); static groups for block-wise weights"},
+      {"num_samples", KeyType::kInt, {}, at_least(1), "128", "calibration samples the Hessians sum over"},
+  }};
+  return t;
+}
+
 // A kSwitch key: `true` / `false`, or its mapping (read by `read_options`), which turns it on.
 template <typename ReadOptions>
 void read_switch(const SectionReader& p, const std::string& key, bool* on, const KeyTable& keys, ReadOptions&& read_options) {
@@ -98,6 +108,7 @@ const KeyTable& ptq_keys() {
       {"range_search", KeyType::kSwitch, {}, {}, "false", "the range algorithm with the best output SQNR", &range_search_keys()},
       {"sensitivity", KeyType::kSwitch, {}, {}, "false", "per-layer sensitivity in report.json", &samples_keys()},
       {"adaround", KeyType::kSwitch, {}, {}, "false", "AdaRound after calibration", &adaround_keys()},
+      {"gptq", KeyType::kSwitch, {}, {}, "false", "GPTQ on Linear weights after calibration", &gptq_keys()},
       {"bias_correction", KeyType::kSwitch, {}, {}, "false", "empirical bias correction after AdaRound", &samples_keys()},
       {"auto_fallback", KeyType::kSwitch, {}, {}, "false", "the most sensitive layers to float until within the target",
        &auto_fallback_keys()},
@@ -118,6 +129,14 @@ void read_ptq(const SectionReader& p, JobConfig* c) {
   read_switch(p, "range_search", &a.range_search, range_search_keys(),
               [&](const SectionReader& s) { read_range_search_options(s, &a.range_search_options); });
   read_switch(p, "adaround", &a.adaround, adaround_keys(), [&](const SectionReader& s) { read_adaround_options(s, &a.adaround_options); });
+  read_switch(p, "gptq", &a.gptq, gptq_keys(), [&](const SectionReader& s) {
+    s.read("damp", &a.gptq_options.damp);
+    s.read("lazy_batch", &a.gptq_options.lazy_batch);
+    s.read("act_order", &a.gptq_options.act_order);
+    s.read("num_samples", &a.gptq_options.num_samples);
+  });
+  if (a.gptq && a.adaround)
+    bad(p.path(), p["gptq"], "ptq.gptq and ptq.adaround both choose the weights' rounding; turn one of them off");
   if (p["auto_fallback"]) read_auto_fallback(p, c);
 }
 
