@@ -2,7 +2,8 @@
 # Block-wise 4-bit weights end to end: configs/ptq/w4_block_weight_only.yaml on the
 # trained MiniLM; the opset-21 model passes ONNX's checker, ONNX Runtime runs it to
 # qfx's runtime outputs and stays close to the float model (ONNX Runtime on the fp32
-# ONNX fixture); bad block settings are configuration errors (exit 3) naming the key.
+# ONNX fixture); encodings.json holds each weight's per-block scales; bad block
+# settings are configuration errors (exit 3) naming the key.
 # Needs $QFX, $FIXTURES (tools/fixtures/minilm.py).
 set -u
 pass=0; fail=0
@@ -30,6 +31,14 @@ for n in dq:
     assert inits[n.input[0]].data_type == onnx.TensorProto.INT4
     codes = onnx.numpy_helper.to_array(inits[n.input[0]])   # ONNX's own INT4 unpacking
     assert codes.min() >= -8 and codes.max() <= 7
+import json
+enc = json.load(open('$tmp/w4/encodings.json'))['weights']
+assert sorted(enc) == sorted(n.output[0] for n in dq), sorted(enc)
+for n in dq:   # the per-block scales, [channel][block], as the model stores them
+    e, s = enc[n.output[0]], onnx.numpy_helper.to_array(inits[n.input[1]])
+    assert e['block_size'] == 32 and e['codes'] == n.input[0]
+    grid = s if e['axis'] == 0 else s.T
+    assert np.array_equal(np.array(e['scale'], np.float32), grid.reshape(-1)), n.name
 x = np.load('$tmp/x.npy')
 def run(p):
     # ONNX Runtime fuses DequantizeLinear(INT4) + MatMul into MatMulNBits, which by

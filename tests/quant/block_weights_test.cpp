@@ -241,3 +241,26 @@ TEST(BlockWeights, ConfigErrorsNameTheKeyOrNode) {
     EXPECT_NE(std::string(e.what()).find("per_block granularity is for linear weights"), std::string::npos) << e.what();
   }
 }
+
+TEST(BlockWeights, TargetsSayWhetherAndWhichBlocks) {
+  TensorQConfig w;
+  w.per_channel = true;
+  w.block_size = 32;
+  w.bits = 4;
+  auto reason = [&](const BackendConfig& b) -> std::string {
+    try {
+      resolve_tensor_qconfig(w, b, /*is_weight=*/true, /*qat=*/false, "fc");
+    } catch (const ConfigError& e) {
+      return e.what();
+    }
+    return "";
+  };
+  EXPECT_EQ(reason(BackendConfig::resolve("onednn")), "");
+  // example_accel lists its granularities without per_block.
+  EXPECT_NE(reason(BackendConfig::resolve("example_accel")).find("lists no per_block"), std::string::npos);
+  BackendConfig b = BackendConfig::resolve("onednn");
+  b.weight.block_sizes = {64, 128};
+  EXPECT_NE(reason(b).find("block size 32 is not one the target takes"), std::string::npos) << reason(b);
+  w.block_size = 64;
+  EXPECT_EQ(reason(b), "");
+}

@@ -55,7 +55,7 @@ std::string list_str(const std::vector<std::string>& v) {
 
 TensorConstraints read_tensor(const std::string& path, const YAML::Node& n, const std::string& what, bool weight) {
   TensorConstraints t;
-  check_keys(path, n, what, {"dtypes", "qschemes", "granularity", "ch_axis", "min_bits", "max_bits", "default_bits"});
+  check_keys(path, n, what, {"dtypes", "qschemes", "granularity", "ch_axis", "min_bits", "max_bits", "default_bits", "block_sizes"});
   auto dt = n["dtypes"];
   if (!dt) bad(path, n, what + ".dtypes is required");
   for (const auto& s : as_string_list(path, dt, what + ".dtypes")) {
@@ -80,11 +80,14 @@ TensorConstraints read_tensor(const std::string& path, const YAML::Node& n, cons
   if (auto g = n["granularity"]) {
     if (!weight) bad(path, g, "granularity applies to weights only");
     t.per_tensor_allowed = false;
+    t.per_block_allowed = false;
     bool first = true;
     for (const auto& s : as_string_list(path, g, what + ".granularity")) {
       if (s == "per_channel") t.per_channel_allowed = true;
       else if (s == "per_tensor") t.per_tensor_allowed = true;
-      else bad(path, g, what + ".granularity: '" + s + "' is not per_channel or per_tensor");
+      else if (s == "per_block" && !first) t.per_block_allowed = true;
+      else if (s == "per_block") bad(path, g, what + ".granularity: list per_channel or per_tensor first (the default)");
+      else bad(path, g, what + ".granularity: '" + s + "' is not per_channel, per_tensor or per_block");
       if (first) t.per_channel_default = s == "per_channel";
       first = false;
     }
@@ -99,6 +102,14 @@ TensorConstraints read_tensor(const std::string& path, const YAML::Node& n, cons
       bad(path, a, what + ".ch_axis " + std::to_string(t.ch_axis) +
                        " cannot be honoured: weights are quantized per output channel (axis 0 of conv and linear weights, "
                        "axis 1 of transposed conv weights, chosen by op); use 0 or leave ch_axis out");
+  }
+  if (auto bs = n["block_sizes"]) {
+    if (!bs.IsSequence() || bs.size() == 0) bad(path, bs, what + ".block_sizes must be a non-empty list of integers");
+    for (const auto& v : bs) {
+      const int64_t b = as_int(path, v, what + ".block_sizes");
+      if (b < 8 || b > 4096) bad(path, v, what + ".block_sizes: " + std::to_string(b) + " is not between 8 and 4096");
+      t.block_sizes.push_back(b);
+    }
   }
   if (auto b = n["min_bits"]) {
     t.min_bits = static_cast<int>(as_int(path, b, what + ".min_bits"));

@@ -31,7 +31,7 @@ ObserverSpec resolve_tensor_qconfig(const TensorQConfig& req, const BackendConfi
     fail(std::string(qscheme_name(scheme)) + " quantization is not supported (backend requires " +
          qscheme_name(c.qschemes.front()) + ")");
   const bool pc = req.per_channel.value_or(is_weight && c.per_channel_default);
-  if (pc && !c.per_channel_allowed) fail("per-channel quantization is not supported (backend requires per-tensor)");
+  if (pc && !req.block_size && !c.per_channel_allowed) fail("per-channel quantization is not supported (backend requires per-tensor)");
   if (!pc && !c.per_tensor_allowed) fail("per-tensor quantization is not supported (backend requires per-channel)");
   const bool s16 = dtype == QDType::kInt16;
   const int bits = s16 ? req.bits.value_or(16)
@@ -50,6 +50,7 @@ ObserverSpec resolve_tensor_qconfig(const TensorQConfig& req, const BackendConfi
   s.spec.ch_axis = pc ? c.ch_axis : 0;
   if (req.block_size) {
     if (!is_weight) fail("per_block granularity is for weights");
+    if (!c.per_block_allowed) fail("block-wise weights are not supported (the target's granularity lists no per_block)");
     if (!c.block_sizes.empty() && std::find(c.block_sizes.begin(), c.block_sizes.end(), *req.block_size) == c.block_sizes.end())
       fail("block size " + std::to_string(*req.block_size) + " is not one the target takes");
     s.spec.block_size = *req.block_size;

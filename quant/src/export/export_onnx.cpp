@@ -77,6 +77,14 @@ void write_encodings(const std::string& path, const ExportResult& result, const 
                                     {"zero_point", e.zero_point}, {"axis", e.axis}, {"quant_min", e.quant_min},
                                     {"quant_max", e.quant_max}, {"algorithm", e.algorithm},
                                     {"observed_min", e.observed_min}, {"observed_max", e.observed_max}};
+  enc["weights"] = nlohmann::json::object();
+  for (const auto& e : result.weight_encodings) {
+    nlohmann::json w = {{"node", e.node}, {"codes", e.quantized}, {"dtype", e.dtype}, {"scale", e.scale},
+                        {"zero_point", e.zero_point}, {"axis", e.axis}, {"quant_min", e.quant_min},
+                        {"quant_max", e.quant_max}};
+    if (e.block_size > 0) w["block_size"] = e.block_size;
+    enc["weights"][e.tensor] = w;
+  }
   if (int8) {
     enc["arithmetic"] = nlohmann::json::parse(int8->arithmetic().to_json());
     enc["integer_ops"] = nlohmann::json::object();

@@ -185,6 +185,20 @@ std::string Exporter::dequantize_weight(const std::string& hint, const at::Tenso
     attr_i(dn, "axis", channel_axis);
   }
   ++res_.quantized_weights;
+  Encoding enc;
+  enc.tensor = out;
+  enc.quantized = wi;
+  enc.node = hint;
+  enc.dtype = qdtype_name(q.dtype);
+  const at::Tensor sc = q.scale.to(at::kFloat).contiguous().reshape({-1});
+  const at::Tensor zp = q.zero_point.to(at::kInt).contiguous().reshape({-1});
+  enc.scale.assign(sc.data_ptr<float>(), sc.data_ptr<float>() + sc.numel());
+  enc.zero_point.assign(zp.data_ptr<int32_t>(), zp.data_ptr<int32_t>() + zp.numel());
+  enc.axis = q.per_channel ? channel_axis : -1;
+  enc.block_size = q.block_size;
+  enc.quant_min = q.quant_min;
+  enc.quant_max = q.quant_max;
+  res_.weight_encodings.push_back(std::move(enc));
   return out;
 }
 

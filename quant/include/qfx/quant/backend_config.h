@@ -25,8 +25,10 @@ struct TensorConstraints {
   /// Bits used when a qconfig does not say; 0 means "native": what the runtime's
   /// oneDNN int8 kernels run exactly on this CPU (runtime::native_int8_weight_bits()).
   int default_bits = 8;
-  /// Block sizes the target takes for block-wise weights (`granularity: per_block`);
-  /// empty: any.
+  /// Block-wise weights (`granularity: per_block` in a qconfig) allowed: a target that
+  /// lists its granularities takes them only if it lists per_block.
+  bool per_block_allowed = true;
+  /// Block sizes the target takes for block-wise weights; empty: any (8..4096).
   std::vector<int64_t> block_sizes;
 };
 

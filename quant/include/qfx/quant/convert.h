@@ -49,6 +49,9 @@ struct Encoding {
   std::vector<float> scale;     ///< one per tensor, or one per channel
   std::vector<int32_t> zero_point;
   int64_t axis = -1;            ///< channel axis, -1 for per-tensor
+  /// Weights: > 0 for block-wise qparams, one per block of `block_size` along the
+  /// other axis of the 2-D weight; `scale` / `zero_point` are then [channel][block].
+  int64_t block_size = 0;
   int64_t quant_min = 0, quant_max = 255;
   std::string algorithm;        ///< how the range was chosen ("minmax", "entropy", "fixed", ...)
   float observed_min = 0, observed_max = 0;
@@ -65,6 +68,9 @@ struct ObservedValue {
 struct ExportResult {
   std::vector<ObservedValue> observed; ///< float_model: every activation FakeQuantize call, in graph order
   std::vector<Encoding> encodings;
+  /// Each quantized weight: `tensor` the DequantizeLinear's output, `quantized` its
+  /// codes' initializer, `node` the layer; no algorithm or observed range.
+  std::vector<Encoding> weight_encodings;
   std::vector<std::string> float_ops;  ///< "node (op): why it stays float"
   int quantized_weights = 0;           ///< conv / linear weights stored as int8
 };
@@ -108,7 +114,11 @@ std::string export_onnx_bytes(fx::GraphModule& gm, const ExportOptions& options,
 
 /// Writes `encodings.json` for an exported model: {"graph_hash", "backend",
 /// "activations": {ONNX tensor: {node, dtype, scale[], zero_point[], axis, quant_min,
-/// quant_max, algorithm, observed_min, observed_max}}}. `graph_hash` is
+/// quant_max, algorithm, observed_min, observed_max}}, "weights": {ONNX tensor (the
+/// DequantizeLinear output): {node, codes (the initializer), dtype, scale[],
+/// zero_point[], axis (-1 per tensor), quant_min, quant_max, and block_size with scale
+/// and zero_point [channel][block] for block-wise weights}} (conv and linear weights).
+/// `graph_hash` is
 /// `graph_hash(gm)` of the prepared model. With `int8` (the exported model loaded
 /// on the runtime) it adds "arithmetic" (runtime::Arithmetic::to_json) and
 /// "integer_ops": {node: {op, rescales: [{name, mode, multiplier[], and for
