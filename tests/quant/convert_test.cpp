@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "../common/scratch_dir.h"
+#include "../common/next_batch.h"
 #include <torch/nn/modules/batchnorm.h>
 #include <torch/nn/modules/conv.h>
 #include <torch/nn/modules/linear.h>
@@ -23,6 +24,7 @@
 
 using namespace qfx;
 using namespace qfx::quant;
+using qfx::test::batches_of;
 
 namespace {
 
@@ -182,17 +184,6 @@ std::map<std::string, FakeQuantize*> fake_quants(fx::GraphModule& gm) {
   for (const auto& item : gm.named_modules("", false))
     if (auto* fq = dynamic_cast<FakeQuantize*>(item.value().get())) out[item.key()] = fq;
   return out;
-}
-
-// Batches of `x`, `bs` at a time, as calibrate's NextBatch.
-NextBatch batches_of(const at::Tensor& x, int64_t bs) {
-  auto pos = std::make_shared<int64_t>(0);
-  return [x, bs, pos]() -> std::vector<at::Tensor> {
-    if (*pos >= x.size(0)) return {};
-    at::Tensor b = x.slice(0, *pos, std::min(*pos + bs, x.size(0)));
-    *pos += bs;
-    return {b};
-  };
 }
 
 }  // namespace

@@ -20,10 +20,12 @@
 #include "qfx/quant/modules.h"
 #include "qfx/quant/passes.h"
 #include "qfx/quant/ptq_algorithms.h"
+#include "../common/next_batch.h"
 #include "qfx/quant/quantized_modules.h"
 
 using namespace qfx;
 using namespace qfx::quant;
+using qfx::test::batches_of;
 
 namespace {
 
@@ -59,16 +61,6 @@ at::Tensor correlated_inputs(int64_t n) {
   torch::manual_seed(5);
   const at::Tensor mix = at::eye(70) + 0.5 * at::randn({70, 70}) / std::sqrt(70.0);
   return at::matmul(at::randn({n, 4, 70}), mix) * at::rand({70}) * 3;
-}
-
-NextBatch batches_of(const at::Tensor& x, int64_t bs) {
-  auto pos = std::make_shared<int64_t>(0);
-  return [x, bs, pos]() -> std::vector<at::Tensor> {
-    if (*pos >= x.size(0)) return {};
-    at::Tensor b = x.slice(0, *pos, std::min(*pos + bs, x.size(0)));
-    *pos += bs;
-    return {b};
-  };
 }
 
 std::shared_ptr<fx::GraphModule> calibrated(TwoLinear net, int64_t block, const at::Tensor& data) {

@@ -20,11 +20,13 @@
 #include "qfx/quant/modules.h"
 #include "qfx/quant/passes.h"
 #include "qfx/quant/ptq_algorithms.h"
+#include "../common/next_batch.h"
 #include "qfx/quant/quantized_modules.h"
 #include "qfx/error.h"
 
 using namespace qfx;
 using namespace qfx::quant;
+using qfx::test::batches_of;
 
 namespace {
 
@@ -91,16 +93,6 @@ std::shared_ptr<fx::GraphModule> prepared(Net net) {
 at::Tensor calibration_data() {
   torch::manual_seed(11);
   return at::randn({128, 3, 12, 12});
-}
-
-NextBatch batches_of(const at::Tensor& x, int64_t bs) {
-  auto pos = std::make_shared<int64_t>(0);
-  return [x, bs, pos]() -> std::vector<at::Tensor> {
-    if (*pos >= x.size(0)) return {};
-    at::Tensor b = x.slice(0, *pos, std::min(*pos + bs, x.size(0)));
-    *pos += bs;
-    return {b};
-  };
 }
 
 void calibrate_in_libtorch(fx::GraphModule& gm, const at::Tensor& data) {
