@@ -31,9 +31,17 @@ qfx_needs_fixtures(qfx_tests_runtime)
 # ONNX opset 18..21 models and ONNX Runtime's outputs for opset21_test.cpp
 # (backends/opset21_cases.py), written into the fixtures by a full build; the
 # runtime-only build reads them from its QFX_FIXTURE_DIR.
+# They need onnx >= 1.16 (INT4), ml_dtypes and onnxruntime: requirements.txt's, in the
+# .venv that tools/install_deps.sh makes, also where QFX_PYTHON is an older system
+# Python (the Debian libtorch 1.13 build).
 if(NOT QFX_RUNTIME_ONLY)
+  if(EXISTS "${PROJECT_SOURCE_DIR}/.venv/bin/python")
+    set(_qfx_onnx_py "${PROJECT_SOURCE_DIR}/.venv/bin/python")
+  else()
+    set(_qfx_onnx_py "${QFX_PYTHON}")
+  endif()
   add_custom_command(OUTPUT ${QFX_FIXTURE_DIR}/opset21/cases.txt
-                     COMMAND ${QFX_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/backends/opset21_cases.py ${QFX_FIXTURE_DIR}/opset21
+                     COMMAND ${_qfx_onnx_py} ${CMAKE_CURRENT_SOURCE_DIR}/backends/opset21_cases.py ${QFX_FIXTURE_DIR}/opset21
                      DEPENDS ${CMAKE_CURRENT_SOURCE_DIR}/backends/opset21_cases.py VERBATIM)
   add_custom_target(opset21_cases DEPENDS ${QFX_FIXTURE_DIR}/opset21/cases.txt)
   add_dependencies(qfx_tests_runtime opset21_cases)
