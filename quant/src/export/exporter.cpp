@@ -8,6 +8,19 @@
 #include "qfx/quant/block_quant.h"
 
 namespace qfx::quant::detail {
+namespace {
+
+// A new initializer of `g` named `name`, of ONNX data type `type` and shape `dims`,
+// holding `raw` (raw_data, little-endian as ONNX stores it).
+void add_raw_initializer(onnx::GraphProto* g, const std::string& name, at::IntArrayRef dims, int type, std::string raw) {
+  auto* tp = g->add_initializer();
+  tp->set_name(name);
+  for (auto d : dims) tp->add_dims(d);
+  tp->set_data_type(type);
+  tp->set_raw_data(std::move(raw));
+}
+
+}  // namespace
 
 Exporter::Exporter(fx::GraphModule& gm, const ExportOptions& o, ExportResult& r) : gm_(gm), opt_(o), res_(r) {
   model_.set_ir_version(8);
@@ -110,21 +123,19 @@ void Exporter::attr_s(onnx::NodeProto* p, const std::string& k, const std::strin
 
 std::string Exporter::init(const std::string& hint, const at::Tensor& t_in) {
   at::Tensor t = t_in.detach().contiguous();
-  auto* tp = g_->add_initializer();
-  const std::string name = fresh(hint);
-  tp->set_name(name);
-  for (auto d : t.sizes()) tp->add_dims(d);
+  int type;
   switch (t.scalar_type()) {
-    case at::kFloat: tp->set_data_type(onnx::TensorProto::FLOAT); break;
-    case at::kChar: tp->set_data_type(onnx::TensorProto::INT8); break;
-    case at::kShort: tp->set_data_type(onnx::TensorProto::INT16); break;
-    case at::kByte: tp->set_data_type(onnx::TensorProto::UINT8); break;
-    case at::kInt: tp->set_data_type(onnx::TensorProto::INT32); break;
-    case at::kLong: tp->set_data_type(onnx::TensorProto::INT64); break;
-    case at::kBool: tp->set_data_type(onnx::TensorProto::BOOL); break;
+    case at::kFloat: type = onnx::TensorProto::FLOAT; break;
+    case at::kChar: type = onnx::TensorProto::INT8; break;
+    case at::kShort: type = onnx::TensorProto::INT16; break;
+    case at::kByte: type = onnx::TensorProto::UINT8; break;
+    case at::kInt: type = onnx::TensorProto::INT32; break;
+    case at::kLong: type = onnx::TensorProto::INT64; break;
+    case at::kBool: type = onnx::TensorProto::BOOL; break;
     default: throw UnsupportedOpError("export_onnx: cannot store a tensor of type " + std::string(c10::toString(t.scalar_type())));
   }
-  tp->set_raw_data(std::string(static_cast<const char*>(t.data_ptr()), t.nbytes()));
+  const std::string name = fresh(hint);
+  add_raw_initializer(g_, name, t.sizes(), type, std::string(static_cast<const char*>(t.data_ptr()), t.nbytes()));
   return name;
 }
 
@@ -147,12 +158,8 @@ std::string Exporter::init_4bit(const std::string& hint, const at::Tensor& codes
     packed[static_cast<size_t>(i / 2)] = static_cast<char>(static_cast<unsigned char>(packed[static_cast<size_t>(i / 2)]) |
                                                            (i % 2 ? nib << 4 : nib));
   }
-  auto* tp = g_->add_initializer();
   const std::string name = fresh(hint);
-  tp->set_name(name);
-  for (auto d : c.sizes()) tp->add_dims(d);
-  tp->set_data_type(is_signed ? kOnnxInt4 : kOnnxUInt4);
-  tp->set_raw_data(packed);
+  add_raw_initializer(g_, name, c.sizes(), is_signed ? kOnnxInt4 : kOnnxUInt4, std::move(packed));
   return name;
 }
 

@@ -20,8 +20,6 @@ at::Tensor along(const at::Tensor& v, int64_t rank, int64_t axis) {
   return v.reshape(shape);
 }
 
-// QuantizeLinear's codes as float: clamp(round_half_even(x / scale) + zp, quant_min,
-// quant_max), per-channel qparams along `axis` (at::round rounds half to even).
 // The qparams as tensors that broadcast against `x`: along `axis` (per-channel), or
 // repeated over each block of a 2-D weight (block-wise).
 std::pair<at::Tensor, at::Tensor> broadcast_qparams(const at::Tensor& x, const QParams& q, int64_t axis) {
@@ -34,6 +32,8 @@ std::pair<at::Tensor, at::Tensor> broadcast_qparams(const at::Tensor& x, const Q
   return {along(q.scale, x.dim(), axis), along(z, x.dim(), axis)};
 }
 
+// QuantizeLinear's codes as float: clamp(round_half_even(x / scale) + zp, quant_min,
+// quant_max), the qparams broadcast as above (at::round rounds half to even).
 at::Tensor quantize_codes(const at::Tensor& x, const QParams& q, int64_t axis) {
   const auto [s, z] = broadcast_qparams(x, q, axis);
   return at::clamp(at::round(x / s) + z, static_cast<double>(q.quant_min), static_cast<double>(q.quant_max));

@@ -8,6 +8,16 @@
 #include "qfx/quant/block_quant.h"
 
 namespace qfx::quant {
+namespace {
+
+// `fq` (a per-channel fake quantization along axis 0) applied to the [C, K] weight `x`
+// viewed as one row per block of `block_size` (block-wise qparams, flat [C * blocks]).
+template <typename Fn>
+at::Tensor per_block(const at::Tensor& x, int64_t block_size, const std::string& name, Fn&& fq) {
+  return from_blocks(fq(to_blocks(x, block_size, name.c_str())), x.size(0), x.size(1));
+}
+
+}  // namespace
 
 FakeQuantize::FakeQuantize(std::shared_ptr<ObserverBase> observer, bool learnable)
     : torch::nn::Module(learnable ? "LearnableFakeQuantize" : "FakeQuantize"),
@@ -127,12 +137,11 @@ at::Tensor FakeQuantize::forward(const at::Tensor& x) {
     // does not invalidate the first call's saved scale.
     scale_.data().clamp_min_(kScaleEps);
     const double grad_factor = 1.0 / std::sqrt(static_cast<double>(x.numel()) * static_cast<double>(spec.quant_max));
-    if (spec.block_size > 0) {
-      const at::Tensor y = at::_fake_quantize_learnable_per_channel_affine(
-          to_blocks(x, spec.block_size, observer_->tensor_name().c_str()), scale_, zero_point_, 0, spec.quant_min,
-          spec.quant_max, grad_factor);
-      return from_blocks(y, x.size(0), x.size(1));
-    }
+    if (spec.block_size > 0)
+      return per_block(x, spec.block_size, observer_->tensor_name(), [&](const at::Tensor& rows) {
+        return at::_fake_quantize_learnable_per_channel_affine(rows, scale_, zero_point_, 0, spec.quant_min,
+                                                               spec.quant_max, grad_factor);
+      });
     if (spec.per_channel)
       return at::_fake_quantize_learnable_per_channel_affine(x, scale_, zero_point_, spec.ch_axis, spec.quant_min,
                                                              spec.quant_max, grad_factor);
@@ -140,11 +149,10 @@ at::Tensor FakeQuantize::forward(const at::Tensor& x) {
                                                           grad_factor);
   }
   if (stale_ && observer_->has_data()) calculate_qparams();
-  if (spec.block_size > 0) {  // each block a "channel" of the [C * nb, block_size] view
-    const at::Tensor y = at::fake_quantize_per_channel_affine(to_blocks(x, spec.block_size, observer_->tensor_name().c_str()),
-                                                              scale_, zero_point_, 0, spec.quant_min, spec.quant_max);
-    return from_blocks(y, x.size(0), x.size(1));
-  }
+  if (spec.block_size > 0)
+    return per_block(x, spec.block_size, observer_->tensor_name(), [&](const at::Tensor& rows) {
+      return at::fake_quantize_per_channel_affine(rows, scale_, zero_point_, 0, spec.quant_min, spec.quant_max);
+    });
   if (spec.per_channel)
     return at::fake_quantize_per_channel_affine(x, scale_, zero_point_, spec.ch_axis, spec.quant_min, spec.quant_max);
   at::Tensor out = at::fake_quantize_per_tensor_affine(x, scale_.reshape({}), zero_point_.reshape({}), spec.quant_min,
