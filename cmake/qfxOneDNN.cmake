@@ -37,7 +37,20 @@ string(REGEX REPLACE ".*MAJOR ([0-9]+).*MINOR ([0-9]+).*PATCH ([0-9]+).*" "\\1.\
 message(STATUS "qfx: oneDNN ${QFX_ONEDNN_VERSION}: ${DNNL_LIBRARY}")
 add_library(qfx_dnnl INTERFACE)
 target_include_directories(qfx_dnnl INTERFACE $<BUILD_INTERFACE:${DNNL_INCLUDE_DIR}>)
-target_link_libraries(qfx_dnnl INTERFACE ${DNNL_LIBRARY})
-# Installed binaries find this oneDNN (outside the prefix, e.g. in .venv) through their RPATH.
-get_filename_component(QFX_ONEDNN_LIB_DIR "${DNNL_LIBRARY}" REALPATH)
-get_filename_component(QFX_ONEDNN_LIB_DIR "${QFX_ONEDNN_LIB_DIR}" DIRECTORY)
+# Only qfx_runtime (a shared library) links oneDNN, privately: an installed qfx::
+# target carries no path to it.
+target_link_libraries(qfx_dnnl INTERFACE $<BUILD_INTERFACE:${DNNL_LIBRARY}>)
+get_filename_component(_qfx_dnnl_real "${DNNL_LIBRARY}" REALPATH)
+get_filename_component(QFX_ONEDNN_LIB_DIR "${_qfx_dnnl_real}" DIRECTORY)
+# A oneDNN outside the system's library folders (the .venv wheel's) is installed
+# into the prefix under its SONAME, so an installed qfx needs neither the source
+# tree nor its virtual environment; a system oneDNN (Debian's) stays where the
+# package manager put it and installed binaries find it by the usual search.
+if(QFX_ONEDNN_LIB_DIR MATCHES "^/(usr/)?lib(64|/${CMAKE_LIBRARY_ARCHITECTURE})?$")
+  set(_qfx_dnnl_bundle_default OFF)
+else()
+  set(_qfx_dnnl_bundle_default ON)
+endif()
+option(QFX_INSTALL_ONEDNN "Install the oneDNN library qfx links into the prefix" ${_qfx_dnnl_bundle_default})
+string(REGEX MATCH "^[0-9]+" _qfx_dnnl_major "${QFX_ONEDNN_VERSION}")
+set(QFX_ONEDNN_SONAME "libdnnl.so.${_qfx_dnnl_major}")
