@@ -130,6 +130,11 @@ torch.onnx.export(m, (torch.randn(2, 3, 32, 32),), '$tmp/act_float.onnx', opset_
 import onnx
 ops = lambda d: [n.op_type for n in onnx.load(d + '/model_int8.onnx').graph.node]
 print('same' if ops('$tmp/act_onnx') == ops('$tmp/act_net_pt') and 'Elu' in ops('$tmp/act_onnx') and 'Softplus' in ops('$tmp/act_onnx') else 'differs')\""
+check "cross-layer equalisation with no pair says why (ELU and Mish are not scale-equivariant)" 0 \
+  "cross-layer equalisation: 0 layer pairs: .*not scale-equivariant.* the outputs of the 4 layers go to: aten::elu x2, aten::mish x1, output x1" -- \
+  "$QFX" ptq --set model.path="$FIXTURES/act_net.pt2" --set "model.input_shape=[-1, 3, 32, 32]" \
+  --set "calibration.data={format: npy, images: $tmp/x32.npy}" --set "evaluation.data={format: npy, images: $tmp/x32.npy}" \
+  --set evaluation.metric=cosine --set ptq.cross_layer_equalization=true --set output.dir="$tmp/cle_none"
 # A dictionary output (segmentation), selected by its key.
 npy x64 5 "(16, 3, 64, 64)"
 both_frontends "segmentation" lraspp_mobilenet_v3_large "[-1, 3, 64, 64]" x64 "segmentation: mean IoU" \

@@ -1,9 +1,48 @@
 // Prepare stage: trace, split the host post-processing off, prepare_fx, and the
 // algorithms that change the float model before calibration.
+#include <map>
+
 #include "qfx/fx/tracer.h"
+#include "qfx/quant/fake_quantize.h"
+#include "qfx/quant/modules.h"
 #include "stages.h"
 
 namespace qfx::quant::pipeline {
+namespace {
+
+// Why cross-layer equalisation found no pair: where the outputs of the model's
+// conv / linear layers go instead of straight into the next one (past their
+// observers), counted by op, e.g. "aten::silu x12".
+std::string no_pair_reason(fx::GraphModule& gm) {
+  std::map<std::string, int> goes_to;
+  int layers = 0;
+  for (const fx::Node* n : gm.graph().nodes()) {
+    if (n->op() != fx::Opcode::kCallModule || !std::dynamic_pointer_cast<FusedConvLinear>(gm.get_submodule(n->target())))
+      continue;
+    ++layers;
+    const fx::Node* next = n;
+    while (next->users().size() == 1 && next->users()[0]->op() == fx::Opcode::kCallModule &&
+           std::dynamic_pointer_cast<FakeQuantize>(gm.get_submodule(next->users()[0]->target())))
+      next = next->users()[0];
+    if (next->users().size() != 1) {
+      ++goes_to[next->users().empty() ? "the output" : "several ops"];
+      continue;
+    }
+    const fx::Node* u = next->users()[0];
+    const bool layer = u->op() == fx::Opcode::kCallModule &&
+                       std::dynamic_pointer_cast<FusedConvLinear>(gm.get_submodule(u->target()));
+    ++goes_to[layer ? "a layer it cannot pair with (fused ReLU6 or batch norm, other kind or channels)"
+                    : (u->op() == fx::Opcode::kCallModule ? "module " + u->target() : u->target())];
+  }
+  if (layers == 0) return "the model has no conv or linear layer";
+  std::string out;
+  for (const auto& [op, count] : goes_to)
+    out += (out.empty() ? "" : ", ") + op + " x" + std::to_string(count);
+  return "no conv/linear is read only by the next conv/linear, directly or through a ReLU (other activations are "
+         "not scale-equivariant); the outputs of the " + std::to_string(layers) + " layers go to: " + out;
+}
+
+}  // namespace
 
 PreparedModel prepare_stage(const Job& job, const QConfigMapping& qc, Dataset& cal, bool say_warnings,
                             PtqAlgorithmReports* alg) {
@@ -24,7 +63,9 @@ PreparedModel prepare_stage(const Job& job, const QConfigMapping& qc, Dataset& c
     for (const std::string& w : prepared.warnings) info(job.hooks, "warning: " + w);
   if (cfg.ptq.cross_layer_equalization) {
     alg->cross_layer_equalization = cross_layer_equalization(*p.gm);
-    info(job.hooks, "cross-layer equalisation: " + std::to_string(alg->cross_layer_equalization.size()) + " layer pairs");
+    const size_t n = alg->cross_layer_equalization.size();
+    info(job.hooks, "cross-layer equalisation: " + std::to_string(n) + " layer pairs" +
+                        (n ? std::string() : ": " + no_pair_reason(*p.gm)));
   }
   if (cfg.ptq.smoothquant) {
     alg->smoothquant = smooth_quant(*p.gm, batches(cal, cfg.calibration.batch_size), cfg.ptq.smoothquant_alpha,
