@@ -1,60 +1,15 @@
 // SmoothQuant (see ptq_algorithms.h).
 #include <ATen/ATen.h>
-#include <torch/nn/modules/normalization.h>
 
 #include <optional>
 
 #include "layers.h"
+#include "norm_scale.h"
 #include "qfx/quant/fake_quantize.h"
 #include "qfx/error.h"
 
 namespace qfx::quant {
 namespace {
-
-// The affine parameters of one LayerNorm node, and how to give it copies of them.
-struct Norm {
-  fx::Node* node = nullptr;
-  std::shared_ptr<torch::nn::LayerNormImpl> module;  // call_module form
-  std::string weight_attr, bias_attr;                 // aten::layer_norm form (get_attr targets)
-};
-
-std::optional<Norm> as_norm(fx::GraphModule& gm, fx::Node* n) {
-  Norm r;
-  r.node = n;
-  if (n->op() == fx::Opcode::kCallModule) {
-    r.module = std::dynamic_pointer_cast<torch::nn::LayerNormImpl>(gm.get_submodule(n->target()));
-    if (!r.module || !r.module->options.elementwise_affine()) return std::nullopt;
-    return r;
-  }
-  if (n->op() != fx::Opcode::kCallFunction || n->target().rfind("aten::layer_norm", 0) != 0) return std::nullopt;
-  if (n->args().size() < 4 || !n->args()[2].is_node() || !n->args()[3].is_node()) return std::nullopt;
-  const fx::Node *w = n->args()[2].node, *b = n->args()[3].node;
-  if (w->op() != fx::Opcode::kGetAttr || b->op() != fx::Opcode::kGetAttr) return std::nullopt;
-  if (w->users().size() != 1 || b->users().size() != 1) return std::nullopt;  // shared with another node
-  r.weight_attr = w->target();
-  r.bias_attr = b->target();
-  return r;
-}
-
-// Divides the norm's weight and bias by `s`, on copies: the user's tensors stay.
-void scale_norm(fx::GraphModule& gm, Norm& norm, const at::Tensor& s) {
-  if (norm.module) {
-    torch::nn::LayerNorm copy(norm.module->options);
-    copy->weight.detach().copy_(norm.module->weight.detach() / s);
-    copy->bias.detach().copy_(norm.module->bias.detach() / s);
-    auto impl = copy.ptr();
-    gm.replace_submodule(norm.node->target(), impl, fx::tensor_call_fn(impl));
-    norm.module = impl;
-    return;
-  }
-  for (int i : {2, 3}) {
-    fx::Node* attr = norm.node->args()[static_cast<size_t>(i)].node;
-    const std::string name = gm.graph().unique_name(attr->target() + "_smoothed");
-    const at::Tensor t = gm.get_attr(attr->target());
-    gm.add_tensor(name, (t.detach() / s).contiguous(), /*is_buffer=*/false);
-    attr->set_target(name);
-  }
-}
 
 double spread(const at::Tensor& r) {
   const at::Tensor pos = r.masked_select(r > 0);
@@ -69,7 +24,7 @@ std::vector<SmoothedNorm> smooth_quant(fx::GraphModule& gm, const NextBatch& dat
   if (samples.empty()) throw ArgumentError("smooth_quant: no calibration data");
   std::vector<SmoothedNorm> out;
   for (fx::Node* n : gm.graph().nodes()) {
-    auto norm = as_norm(gm, n);
+    auto norm = detail::as_norm(gm, n);
     if (!norm) continue;
     // Consumers: Linear layers only, directly or through one activation FakeQuantize.
     std::vector<std::pair<std::string, std::shared_ptr<FusedConvLinear>>> linears;
@@ -107,7 +62,7 @@ std::vector<SmoothedNorm> smooth_quant(fx::GraphModule& gm, const NextBatch& dat
     rep.norm = n->name();
     rep.spread_before = spread(act);
     rep.spread_after = spread(act / s);
-    scale_norm(gm, *norm, s);
+    detail::scale_norm(gm, *norm, s, "_smoothed");
     for (const auto& l : linears) {
       l.second->unshare_parameters();
       at::Tensor w = l.second->weight().detach();

@@ -42,6 +42,24 @@ std::string no_pair_reason(fx::GraphModule& gm) {
          "not scale-equivariant); the outputs of the " + std::to_string(layers) + " layers go to: " + out;
 }
 
+// ptq.awq on the prepared model: the search, a summary line, skipped layers as warnings.
+void awq_stage(const Job& job, fx::GraphModule& gm, Dataset& cal, PtqAlgorithmReports* alg) {
+  AwqOptions o = job.cfg.ptq.awq_options;
+  o.progress = [&](const std::string& input, int64_t done, int64_t total) { progress(job.hooks, "awq (groups)", done, total, input); };
+  alg->awq = awq(gm, batches(cal, job.cfg.calibration.batch_size), o);
+  double before = 0, after = 0;
+  int scaled = 0;
+  for (const AwqGroup& g : alg->awq.groups) {
+    before += g.error_nearest;
+    after += g.error_awq;
+    scaled += g.ratio > 0;
+  }
+  info(job.hooks, "AWQ: " + std::to_string(scaled) + " of " + std::to_string(alg->awq.groups.size()) +
+                      " Linear groups scaled; output error of nearest rounding " + std::to_string(before) + " -> " +
+                      std::to_string(after));
+  for (const auto& [layer, why] : alg->awq.skipped) info(job.hooks, "warning: AWQ skipped " + layer + ": " + why);
+}
+
 }  // namespace
 
 PreparedModel prepare_stage(const Job& job, const QConfigMapping& qc, Dataset& cal, bool say_warnings,
@@ -72,6 +90,7 @@ PreparedModel prepare_stage(const Job& job, const QConfigMapping& qc, Dataset& c
                                     cfg.ptq.smoothquant_samples);
     info(job.hooks, "SmoothQuant: " + std::to_string(alg->smoothquant.size()) + " LayerNorm outputs smoothed");
   }
+  if (cfg.ptq.awq) awq_stage(job, *p.gm, cal, alg);
   return p;
 }
 

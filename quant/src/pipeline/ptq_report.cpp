@@ -30,6 +30,18 @@ json gptq_json(const GptqResult& g) {
           {"layers", layers}, {"skipped", skipped}};
 }
 
+json awq_json(const AwqResult& r) {
+  json groups = json::array();
+  for (const auto& g : r.groups)
+    groups.push_back({{"input", g.input}, {"linears", g.linears}, {"ratio", g.ratio}, {"error_nearest", g.error_nearest},
+                      {"error_awq", g.error_awq}, {"applied", g.applied}});
+  json skipped = json::array();
+  for (const auto& [layer, why] : r.skipped) skipped.push_back({{"layer", layer}, {"reason", why}});
+  return {{"metric", "sum over a group's linears of the mean squared output error of nearest rounding on the "
+                     "calibration inputs, without scaling and at the chosen ratio"},
+          {"groups", groups}, {"skipped", skipped}};
+}
+
 json algorithms_json(const PtqAlgorithmReports& a, const PtqAlgorithmsConfig& c) {
   json out = json::object();
   if (c.cross_layer_equalization) {
@@ -46,6 +58,7 @@ json algorithms_json(const PtqAlgorithmReports& a, const PtqAlgorithmsConfig& c)
       j.push_back({{"norm", s.norm}, {"linears", s.linears}, {"spread_before", s.spread_before}, {"spread_after", s.spread_after}});
     out["smoothquant"] = j;
   }
+  if (c.awq) out["awq"] = awq_json(a.awq);
   if (c.range_search) {
     const RangeSearchResult& r = a.range_search;
     json cands = json::array();

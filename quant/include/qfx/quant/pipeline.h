@@ -124,6 +124,7 @@ struct PtqEvaluation {
 struct PtqAlgorithmReports {
   std::vector<EqualizedPair> cross_layer_equalization;  ///< ptq.cross_layer_equalization
   std::vector<SmoothedNorm> smoothquant;                ///< ptq.smoothquant
+  AwqResult awq;                                        ///< ptq.awq
   bool has_range_search = false;                        ///< ptq.range_search ran
   RangeSearchResult range_search;                       ///< its candidates and choice
   std::vector<LayerAlgorithmReport> adaround;           ///< ptq.adaround

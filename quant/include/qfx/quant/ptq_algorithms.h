@@ -71,6 +71,51 @@ struct SmoothedNorm {
 std::vector<SmoothedNorm> smooth_quant(fx::GraphModule& gm, const NextBatch& data, double alpha = 0.5,
                                        int64_t num_samples = 256);
 
+/// Options of `awq` (the `ptq.awq` section of a PTQ config).
+struct AwqOptions {
+  int64_t grid = 20;          ///< ratios searched: 0, 1/grid, ..., (grid-1)/grid (the paper's 20)
+  int64_t num_samples = 128;  ///< calibration samples (every row of a layer's input is a token)
+  /// Called after each group: (input node, groups done, groups total).
+  std::function<void(const std::string&, int64_t, int64_t)> progress;
+};
+
+/// The Linear layers reading one value, and the scale AWQ gave them.
+struct AwqGroup {
+  std::string input;                 ///< the node whose value the linears read
+  std::vector<std::string> linears;  ///< module paths
+  double ratio = 0;                  ///< the chosen exponent r of s = mean|x|^r (0: no scaling)
+  /// sum over the linears of the mean squared output error of the weights' nearest
+  /// rounding on the captured inputs, without scaling (r = 0) and at the chosen r.
+  double error_nearest = 0, error_awq = 0;
+  /// How 1/s reaches the input: "layer_norm" (folded into the norm's weight and bias)
+  /// or "mul" (an aten::mul by a constant before the linears; float activations only).
+  std::string applied;
+};
+
+/// What `awq` did: the scaled groups, and the linears it left, with the reason.
+struct AwqResult {
+  std::vector<AwqGroup> groups;
+  std::vector<std::pair<std::string, std::string>> skipped;  ///< (module path, reason)
+};
+
+/// AWQ's activation-aware scale search (Lin et al. 2024, "AWQ: Activation-aware
+/// Weight Quantization for LLM Compression and Acceleration", section 3.2; the
+/// weight-clipping search is not done). Linear layers (FusedConvLinear modules with
+/// a quantized weight) reading the same value x form a group; over `num_samples`
+/// calibration samples of x ([tokens, K], the float model), per input channel
+/// s = mean|x|^r, normalised by sqrt(max s * min s), for r on the grid; each
+/// linear's weight W is rounded to nearest as Q(W diag(s)) diag(s)^-1 on its own
+/// weight grid (its FakeQuantize's spec: per tensor, per channel or per block,
+/// min/max qparams), and the r with the least output error sum_l |x W_l'^T - x W_l^T|^2
+/// is kept (r = 0, no scaling, is on the grid, so the error never grows). The float
+/// function is unchanged: W diag(s) with 1/s folded into a LayerNorm read only by
+/// the group, else, where the linears' inputs are not quantized (weight-only
+/// configs), an aten::mul by 1/s inserted before them; otherwise the group is
+/// skipped (reported). Run between prepare_fx and calibration; the user's model
+/// keeps its parameters. Leaves the model in the calibration state. Throws
+/// ArgumentError for grid < 1 or no data.
+AwqResult awq(fx::GraphModule& gm, const NextBatch& data, const AwqOptions& options = {});
+
 /// The float weights and biases of every weighted layer (FusedConvLinear with a
 /// weight FakeQuantize), by module path: clones taken by `snapshot_float_weights`.
 /// AdaRound and bias correction change weights and biases; their targets are the

@@ -57,6 +57,14 @@ const KeyTable& gptq_keys() {
   return t;
 }
 
+const KeyTable& awq_keys() {
+  static const KeyTable t{"ptq.awq", {
+      {"grid", KeyType::kInt, {}, at_least(1), "20", "ratios searched: 0, 1/grid, ..., (grid-1)/grid"},
+      {"num_samples", KeyType::kInt, {}, at_least(1), "128", "calibration samples the search runs on"},
+  }};
+  return t;
+}
+
 // A kSwitch key: `true` / `false`, or its mapping (read by `read_options`), which turns it on.
 template <typename ReadOptions>
 void read_switch(const SectionReader& p, const std::string& key, bool* on, const KeyTable& keys, ReadOptions&& read_options) {
@@ -105,6 +113,8 @@ const KeyTable& ptq_keys() {
   static const KeyTable t{"ptq", {
       {"cross_layer_equalization", KeyType::kBool, {}, {}, "false", "cross-layer equalisation before calibration"},
       {"smoothquant", KeyType::kSwitch, {}, {}, "false", "SmoothQuant on LayerNorm -> Linear before calibration", &smoothquant_keys()},
+      {"awq", KeyType::kSwitch, {}, {}, "false", "AWQ's activation-aware scales for Linear weights before calibration",
+       &awq_keys()},
       {"range_search", KeyType::kSwitch, {}, {}, "false", "the range algorithm with the best output SQNR", &range_search_keys()},
       {"sensitivity", KeyType::kSwitch, {}, {}, "false", "per-layer sensitivity in report.json", &samples_keys()},
       {"adaround", KeyType::kSwitch, {}, {}, "false", "AdaRound after calibration", &adaround_keys()},
@@ -125,6 +135,10 @@ void read_ptq(const SectionReader& p, JobConfig* c) {
   read_switch(p, "smoothquant", &a.smoothquant, smoothquant_keys(), [&](const SectionReader& s) {
     s.read("alpha", &a.smoothquant_alpha);
     s.read("num_samples", &a.smoothquant_samples);
+  });
+  read_switch(p, "awq", &a.awq, awq_keys(), [&](const SectionReader& s) {
+    s.read("grid", &a.awq_options.grid);
+    s.read("num_samples", &a.awq_options.num_samples);
   });
   read_switch(p, "range_search", &a.range_search, range_search_keys(),
               [&](const SectionReader& s) { read_range_search_options(s, &a.range_search_options); });

@@ -1,0 +1,176 @@
+// AWQ's scale search (see ptq_algorithms.h): Lin et al. 2024, section 3.2.
+#include <ATen/ATen.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "layers.h"
+#include "norm_scale.h"
+#include "qfx/error.h"
+#include "qfx/quant/block_quant.h"
+#include "qfx/quant/fake_quantize.h"
+#include "qfx/quant/observer.h"
+
+namespace qfx::quant {
+namespace {
+
+struct Linear {
+  std::string path;
+  fx::Node* node = nullptr;
+  std::shared_ptr<FusedConvLinear> module;
+  QuantSpec spec;  // the weight's
+};
+
+// Linears reading one value `x`, directly or through their activation FakeQuantize.
+struct Group {
+  fx::Node* x = nullptr;
+  bool quantized_input = false;
+  std::vector<Linear> linears;
+};
+
+// Round to nearest on the weight's grid: min/max qparams per tensor, row or block.
+at::Tensor nearest(const at::Tensor& w, const QuantSpec& spec) {
+  const at::Tensor rows = spec.block_size > 0 ? to_blocks(w, spec.block_size)
+                                              : w.reshape({spec.per_channel ? w.size(0) : 1, -1});
+  const auto [mn, mx] = at::aminmax(rows, 1);
+  QuantSpec per_row = spec;
+  per_row.per_channel = true;
+  per_row.ch_axis = 0;
+  per_row.block_size = 0;
+  const QParams q = compute_qparams(mn, mx, per_row);
+  const at::Tensor scale = q.scale.to(at::kFloat).reshape({-1, 1}), zp = q.zero_point.to(at::kFloat).reshape({-1, 1});
+  const at::Tensor out = (at::clamp(at::round(rows / scale) + zp, static_cast<double>(q.quant_min),
+                                    static_cast<double>(q.quant_max)) - zp) * scale;
+  return spec.block_size > 0 ? from_blocks(out, w.size(0), w.size(1)) : out.reshape(w.sizes());
+}
+
+// The groups of the prepared graph's quantized Linear modules, in graph order.
+std::vector<Group> find_groups(fx::GraphModule& gm, AwqResult* result) {
+  std::vector<Group> groups;
+  std::map<fx::Node*, size_t> index;
+  std::map<std::string, int> calls;
+  for (fx::Node* n : gm.graph().nodes())
+    if (n->op() == fx::Opcode::kCallModule) ++calls[n->target()];
+  for (fx::Node* n : gm.graph().nodes()) {
+    if (n->op() != fx::Opcode::kCallModule) continue;
+    auto f = std::dynamic_pointer_cast<FusedConvLinear>(gm.get_submodule(n->target()));
+    if (!f || f->op() != FusedConvLinear::Op::kLinear || !f->weight_fake_quant()) continue;
+    const char* why = f->bn_simulated() ? "batch norm folded into it" : calls[n->target()] > 1 ? "called more than once"
+                      : n->args().empty() || !n->args()[0].is_node() ? "its input is not a graph value" : nullptr;
+    if (why) {
+      result->skipped.emplace_back(n->target(), why);
+      continue;
+    }
+    fx::Node* x = n->args()[0].node;
+    bool quantized = false;
+    if (x->op() == fx::Opcode::kCallModule && dynamic_cast<FakeQuantize*>(gm.get_submodule(x->target()).get())) {
+      if (x->args().empty() || !x->args()[0].is_node()) continue;
+      x = x->args()[0].node;
+      quantized = true;
+    }
+    auto [it, fresh] = index.emplace(x, groups.size());
+    if (fresh) groups.push_back({x, false, {}});
+    groups[it->second].quantized_input |= quantized;
+    groups[it->second].linears.push_back({n->target(), n, f, f->weight_fake_quant()->observer().spec()});
+  }
+  return groups;
+}
+
+// The normalised scales for ratio r: mean|x|^r / sqrt(max * min).
+at::Tensor scales_for(const at::Tensor& mean_abs, double r) {
+  at::Tensor s = at::pow(mean_abs.clamp_min(1e-4), r);
+  return s / at::sqrt(s.max() * s.min());
+}
+
+// sum over the linears of mean((x (W' - W)^T)^2), W' = Q(W diag(s)) diag(s)^-1.
+double output_error(const Group& g, const at::Tensor& x, const at::Tensor& s) {
+  double err = 0;
+  for (const Linear& l : g.linears) {
+    const at::Tensor w = l.module->weight().detach();
+    const at::Tensor d = nearest(w * s.reshape({1, -1}), l.spec) / s.reshape({1, -1}) - w;
+    err += x.matmul(d.t()).pow(2).mean().item<double>();
+  }
+  return err;
+}
+
+// The group's only readers are its linears (directly or through FakeQuantize nodes that only they read).
+bool read_only_by_group(const Group& g) {
+  std::vector<fx::Node*> mine;
+  for (const Linear& l : g.linears) mine.push_back(l.node);
+  const auto is_mine = [&](fx::Node* u) { return std::find(mine.begin(), mine.end(), u) != mine.end(); };
+  for (fx::Node* u : g.x->users()) {
+    if (is_mine(u)) continue;
+    for (fx::Node* v : u->users())
+      if (!is_mine(v)) return false;
+    if (u->op() != fx::Opcode::kCallModule || u->users().empty()) return false;
+  }
+  return true;
+}
+
+// Gives the group's input 1/s: folded into a LayerNorm, or an aten::mul before the linears.
+std::string apply(fx::GraphModule& gm, const Group& g, const at::Tensor& s) {
+  auto norm = detail::as_norm(gm, g.x);
+  const bool fold = norm && read_only_by_group(g);
+  if (fold) {
+    detail::scale_norm(gm, *norm, s, "_awq");
+  } else if (!g.quantized_input) {
+    const std::string attr = gm.graph().unique_name(g.x->name() + "_awq_inverse_scale");
+    gm.add_tensor(attr, (1.0 / s).contiguous(), /*is_buffer=*/false);
+    auto guard = gm.graph().inserting_before(g.linears.front().node);
+    fx::Node* c = gm.graph().get_attr(attr);
+    fx::Node* m = gm.graph().call_function("aten::mul.Tensor", {fx::Argument(g.x), fx::Argument(c)}, {},
+                                           g.x->name() + "_awq");
+    m->meta() = g.x->meta();
+    for (const Linear& l : g.linears) l.node->replace_input_with(g.x, m);
+  } else {
+    return "";
+  }
+  for (const Linear& l : g.linears) {
+    l.module->unshare_parameters();
+    l.module->weight().detach().mul_(s.reshape({1, -1}));
+  }
+  return fold ? "layer_norm" : "mul";
+}
+
+}  // namespace
+
+AwqResult awq(fx::GraphModule& gm, const NextBatch& data, const AwqOptions& o) {
+  if (o.grid < 1) throw ArgumentError("awq: grid must be at least 1, got " + std::to_string(o.grid));
+  const auto samples = detail::take_samples(data, o.num_samples);
+  if (samples.empty()) throw ArgumentError("awq: no calibration data");
+  AwqResult result;
+  std::vector<Group> groups = find_groups(gm, &result);
+  at::NoGradGuard ng;
+  for (size_t gi = 0; gi < groups.size(); ++gi) {
+    const Group& g = groups[gi];
+    set_quant_state(gm, QuantState::kFloat);
+    const at::Tensor x = detail::capture_input(gm, g.linears.front().path, samples);
+    const at::Tensor rows = x.reshape({-1, x.size(-1)}).to(at::kFloat);
+    const at::Tensor mean_abs = rows.abs().mean(0);
+    AwqGroup rep;
+    rep.input = g.x->name();
+    for (const Linear& l : g.linears) rep.linears.push_back(l.path);
+    rep.error_nearest = rep.error_awq = output_error(g, rows, at::ones_like(mean_abs));
+    for (int64_t i = 1; i < o.grid; ++i) {
+      const double r = static_cast<double>(i) / static_cast<double>(o.grid);
+      const double e = output_error(g, rows, scales_for(mean_abs, r));
+      if (e < rep.error_awq) rep.error_awq = e, rep.ratio = r;
+    }
+    if (rep.ratio > 0) rep.applied = apply(gm, g, scales_for(mean_abs, rep.ratio));
+    if (rep.ratio > 0 && rep.applied.empty()) {
+      for (const Linear& l : g.linears)
+        result.skipped.emplace_back(l.path, "its input " + rep.input + " is quantized and not a LayerNorm only these linears read");
+    } else {
+      result.groups.push_back(rep);
+    }
+    if (o.progress) o.progress(rep.input, static_cast<int64_t>(gi) + 1, static_cast<int64_t>(groups.size()));
+  }
+  set_quant_state(gm, QuantState::kCalibration);
+  return result;
+}
+
+}  // namespace qfx::quant
