@@ -24,13 +24,14 @@ using qfx::test::batches_of;
 
 namespace {
 
-// x [N, 4, 70] -> ln -> (a (70 -> 24) -> gelu -> b (24 -> 6)) ++ c (70 -> 8).
+// x [N, 4, 70] -> ln -> (a (70 -> 24) -> gelu -> b (24 -> 6)) ++ c (70 -> 8) ++ F.linear(ln, p) (70 -> 5).
 struct NormNetImpl : torch::nn::Module {
   NormNetImpl() {
     ln = register_module("ln", torch::nn::LayerNorm(torch::nn::LayerNormOptions({70})));
     a = register_module("a", torch::nn::Linear(70, 24));
     b = register_module("b", torch::nn::Linear(24, 6));
     c = register_module("c", torch::nn::Linear(70, 8));
+    p = register_parameter("p", at::randn({5, 70}) / 8);
     at::NoGradGuard ng;
     ln->weight.copy_(0.5 + at::rand({70}));
     ln->weight.slice(0, 0, 4).mul_(12);  // salient channels of the norm's output
@@ -39,9 +40,10 @@ struct NormNetImpl : torch::nn::Module {
   }
   at::Tensor forward(const at::Tensor& x) {
     const at::Tensor h = ln->forward(x);
-    return at::cat({b->forward(torch::gelu(a->forward(h))), c->forward(h)}, -1);
+    return at::cat({b->forward(torch::gelu(a->forward(h))), c->forward(h), at::linear(h, p)}, -1);
   }
   torch::nn::LayerNorm ln{nullptr};
+  at::Tensor p;
   torch::nn::Linear a{nullptr}, b{nullptr}, c{nullptr};
 };
 TORCH_MODULE(NormNet);
@@ -58,6 +60,7 @@ QConfigMapping mapping(bool weight_only) {
   QConfigMapping m;
   m.set_global(weight_only ? nullptr : q);
   m.set_object_type("Linear", q);
+  m.set_object_type("linear", q);
   return m;
 }
 
@@ -120,6 +123,7 @@ TEST(Awq, KeepsTheFloatFunctionAndMatchesThePapersSearch) {
   net->eval();
   const at::Tensor x = at::randn({32, 4, 70});
   const at::Tensor user_ln = net->ln->weight.detach().clone(), user_b = net->b->weight.detach().clone();
+  const at::Tensor user_p = net->p.detach().clone();
   auto gm = prepared(net, /*weight_only=*/true);
   const at::Tensor before = float_output(*gm, x);
   AwqOptions o;
@@ -131,6 +135,7 @@ TEST(Awq, KeepsTheFloatFunctionAndMatchesThePapersSearch) {
   const AwqGroup* gelu = group_of(r, "b");
   ASSERT_TRUE(norm && gelu);
   EXPECT_EQ(norm, group_of(r, "c")) << "a and c read the same norm output";
+  EXPECT_EQ(norm->linears.size(), 3u) << "with the functional linear on p";
   EXPECT_EQ(norm->applied, "layer_norm");
   EXPECT_EQ(gelu->applied, "mul");
   for (const auto& g : r.groups) {
@@ -147,6 +152,7 @@ TEST(Awq, KeepsTheFloatFunctionAndMatchesThePapersSearch) {
   EXPECT_NEAR(gelu->error_awq, want.error_best, 1e-4 * want.error_best);
   EXPECT_TRUE(at::equal(net->ln->weight, user_ln)) << "the user's norm keeps its weight";
   EXPECT_TRUE(at::equal(net->b->weight, user_b)) << "the user's linear keeps its weight";
+  EXPECT_TRUE(at::equal(net->p, user_p)) << "the user's functional weight stays";
 }
 
 TEST(Awq, SkipsQuantizedInputsThatAreNotALayerNorm) {

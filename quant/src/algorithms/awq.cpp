@@ -18,11 +18,29 @@
 namespace qfx::quant {
 namespace {
 
+// A Linear module, or a functional linear (aten::linear) whose weight is a get_attr
+// read only through its weight FakeQuantize.
 struct Linear {
-  std::string path;
+  std::string path;  // module path, or the aten::linear node's name
   fx::Node* node = nullptr;
-  std::shared_ptr<FusedConvLinear> module;
-  QuantSpec spec;  // the weight's
+  std::shared_ptr<FusedConvLinear> module;  // null: functional
+  fx::Node* weight_attr = nullptr;          // functional: the get_attr
+  QuantSpec spec;                           // the weight's
+
+  at::Tensor weight(fx::GraphModule& gm) const {
+    return module ? module->weight().detach() : gm.get_attr(weight_attr->target()).detach();
+  }
+  // W diag(s), on a copy: the user's model keeps its parameters.
+  void scale_columns(fx::GraphModule& gm, const at::Tensor& s) const {
+    if (module) {
+      module->unshare_parameters();
+      module->weight().detach().mul_(s.reshape({1, -1}));
+      return;
+    }
+    const std::string name = gm.graph().unique_name(weight_attr->target() + "_awq");
+    gm.add_tensor(name, (weight(gm) * s.reshape({1, -1})).contiguous(), /*is_buffer=*/false);
+    weight_attr->set_target(name);
+  }
 };
 
 // Linears reading one value `x`, directly or through their activation FakeQuantize.
@@ -48,7 +66,34 @@ at::Tensor nearest(const at::Tensor& w, const QuantSpec& spec) {
   return spec.block_size > 0 ? from_blocks(out, w.size(0), w.size(1)) : out.reshape(w.sizes());
 }
 
-// The groups of the prepared graph's quantized Linear modules, in graph order.
+// `n` as a functional linear whose weight FakeQuantize reads a get_attr no other node reads.
+bool functional_linear(fx::GraphModule& gm, fx::Node* n, Linear* out, const char** why) {
+  if (n->op() != fx::Opcode::kCallFunction || n->target().rfind("aten::linear", 0) != 0 || n->args().size() < 2 ||
+      !n->args()[1].is_node())
+    return false;
+  fx::Node* fq_node = n->args()[1].node;
+  auto* fq = fq_node->op() == fx::Opcode::kCallModule ? dynamic_cast<FakeQuantize*>(gm.get_submodule(fq_node->target()).get())
+                                                      : nullptr;
+  if (!fq || fq_node->args().empty() || !fq_node->args()[0].is_node()) return false;
+  fx::Node* w = fq_node->args()[0].node;
+  if (w->op() != fx::Opcode::kGetAttr) return false;
+  if (w->users().size() != 1 || fq_node->users().size() != 1) *why = "its weight is shared with another node";
+  *out = {n->name(), n, nullptr, w, fq->observer().spec()};
+  return true;
+}
+
+// `n` as a quantized Linear module or functional linear (false: neither); `why` set when it cannot take part.
+bool as_linear(fx::GraphModule& gm, fx::Node* n, const std::map<std::string, int>& calls, Linear* out, const char** why) {
+  if (n->op() != fx::Opcode::kCallModule) return functional_linear(gm, n, out, why);
+  auto f = std::dynamic_pointer_cast<FusedConvLinear>(gm.get_submodule(n->target()));
+  if (!f || f->op() != FusedConvLinear::Op::kLinear || !f->weight_fake_quant()) return false;
+  if (f->bn_simulated()) *why = "batch norm folded into it";
+  else if (calls.at(n->target()) > 1) *why = "called more than once";
+  *out = {n->target(), n, f, nullptr, f->weight_fake_quant()->observer().spec()};
+  return true;
+}
+
+// The groups of the prepared graph's quantized linears, in graph order.
 std::vector<Group> find_groups(fx::GraphModule& gm, AwqResult* result) {
   std::vector<Group> groups;
   std::map<fx::Node*, size_t> index;
@@ -56,13 +101,12 @@ std::vector<Group> find_groups(fx::GraphModule& gm, AwqResult* result) {
   for (fx::Node* n : gm.graph().nodes())
     if (n->op() == fx::Opcode::kCallModule) ++calls[n->target()];
   for (fx::Node* n : gm.graph().nodes()) {
-    if (n->op() != fx::Opcode::kCallModule) continue;
-    auto f = std::dynamic_pointer_cast<FusedConvLinear>(gm.get_submodule(n->target()));
-    if (!f || f->op() != FusedConvLinear::Op::kLinear || !f->weight_fake_quant()) continue;
-    const char* why = f->bn_simulated() ? "batch norm folded into it" : calls[n->target()] > 1 ? "called more than once"
-                      : n->args().empty() || !n->args()[0].is_node() ? "its input is not a graph value" : nullptr;
+    Linear l;
+    const char* why = nullptr;
+    if (!as_linear(gm, n, calls, &l, &why)) continue;
+    if (!why && (n->args().empty() || !n->args()[0].is_node())) why = "its input is not a graph value";
     if (why) {
-      result->skipped.emplace_back(n->target(), why);
+      result->skipped.emplace_back(l.path, why);
       continue;
     }
     fx::Node* x = n->args()[0].node;
@@ -75,9 +119,38 @@ std::vector<Group> find_groups(fx::GraphModule& gm, AwqResult* result) {
     auto [it, fresh] = index.emplace(x, groups.size());
     if (fresh) groups.push_back({x, false, {}});
     groups[it->second].quantized_input |= quantized;
-    groups[it->second].linears.push_back({n->target(), n, f, f->weight_fake_quant()->observer().spec()});
+    groups[it->second].linears.push_back(l);
   }
   return groups;
+}
+
+// The group's input over `samples` in the float model: through a temporary identity
+// module the first linear reads it from, removed afterwards.
+at::Tensor capture(fx::GraphModule& gm, const Group& g, const std::vector<std::vector<at::Tensor>>& samples) {
+  fx::Node* reader = g.linears.front().node;
+  fx::Node* arg = reader->args()[0].node;  // x, or its FakeQuantize
+  const std::string path = gm.graph().unique_name("awq_input_tap");
+  auto tap = std::make_shared<torch::nn::Module>();
+  gm.add_submodule(path, tap, [](std::vector<c10::IValue>& a) { return a.at(0); });
+  fx::Node* node = nullptr;
+  {
+    auto guard = gm.graph().inserting_before(reader);
+    node = gm.graph().call_module(path, {fx::Argument(arg)}, {}, path);
+  }
+  node->meta()["is_tensor"] = true;
+  reader->replace_input_with(arg, node);
+  struct Remove {
+    fx::GraphModule& gm;
+    fx::Node *reader, *arg, *node;
+    std::string path;
+    ~Remove() {
+      reader->replace_input_with(node, arg);
+      gm.graph().erase_node(node);
+      gm.remove_submodule(path);
+    }
+  } remove{gm, reader, arg, node, path};
+  set_quant_state(gm, QuantState::kFloat);
+  return detail::capture_input(gm, path, samples);
 }
 
 // The normalised scales for ratio r: mean|x|^r / sqrt(max * min).
@@ -87,10 +160,10 @@ at::Tensor scales_for(const at::Tensor& mean_abs, double r) {
 }
 
 // sum over the linears of mean((x (W' - W)^T)^2), W' = Q(W diag(s)) diag(s)^-1.
-double output_error(const Group& g, const at::Tensor& x, const at::Tensor& s) {
+double output_error(fx::GraphModule& gm, const Group& g, const at::Tensor& x, const at::Tensor& s) {
   double err = 0;
   for (const Linear& l : g.linears) {
-    const at::Tensor w = l.module->weight().detach();
+    const at::Tensor w = l.weight(gm);
     const at::Tensor d = nearest(w * s.reshape({1, -1}), l.spec) / s.reshape({1, -1}) - w;
     err += x.matmul(d.t()).pow(2).mean().item<double>();
   }
@@ -129,10 +202,7 @@ std::string apply(fx::GraphModule& gm, const Group& g, const at::Tensor& s) {
   } else {
     return "";
   }
-  for (const Linear& l : g.linears) {
-    l.module->unshare_parameters();
-    l.module->weight().detach().mul_(s.reshape({1, -1}));
-  }
+  for (const Linear& l : g.linears) l.scale_columns(gm, s);
   return fold ? "layer_norm" : "mul";
 }
 
@@ -147,17 +217,16 @@ AwqResult awq(fx::GraphModule& gm, const NextBatch& data, const AwqOptions& o) {
   at::NoGradGuard ng;
   for (size_t gi = 0; gi < groups.size(); ++gi) {
     const Group& g = groups[gi];
-    set_quant_state(gm, QuantState::kFloat);
-    const at::Tensor x = detail::capture_input(gm, g.linears.front().path, samples);
+    const at::Tensor x = capture(gm, g, samples);
     const at::Tensor rows = x.reshape({-1, x.size(-1)}).to(at::kFloat);
     const at::Tensor mean_abs = rows.abs().mean(0);
     AwqGroup rep;
     rep.input = g.x->name();
     for (const Linear& l : g.linears) rep.linears.push_back(l.path);
-    rep.error_nearest = rep.error_awq = output_error(g, rows, at::ones_like(mean_abs));
+    rep.error_nearest = rep.error_awq = output_error(gm, g, rows, at::ones_like(mean_abs));
     for (int64_t i = 1; i < o.grid; ++i) {
       const double r = static_cast<double>(i) / static_cast<double>(o.grid);
-      const double e = output_error(g, rows, scales_for(mean_abs, r));
+      const double e = output_error(gm, g, rows, scales_for(mean_abs, r));
       if (e < rep.error_awq) rep.error_awq = e, rep.ratio = r;
     }
     if (rep.ratio > 0) rep.applied = apply(gm, g, scales_for(mean_abs, rep.ratio));

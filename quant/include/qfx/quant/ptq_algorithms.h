@@ -82,7 +82,7 @@ struct AwqOptions {
 /// The Linear layers reading one value, and the scale AWQ gave them.
 struct AwqGroup {
   std::string input;                 ///< the node whose value the linears read
-  std::vector<std::string> linears;  ///< module paths
+  std::vector<std::string> linears;  ///< module paths (functional linears: node names)
   double ratio = 0;                  ///< the chosen exponent r of s = mean|x|^r (0: no scaling)
   /// sum over the linears of the mean squared output error of the weights' nearest
   /// rounding on the captured inputs, without scaling (r = 0) and at the chosen r.
@@ -100,8 +100,10 @@ struct AwqResult {
 
 /// AWQ's activation-aware scale search (Lin et al. 2024, "AWQ: Activation-aware
 /// Weight Quantization for LLM Compression and Acceleration", section 3.2; the
-/// weight-clipping search is not done). Linear layers (FusedConvLinear modules with
-/// a quantized weight) reading the same value x form a group; over `num_samples`
+/// weight-clipping search is not done). Linear layers with a quantized weight
+/// (FusedConvLinear modules, and functional aten::linear calls whose weight is a
+/// get_attr no other node reads, e.g. MultiheadAttention's projections) reading the
+/// same value x form a group; over `num_samples`
 /// calibration samples of x ([tokens, K], the float model), per input channel
 /// s = mean|x|^r, normalised by sqrt(max s * min s), for r on the grid; each
 /// linear's weight W is rounded to nearest as Q(W diag(s)) diag(s)^-1 on its own
