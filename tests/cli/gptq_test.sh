@@ -39,8 +39,8 @@ layers = gptq["algorithms"]["gptq"]["layers"]
 fail = []
 if not c_gptq >= c_rtn:
     fail.append("GPTQ's cosine %.5f is below nearest's %.5f" % (c_gptq, c_rtn))
-if len(layers) < 12:
-    fail.append("GPTQ ran on %d layers, expected the 12 Linear modules" % len(layers))
+if len(layers) < 24:
+    fail.append("GPTQ ran on %d layers, expected the 24 linears (12 modules, 12 attention projections)" % len(layers))
 fail += ["%s: GPTQ's error %g is not below nearest's %g" % (l["layer"], l["error_gptq"], l["error_nearest"])
          for l in layers if not l["error_gptq"] < l["error_nearest"]]
 c_awq = awq["evaluation"]["cosine_int8_vs_fp32"]

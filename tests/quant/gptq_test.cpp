@@ -52,6 +52,7 @@ QConfigMapping weight_only(int64_t block) {
   QConfigMapping m;
   m.set_global(nullptr);
   m.set_object_type("Linear", q);
+  m.set_object_type("linear", q);  // functional linears
   m.set_object_type("Conv2d", q);
   return m;
 }
@@ -168,6 +169,47 @@ TEST(Gptq, SkipsConvLayersAndChecksOptions) {
   GptqOptions undamped;
   undamped.damp = 0;
   EXPECT_THROW(gptq_quantize(at::randn({4, 6}), -at::eye(6, at::kDouble), spec, q, undamped), DataError);
+}
+
+// F.linear on a parameter (as nn.MultiheadAttention's projections): GPTQ'd like a
+// module, its new weight on a copy of the attribute, the user's parameter kept.
+TEST(Gptq, FunctionalLinearsGetGptqCodes) {
+  torch::manual_seed(2);
+  auto net = std::make_shared<torch::nn::Module>();
+  at::Tensor p = net->register_parameter("p", at::randn({24, 70}) / 8);
+  torch::nn::Linear b = net->register_module("b", torch::nn::Linear(24, 6));
+  auto gm = fx::trace_module(net, [&](std::vector<c10::IValue> in) { return b->forward(torch::gelu(at::linear(in[0].toTensor(), p))); },
+                             {at::randn({2, 4, 70})});
+  gm->eval();
+  prepare_fx(*gm, weight_only(32), BackendConfig::resolve("onednn"));
+  const at::Tensor data = correlated_inputs(32);
+  {
+    at::NoGradGuard ng;
+    set_quant_state(*gm, QuantState::kCalibration);
+    gm->forward(data.slice(0, 0, 8));
+  }
+  fx::Node* lin = nullptr;
+  for (fx::Node* n : gm->graph().nodes())
+    if (n->op() == fx::Opcode::kCallFunction && n->target().rfind("aten::linear", 0) == 0) lin = n;
+  ASSERT_NE(lin, nullptr);
+  fx::Node* fq_node = lin->args()[1].node;
+  auto* fq = dynamic_cast<FakeQuantize*>(gm->get_submodule(fq_node->target()).get());
+  ASSERT_NE(fq, nullptr);
+  const at::Tensor user_p = p.detach().clone();
+  const QParams observed = fq->qparams();
+  GptqOptions o;
+  o.num_samples = 16;
+  const GptqResult r = gptq(*gm, batches_of(data, 8), o);
+  ASSERT_EQ(r.layers.size(), 2u);
+  EXPECT_EQ(r.layers[0].layer, lin->name());
+  EXPECT_EQ(r.layers[1].layer, "b");
+  EXPECT_LT(r.layers[0].error_gptq, r.layers[0].error_nearest);
+  const GptqWeights want = expected(user_p, data.slice(0, 0, 16), observed, fq->observer().spec());
+  const at::Tensor now = gm->get_attr(fq_node->args()[0].node->target());
+  EXPECT_TRUE(at::equal(now, want.weight.to(at::kFloat))) << "the functional weight is GPTQ's";
+  EXPECT_TRUE(fq->qparams_frozen());
+  EXPECT_TRUE(at::equal(fq->qparams().scale, want.qparams.scale));
+  EXPECT_TRUE(at::equal(p, user_p)) << "the user's parameter keeps its float values";
 }
 
 TEST(Gptq, AdaRoundRefusesBlockWiseWeights) {

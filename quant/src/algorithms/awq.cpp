@@ -37,9 +37,7 @@ struct Linear {
       module->weight().detach().mul_(s.reshape({1, -1}));
       return;
     }
-    const std::string name = gm.graph().unique_name(weight_attr->target() + "_awq");
-    gm.add_tensor(name, (weight(gm) * s.reshape({1, -1})).contiguous(), /*is_buffer=*/false);
-    weight_attr->set_target(name);
+    detail::set_attr_copy(gm, weight_attr, weight(gm) * s.reshape({1, -1}), "_awq");
   }
 };
 
@@ -66,25 +64,15 @@ at::Tensor nearest(const at::Tensor& w, const QuantSpec& spec) {
   return spec.block_size > 0 ? from_blocks(out, w.size(0), w.size(1)) : out.reshape(w.sizes());
 }
 
-// `n` as a functional linear whose weight FakeQuantize reads a get_attr no other node reads.
-bool functional_linear(fx::GraphModule& gm, fx::Node* n, Linear* out, const char** why) {
-  if (n->op() != fx::Opcode::kCallFunction || n->target().rfind("aten::linear", 0) != 0 || n->args().size() < 2 ||
-      !n->args()[1].is_node())
-    return false;
-  fx::Node* fq_node = n->args()[1].node;
-  auto* fq = fq_node->op() == fx::Opcode::kCallModule ? dynamic_cast<FakeQuantize*>(gm.get_submodule(fq_node->target()).get())
-                                                      : nullptr;
-  if (!fq || fq_node->args().empty() || !fq_node->args()[0].is_node()) return false;
-  fx::Node* w = fq_node->args()[0].node;
-  if (w->op() != fx::Opcode::kGetAttr) return false;
-  if (w->users().size() != 1 || fq_node->users().size() != 1) *why = "its weight is shared with another node";
-  *out = {n->name(), n, nullptr, w, fq->observer().spec()};
-  return true;
-}
-
 // `n` as a quantized Linear module or functional linear (false: neither); `why` set when it cannot take part.
 bool as_linear(fx::GraphModule& gm, fx::Node* n, const std::map<std::string, int>& calls, Linear* out, const char** why) {
-  if (n->op() != fx::Opcode::kCallModule) return functional_linear(gm, n, out, why);
+  if (n->op() != fx::Opcode::kCallModule) {
+    const auto fl = detail::functional_linear(gm, n);
+    if (!fl) return false;
+    if (fl->shared) *why = "its weight is shared with another node";
+    *out = {n->name(), n, nullptr, fl->weight_attr, fl->fq->observer().spec()};
+    return true;
+  }
   auto f = std::dynamic_pointer_cast<FusedConvLinear>(gm.get_submodule(n->target()));
   if (!f || f->op() != FusedConvLinear::Op::kLinear || !f->weight_fake_quant()) return false;
   if (f->bn_simulated()) *why = "batch norm folded into it";
@@ -124,33 +112,12 @@ std::vector<Group> find_groups(fx::GraphModule& gm, AwqResult* result) {
   return groups;
 }
 
-// The group's input over `samples` in the float model: through a temporary identity
-// module the first linear reads it from, removed afterwards.
+// The group's input over `samples` in the float model.
 at::Tensor capture(fx::GraphModule& gm, const Group& g, const std::vector<std::vector<at::Tensor>>& samples) {
-  fx::Node* reader = g.linears.front().node;
-  fx::Node* arg = reader->args()[0].node;  // x, or its FakeQuantize
-  const std::string path = gm.graph().unique_name("awq_input_tap");
-  auto tap = std::make_shared<torch::nn::Module>();
-  gm.add_submodule(path, tap, [](std::vector<c10::IValue>& a) { return a.at(0); });
-  fx::Node* node = nullptr;
-  {
-    auto guard = gm.graph().inserting_before(reader);
-    node = gm.graph().call_module(path, {fx::Argument(arg)}, {}, path);
-  }
-  node->meta()["is_tensor"] = true;
-  reader->replace_input_with(arg, node);
-  struct Remove {
-    fx::GraphModule& gm;
-    fx::Node *reader, *arg, *node;
-    std::string path;
-    ~Remove() {
-      reader->replace_input_with(node, arg);
-      gm.graph().erase_node(node);
-      gm.remove_submodule(path);
-    }
-  } remove{gm, reader, arg, node, path};
   set_quant_state(gm, QuantState::kFloat);
-  return detail::capture_input(gm, path, samples);
+  std::vector<at::Tensor> got;
+  detail::for_each_input_of(gm, g.linears.front().node, samples, [&got](const at::Tensor& x) { got.push_back(x); });
+  return at::cat(got, 0);
 }
 
 // The normalised scales for ratio r: mean|x|^r / sqrt(max * min).

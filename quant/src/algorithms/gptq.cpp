@@ -6,6 +6,7 @@
 #include <chrono>
 #include <limits>
 #include <numeric>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -197,14 +198,49 @@ GptqWeights gptq_quantize(const at::Tensor& weight, const at::Tensor& hessian, c
 
 namespace {
 
-// Why `gptq` leaves a weighted layer as it is ("" when it runs on it).
-std::string skip_reason(FusedConvLinear& f) {
-  FakeQuantize& fq = *f.weight_fake_quant();
-  if (f.op() != FusedConvLinear::Op::kLinear) return "conv: GPTQ runs on Linear layers";
-  if (fq.learnable()) return "learnable (LSQ) weight scale";
-  if (f.bn_simulated()) return "simulated batch norm";
-  if (fq.qparams_frozen()) return "weight qparams already frozen";
+// A layer GPTQ can run on: a weighted module, or a functional linear.
+struct Target {
+  std::string path;  // module path, or the aten::linear node's name
+  fx::Node* node = nullptr;
+  std::shared_ptr<FusedConvLinear> module;  // null: functional
+  fx::Node* weight_attr = nullptr;          // functional: W's get_attr
+  FakeQuantize* fq = nullptr;
+
+  at::Tensor weight(fx::GraphModule& gm) const {
+    return module ? module->weight().detach() : gm.get_attr(weight_attr->target()).detach();
+  }
+  // The new weight on a copy: the user's model keeps its float weight.
+  void set_weight(fx::GraphModule& gm, const at::Tensor& w) const {
+    if (!module) return detail::set_attr_copy(gm, weight_attr, w, "_gptq");
+    module->unshare_parameters();
+    module->weight().detach().copy_(w.to(module->weight().device(), module->weight().scalar_type()));
+  }
+};
+
+// Why `gptq` leaves a layer as it is ("" when it runs on it).
+std::string skip_reason(const Target& t, bool shared) {
+  if (t.module && t.module->op() != FusedConvLinear::Op::kLinear) return "conv: GPTQ runs on Linear layers";
+  if (shared) return "its weight is shared with another node";
+  if (t.fq->learnable()) return "learnable (LSQ) weight scale";
+  if (t.module && t.module->bn_simulated()) return "simulated batch norm";
+  if (t.fq->qparams_frozen()) return "weight qparams already frozen";
   return "";
+}
+
+// The weighted modules (first call) and functional linears of the graph, in graph order.
+std::vector<std::pair<Target, bool>> targets(fx::GraphModule& gm) {
+  std::vector<std::pair<Target, bool>> out;  // (layer, shared weight)
+  std::set<std::string> seen;
+  for (fx::Node* n : gm.graph().nodes()) {
+    if (n->op() == fx::Opcode::kCallModule) {
+      auto f = std::dynamic_pointer_cast<FusedConvLinear>(gm.get_submodule(n->target()));
+      if (f && f->weight_fake_quant() && seen.insert(n->target()).second)
+        out.push_back({{n->target(), n, f, nullptr, f->weight_fake_quant()}, false});
+    } else if (const auto fl = detail::functional_linear(gm, n)) {
+      out.push_back({{n->name(), n, nullptr, fl->weight_attr, fl->fq}, fl->shared});
+    }
+  }
+  return out;
 }
 
 // Freezes `fq` at the qparams `q` (same layout as its own).
@@ -219,14 +255,15 @@ void freeze_at(FakeQuantize& fq, const QParams& q) {
   z->copy_(q.zero_point.reshape(z->sizes()).to(z->scalar_type()));
 }
 
-GptqLayerReport gptq_layer(fx::GraphModule& gm, const detail::WeightedLayer& l,
-                           const std::vector<std::vector<at::Tensor>>& samples, const GptqOptions& o) {
+GptqLayerReport gptq_layer(fx::GraphModule& gm, const Target& l, const std::vector<std::vector<at::Tensor>>& samples,
+                           const GptqOptions& o) {
   const auto t0 = std::chrono::steady_clock::now();
-  FusedConvLinear& f = *l.module;
-  FakeQuantize& fq = *f.weight_fake_quant();
-  const at::Tensor w = f.weight().detach();
+  FakeQuantize& fq = *l.fq;
+  const at::Tensor w = l.weight(gm);
   GptqHessian acc(w.size(1));
-  detail::for_each_input(gm, l.path, samples, [&acc](const at::Tensor& x) { acc.add(x); });
+  const auto add = [&acc](const at::Tensor& x) { acc.add(x); };
+  if (l.module) detail::for_each_input(gm, l.path, samples, add);
+  else detail::for_each_input_of(gm, l.node, samples, add);
   const at::Tensor h = acc.hessian();
   const QParams observed = fq.qparams();
   const GptqWeights g = gptq_quantize(w, h, fq.observer().spec(), observed, o);
@@ -245,10 +282,20 @@ GptqLayerReport gptq_layer(fx::GraphModule& gm, const detail::WeightedLayer& l,
 
   at::NoGradGuard ng;
   freeze_at(fq, g.qparams);
-  f.unshare_parameters();  // the user's model keeps its float weight
-  f.weight().detach().copy_(g.weight.to(f.weight().device(), f.weight().scalar_type()));
+  l.set_weight(gm, g.weight.to(w.scalar_type()));
   r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return r;
+}
+
+// Observes the weight now when its FakeQuantize has no statistics and no frozen
+// qparams (a model calibrated on the runtime), so that its qparams are the weight's.
+void observe_weight_if_uncalibrated(fx::GraphModule& gm, const Target& t) {
+  if (t.module) return detail::observe_weight_if_uncalibrated(*t.fq, *t.module);
+  if (t.fq->observer().has_data() || t.fq->qparams_frozen()) return;
+  at::NoGradGuard ng;
+  t.fq->enable_observer(true);
+  t.fq->forward(t.weight(gm));
+  t.fq->disable_observer();
 }
 
 }  // namespace
@@ -258,11 +305,11 @@ GptqResult gptq(fx::GraphModule& gm, const NextBatch& data, const GptqOptions& o
   const auto samples = detail::take_samples(data, o.num_samples);
   if (samples.empty()) throw ArgumentError("gptq: no calibration data");
   GptqResult out;
-  std::vector<detail::WeightedLayer> todo;
-  for (const auto& l : detail::weighted_layers(gm)) {
+  std::vector<Target> todo;
+  for (const auto& [l, shared] : targets(gm)) {
     // Every weight observed first: the captures run the layers after the current one too.
-    detail::observe_weight_if_uncalibrated(*l.module->weight_fake_quant(), *l.module);
-    const std::string why = skip_reason(*l.module);
+    observe_weight_if_uncalibrated(gm, l);
+    const std::string why = skip_reason(l, shared);
     if (why.empty()) todo.push_back(l);
     else out.skipped.emplace_back(l.path, why);
   }

@@ -71,6 +71,50 @@ void for_each_input(fx::GraphModule& gm, const std::string& path, const std::vec
   if (*calls == 0) throw InternalError("layer '" + path + "' did not run on the calibration data");
 }
 
+std::optional<FunctionalLinear> functional_linear(fx::GraphModule& gm, fx::Node* n) {
+  if (n->op() != fx::Opcode::kCallFunction || n->target().rfind("aten::linear", 0) != 0 || n->args().size() < 2 ||
+      !n->args()[1].is_node())
+    return std::nullopt;
+  fx::Node* fq_node = n->args()[1].node;
+  auto* fq = fq_node->op() == fx::Opcode::kCallModule ? dynamic_cast<FakeQuantize*>(gm.get_submodule(fq_node->target()).get())
+                                                      : nullptr;
+  if (!fq || fq_node->args().empty() || !fq_node->args()[0].is_node()) return std::nullopt;
+  fx::Node* w = fq_node->args()[0].node;
+  if (w->op() != fx::Opcode::kGetAttr) return std::nullopt;
+  return FunctionalLinear{n, w, fq, w->users().size() != 1 || fq_node->users().size() != 1};
+}
+
+void set_attr_copy(fx::GraphModule& gm, fx::Node* attr, const at::Tensor& value, const std::string& suffix) {
+  const std::string name = gm.graph().unique_name(attr->target() + suffix);
+  gm.add_tensor(name, value.detach().contiguous(), /*is_buffer=*/false);
+  attr->set_target(name);
+}
+
+void for_each_input_of(fx::GraphModule& gm, fx::Node* reader, const std::vector<std::vector<at::Tensor>>& batches,
+                       const std::function<void(const at::Tensor&)>& visit) {
+  fx::Node* arg = reader->args().at(0).node;
+  const std::string path = gm.graph().unique_name("input_tap");
+  gm.add_submodule(path, std::make_shared<torch::nn::Module>(), [](std::vector<c10::IValue>& a) { return a.at(0); });
+  fx::Node* tap = nullptr;
+  {
+    auto guard = gm.graph().inserting_before(reader);
+    tap = gm.graph().call_module(path, {fx::Argument(arg)}, {}, path);
+  }
+  tap->meta()["is_tensor"] = true;
+  reader->replace_input_with(arg, tap);
+  struct Remove {
+    fx::GraphModule& gm;
+    fx::Node *reader, *arg, *tap;
+    std::string path;
+    ~Remove() {
+      reader->replace_input_with(tap, arg);
+      gm.graph().erase_node(tap);
+      gm.remove_submodule(path);
+    }
+  } remove{gm, reader, arg, tap, path};
+  for_each_input(gm, path, batches, visit);
+}
+
 at::Tensor capture_input(fx::GraphModule& gm, const std::string& path, const std::vector<std::vector<at::Tensor>>& batches) {
   std::vector<at::Tensor> got;
   for_each_input(gm, path, batches, [&got](const at::Tensor& x) { got.push_back(x); });

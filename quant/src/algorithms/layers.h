@@ -7,9 +7,11 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "qfx/quant/fake_quantize.h"
 #include "qfx/quant/modules.h"
 #include "qfx/quant/ptq_algorithms.h"
 
@@ -69,6 +71,27 @@ class UseFloatWeights {
   };
   std::vector<Saved> saved_;
 };
+
+/// A functional linear: aten::linear(x, FakeQuantize(get_attr W), ...), as prepare_fx
+/// quantizes F.linear on a parameter (nn.MultiheadAttention's projections).
+struct FunctionalLinear {
+  fx::Node* node = nullptr;         ///< the aten::linear call
+  fx::Node* weight_attr = nullptr;  ///< the get_attr of W ([out, in])
+  FakeQuantize* fq = nullptr;       ///< W's FakeQuantize
+  bool shared = false;              ///< W or its FakeQuantize is read by another node too
+};
+
+/// `n` as a functional linear; nullopt when it is not one.
+std::optional<FunctionalLinear> functional_linear(fx::GraphModule& gm, fx::Node* n);
+
+/// Points get_attr `attr` at a copy of `value` under a new attribute (its name with
+/// `suffix`): the user's tensor stays.
+void set_attr_copy(fx::GraphModule& gm, fx::Node* attr, const at::Tensor& value, const std::string& suffix);
+
+/// Like `for_each_input`, for any node: what `reader` receives as its first argument,
+/// through a temporary identity module inserted before it (removed afterwards).
+void for_each_input_of(fx::GraphModule& gm, fx::Node* reader, const std::vector<std::vector<at::Tensor>>& batches,
+                       const std::function<void(const at::Tensor&)>& visit);
 
 /// `v` ([C]) shaped to broadcast along `axis` of a rank-`rank` tensor.
 at::Tensor along(const at::Tensor& v, int64_t rank, int64_t axis);

@@ -261,14 +261,17 @@ struct GptqResult {
 };
 
 /// GPTQ on every Linear layer (FusedConvLinear op kLinear with a weight
-/// FakeQuantize) of a calibrated model, one after the other in graph order: each
+/// FakeQuantize, and functional aten::linear calls whose weight FakeQuantize reads
+/// a get_attr, e.g. nn.MultiheadAttention's projections; reported by node name) of
+/// a calibrated model, one after the other in graph order: each
 /// layer's Hessian is summed over `num_samples` calibration samples of `data` from
 /// its inputs in the fake-quantized model with the earlier layers already GPTQ'd
 /// (the paper's sequential mode), then `gptq_quantize` runs on its weight. The
 /// dequantized codes become the layer's weight (a copy: the user's model keeps its
 /// float weight) and the weight FakeQuantize's qparams are set to GPTQ's and frozen,
-/// so convert_fx exports exactly GPTQ's codes. Conv layers, learnable (LSQ) scales
-/// and simulated batch norm are skipped (listed with the reason). Leaves the model
+/// so convert_fx exports exactly GPTQ's codes. Conv layers, learnable (LSQ) scales,
+/// simulated batch norm and weights another node also reads are skipped (listed
+/// with the reason). Leaves the model
 /// in the fake-quant state with observers disabled. Throws ArgumentError for bad
 /// options or no data.
 GptqResult gptq(fx::GraphModule& gm, const NextBatch& data, const GptqOptions& options = {});
