@@ -184,6 +184,36 @@ TEST(PtqSection, PresetsAndErrors) {
 // One rule for relative paths: relative to the config file's folder when written in
 // the file (output.dir and checkpoints included), to the current directory when
 // given with --set; without output.dir the outputs go to the current directory.
+// An error in a --set value names the override, not a place in the config file (the
+// value and its key were never in the file); errors in the file keep file:line:column.
+TEST(JobConfig, OverrideErrorsNameTheOverride) {
+  const std::string base = std::string(QFX_SOURCE_DIR) + "/configs/ptq/default.yaml";
+  auto error = [&](const std::string& o) {
+    try {
+      qfx::quant::load_job_config(base, {"calibration.seed=1", o});
+    } catch (const qfx::ConfigError& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  EXPECT_EQ(error("calibration.batch_size=abc").rfind("--set 'calibration.batch_size=abc': calibration.batch_size", 0), 0u)
+      << error("calibration.batch_size=abc");
+  EXPECT_EQ(error("calibration.nosuch=1").rfind("--set 'calibration.nosuch=1': unknown key 'nosuch'", 0), 0u)
+      << error("calibration.nosuch=1");
+  EXPECT_EQ(error("calibration.num_samples=.nan").rfind("--set 'calibration.num_samples=.nan': ", 0), 0u);
+  EXPECT_EQ(error("ptq.awq={grid: 0}").rfind("--set 'ptq.awq={grid: 0}': ptq.awq.grid must be >= 1", 0), 0u)
+      << error("ptq.awq={grid: 0}");
+  const std::string bad_file = write("bad_batch.yaml", "model: {path: x.pt, input_shape: [-1, 1, 28, 28]}\n"
+                                                       "calibration:\n  data: {format: npy, images: x.npy}\n  batch_size: abc\n");
+  std::string in_file;
+  try {
+    qfx::quant::load_job_config(bad_file);
+  } catch (const qfx::ConfigError& e) {
+    in_file = e.what();
+  }
+  EXPECT_NE(in_file.find("bad_batch.yaml:4:15: calibration.batch_size must be an integer"), std::string::npos) << in_file;
+}
+
 TEST(JobConfig, RelativePathsAreRelativeToWhereTheyAreWritten) {
   namespace fs = std::filesystem;
   const fs::path dir = fs::path(qfx::test::scratch_path()) / "relpaths" / "cfg";

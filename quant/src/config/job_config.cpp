@@ -52,7 +52,8 @@ void absolutize_overridden_paths(YAML::Node root, const std::vector<std::string>
 
 // Applies each --set KEY=VALUE to `root` (missing mappings on the way created);
 // returns the overridden keys.
-std::vector<std::string> apply_overrides(YAML::Node root, const std::vector<std::string>& overrides) {
+std::vector<std::string> apply_overrides(YAML::Node root, const std::vector<std::string>& overrides,
+                                         OverrideScope* scope) {
   std::vector<std::string> overridden;
   for (const auto& o : overrides) {
     const auto eq = o.find('=');
@@ -75,6 +76,10 @@ std::vector<std::string> apply_overrides(YAML::Node root, const std::vector<std:
     } catch (const YAML::Exception& e) {
       throw ConfigError("--set '" + o + "': bad value (" + e.msg + ")");
     }
+    YAML::Node key_node;
+    for (const auto& kv : cur)
+      if (kv.first.IsScalar() && kv.first.Scalar() == keys.back()) key_node = kv.first;
+    scope->add(key_node, cur[keys.back()], o);
   }
   return overridden;
 }
@@ -135,7 +140,8 @@ std::string resolve_path(const std::string& p_in, const std::string& base_dir) {
 JobConfig load_job_config(const std::string& path, const std::vector<std::string>& overrides) {
   YAML::Node root = load_file(path);
   if (!root.IsMap()) throw ConfigError(path + ": a PTQ config must be a YAML mapping");
-  const std::vector<std::string> overridden = apply_overrides(root, overrides);
+  OverrideScope scope;  // errors in a --set value name the override
+  const std::vector<std::string> overridden = apply_overrides(root, overrides, &scope);
   check_keys(path, root, "the config", job_config_sections());
   absolutize_overridden_paths(root, overridden);
   JobConfig c;

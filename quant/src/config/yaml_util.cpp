@@ -7,7 +7,31 @@
 
 namespace qfx::quant::yaml {
 
+namespace {
+thread_local std::vector<std::pair<YAML::Node, std::string>> overridden_nodes;
+
+void register_tree(const YAML::Node& n, const std::string& text) {
+  overridden_nodes.emplace_back(n, text);
+  if (n.IsSequence())
+    for (const auto& e : n) register_tree(e, text);
+  if (n.IsMap())
+    for (const auto& kv : n) {
+      overridden_nodes.emplace_back(kv.first, text);
+      register_tree(kv.second, text);
+    }
+}
+}  // namespace
+
+OverrideScope::~OverrideScope() { overridden_nodes.clear(); }
+
+void OverrideScope::add(const YAML::Node& key, const YAML::Node& value, const std::string& text) {
+  if (key.IsDefined()) overridden_nodes.emplace_back(key, text);
+  register_tree(value, text);
+}
+
 std::string loc(const std::string& path, const YAML::Node& n) {
+  for (const auto& [node, text] : overridden_nodes)
+    if (node.is(n)) return "--set '" + text + "'";
   const auto m = n.Mark();
   if (m.is_null()) return path;
   return path + ":" + std::to_string(m.line + 1) + ":" + std::to_string(m.column + 1);

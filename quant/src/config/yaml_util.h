@@ -11,8 +11,22 @@
 
 namespace qfx::quant::yaml {
 
-/// "path:line:column" of `n` (just `path` when yaml-cpp has no mark).
+/// "path:line:column" of `n` (just `path` when yaml-cpp has no mark); for a node a
+/// `--set` override put there (see OverrideScope), "--set 'KEY=VALUE'".
 std::string loc(const std::string& path, const YAML::Node& n);
+
+/// While alive, errors about the nodes registered with `add` (a --set value and
+/// everything inside it, and the key it set) name the override instead of a place
+/// in the config file. One scope per thread at a time.
+class OverrideScope {
+ public:
+  OverrideScope() = default;
+  ~OverrideScope();
+  /// Registers `value`, its descendants and `key` (may be undefined) as coming from `text`.
+  void add(const YAML::Node& key, const YAML::Node& value, const std::string& text);
+  OverrideScope(const OverrideScope&) = delete;
+  OverrideScope& operator=(const OverrideScope&) = delete;
+};
 
 /// Throws ConfigError "path:line:column: what".
 [[noreturn]] void bad(const std::string& path, const YAML::Node& n, const std::string& what);
