@@ -524,7 +524,9 @@ check "qfx ptq: a new run replaces its files and keeps the user's" 0 "^kept$" --
      >/dev/null 2>&1 && grep -q mine '$tmp/det1/notes.txt' && ! cmp -s '$tmp/det1/encodings.json' '$tmp/det2/encodings.json' \
      && ! ls -A '$tmp' | grep -q qfx-staging && echo kept"
 check "no arguments" 106 "model is required|required" -- "$QFX" inspect
-check "calibration.device other than cpu or cuda names the key and line" 3 "yaml:[0-9]+:[0-9]+: calibration.device must be cpu or cuda, got 'gpu'" -- \
+check "an unknown command is named, with the commands" 106 "unknown command 'frobnicate' \(commands: inspect, run, bench, ptq, qat, ops, report" -- \
+  "$QFX" frobnicate
+check "calibration.device other than cpu or cuda names the override" 3 "--set 'calibration.device=gpu': calibration.device must be cpu or cuda, got 'gpu'" -- \
   "$QFX" ptq --set calibration.device=gpu --set evaluation=null --set output.dir="$tmp/dev_gpu"
 # Where no NVIDIA driver is installed (CI's machines), calibration on the GPU is refused at
 # load with the reason; on a machine with one the same config calibrates on the GPU.

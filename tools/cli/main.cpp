@@ -9,6 +9,7 @@
 #include "common.h"
 #include "launch.h"
 #include "ops.h"
+#include "parse_error.h"
 #include "run.h"
 #include "signals.h"
 #include "threads.h"
@@ -178,7 +179,7 @@ int main(int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    return app.exit(e);
+    return qfx::cli::report_parse_error(app, argc, argv, e);
   }
 
   try {

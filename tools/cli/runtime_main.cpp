@@ -5,6 +5,7 @@
 #include <iostream>
 
 #include "messages.h"
+#include "parse_error.h"
 #include "run.h"
 #include "runtime_bench.h"
 #include "qfx/error.h"
@@ -37,7 +38,7 @@ int main(int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    return app.exit(e);
+    return qfx::cli::report_parse_error(app, argc, argv, e);
   }
   const std::string cmd = app.get_subcommands().at(0)->get_name();
   try {

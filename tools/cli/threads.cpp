@@ -56,7 +56,7 @@ bool cpu_ticks(unsigned long long* total, unsigned long long* busy) {
 
 void wait_passively_on_busy_machine(char** argv) {
   if (const char* note = std::getenv("QFX_BUSY_NOTE")) {  // the run after the re-exec
-    std::cerr << "qfx: " << note << "\n";
+    if (*note) std::cerr << "qfx: " << note << "\n";
     unsetenv("QFX_BUSY_NOTE");
     return;
   }
@@ -85,7 +85,8 @@ void wait_passively_on_busy_machine(char** argv) {
                 set_threads ? (", OMP_NUM_THREADS=" + std::to_string(free_cpus)).c_str() : "");
   if (set_threads) setenv("OMP_NUM_THREADS", std::to_string(free_cpus).c_str(), 1);
   setenv("OMP_WAIT_POLICY", "passive", 1);
-  setenv("QFX_BUSY_NOTE", note, 1);
+  // Said only when it changes the thread count (the wait policy alone changes no result).
+  setenv("QFX_BUSY_NOTE", set_threads && free_cpus < cpus ? note : "", 1);
   execv("/proc/self/exe", argv);
   unsetenv("QFX_BUSY_NOTE");  // exec failed: carry on as we are (the policy no longer applies)
   unsetenv("OMP_WAIT_POLICY");
