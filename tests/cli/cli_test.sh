@@ -215,6 +215,15 @@ check "qfx ptq: empty data folder" 7 "empty: no .png, .jpg, .jpeg files" -- \
   "$QFX" ptq --set "calibration.data={format: images, images: $tmp/empty}" --set output.dir="$tmp/bad2"
 check "qfx ptq: data folder missing" 7 "nowhere: not a folder" -- \
   "$QFX" ptq --set "calibration.data={format: images, images: $tmp/nowhere}" --set output.dir="$tmp/bad2"
+# NaN in .npy data is refused naming the file and the first bad element; a 1-D array names the shape the model needs.
+$PY -c "
+import numpy as np
+x = np.random.rand(16, 1, 28, 28).astype('float32'); x[3, 0, 1, 1] = np.inf; np.save('$tmp/inf.npy', x)
+np.save('$tmp/one_d.npy', np.random.rand(100).astype('float32'))"
+check "qfx ptq: Inf in .npy calibration data names the file and the element" 6 "inf.npy: 1 NaN or Inf value\\(s\\), the first at \\[3, 0, 1, 1\\] \\(sample 3\\)" -- \
+  "$QFX" ptq --set "calibration.data={format: npy, images: $tmp/inf.npy}" --set output.dir="$tmp/inf_out"
+check "qfx ptq: a 1-D .npy says what shape the data needs" 6 "one_d.npy: samples are scalars \\(a 1-D array \\[N\\]\\); the model input takes 1x28x28 per sample, so the data must be \\[N, 1, 28, 28\\]" -- \
+  "$QFX" ptq --set "calibration.data={format: npy, images: $tmp/one_d.npy}" --set output.dir="$tmp/one_d_out"
 check "qfx ptq: image channels do not fit the model" 6 "samples are 3x28x28; the model input takes 1x28x28" -- \
   "$QFX" ptq --set "calibration.data={format: images, images: $FIXTURES/images/small, resize: 28, crop: 28}" \
   --set output.dir="$tmp/bad3"

@@ -15,6 +15,7 @@
 #include <map>
 #include <mutex>
 #include <numeric>
+#include <regex>
 #include <random>
 
 #include "qfx/error.h"
@@ -37,9 +38,25 @@ void check_fits(const std::vector<int64_t>& sample, const std::vector<int64_t>& 
   for (size_t i = 0; ok && i < sample.size(); ++i) ok = input_shape[i + 1] < 0 || input_shape[i + 1] == sample[i];
   if (!ok) {
     std::vector<int64_t> want(input_shape.begin() + (input_shape.empty() ? 0 : 1), input_shape.end());
-    throw DataError(what + ": samples are " + dims_str(sample) + "; the model input takes " + dims_str(want) +
-                    " (check the channels, resize and crop)");
+    throw DataError(what + ": samples are " + (sample.empty() ? std::string("scalars (a 1-D array [N])") : dims_str(sample)) +
+                    "; the model input takes " + dims_str(want) + " per sample, so the data must be [N, " +
+                    std::regex_replace(dims_str(want), std::regex("x"), ", ") + "] (check the channels, resize and crop)");
   }
+}
+
+// NaN or Inf in input data: a DataError naming the file and the first such element
+// (no observer, metric or model output means anything over them).
+void check_finite(const at::Tensor& data, const std::string& file) {
+  const at::Tensor bad = at::logical_not(at::isfinite(data)).reshape({-1}).nonzero();
+  if (bad.numel() == 0) return;
+  int64_t flat = bad[0][0].item<int64_t>();
+  std::string where;
+  for (int64_t d = data.dim() - 1; d >= 0; --d) {
+    where = std::to_string(flat % data.size(d)) + (where.empty() ? "" : ", ") + where;
+    flat /= data.size(d);
+  }
+  throw DataError(file + ": " + std::to_string(bad.size(0)) + " NaN or Inf value(s), the first at [" + where +
+                  "] (sample " + where.substr(0, where.find(',')) + "); data must be finite");
 }
 
 int64_t numel(const std::vector<int64_t>& s) {
@@ -113,6 +130,7 @@ class NpyDataset : public Dataset {
     const at::ScalarType st = t == runtime::DType::kFloat32 ? at::kFloat : t == runtime::DType::kInt64 ? at::kLong : at::kInt;
     data_ = at::from_blob(const_cast<void*>(a.raw()), a.shape(), st).to(st == at::kInt ? at::kLong : st, false, true);
     dtype_ = data_.scalar_type();
+    if (dtype_ == at::kFloat) check_finite(data_, s.images);
     sample_shape_.assign(a.shape().begin() + 1, a.shape().end());
     check_fits(sample_shape_, input_shape, s.images);
     select(a.shape()[0], limit, seed);
