@@ -218,6 +218,20 @@ bad static_batch.onnx 3 "static batch of 2; .* export the model with a dynamic b
 check "an ONNX input with a dynamic height and no model.input_shape" 3 "dynamic dims past the batch; give its shape .model.input_shape" -- \
   bash -c "printf 'model: {path: $FIXTURES/bad_dynamic_dim.onnx}\ncalibration: {data: {format: npy, images: $tmp/x32.npy}}\n' > '$tmp/dyn.yaml' &&
            '$QFX' ptq '$tmp/dyn.yaml'"
+# An input that declares no shape at all: without model.input_shape the config is asked for it;
+# with one, the config's shape is taken.
+$PY -c "
+import onnx
+from onnx import helper, TensorProto
+io = [helper.make_tensor_value_info(n, TensorProto.FLOAT, None) for n in ('x', 'y')]
+g = helper.make_graph([helper.make_node('Relu', ['x'], ['y'])], 'g', io[:1], io[1:])
+onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid('', 17)]), '$tmp/noshape.onnx')"
+check "an ONNX input with no declared shape and no model.input_shape: asks for it" 3 "input 'x' declares no shape; give it in the config \\(model.input_shape" -- \
+  "$QFX" ptq --set model.path="$tmp/noshape.onnx" --set model.input_shape=null \
+    --set "calibration.data={format: npy, images: $tmp/x16.npy}" --set evaluation=null --set output.dir="$tmp/bad"
+check "an ONNX input with no declared shape takes model.input_shape" 0 "wrote model_int8.onnx" -- \
+  "$QFX" ptq --set model.path="$tmp/noshape.onnx" --set "model.input_shape=[-1, 3, 16, 16]" \
+    --set "calibration.data={format: npy, images: $tmp/x16.npy}" --set evaluation=null --set output.dir="$tmp/noshape_out"
 test ! -e "$tmp/bad" || { echo "FAIL a refused model left an output folder"; fail=$((fail+1)); }
 
 echo "onnx input tests: $pass passed, $fail failed"

@@ -148,13 +148,16 @@ void Builder::inputs() {
     std::vector<int64_t> a, b, traced;
     const auto& dims = tt.shape().dim();
     const std::vector<int64_t> given = k < o_.input_shapes.size() ? o_.input_shapes[k] : std::vector<int64_t>{};
-    if (!given.empty() && given.size() != static_cast<size_t>(dims.size()))
-      throw DataError(what + " has rank " + std::to_string(dims.size()) + "; the input shape given has " + std::to_string(given.size()) + " dims");
-    for (int d = 0; d < dims.size(); ++d) {
-      int64_t v = dims[d].has_dim_value() && dims[d].dim_value() > 0 ? dims[d].dim_value() : -1;
+    if (!tt.has_shape() && given.empty())
+      throw DataError(what + " declares no shape; give it (model.input_shape, or --input-shape for qfx inspect)");
+    const int rank = tt.has_shape() ? dims.size() : static_cast<int>(given.size());  // no shape: the given one
+    if (!given.empty() && given.size() != static_cast<size_t>(rank))
+      throw DataError(what + " has rank " + std::to_string(rank) + "; the input shape given has " + std::to_string(given.size()) + " dims");
+    for (int d = 0; d < rank; ++d) {
+      int64_t v = tt.has_shape() && dims[d].has_dim_value() && dims[d].dim_value() > 0 ? dims[d].dim_value() : -1;
       if (!given.empty() && given[d] > 0) v = given[d];
       if (v < 0 && d != 0)
-        throw DataError(what + " dim " + std::to_string(d) + " is dynamic ('" + dims[d].dim_param() +
+        throw DataError(what + " dim " + std::to_string(d) + " is dynamic ('" + (tt.has_shape() ? dims[d].dim_param() : "") +
                         "'); give it a size (model.input_shape, or --input-shape for qfx inspect)");
       a.push_back(v < 0 ? 2 : v);
       b.push_back(v < 0 ? 3 : v);

@@ -29,6 +29,7 @@ std::vector<int64_t> shape_of(const std::string& path, const YAML::Node& n, cons
 // every static dim of the model past the batch equal.
 void check_fits(const std::string& path, const YAML::Node& at, const std::string& what, const std::vector<int64_t>& given,
                 const fx::OnnxInput& in, const std::string& model) {
+  if (in.shape.empty()) return;  // the model declares no shape (rank 0 is read as none): the config's stands
   bool fits = given.size() == in.shape.size();
   for (size_t d = 1; fits && d < in.shape.size(); ++d) fits = in.shape[d] < 0 || given[d] == in.shape[d];
   if (!fits)
@@ -38,6 +39,9 @@ void check_fits(const std::string& path, const YAML::Node& at, const std::string
 
 // An ONNX input's shape as qfx feeds it: the batch dynamic, every other dim static.
 std::vector<int64_t> onnx_shape(const std::string& path, const YAML::Node& at, const fx::OnnxInput& in, const std::string& model) {
+  if (in.shape.empty())
+    bad(path, at, model + ": input '" + in.name + "' declares no shape; give it in the config (model.input_shape, e.g. "
+                      "[-1, 3, 224, 224] with -1 for the batch, or model.inputs." + in.name + ".shape)");
   if (!in.shape.empty() && in.shape[0] > 0)
     bad(path, at, model + ": input '" + in.name + "' " + dims_text(in.shape) + " has a static batch of " + std::to_string(in.shape[0]) +
                       "; qfx runs batches of any size: export the model with a dynamic batch (torch.onnx.export: dynamic_shapes or dynamic_axes)");
