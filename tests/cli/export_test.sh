@@ -156,6 +156,17 @@ bad truncated.pt2 7 "truncated.pt2: "
 bad newer_schema.pt2 7 "schema 99\\..* reads schema 8\\.x"
 bad missing_op.pt2 5 "node relu: no loaded library registers operator 'qfx_missing::relu'"
 bad training_mode.pt2 5 "writes bn1.num_batches_tracked in place; export the model in eval mode"
+$PY -c "
+import json, zipfile
+src = zipfile.ZipFile('$FIXTURES/dynamic_batch.pt2')
+with zipfile.ZipFile('$tmp/huge_major.pt2', 'w') as out:
+    for n in src.namelist():
+        d = src.read(n)
+        if n.endswith('models/model.json'):
+            j = json.loads(d); j['schema_version']['major'] = 2 ** 70; d = json.dumps(j).encode()
+        out.writestr(n, d)"
+check "qfx ptq on a .pt2 whose schema major is 2^70: the number as written" 7 "exported-program schema 1.1805916207174113e\\+21\\..* reads schema 8\\.x" -- \
+  "$QFX" ptq --set model.path="$tmp/huge_major.pt2" --set output.dir="$tmp/bad"
 check "no output folder after the failures" 0 "^none$" -- bash -c "[ -e '$tmp/bad' ] && echo left || echo none"
 
 echo "$pass passed, $fail failed"

@@ -45,9 +45,10 @@ std::string model_record(const std::vector<std::string>& records, const std::str
 
 void check_schema(const json& model, const std::string& path) {
   const json& v = model.at("schema_version");
-  const int major = v.at("major").get<int>(), minor = v.at("minor").get<int>();
-  if (major != kExportSchemaMajor)
-    throw IoError(path + ": exported-program schema " + std::to_string(major) + "." + std::to_string(minor) + " (torch " +
+  // The numbers as written (a 2^70 or a float is not an int; it is still named as given).
+  const json& major = v.at("major");
+  if (!major.is_number_integer() || major.get<int64_t>() != kExportSchemaMajor)
+    throw IoError(path + ": exported-program schema " + major.dump() + "." + v.at("minor").dump() + " (torch " +
                   model.value("torch_version", std::string("?")) + "); this qfx reads schema " + std::to_string(kExportSchemaMajor) +
                   ".x: export the model with a torch whose schema major version is " + std::to_string(kExportSchemaMajor));
 }
