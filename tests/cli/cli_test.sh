@@ -224,6 +224,15 @@ check "qfx ptq: Inf in .npy calibration data names the file and the element" 6 "
   "$QFX" ptq --set "calibration.data={format: npy, images: $tmp/inf.npy}" --set output.dir="$tmp/inf_out"
 check "qfx ptq: a 1-D .npy says what shape the data needs" 6 "one_d.npy: samples are scalars \\(a 1-D array \\[N\\]\\); the model input takes 1x28x28 per sample, so the data must be \\[N, 1, 28, 28\\]" -- \
   "$QFX" ptq --set "calibration.data={format: npy, images: $tmp/one_d.npy}" --set output.dir="$tmp/one_d_out"
+# A truncated JPEG is refused (IoError naming the file), as PIL refuses it.
+mkdir -p "$tmp/truncated_jpeg" && $PY -c "
+import io, numpy as np
+from PIL import Image
+b = io.BytesIO(); Image.fromarray((np.random.rand(28, 28) * 255).astype('uint8')).save(b, 'JPEG')
+open('$tmp/truncated_jpeg/a.jpg', 'wb').write(b.getvalue()[:len(b.getvalue()) // 2])"
+check "qfx ptq: a truncated JPEG names the file" 7 "truncated_jpeg/a.jpg: cannot decode JPEG \\(Premature end of JPEG file\\)" -- \
+  "$QFX" ptq --set "calibration.data={format: images, images: $tmp/truncated_jpeg, color: gray}" --set evaluation=null \
+  --set output.dir="$tmp/truncated_out"
 check "qfx ptq: image channels do not fit the model" 6 "samples are 3x28x28; the model input takes 1x28x28" -- \
   "$QFX" ptq --set "calibration.data={format: images, images: $FIXTURES/images/small, resize: 28, crop: 28}" \
   --set output.dir="$tmp/bad3"

@@ -3,6 +3,7 @@
 
 #include <ATen/ATen.h>
 #include <jpeglib.h>
+#include <jerror.h>
 #include <png.h>
 
 #include <algorithm>
@@ -259,6 +260,12 @@ void jpeg_fail(j_common_ptr cinfo) {
   std::longjmp(e->jump, 1);
 }
 
+// libjpeg's warnings: a file that ends before its image does ("Premature end of JPEG
+// file") is an error, as PIL refuses a truncated image; other warnings are ignored.
+void jpeg_warning(j_common_ptr cinfo, int level) {
+  if (level == -1 && cinfo->err->msg_code == JWRN_JPEG_EOF) jpeg_fail(cinfo);
+}
+
 // Images larger than this are refused before decoding: PIL's decompression-bomb
 // error threshold (2 x Image.MAX_IMAGE_PIXELS = 2 x 89,478,485). A few bytes of
 // JPEG or PNG can declare gigapixels.
@@ -276,6 +283,7 @@ bool decode_jpeg(FILE* f, std::vector<uint8_t>* out, int* h, int* w, char* err) 
   JpegError je;
   cinfo.err = jpeg_std_error(&je.mgr);
   je.mgr.error_exit = jpeg_fail;
+  je.mgr.emit_message = jpeg_warning;
   if (setjmp(je.jump)) {
     std::strncpy(err, je.message, JMSG_LENGTH_MAX);
     jpeg_destroy_decompress(&cinfo);
