@@ -18,16 +18,21 @@ json layers_json(const std::vector<LayerAlgorithmReport>& rs) {
   return j;
 }
 
+// Layers an algorithm left as they were: [{layer, reason}].
+json skipped_json(const std::vector<std::pair<std::string, std::string>>& skipped) {
+  json out = json::array();
+  for (const auto& [layer, why] : skipped) out.push_back({{"layer", layer}, {"reason", why}});
+  return out;
+}
+
 json gptq_json(const GptqResult& g) {
   json layers = json::array();
   for (const auto& l : g.layers)
     layers.push_back({{"layer", l.layer}, {"error_nearest", l.error_nearest}, {"error_gptq", l.error_gptq}, {"rows", l.rows},
                       {"dead_inputs", l.dead_inputs}, {"seconds", l.seconds}});
-  json skipped = json::array();
-  for (const auto& [layer, why] : g.skipped) skipped.push_back({{"layer", layer}, {"reason", why}});
   return {{"metric", "relative layer-output proxy tr((W - Q) H (W - Q)^T) / tr(W H W^T), H = 2/n sum x x^T over the "
                      "calibration inputs; nearest: round to nearest on the observed qparams"},
-          {"layers", layers}, {"skipped", skipped}};
+          {"layers", layers}, {"skipped", skipped_json(g.skipped)}};
 }
 
 json awq_json(const AwqResult& r) {
@@ -35,11 +40,9 @@ json awq_json(const AwqResult& r) {
   for (const auto& g : r.groups)
     groups.push_back({{"input", g.input}, {"linears", g.linears}, {"ratio", g.ratio}, {"error_nearest", g.error_nearest},
                       {"error_awq", g.error_awq}, {"applied", g.applied}});
-  json skipped = json::array();
-  for (const auto& [layer, why] : r.skipped) skipped.push_back({{"layer", layer}, {"reason", why}});
   return {{"metric", "sum over a group's linears of the mean squared output error of nearest rounding on the "
                      "calibration inputs, without scaling and at the chosen ratio"},
-          {"groups", groups}, {"skipped", skipped}};
+          {"groups", groups}, {"skipped", skipped_json(r.skipped)}};
 }
 
 json algorithms_json(const PtqAlgorithmReports& a, const PtqAlgorithmsConfig& c) {
