@@ -64,8 +64,54 @@ check "output.report_html: false writes none" 0 "^none$" -- bash -c \
   "'$QFX' ptq --set calibration.num_samples=32 --set evaluation=null --set output.report_html=false --set output.dir='$tmp/nohtml' \
      >/dev/null 2>&1 && { [ -e '$tmp/nohtml/report.html' ] && echo written || echo none; }"
 
-# A transformer (Swin: hundreds of nodes, matmuls, LayerNorm, softmax): the page stays small.
 $PY -c "import numpy; numpy.save('$tmp/x32.npy', numpy.random.default_rng(3).normal(0, 1, (16, 3, 32, 32)).astype(numpy.float32))"
+# Lookup tables (ELU, Mish as a QLut) carry the SQNR of the value they write; a
+# report.json edited by hand is refused naming the entry; 3 million histogram bins and
+# a 300-character node name still make a small page with short labels.
+lut_sqnr() {  # every QLut / conv / gemm node in the page's panel data has an SQNR: "ok" and the QLut count
+  $PY - "$tmp/act/report.json" "$tmp/act/report.html" <<'EOF'
+import json, re, sys
+r = json.load(open(sys.argv[1])); h = open(sys.argv[2]).read()
+data = json.loads(re.search(r'id="qfx-data">(.*?)</script>', h).group(1).replace('<\\/', '</'))['kernels']
+luts = [k['node'] for k in r['kernels'] if k['op'] == 'QLut']
+missing = [k['node'] for k in r['kernels'] if k['op'] in ('QLut', 'QLinearConv', 'QGemm') and 'sqnr_fq' not in data[k['node']]]
+print('ok' if not missing else missing, len(luts))
+EOF
+}
+small_page() {  # the edited page: its size, the graph's label lengths, the histogram bars
+  $PY - "$tmp/edit/report.html" <<'EOF'
+import os, re, sys
+h = open(sys.argv[1]).read(); g = h[h.find('id="graph"'):h.find('id="panel"')]
+long = [t for t in re.findall(r'<text[^>]*>([^<]*)</text>', g) if len(t) > 28]
+bars, hists = len(re.findall('<rect class="hbar"', h)), len(re.findall('<svg class="hist"', h))
+size = os.path.getsize(sys.argv[1])
+print('ok' if size < 400000 and not long and bars <= 256 * hists and 'n' * 300 in h else (size, long[:3], bars))
+EOF
+}
+edit() {  # a copy of the act_net output with report.json changed by a python statement on r
+  rm -rf "$tmp/edit" && cp -r "$tmp/act" "$tmp/edit" &&
+    $PY -c "import json; r = json.load(open('$tmp/edit/report.json')); $1; json.dump(r, open('$tmp/edit/report.json', 'w'))"
+}
+check "qfx ptq on act_net (ELU, and Mish as one lookup table)" 0 "^ran$" -- bash -c \
+  "'$QFX' ptq --set model.path='$FIXTURES/act_net.pt2' --set 'model.input_shape=[-1, 3, 32, 32]' \
+     --set 'calibration.data={format: npy, images: $tmp/x32.npy}' --set calibration.num_samples=16 \
+     --set 'evaluation.data={format: npy, images: $tmp/x32.npy}' --set evaluation.metric=cosine --set evaluation.sqnr_samples=8 \
+     --set evaluation.reference_check=0 --set output.dir='$tmp/act' > '$tmp/act.log' 2>&1 && echo ran || tail -3 '$tmp/act.log'"
+check "... every node of the graph, lookup tables included, carries its per-layer SQNR" 0 "^ok 3$" -- lut_sqnr
+edit "r['calibration']['seconds'] = 'fast'"
+check "qfx report: a report.json entry of the wrong type is named (exit 6), the old report.html kept" 6 \
+  "report.json: calibration.seconds is a string; qfx writes a number there" -- \
+  bash -c "'$QFX' report '$tmp/edit'; rc=\$?; cmp -s '$tmp/edit/report.html' '$tmp/act/report.html' || echo changed; exit \$rc"
+edit "r['kernels'][2]['outputs'] = [7]"
+check "... inside a list of a list" 6 "report.json: kernels\[2\]\.outputs\[0\] is an integer; qfx writes a string there" -- "$QFX" report "$tmp/edit"
+edit "r['target_arithmetic'] = {'arithmetic': {'requantize': 'fast'}}"
+check "... a target arithmetic qfx does not know" 6 "target_arithmetic: .*requantize" -- "$QFX" report "$tmp/edit"
+edit "r['observers'][0]['hist']['counts'] = [1] * 3000000; r['kernels'][1]['node'] = 'n' * 300"
+check "qfx report: 3 million histogram bins and a 300-character node name: a page under 400 KB, graph labels of at most 28 characters" \
+  0 "^written$" -- bash -c "'$QFX' report '$tmp/edit' >/dev/null && echo written"
+check "... the page" 0 "^ok" -- small_page
+check "... rendered in headless Chromium" 0 "^ok$" -- render_check "$tmp/edit" edited
+# A transformer (Swin: hundreds of nodes, matmuls, LayerNorm, softmax): the page stays small.
 check "qfx ptq of the Swin fixture writes a report.html under 3 MB" 0 "^ok [0-9]+$" -- bash -c \
   "'$QFX' ptq --set model.path='$FIXTURES/swin_tiny.pt' --set 'model.input_shape=[-1, 3, 32, 32]' \
      --set 'calibration.data={format: npy, images: $tmp/x32.npy}' --set calibration.num_samples=16 --set calibration.batch_size=8 \

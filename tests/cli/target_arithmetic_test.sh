@@ -31,6 +31,10 @@ ok = (a['requantize'] == 'shift' and a['accumulator_bits'] == 24 and len(convs) 
       and len(adds) == 9 and all(x['mode'] == 'fixed_point' and x['multiplier_bits'] == 16 for x in adds)
       and t['images'] == 64 and len(t['layers_vs_float_requantization']) > 5 and 0 < t['top1_float_requantization'] <= 1)
 print('ok' if ok else 'bad', a, len(convs), len(adds))"
+check "example_accel: report.html names the target arithmetic in words, not as JSON" 0 "^ok" -- $PY -c "
+import re; h = open('$tmp/acc/report.html').read()
+row = re.search(r'<th>target arithmetic</th><td>([^<]*)</td>', h)
+print('ok' if row and row.group(1).startswith('requantize shift') and '{' not in row.group(1) else row and row.group(1))"
 check "example_accel: the ONNX file carries qfx.arithmetic" 0 "^ok" -- \
   bash -c "grep -c qfx.arithmetic '$tmp/acc/model_int8.onnx' >/dev/null && echo ok"
 # With labels but the cosine metric, no top-1 figure is printed or reported (only the

@@ -130,4 +130,32 @@ for f in sorted(os.listdir(os.path.join(out, "onnx"))):
             put("onnx_model", f, fh.read())
 with open(os.path.join(sys.argv[1], "small_cnn.onnx"), "rb") as fh:
     put("onnx_model", "legacy_small_cnn.onnx", fh.read())
+# --- onnx_external (the float ONNX reader on external data): [u32 model length]
+# [model.onnx][weights.bin], every initializer in weights.bin
+import tempfile
+for f in ["conv_relu_pool.onnx", "gap_flatten_gemm.onnx"]:
+    m = onnx.load(os.path.join(out, "onnx", f))
+    with tempfile.TemporaryDirectory() as d:
+        onnx.save_model(m, os.path.join(d, "model.onnx"), save_as_external_data=True, all_tensors_to_one_file=True,
+                        location="weights.bin", size_threshold=0)
+        with open(os.path.join(d, "model.onnx"), "rb") as fh:
+            mb = fh.read()
+        with open(os.path.join(d, "weights.bin"), "rb") as fh:
+            wb = fh.read()
+    put("onnx_external", f.replace(".onnx", ".bin"), struct.pack("<I", len(mb)) + mb + wb)
+
+# --- pt2 (the exported-program reader): the records of small torch.export.save
+# archives as [u8 name length][name][u32 length][content] (the zip's own bookkeeping
+# records and the sample inputs left out)
+import zipfile
+for f in ["act_net", "norm_net", "dynamic_batch", "gru_net"]:
+    z = zipfile.ZipFile(os.path.join(sys.argv[1], f + ".pt2"))
+    b = b""
+    for i in z.infolist():
+        name = i.filename.split("/", 1)[1]
+        if name in (".data/version", "byteorder", ".data/serialization_id") or name.startswith("data/sample_inputs"):
+            continue
+        data = z.read(i)
+        b += struct.pack("<B", len(name)) + name.encode() + struct.pack("<I", len(data)) + data
+    put("pt2", f + ".bin", b)
 print("corpus written to", out)

@@ -22,6 +22,7 @@ at::Tensor dequantize(const runtime::Tensor& t, const Encoding& e) {
 struct LayerErr {
   double signal = 0, noise_fq = 0, noise_int8 = 0;
   bool has_fq = false, has_int8 = false;
+  std::string value;  // the quantized tensor in the int8 model
 };
 
 // Which values each model computes for the per-tensor encodings of layers.
@@ -54,7 +55,7 @@ Watches watches(const LoweredModel& fp32, const runtime::Model& fq, const Int8Mo
 void to_rows(const std::map<std::string, LayerErr>& layers, PtqEvaluation* E) {
   E->layers.clear();
   for (const auto& [node, l] : layers)
-    if (l.has_fq) E->layers.push_back({node, sqnr_db(l.signal, l.noise_fq), sqnr_db(l.signal, l.noise_int8), l.has_int8});
+    if (l.has_fq) E->layers.push_back({node, sqnr_db(l.signal, l.noise_fq), sqnr_db(l.signal, l.noise_int8), l.has_int8, l.value});
   std::sort(E->layers.begin(), E->layers.end(), [](const LayerSqnr& a, const LayerSqnr& b) {
     return (a.has_int8 ? a.sqnr_db_int8 : a.sqnr_db_fakequant) < (b.has_int8 ? b.sqnr_db_int8 : b.sqnr_db_fakequant);
   });
@@ -75,6 +76,7 @@ void layer_sqnr_stage(const Job& job, const LoweredModel& fp32, const Int8Model&
       auto r = ref.find(e.node);
       if (r == ref.end()) return;
       LayerErr& l = layers[e.node];
+      l.value = name;
       (is_int8 ? l.noise_int8 : l.noise_fq) += (dequantize(t, e) - r->second).pow(2).sum().item<double>();
       (is_int8 ? l.has_int8 : l.has_fq) = true;
     };

@@ -115,6 +115,7 @@ json layer_sqnr_json(const PtqEvaluation& E) {
   for (const auto& l : E.layers) {
     json j = {{"node", l.node}, {"sqnr_db_fakequant", l.sqnr_db_fakequant}};
     if (l.has_int8) j["sqnr_db_int8"] = l.sqnr_db_int8;
+    if (!l.value.empty()) j["value"] = l.value;
     jl.push_back(j);
   }
   return {{"images", E.sqnr_images}, {"layers", jl}};

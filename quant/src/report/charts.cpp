@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "html.h"
+#include "report_check.h"
 
 namespace qfx::quant::report {
 
@@ -13,6 +14,14 @@ namespace {
 double value_or(const nlohmann::json& j, const char* key, double d) {
   return j.contains(key) && j[key].is_number() ? j[key].get<double>() : d;
 }
+
+// The `i`-th number of array `a`, or `d` for an absent or non-number item.
+double item_or(const nlohmann::json& a, size_t i, double d) { return i < a.size() && a[i].is_number() ? a[i].get<double>() : d; }
+
+// The most bars a histogram draws, and segments a weight-range chart draws: a
+// longer report.json (qfx writes 128 bins) is summed into this many, so the page
+// stays small whatever the file holds.
+constexpr size_t kMaxBins = 256, kMaxChannels = 512;
 
 const char* kPalette[] = {"#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#17becf"};
 
@@ -28,8 +37,8 @@ std::string sqnr_bars(const nlohmann::json& layers) {
   int y = 4;
   for (const auto& l : layers) {
     const std::string node = get<std::string>(l, "node", std::string("?"));
-    s += "<text x=\"" + std::to_string(label_w - 6) + "\" y=\"" + std::to_string(y + 12) + "\" text-anchor=\"end\">" + esc(node) +
-         "</text>";
+    s += "<text x=\"" + std::to_string(label_w - 6) + "\" y=\"" + std::to_string(y + 12) + "\" text-anchor=\"end\">" + esc(shorten(node, 36)) +
+         "<title>" + esc(node) + "</title></text>";
     const double fq = value_or(l, "sqnr_db_fakequant", 0);
     const bool has_q = l.contains("sqnr_db_int8");
     const double q = value_or(l, "sqnr_db_int8", 0);
@@ -54,8 +63,8 @@ std::string sqnr_bars(const nlohmann::json& layers) {
 std::string histogram_svg(const nlohmann::json& o) {
   const int W = 300, H = 110, pad = 4, plot_h = 80;
   double lo = value_or(o, "min", 0), hi = value_or(o, "max", 1);
-  const double clo = o.contains("clip") ? o["clip"][0].get<double>() : lo,
-               chi = o.contains("clip") ? o["clip"][1].get<double>() : hi;
+  const nlohmann::json clip = get<nlohmann::json>(o, "clip", nlohmann::json::array());
+  const double clo = item_or(clip, 0, lo), chi = item_or(clip, 1, hi);
   lo = std::min(lo, clo);
   hi = std::max(hi, chi);
   if (!(hi > lo)) hi = lo + 1;
@@ -64,13 +73,17 @@ std::string histogram_svg(const nlohmann::json& o) {
                   "\" xmlns=\"http://www.w3.org/2000/svg\">";
   if (o.contains("hist")) {
     const auto& h = o["hist"];
-    const double hlo = get<double>(h, "lo", 0.0), w = get<double>(h, "width", 0.0);
+    const nlohmann::json counts = get<nlohmann::json>(h, "counts", nlohmann::json::array());
+    const size_t group = (counts.size() + kMaxBins - 1) / kMaxBins;  // bins summed into one bar
+    std::vector<double> bars((counts.size() + std::max<size_t>(group, 1) - 1) / std::max<size_t>(group, 1), 0.0);
+    for (size_t j = 0; j < counts.size(); ++j) bars[j / group] += std::max(0.0, item_or(counts, j, 0.0));
+    const double hlo = get<double>(h, "lo", 0.0), w = get<double>(h, "width", 0.0) * static_cast<double>(std::max<size_t>(group, 1));
     double top = 0;
-    for (const auto& c : h["counts"]) top = std::max(top, c.get<double>());
+    for (double v : bars) top = std::max(top, v);
     // Square-root heights: the tails a clipping range cuts stay visible beside the peak.
     size_t i = 0;
-    for (const auto& c : h["counts"]) {
-      const double v = c.get<double>(), x0 = X(hlo + static_cast<double>(i) * w), x1 = X(hlo + static_cast<double>(i + 1) * w);
+    for (double v : bars) {
+      const double x0 = X(hlo + static_cast<double>(i) * w), x1 = X(hlo + static_cast<double>(i + 1) * w);
       const double bh = top > 0 ? std::sqrt(v / top) * plot_h : 0;
       if (v > 0)
         s += "<rect class=\"hbar\" x=\"" + num(x0, 5) + "\" y=\"" + num(pad + plot_h - bh, 5) + "\" width=\"" +
@@ -94,21 +107,31 @@ std::string histogram_svg(const nlohmann::json& o) {
 
 std::string weight_ranges_svg(const nlohmann::json& w) {
   const int W = 300, H = 100, pad = 4;
-  const auto& mn = w["min"];
-  const auto& mx = w["max"];
-  const size_t n = std::min(mn.size(), mx.size());
+  const nlohmann::json mn_all = get<nlohmann::json>(w, "min", nlohmann::json::array()),
+                       mx_all = get<nlohmann::json>(w, "max", nlohmann::json::array());
+  const size_t channels = std::min(mn_all.size(), mx_all.size()), group = std::max<size_t>(1, (channels + kMaxChannels - 1) / kMaxChannels);
+  std::vector<double> mn, mx;  // per segment: the channels' range, `group` channels each
+  for (size_t c = 0; c < channels; ++c) {
+    const double lo = item_or(mn_all, c, 0.0), hi = item_or(mx_all, c, 0.0);
+    if (c % group == 0) mn.push_back(lo), mx.push_back(hi);
+    mn.back() = std::min(mn.back(), lo);
+    mx.back() = std::max(mx.back(), hi);
+  }
+  const size_t n = mn.size();
   double a = 0;
-  for (size_t i = 0; i < n; ++i) a = std::max({a, std::fabs(mn[i].get<double>()), std::fabs(mx[i].get<double>())});
-  if (a <= 0) a = 1;
+  for (size_t i = 0; i < n; ++i) a = std::max({a, std::fabs(mn[i]), std::fabs(mx[i])});
+  if (!(a > 0) || !std::isfinite(a)) a = 1;
   auto Y = [&](double v) { return H / 2.0 - v / a * (H / 2.0 - pad); };
   std::string s = "<svg class=\"wrange\" width=\"" + std::to_string(W) + "\" height=\"" + std::to_string(H) +
                   "\" xmlns=\"http://www.w3.org/2000/svg\"><line class=\"axis\" x1=\"0\" x2=\"" + std::to_string(W) + "\" y1=\"" +
                   num(Y(0), 5) + "\" y2=\"" + num(Y(0), 5) + "\"/>";
   for (size_t i = 0; i < n; ++i) {
     const double x = pad + (n > 1 ? static_cast<double>(i) / static_cast<double>(n - 1) : 0.5) * (W - 2 * pad);
-    s += "<line class=\"wch\" x1=\"" + num(x, 5) + "\" x2=\"" + num(x, 5) + "\" y1=\"" + num(Y(mn[i].get<double>()), 5) +
-         "\" y2=\"" + num(Y(mx[i].get<double>()), 5) + "\"><title>channel " + std::to_string(i) + ": " +
-         num(mn[i].get<double>()) + " .. " + num(mx[i].get<double>()) + "</title></line>";
+    const std::string which = group == 1 ? "channel " + std::to_string(i)
+                                          : "channels " + std::to_string(i * group) + ".." +
+                                                std::to_string(std::min(channels, (i + 1) * group) - 1);
+    s += "<line class=\"wch\" x1=\"" + num(x, 5) + "\" x2=\"" + num(x, 5) + "\" y1=\"" + num(Y(mn[i]), 5) + "\" y2=\"" +
+         num(Y(mx[i]), 5) + "\"><title>" + which + ": " + num(mn[i]) + " .. " + num(mx[i]) + "</title></line>";
   }
   return s + "<text x=\"" + std::to_string(W - pad) + "\" y=\"12\" text-anchor=\"end\" class=\"small\">&#177;" + num(a) +
          "</text></svg>";

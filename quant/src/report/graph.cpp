@@ -16,6 +16,7 @@
 #include <sstream>
 
 #include "html.h"
+#include "report_check.h"
 
 extern char** environ;
 
@@ -50,12 +51,32 @@ std::string node_colour(const std::string& op, const std::string& impl, const st
   return "#d4a6c8";  // a plug-in's kernel
 }
 
+std::map<std::string, nlohmann::json> sqnr_by_node(const nlohmann::json& r) {
+  std::map<std::string, nlohmann::json> by_node, by_value, out;
+  const nlohmann::json p = get<nlohmann::json>(r, "per_layer_sqnr", nlohmann::json::object());
+  for (const auto& l : get<nlohmann::json>(p, "layers", nlohmann::json::array())) {
+    by_node.emplace(get<std::string>(l, "node", std::string("")), l);
+    if (const std::string v = get<std::string>(l, "value", std::string("")); !v.empty()) by_value.emplace(v, l);
+  }
+  for (const auto& k : get<nlohmann::json>(r, "kernels", nlohmann::json::array())) {
+    const std::string node = get<std::string>(k, "node", std::string(""));
+    if (auto it = by_node.find(node); it != by_node.end()) {
+      out.emplace(node, it->second);
+      continue;
+    }
+    for (const auto& o : get<nlohmann::json>(k, "outputs", nlohmann::json::array()))
+      if (auto it = by_value.find(o.is_string() ? o.get<std::string>() : ""); it != by_value.end()) {
+        out.emplace(node, it->second);
+        break;
+      }
+  }
+  return out;
+}
+
 std::string graph_dot(const nlohmann::json& r) {
   std::map<std::string, std::pair<double, double>> sqnr;  // node -> (fake-quant, int8 or NaN)
-  if (r.contains("per_layer_sqnr") && r["per_layer_sqnr"].contains("layers"))
-    for (const auto& l : r["per_layer_sqnr"]["layers"])
-      sqnr[get<std::string>(l, "node", std::string(""))] = {get<double>(l, "sqnr_db_fakequant", 0.0),
-                                                            get<double>(l, "sqnr_db_int8", std::nan(""))};
+  for (const auto& [node, l] : sqnr_by_node(r))
+    sqnr[node] = {get<double>(l, "sqnr_db_fakequant", 0.0), get<double>(l, "sqnr_db_int8", std::nan(""))};
   std::ostringstream d;
   d << "digraph qfx {\n  rankdir=TB; nodesep=0.25; ranksep=0.3;\n"
        "  node [shape=box, style=\"rounded,filled\", fontname=\"Helvetica\", fontsize=10, height=0.3];\n"
@@ -75,7 +96,7 @@ std::string graph_dot(const nlohmann::json& r) {
     const std::string node = get<std::string>(k, "node", std::string("?")), op = get<std::string>(k, "op", std::string("?")),
                       impl = get<std::string>(k, "impl", std::string("?")), dtype = get<std::string>(k, "dtype", std::string(""));
     std::string tip = node + "\n" + op + " on " + impl + " (" + (dtype.empty() ? "?" : dtype) + ")";
-    std::string label = op + "\n" + node;
+    std::string label = shorten(op, 24) + "\n" + shorten(node, 28);  // the whole name is in the tooltip
     if (auto it = sqnr.find(node); it != sqnr.end()) {
       tip += "\nSQNR fake-quant " + num(it->second.first) + " dB";
       if (!std::isnan(it->second.second)) tip += ", int8 " + num(it->second.second) + " dB";

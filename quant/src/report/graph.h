@@ -3,6 +3,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <map>
 #include <string>
 
 namespace qfx::quant::report {
@@ -12,6 +13,12 @@ namespace qfx::quant::report {
 /// by what it runs as and carrying its per-layer SQNR and declines as a tooltip;
 /// host post-processing ("host_postprocess") as a cluster below the outputs.
 std::string graph_dot(const nlohmann::json& report);
+
+/// Each deployed node's per-layer SQNR entry (report.json per_layer_sqnr.layers),
+/// by kernel node name: the layer of the same node, else the layer whose quantized
+/// "value" the node outputs (a lookup table is named after the first op of the
+/// region it replaces, its output after the last). Nodes without one are absent.
+std::map<std::string, nlohmann::json> sqnr_by_node(const nlohmann::json& report);
 
 /// The SVG that `dot -Tsvg` makes of `dot_text`; empty, with `why` set, when
 /// Graphviz is not on the PATH, fails, or takes over 60 s (it is then killed).

@@ -1,5 +1,6 @@
 // report.html: report.json drawn as one self-contained page.
 #include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -9,10 +10,12 @@
 #include "charts.h"
 #include "graph.h"
 #include "html.h"
+#include "report_check.h"
 #include "qfx/atomic_file.h"
 #include "qfx/error.h"
 #include "qfx/quant/evaluation_view.h"
 #include "qfx/quant/report.h"
+#include "qfx/runtime/arithmetic.h"
 
 namespace qfx::quant {
 
@@ -75,7 +78,12 @@ std::string card(const std::string& k, const std::string& v) {
   return "<div class=\"card\"><div class=\"v\">" + esc(v) + "</div><div class=\"k\">" + esc(k) + "</div></div>";
 }
 
-std::string pct(const json& j, const char* key) { return j.contains(key) ? num(100.0 * j[key].get<double>(), 4) + " %" : "-"; }
+std::string pct(const json& j, const char* key) {
+  return j.contains(key) && j[key].is_number() ? num(100.0 * j[key].get<double>(), 4) + " %" : "-";
+}
+
+// A number of `j`, or NaN (drawn as "nan") where it is absent or null.
+double number(const json& j, const char* key) { return report::get<double>(j, key, std::nan("")); }
 
 std::string row(const std::string& k, const std::string& v) { return "<tr><th>" + esc(k) + "</th><td>" + esc(v) + "</td></tr>"; }
 
@@ -99,7 +107,7 @@ std::string summary(const json& r) {
   const json view = evaluation_view_from_report(r);
   for (const auto& f : evaluation_fields())
     if (f.card && view.contains(f.key)) s += card(f.label, page_value(view, f.key));
-  if (r.contains("seconds")) s += card("whole run", num(r["seconds"].get<double>(), 3) + " s");
+  if (r.contains("seconds")) s += card("whole run", num(number(r, "seconds"), 3) + " s");
   return s + "</div></section>";
 }
 
@@ -113,13 +121,10 @@ json panel_data(const json& r) {
         {"impl", report::get<std::string>(k, "impl", std::string("?"))},
         {"dtype", report::get<std::string>(k, "dtype", std::string(""))},
         {"declined", report::get<nlohmann::json>(k, "declined", json::array())}};
-  if (r.contains("per_layer_sqnr"))
-    for (const auto& l : report::get<nlohmann::json>(r["per_layer_sqnr"], "layers", json::array())) {
-      const std::string n = report::get<std::string>(l, "node", std::string(""));
-      if (!ks.contains(n)) continue;
-      ks[n]["sqnr_fq"] = report::get<double>(l, "sqnr_db_fakequant", 0.0);
-      if (l.contains("sqnr_db_int8")) ks[n]["sqnr_int8"] = l["sqnr_db_int8"];
-    }
+  for (const auto& [n, l] : report::sqnr_by_node(r)) {
+    ks[n]["sqnr_fq"] = report::get<double>(l, "sqnr_db_fakequant", 0.0);
+    if (l.contains("sqnr_db_int8") && l["sqnr_db_int8"].is_number()) ks[n]["sqnr_int8"] = l["sqnr_db_int8"];
+  }
   for (const auto& o : report::get<nlohmann::json>(r, "observers", json::array())) {
     const std::string n = report::get<std::string>(o, "node", std::string(""));
     if (!ks.contains(n)) continue;
@@ -224,17 +229,15 @@ std::string training_section(const json& r) {
   report::Series loss{"loss (moving average)", {}}, acc{"training accuracy % (moving average)", {}}, fq{"fake-quant top-1 %", {}};
   for (const auto& p : c) {
     const double step = report::get<double>(p, "step", 0.0);
-    if (p.contains("loss")) loss.points.push_back({step, p["loss"].get<double>()});
-    if (p.contains("train_accuracy")) acc.points.push_back({step, 100.0 * p["train_accuracy"].get<double>()});
-    if (p.contains("top1_fakequant")) fq.points.push_back({step, 100.0 * p["top1_fakequant"].get<double>()});
+    if (const double v = number(p, "loss"); !std::isnan(v)) loss.points.push_back({step, v});
+    if (const double v = number(p, "train_accuracy"); !std::isnan(v)) acc.points.push_back({step, 100.0 * v});
+    if (const double v = number(p, "top1_fakequant"); !std::isnan(v)) fq.points.push_back({step, 100.0 * v});
   }
   std::vector<report::Series> accs = {acc, fq};
   const json e = report::get<nlohmann::json>(r, "evaluation", json::object());
   const double last = c.empty() ? 0.0 : report::get<double>(c.back(), "step", 0.0);
-  if (e.contains("top1_fp32"))
-    accs.push_back(
-        {"float top-1 %", {{0.0, 100.0 * e["top1_fp32"].get<double>()}, {last, 100.0 * e["top1_fp32"].get<double>()}}});
-  if (e.contains("top1_int8")) accs.push_back({"int8 top-1 % (deployed)", {{last, 100.0 * e["top1_int8"].get<double>()}}});
+  if (const double v = number(e, "top1_fp32"); !std::isnan(v)) accs.push_back({"float top-1 %", {{0.0, 100.0 * v}, {last, 100.0 * v}}});
+  if (const double v = number(e, "top1_int8"); !std::isnan(v)) accs.push_back({"int8 top-1 % (deployed)", {{last, 100.0 * v}}});
   accs.erase(std::remove_if(accs.begin(), accs.end(), [](const report::Series& x) { return x.points.empty(); }), accs.end());
   std::string s = "<section id=\"training\"><h2>Training</h2>";
   if (!loss.points.empty()) s += report::line_chart({loss}, "step", "loss");
@@ -266,11 +269,11 @@ std::string profile_section(const json& r) {
   return s + "</table></section>";
 }
 
-std::string run_section(const json& r) {
+std::string run_section(const json& r, const std::string& source) {
   std::string s = "<section id=\"run\"><h2>The run</h2><table>";
   s += row("model", report::get<std::string>(r, "model", std::string("?")));
   s += row("config", report::get<std::string>(r, "config", std::string("?")));
-  if (r.contains("seconds")) s += row("whole run", num(r["seconds"].get<double>(), 4) + " s");
+  if (r.contains("seconds")) s += row("whole run", num(number(r, "seconds"), 4) + " s");
   if (r.contains("calibration")) {
     const json& c = r["calibration"];
     s += row("calibration", std::to_string(report::get<int64_t>(c, "images", 0)) + " images in " +
@@ -285,7 +288,9 @@ std::string run_section(const json& r) {
       if (const std::string v = render_page_text(line, view); !v.empty()) s += row(line.label, v);
   if (r.contains("target_arithmetic")) {
     const json& t = r["target_arithmetic"];
-    s += row("target arithmetic", report::get<json>(t, "arithmetic", json::object()).dump());
+    s += row("target arithmetic",
+             runtime::Arithmetic::from_json(report::get<json>(t, "arithmetic", json::object()).dump(), source + ": target_arithmetic")
+                 .describe());
     if (t.contains("top1_float_requantization"))
       s += row("top-1 with ONNX's float requantization instead", pct(t, "top1_float_requantization"));
     for (const auto& l : report::get<json>(t, "layers_vs_float_requantization", json::array()))
@@ -317,7 +322,7 @@ std::string render(const json& r, const std::string& source) {
   return "<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>" + esc(title) + "</title><style>" + kStyle +
          "</style></head><body data-ready=\"0\"><header><h1>" + esc(title) + "</h1><div class=\"src\">" + esc(source) +
          "</div></header><main>" + summary(r) + graph_section(r) + sqnr_section(r) + activations_section(r) + weights_section(r) +
-         training_section(r) + profile_section(r) + run_section(r) + "</main><script type=\"application/json\" id=\"qfx-data\">" +
+         training_section(r) + profile_section(r) + run_section(r, source) + "</main><script type=\"application/json\" id=\"qfx-data\">" +
          data + "</script><script>" + kScript + "</script></body></html>\n";
 }
 
@@ -331,6 +336,7 @@ std::string render_report_html(const std::string& text, const std::string& sourc
     throw DataError(source + ": not a report.json (" + std::string(e.what()) + ")");
   }
   if (!r.is_object() || !r.contains("kernels")) throw DataError(source + ": not a report.json written by qfx ptq or qfx qat");
+  report::check_report_types(r, source);
   try {
     return render(r, source);
   } catch (const json::exception& e) {

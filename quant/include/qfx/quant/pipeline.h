@@ -35,6 +35,8 @@ struct LayerSqnr {
   double sqnr_db_fakequant = 0;    ///< Q/DQ simulated on the runtime, dB
   double sqnr_db_int8 = 0;         ///< the deployed int8 kernels, dB (valid if has_int8)
   bool has_int8 = false;           ///< false: the value is not an int8 tensor in the deployed model
+  std::string value;               ///< the quantized tensor's name in the int8 ONNX model (a lookup
+                                   ///< table's node is named after another fx node: match by this)
 };
 
 /// What `qfx ptq` measures on the evaluation data.
