@@ -16,7 +16,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   qfx::fuzz::write_input(data + 4 + n, size - 4 - n, "ext/weights.bin");
   try {
     qfx::fuzz::load_and_run_onnx_model(path);
-  } catch (const qfx::Error&) {
+  } catch (const qfx::Error& e) {
+    qfx::fuzz::verbose(e);
   }
   return 0;
 }

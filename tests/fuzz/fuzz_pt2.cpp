@@ -18,7 +18,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   }
   try {
     qfx::fuzz::load_and_run_pt2(path);
-  } catch (const qfx::Error&) {
+  } catch (const qfx::Error& e) {
+    qfx::fuzz::verbose(e);
   }
   return 0;
 }

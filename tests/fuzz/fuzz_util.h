@@ -9,6 +9,8 @@
 
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
+#include <exception>
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -29,6 +31,12 @@ inline std::string write_input(const uint8_t* data, size_t size, const std::stri
   std::ofstream(path, std::ios::binary | std::ios::trunc).write(reinterpret_cast<const char*>(data),
                                                                 static_cast<std::streamsize>(size));
   return path;
+}
+
+/// With QFX_FUZZ_VERBOSE set, prints the error an input ended in (to see what a seed
+/// or a finding reaches: `QFX_FUZZ_VERBOSE=1 fuzz_pt2 tests/fuzz/corpus/pt2/act_net.bin`).
+inline void verbose(const std::exception& e) {
+  if (std::getenv("QFX_FUZZ_VERBOSE")) std::fprintf(stderr, "qfx error: %s\n", e.what());
 }
 
 }  // namespace qfx::fuzz

@@ -2,7 +2,7 @@
 # Builds qfx's libFuzzer targets with clang, AddressSanitizer and UBSan, and runs
 # each for SECONDS (default 60) from its seed corpus in tests/fuzz/corpus/<target>/.
 #
-# Usage: tools/fuzz/run.sh [SECONDS] [TARGET...]     (targets: onnx npy idx image yaml onnx_model)
+# Usage: tools/fuzz/run.sh [SECONDS] [TARGET...]     (targets: onnx npy idx image yaml onnx_model onnx_external pt2)
 # Env:   BUILD (default build-fuzz), JOBS (targets run at once, default 1),
 #        SKIP_BUILD=1 (run the targets already built in BUILD).
 # Output: per target, the executions and the findings; a crashing input is kept
@@ -13,7 +13,7 @@ cd "$(dirname "$0")/../.."
 SECONDS_EACH="${1:-60}"
 shift || true
 TARGETS=("$@")
-[ ${#TARGETS[@]} -eq 0 ] && TARGETS=(onnx npy idx image yaml onnx_model)
+[ ${#TARGETS[@]} -eq 0 ] && TARGETS=(onnx npy idx image yaml onnx_model onnx_external pt2)
 BUILD="${BUILD:-build-fuzz}"
 JOBS="${JOBS:-1}"
 
