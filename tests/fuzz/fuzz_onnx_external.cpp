@@ -10,10 +10,9 @@
 #include "qfx/error.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  if (size < 4) return 0;
-  const size_t n = std::min<size_t>(size - 4, data[0] | data[1] << 8 | data[2] << 16 | static_cast<size_t>(data[3]) << 24);
-  const std::string path = qfx::fuzz::write_input(data + 4, n, "ext/model.onnx");
-  qfx::fuzz::write_input(data + 4 + n, size - 4 - n, "ext/weights.bin");
+  static const std::string dir = std::filesystem::path(qfx::fuzz::write_input(nullptr, 0, "ext/.keep")).parent_path().string();
+  const std::string path = qfx::fuzz::write_external_input(data, size, dir);
+  if (path.empty()) return 0;
   try {
     qfx::fuzz::load_and_run_onnx_model(path);
   } catch (const qfx::Error& e) {

@@ -5,7 +5,11 @@
 #include <ATen/ATen.h>
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 
 #include "../fuzz/onnx_model_harness.h"
 #include "graph_counts.h"
@@ -148,6 +152,27 @@ TEST(OnnxModelRegressions, FuzzFindingsFailCleanly) {
     } catch (const qfx::Error&) {
     }
   }
+  EXPECT_GE(files, 1);
+}
+
+// Inputs fuzz_onnx_external found (tests/fuzz/regressions/onnx_external: the model
+// and its weights.bin in one file, as the fuzz target takes them), likewise. The
+// first: a Conv whose input is an initializer, with asymmetric pads (the padded
+// constant was folded and the conv read a null node).
+TEST(OnnxModelRegressions, ExternalDataFuzzFindingsFailCleanly) {
+  int files = 0;
+  const std::string dir = (std::filesystem::temp_directory_path() / ("qfx_ext_" + std::to_string(::getpid()))).string();
+  for (const auto& e : std::filesystem::directory_iterator(std::string(QFX_SOURCE_DIR) + "/tests/fuzz/regressions/onnx_external")) {
+    ++files;
+    std::ifstream f(e.path(), std::ios::binary);
+    const std::string bytes((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+    try {
+      qfx::fuzz::load_and_run_onnx_model(
+          qfx::fuzz::write_external_input(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size(), dir));
+    } catch (const qfx::Error&) {
+    }
+  }
+  std::filesystem::remove_all(dir);
   EXPECT_GE(files, 1);
 }
 

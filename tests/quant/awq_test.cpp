@@ -15,6 +15,7 @@
 #include "qfx/error.h"
 #include "qfx/fx/tracer.h"
 #include "qfx/quant/fake_quantize.h"
+#include "qfx/quant/modules.h"
 #include "qfx/quant/passes.h"
 #include "qfx/quant/ptq_algorithms.h"
 
@@ -128,6 +129,7 @@ TEST(Awq, KeepsTheFloatFunctionAndMatchesThePapersSearch) {
   const at::Tensor before = float_output(*gm, x);
   AwqOptions o;
   o.num_samples = 24;  // the first 24 samples, in batches of 8
+  o.clip = false;      // clipping changes the float weights: WeightClippingMatchesTheSearchWrittenHere
   const AwqResult r = awq(*gm, batches_of(x, 8), o);
   EXPECT_TRUE(r.skipped.empty());
   ASSERT_EQ(r.groups.size(), 2u);
@@ -162,7 +164,9 @@ TEST(Awq, SkipsQuantizedInputsThatAreNotALayerNorm) {
   const at::Tensor x = at::randn({16, 4, 70});
   auto gm = prepared(net, /*weight_only=*/false);
   const at::Tensor before = float_output(*gm, x);
-  const AwqResult r = awq(*gm, batches_of(x, 8));
+  AwqOptions o;
+  o.clip = false;
+  const AwqResult r = awq(*gm, batches_of(x, 8), o);
   ASSERT_EQ(r.skipped.size(), 1u);
   EXPECT_EQ(r.skipped[0].first, "b");
   EXPECT_NE(r.skipped[0].second.find("is quantized"), std::string::npos) << r.skipped[0].second;
@@ -172,6 +176,59 @@ TEST(Awq, SkipsQuantizedInputsThatAreNotALayerNorm) {
   EXPECT_TRUE(at::allclose(float_output(*gm, x), before, 1e-4, 1e-5));
 }
 
+// The clipping search written from the authors' description: per output row and
+// block of 32 columns, max|w| of the scaled weight shrunk by 1 - i/20, i = 0..10,
+// the shrink with the least mean squared output error of the block on x / s kept,
+// the weight clamped to it.
+at::Tensor clip_blocks(const at::Tensor& w, const at::Tensor& x) {
+  at::Tensor out = w.clone();
+  for (int64_t c = 0; c < w.size(1); c += 32) {
+    const at::Tensor wb = w.slice(1, c, std::min<int64_t>(c + 32, w.size(1))), xb = x.slice(1, c, c + wb.size(1));
+    const at::Tensor ref = xb.matmul(wb.t()), amax = wb.abs().amax(1, true);
+    at::Tensor best = at::full({w.size(0)}, INFINITY), best_max = amax.clone();
+    for (int i = 0; i <= 10; ++i) {
+      const at::Tensor m = amax * (1.0 - i / 20.0);
+      const at::Tensor err = (xb.matmul(nearest_int4_blocks(at::clamp(wb, -m, m)).t()) - ref).pow(2).mean(0);
+      best_max = at::where((err < best).reshape({-1, 1}), m, best_max);
+      best = at::minimum(err, best);
+    }
+    out.slice(1, c, c + wb.size(1)).copy_(at::clamp(wb, -best_max, best_max));
+  }
+  return out;
+}
+
+// The norm group (a, c and the functional linear on p read ln's output, upstream of
+// every other change AWQ makes): each weight as the search written here clips it.
+TEST(Awq, WeightClippingMatchesTheSearchWrittenHere) {
+  torch::manual_seed(3);
+  NormNet net;
+  net->eval();
+  const at::Tensor x = at::randn({32, 4, 70});
+  const at::Tensor user_a = net->a->weight.detach().clone(), user_c = net->c->weight.detach().clone();
+  auto gm = prepared(net, /*weight_only=*/true);
+  AwqOptions o;
+  o.num_samples = 24;
+  const AwqResult r = awq(*gm, batches_of(x, 8), o);
+  const AwqGroup* norm = group_of(r, "a");
+  ASSERT_TRUE(norm);
+  ASSERT_GT(norm->ratio, 0);
+  at::NoGradGuard ng;
+  const at::Tensor h = net->ln->forward(x.slice(0, 0, 24)).reshape({-1, 70});
+  at::Tensor s = at::pow(h.abs().mean(0).clamp_min(1e-4), norm->ratio);
+  s = s / at::sqrt(s.max() * s.min());
+  double err = 0;
+  for (const auto& [name, user] : {std::pair<std::string, at::Tensor>{"a", user_a}, {"c", user_c}}) {
+    const at::Tensor want = clip_blocks(user * s, h / s);
+    const at::Tensor got = std::dynamic_pointer_cast<FusedConvLinear>(gm->get_submodule(name))->weight().detach();
+    EXPECT_TRUE(at::allclose(got, want, 1e-5, 1e-6)) << name << ": " << (got - want).abs().max().item<double>();
+    EXPECT_FALSE(at::allclose(got, user * s)) << name << ": some blocks are clipped";
+    err += (h / s).matmul((nearest_int4_blocks(want) - user * s).t()).pow(2).mean().item<double>();
+  }
+  EXPECT_LT(norm->error_clip, norm->error_awq) << "clipping lowers the output error here";
+  EXPECT_GT(norm->error_clip, err) << "a and c's share, and p's";
+  EXPECT_TRUE(at::equal(net->a->weight, user_a)) << "the user's linear keeps its weight";
+}
+
 TEST(Awq, RefusesABadGridAndNoData) {
   NormNet net;
   auto gm = prepared(net, true);
@@ -179,6 +236,9 @@ TEST(Awq, RefusesABadGridAndNoData) {
   o.grid = 0;
   EXPECT_THROW(awq(*gm, batches_of(at::randn({4, 4, 70}), 2), o), ArgumentError);
   EXPECT_THROW(awq(*gm, batches_of(at::randn({0, 4, 70}), 2)), ArgumentError);
+  o.grid = 20;
+  o.max_shrink = 1.5;
+  EXPECT_THROW(awq(*gm, batches_of(at::randn({4, 4, 70}), 2), o), ArgumentError);
 }
 
 }  // namespace

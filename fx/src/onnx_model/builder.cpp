@@ -473,7 +473,8 @@ std::vector<int64_t> symmetric_pads(Builder& b, Node** x, const std::vector<int6
     torch_pad.push_back(pads[i]);
     torch_pad.push_back(pads[i + d]);
   }
-  *x = b.call("aten::constant_pad_nd", {Argument(*x), Argument(c10::IValue(torch_pad)), Argument(c10::IValue(pad_value))}).node;
+  // node_of: a constant input (an initializer read as the tensor) is padded at load, and the result is a constant
+  *x = b.node_of(b.call("aten::constant_pad_nd", {Argument(*x), Argument(c10::IValue(torch_pad)), Argument(c10::IValue(pad_value))}));
   return std::vector<int64_t>(d, 0);
 }
 

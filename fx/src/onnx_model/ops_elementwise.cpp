@@ -78,7 +78,7 @@ bool shape_arith(Builder& b, char op) {
       const int64_t r = op == '+' ? p + q : op == '-' ? p - q : op == '*' ? p * q : !q ? 0 : op == '/' ? p / q : ((p % q) + q) % q;
       out.emplace_back(c10::IValue(r));
     } else {
-      out.emplace_back(b.call(ops.at(op), {x, y}).node);
+      out.emplace_back(b.node_of(b.call(ops.at(op), {x, y})));
     }
   }
   const bool scalar = (b.in(0).sym_scalar || (b.in(0).constant.defined() && b.in(0).constant.dim() == 0)) &&
@@ -138,8 +138,8 @@ void hard_sigmoid(Builder& b) {
   if (read_unary(b, row("HardSigmoid"))) return;
   const double alpha = attr_f(b.node(), "alpha", 0.2f), beta = attr_f(b.node(), "beta", 0.5f);
   Node* x = b.tensor(0);
-  Node* y = b.call("aten::mul.Scalar", {Argument(x), Argument(c10::IValue(alpha))}).node;
-  y = b.call("aten::add.Scalar", {Argument(y), Argument(c10::IValue(beta))}).node;
+  Node* y = b.node_of(b.call("aten::mul.Scalar", {Argument(x), Argument(c10::IValue(alpha))}));  // constants fold
+  y = b.node_of(b.call("aten::add.Scalar", {Argument(y), Argument(c10::IValue(beta))}));
   b.bind(0, b.call("aten::hardtanh", {Argument(y), Argument(c10::IValue(0.0)), Argument(c10::IValue(1.0))}));
 }
 

@@ -95,13 +95,13 @@ void gemm(Builder& b) {
   const bool const_w = b.in(1).constant.defined() && (!b.has_input(2) || b.in(2).constant.defined());
   if (!const_w || !b.rebuild_modules()) {
     Node* bm = b.tensor(1);
-    if (!attr_i(b.node(), "transB", 0)) bm = b.call("aten::t", {Argument(bm)}).node;  // linear takes [N, K]
+    if (!attr_i(b.node(), "transB", 0)) bm = b.node_of(b.call("aten::t", {Argument(bm)}));  // linear takes [N, K]
     Value y = b.call("aten::linear", {Argument(b.tensor(0)), Argument(bm), Argument()});
-    if (alpha != 1.f) y = b.call("aten::mul.Scalar", {Argument(y.node), Argument(c10::IValue(static_cast<double>(alpha)))});
+    if (alpha != 1.f) y = b.call("aten::mul.Scalar", {Argument(b.node_of(y)), Argument(c10::IValue(static_cast<double>(alpha)))});
     if (b.has_input(2)) {
       Node* c = b.tensor(2);
-      if (beta != 1.f) c = b.call("aten::mul.Scalar", {Argument(c), Argument(c10::IValue(static_cast<double>(beta)))}).node;
-      y = b.call("aten::add.Tensor", {Argument(y.node), Argument(c)});
+      if (beta != 1.f) c = b.node_of(b.call("aten::mul.Scalar", {Argument(c), Argument(c10::IValue(static_cast<double>(beta)))}));
+      y = b.call("aten::add.Tensor", {Argument(b.node_of(y)), Argument(c)});
     }
     b.bind(0, y);
     return;

@@ -30,15 +30,17 @@ struct Linear {
   at::Tensor weight(fx::GraphModule& gm) const {
     return module ? module->weight().detach() : gm.get_attr(weight_attr->target()).detach();
   }
-  // W diag(s), on a copy: the user's model keeps its parameters.
-  void scale_columns(fx::GraphModule& gm, const at::Tensor& s) const {
+  // A new weight, on a copy: the user's model keeps its parameters.
+  void set_weight(fx::GraphModule& gm, const at::Tensor& w) const {
     if (module) {
       module->unshare_parameters();
-      module->weight().detach().mul_(s.reshape({1, -1}));
+      module->weight().detach().copy_(w);
       return;
     }
-    detail::set_attr_copy(gm, weight_attr, weight(gm) * s.reshape({1, -1}), "_awq");
+    detail::set_attr_copy(gm, weight_attr, w, "_awq");
   }
+  // W diag(s).
+  void scale_columns(fx::GraphModule& gm, const at::Tensor& s) const { set_weight(gm, weight(gm) * s.reshape({1, -1})); }
 };
 
 // Linears reading one value `x`, directly or through their activation FakeQuantize.
@@ -173,10 +175,60 @@ std::string apply(fx::GraphModule& gm, const Group& g, const at::Tensor& s) {
   return fold ? "layer_norm" : "mul";
 }
 
+// The column ranges the clipping search treats on their own: the weight's blocks, or
+// whole rows for per-channel weights; none for per-tensor weights.
+std::vector<std::pair<int64_t, int64_t>> clip_blocks(const QuantSpec& spec, int64_t columns) {
+  std::vector<std::pair<int64_t, int64_t>> out;
+  if (spec.block_size > 0)
+    for (int64_t c = 0; c < columns; c += spec.block_size) out.emplace_back(c, std::min(columns, c + spec.block_size));
+  else if (spec.per_channel)
+    out.emplace_back(0, columns);
+  return out;
+}
+
+// The clipping search of one linear on its (scaled) input x [T, K]: per output row
+// and block, max|w| shrunk to the ratio whose nearest rounding gives the least
+// output error; the weight clamped to it. Returns the linear's output error after.
+double clip_weight(fx::GraphModule& gm, const Linear& l, const at::Tensor& x, const AwqOptions& o) {
+  const at::Tensor w = l.weight(gm).to(at::kFloat);
+  QuantSpec rows = l.spec;  // each [rows, block] slice quantized per row: one block per row
+  rows.per_channel = true;
+  rows.ch_axis = 0;
+  rows.block_size = 0;
+  const auto blocks = clip_blocks(l.spec, w.size(1));
+  at::Tensor clipped = w.clone();
+  const int64_t steps = static_cast<int64_t>(std::floor(o.max_shrink * static_cast<double>(o.grid) + 1e-9));
+  for (const auto& [c0, c1] : blocks) {
+    const at::Tensor wb = w.slice(1, c0, c1), xb = x.slice(1, c0, c1);
+    const at::Tensor ref = xb.matmul(wb.t());
+    const at::Tensor amax = wb.abs().amax(1, true);
+    at::Tensor best_err = at::full({w.size(0)}, std::numeric_limits<float>::infinity()), best_max = amax.clone();
+    for (int64_t i = 0; i <= steps; ++i) {
+      const at::Tensor m = amax * (1.0 - static_cast<double>(i) / static_cast<double>(o.grid));
+      const at::Tensor err = (xb.matmul(nearest(at::clamp(wb, -m, m), rows).t()) - ref).pow(2).mean(0);
+      const at::Tensor better = err < best_err;
+      best_err = at::where(better, err, best_err);
+      best_max = at::where(better.reshape({-1, 1}), m, best_max);
+    }
+    clipped.slice(1, c0, c1).copy_(at::clamp(wb, -best_max, best_max));
+  }
+  if (!blocks.empty()) l.set_weight(gm, clipped.to(l.weight(gm).scalar_type()));
+  return x.matmul((nearest(clipped, l.spec) - w).t()).pow(2).mean().item<double>();
+}
+
+// At most `n` rows of x, evenly spaced.
+at::Tensor some_rows(const at::Tensor& x, int64_t n) {
+  if (x.size(0) <= n) return x;
+  return x.index_select(0, at::linspace(0, static_cast<double>(x.size(0) - 1), n).round().to(at::kLong));
+}
+
 }  // namespace
 
 AwqResult awq(fx::GraphModule& gm, const NextBatch& data, const AwqOptions& o) {
   if (o.grid < 1) throw ArgumentError("awq: grid must be at least 1, got " + std::to_string(o.grid));
+  if (!(o.max_shrink >= 0 && o.max_shrink <= 1))
+    throw ArgumentError("awq: max_shrink must be in [0, 1], got " + std::to_string(o.max_shrink));
+  if (o.clip_tokens < 1) throw ArgumentError("awq: clip_tokens must be at least 1, got " + std::to_string(o.clip_tokens));
   const auto samples = detail::take_samples(data, o.num_samples);
   if (samples.empty()) throw ArgumentError("awq: no calibration data");
   AwqResult result;
@@ -196,13 +248,24 @@ AwqResult awq(fx::GraphModule& gm, const NextBatch& data, const AwqOptions& o) {
       const double e = output_error(gm, g, rows, scales_for(mean_abs, r));
       if (e < rep.error_awq) rep.error_awq = e, rep.ratio = r;
     }
-    if (rep.ratio > 0) rep.applied = apply(gm, g, scales_for(mean_abs, rep.ratio));
-    if (rep.ratio > 0 && rep.applied.empty()) {
+    const at::Tensor s = scales_for(mean_abs, rep.ratio);
+    if (rep.ratio > 0) rep.applied = apply(gm, g, s);
+    const bool unscaled = rep.ratio > 0 && rep.applied.empty();
+    if (unscaled) {
       for (const Linear& l : g.linears)
-        result.skipped.emplace_back(l.path, "its input " + rep.input + " is quantized and not a LayerNorm only these linears read");
-    } else {
-      result.groups.push_back(rep);
+        result.skipped.emplace_back(l.path, "not scaled: its input " + rep.input +
+                                                " is quantized and not a LayerNorm only these linears read" +
+                                                (o.clip ? " (its weights are clipped)" : ""));
+      rep.ratio = 0;  // the linears keep their weights: the clipping search still runs
+      rep.error_awq = rep.error_nearest;
     }
+    rep.error_clip = rep.error_awq;
+    if (o.clip) {
+      const at::Tensor xs = some_rows(rows, o.clip_tokens) / (rep.ratio > 0 ? s : at::ones_like(s)).reshape({1, -1});
+      rep.error_clip = 0;
+      for (const Linear& l : g.linears) rep.error_clip += clip_weight(gm, l, xs, o);
+    }
+    if (!unscaled || o.clip) result.groups.push_back(rep);
     if (o.progress) o.progress(rep.input, static_cast<int64_t>(gi) + 1, static_cast<int64_t>(groups.size()));
   }
   set_quant_state(gm, QuantState::kCalibration);

@@ -47,16 +47,17 @@ void awq_stage(const Job& job, fx::GraphModule& gm, Dataset& cal, PtqAlgorithmRe
   AwqOptions o = job.cfg.ptq.awq_options;
   o.progress = [&](const std::string& input, int64_t done, int64_t total) { progress(job.hooks, "awq (groups)", done, total, input); };
   alg->awq = awq(gm, batches(cal, job.cfg.calibration.batch_size), o);
-  double before = 0, after = 0;
+  double before = 0, after = 0, clipped = 0;
   int scaled = 0;
   for (const AwqGroup& g : alg->awq.groups) {
     before += g.error_nearest;
     after += g.error_awq;
+    clipped += g.error_clip;
     scaled += g.ratio > 0;
   }
   info(job.hooks, "AWQ: " + std::to_string(scaled) + " of " + std::to_string(alg->awq.groups.size()) +
                       " Linear groups scaled; output error of nearest rounding " + std::to_string(before) + " -> " +
-                      std::to_string(after));
+                      std::to_string(after) + (o.clip ? " scaled -> " + std::to_string(clipped) + " clipped" : ""));
   for (const auto& [layer, why] : alg->awq.skipped) info(job.hooks, "warning: AWQ skipped " + layer + ": " + why);
 }
 

@@ -39,9 +39,9 @@ json awq_json(const AwqResult& r) {
   json groups = json::array();
   for (const auto& g : r.groups)
     groups.push_back({{"input", g.input}, {"linears", g.linears}, {"ratio", g.ratio}, {"error_nearest", g.error_nearest},
-                      {"error_awq", g.error_awq}, {"applied", g.applied}});
+                      {"error_awq", g.error_awq}, {"error_clip", g.error_clip}, {"applied", g.applied}});
   return {{"metric", "sum over a group's linears of the mean squared output error of nearest rounding on the "
-                     "calibration inputs, without scaling and at the chosen ratio"},
+                     "calibration inputs, without scaling, at the chosen ratio, and after the clipping search"},
           {"groups", groups}, {"skipped", skipped_json(r.skipped)}};
 }
 

@@ -86,7 +86,7 @@ struct PtqAlgorithmsConfig {
   double smoothquant_alpha = 0.5;         ///< ptq.smoothquant: {alpha, num_samples}
   int64_t smoothquant_samples = 256;
   bool awq = false;                       ///< after prepare (and SmoothQuant), before calibration
-  AwqOptions awq_options;                 ///< ptq.awq: {grid, num_samples}
+  AwqOptions awq_options;                 ///< ptq.awq: {grid, num_samples, clip, max_shrink, clip_tokens}
   /// ptq.range_search: {candidates, num_samples}: right after calibration, the
   /// activation range algorithm with the best output SQNR (quant::range_search).
   bool range_search = false;

@@ -75,6 +75,14 @@ std::vector<SmoothedNorm> smooth_quant(fx::GraphModule& gm, const NextBatch& dat
 struct AwqOptions {
   int64_t grid = 20;          ///< ratios searched: 0, 1/grid, ..., (grid-1)/grid (the paper's 20)
   int64_t num_samples = 128;  ///< calibration samples (every row of a layer's input is a token)
+  /// The weight-clipping search after the scales: per output row and weight block
+  /// (per row for per-channel weights; not done for per-tensor ones), the largest
+  /// |w| is shrunk by 1 - i/grid, i = 0 .. grid·max_shrink, to the value whose
+  /// nearest rounding gives the least output error on at most `clip_tokens` input
+  /// rows, and the weight is clamped to it.
+  bool clip = true;
+  double max_shrink = 0.5;      ///< the most the clipping search shrinks a block's range (0 .. 1)
+  int64_t clip_tokens = 512;    ///< input rows the clipping search uses (evenly spaced)
   /// Called after each group: (input node, groups done, groups total).
   std::function<void(const std::string&, int64_t, int64_t)> progress;
 };
@@ -87,6 +95,8 @@ struct AwqGroup {
   /// sum over the linears of the mean squared output error of the weights' nearest
   /// rounding on the captured inputs, without scaling (r = 0) and at the chosen r.
   double error_nearest = 0, error_awq = 0;
+  /// The same error after the clipping search (equal to error_awq without it).
+  double error_clip = 0;
   /// How 1/s reaches the input: "layer_norm" (folded into the norm's weight and bias)
   /// or "mul" (an aten::mul by a constant before the linears; float activations only).
   std::string applied;
@@ -98,9 +108,9 @@ struct AwqResult {
   std::vector<std::pair<std::string, std::string>> skipped;  ///< (module path, reason)
 };
 
-/// AWQ's activation-aware scale search (Lin et al. 2024, "AWQ: Activation-aware
-/// Weight Quantization for LLM Compression and Acceleration", section 3.2; the
-/// weight-clipping search is not done). Linear layers with a quantized weight
+/// AWQ's activation-aware scale search and weight clipping (Lin et al. 2024, "AWQ:
+/// Activation-aware Weight Quantization for LLM Compression and Acceleration",
+/// section 3.2, as the authors' code searches both). Linear layers with a quantized weight
 /// (FusedConvLinear modules, and functional aten::linear calls whose weight is a
 /// get_attr no other node reads, e.g. MultiheadAttention's projections) reading the
 /// same value x form a group; over `num_samples`
@@ -113,7 +123,10 @@ struct AwqResult {
 /// function is unchanged: W diag(s) with 1/s folded into a LayerNorm read only by
 /// the group, else, where the linears' inputs are not quantized (weight-only
 /// configs), an aten::mul by 1/s inserted before them; otherwise the group is
-/// skipped (reported). Run between prepare_fx and calibration; the user's model
+/// skipped (reported). Then, with `clip`, each linear's (scaled) weight is clamped
+/// per output row and block to the range that minimises the block's output error
+/// on x diag(s)^-1 (AwqOptions::clip): the weight observers calibrate the clamped
+/// weights. Run between prepare_fx and calibration; the user's model
 /// keeps its parameters. Leaves the model in the calibration state. Throws
 /// ArgumentError for grid < 1 or no data.
 AwqResult awq(fx::GraphModule& gm, const NextBatch& data, const AwqOptions& options = {});

@@ -61,6 +61,10 @@ const KeyTable& awq_keys() {
   static const KeyTable t{"ptq.awq", {
       {"grid", KeyType::kInt, {}, at_least(1), "20", "ratios searched: 0, 1/grid, ..., (grid-1)/grid"},
       {"num_samples", KeyType::kInt, {}, at_least(1), "128", "calibration samples the search runs on"},
+      {"clip", KeyType::kBool, {}, {}, "true", "the weight-clipping search after the scales"},
+      {"max_shrink", KeyType::kNumber, {}, {0, 1, false, false, "must be in [0, 1]"}, "0.5",
+       "the most the clipping search shrinks a block's range"},
+      {"clip_tokens", KeyType::kInt, {}, at_least(1), "512", "input rows the clipping search uses"},
   }};
   return t;
 }
@@ -139,6 +143,9 @@ void read_ptq(const SectionReader& p, JobConfig* c) {
   read_switch(p, "awq", &a.awq, awq_keys(), [&](const SectionReader& s) {
     s.read("grid", &a.awq_options.grid);
     s.read("num_samples", &a.awq_options.num_samples);
+    s.read("clip", &a.awq_options.clip);
+    s.read("max_shrink", &a.awq_options.max_shrink);
+    s.read("clip_tokens", &a.awq_options.clip_tokens);
   });
   read_switch(p, "range_search", &a.range_search, range_search_keys(),
               [&](const SectionReader& s) { read_range_search_options(s, &a.range_search_options); });
