@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "ir.h"
+#include "matmul_nbits.h"
 #include "onnx_tensor.h"
 #include "qfx/error.h"
 #include "qfx/runtime/model.h"
@@ -161,7 +162,8 @@ Graph load_onnx_bytes(const std::string& bytes, const std::string& path) {
     // types (ONNX Runtime's contrib ops; standard ONNX has int16 from opset 21):
     // qfx writes them for int16 activations and runs them as the standard ops.
     const bool ms_qdq = np.domain() == kMicrosoftDomain && (np.op_type() == "QuantizeLinear" || np.op_type() == "DequantizeLinear");
-    if (!np.domain().empty() && np.domain() != "ai.onnx" && !ms_qdq)
+    const bool ms_nbits = np.domain() == kMicrosoftDomain && np.op_type() == "MatMulNBits";
+    if (!np.domain().empty() && np.domain() != "ai.onnx" && !ms_qdq && !ms_nbits)
       throw UnsupportedOpError(path + ": node '" + np.name() + "' (" + np.domain() + "::" + np.op_type() +
                                ") is from a custom domain qfx does not run");
     Node n;
@@ -184,6 +186,10 @@ Graph load_onnx_bytes(const std::string& bytes, const std::string& path) {
         default: continue;  // graphs, sparse tensors: not used by supported ops
       }
       n.attrs[ap.name()] = std::move(a);
+    }
+    if (ms_nbits) {
+      lower_matmul_nbits(n, g, path);
+      continue;
     }
     g.nodes.push_back(std::move(n));
   }

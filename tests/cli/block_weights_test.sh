@@ -54,6 +54,72 @@ cos = np.mean((y * ref).sum(1) / np.linalg.norm(y, axis=1) / np.linalg.norm(ref,
 import os
 size = os.path.getsize('$tmp/w4/model_int8.onnx') / os.path.getsize('$FIXTURES/minilm.onnx.data')
 print('ok' if err < 1e-5 and cos > 0.96 and size < 0.3 else 'bad', 'rel max diff', err, 'cosine vs fp32', cos, 'size vs fp32', size)"
+# The same job with output.block_weight_format: matmul_nbits: ONNX Runtime's contrib op,
+# holding exactly the DequantizeLinear model's codes and scales; ONNX Runtime and qfx run it.
+check "output.block_weight_format: matmul_nbits" 0 "24 MatMuls written as com.microsoft MatMulNBits" -- \
+  "$QFX" ptq "$cfg" --set calibration.num_samples=16 --set evaluation.num_samples=64 --set evaluation.reference_check=8 \
+  --set output.block_weight_format=matmul_nbits --set output.dir="$tmp/nbits"
+check "qfx run on the MatMulNBits model" 0 "" -- "$QFX" run "$tmp/nbits/model_int8.onnx" -i "$tmp/x.npy" -o "$tmp/qfx_nbits.npy"
+check "MatMulNBits: the DequantizeLinear model's codes and scales, packed; ONNX Runtime and qfx agree with the QDQ model" 0 "^ok" -- $PY -c "
+import numpy as np, onnx, onnxruntime as ort
+from onnx import numpy_helper as nh
+q, m = onnx.load('$tmp/w4/model_int8.onnx'), onnx.load('$tmp/nbits/model_int8.onnx')
+qi, mi = {t.name: t for t in q.graph.initializer}, {t.name: t for t in m.graph.initializer}
+nb = [n for n in m.graph.node if n.op_type == 'MatMulNBits']
+assert len(nb) == 24 and not [n for n in m.graph.node if n.op_type == 'DequantizeLinear'], len(nb)
+assert any(o.domain == 'com.microsoft' for o in m.opset_import)
+dq = {n.output[0]: n for n in q.graph.node if n.op_type == 'DequantizeLinear'}
+mm = {n.name: n for n in q.graph.node if n.op_type == 'MatMul'}
+for n in nb:
+    a = {x.name: x.i for x in n.attribute}
+    d = dq[mm[n.name].input[1]]
+    codes, scale = nh.to_array(qi[d.input[0]]).astype(np.int32), nh.to_array(qi[d.input[1]])   # [K, N], [K/32, N]
+    K, N = codes.shape
+    assert (a['K'], a['N'], a['bits'], a['block_size'], a['accuracy_level']) == (K, N, 4, 32, 1), a
+    B = nh.to_array(mi[n.input[1]])                        # [N, K/32, 16] bytes, low nibble first
+    u = np.stack([B & 15, B >> 4], -1).reshape(N, -1)[:, :K].astype(np.int32)
+    assert np.array_equal(u - 8, codes.T), n.name       # zero point 8: the op's default, no input
+    assert np.array_equal(nh.to_array(mi[n.input[2]]), scale.T) and len(n.input) == 3
+x = np.load('$tmp/x.npy')
+def run(p):
+    so = ort.SessionOptions()
+    so.add_session_config_entry('session.qdq_matmulnbits_accuracy_level', '0')
+    s = ort.InferenceSession(p, so, providers=['CPUExecutionProvider'])
+    return s.run(None, {s.get_inputs()[0].name: x})[0]
+y, yq, mine = run('$tmp/nbits/model_int8.onnx'), run('$tmp/w4/model_int8.onnx'), np.load('$tmp/qfx_nbits.npy')
+e1, e2 = np.abs(y - yq).max() / np.abs(yq).max(), np.abs(mine - yq).max() / np.abs(yq).max()
+print('ok' if e1 < 1e-5 and e2 < 1e-5 else 'bad', 'ORT MatMulNBits vs QDQ', e1, 'qfx vs ORT QDQ', e2)"
+# MatMulNBits as ONNX Runtime's own quantizer writes it (2, 4 and 8 bits, with and
+# without zero points, K = 100: a short last block, a bias Add after): qfx's runtime
+# equals ONNX Runtime on each.
+$PY - "$tmp" <<'EOF'
+import copy, sys, numpy as np, onnx
+from onnx import helper, TensorProto, numpy_helper as nh
+from onnxruntime.quantization.matmul_nbits_quantizer import MatMulNBitsQuantizer, DefaultWeightOnlyQuantConfig
+rng = np.random.default_rng(0)
+W, b = rng.normal(0, 1, (100, 40)).astype(np.float32), rng.normal(0, 1, 40).astype(np.float32)
+g = helper.make_graph([helper.make_node('MatMul', ['x', 'W'], ['m']), helper.make_node('Add', ['m', 'b'], ['y'])], 'g',
+                      [helper.make_tensor_value_info('x', TensorProto.FLOAT, [None, 100])],
+                      [helper.make_tensor_value_info('y', TensorProto.FLOAT, None)], [nh.from_array(W, 'W'), nh.from_array(b, 'b')])
+m = helper.make_model(g, opset_imports=[helper.make_opsetid('', 17)]); m.ir_version = 8
+for bits in (2, 4, 8):
+    for sym in (False, True):
+        q = MatMulNBitsQuantizer(copy.deepcopy(m), algo_config=DefaultWeightOnlyQuantConfig(
+            block_size=32, is_symmetric=sym, bits=bits, accuracy_level=0))
+        q.process()
+        onnx.save(q.model.model, f'{sys.argv[1]}/ort_nbits_{bits}_{"sym" if sym else "asym"}.onnx')
+np.save(f'{sys.argv[1]}/xn.npy', rng.normal(0, 1, (8, 100)).astype(np.float32))
+EOF
+nbits_vs_ort() {  # model: qfx run against ONNX Runtime, relative max difference
+  "$QFX" run "$1" -i "$tmp/xn.npy" -o "$1.npy" >/dev/null || return 1
+  $PY -c "
+import numpy as np, onnxruntime as ort
+s = ort.InferenceSession('$1', providers=['CPUExecutionProvider']); y = s.run(None, {'x': np.load('$tmp/xn.npy')})[0]
+e = np.abs(np.load('$1.npy') - y).max() / np.abs(y).max(); print('ok' if e < 1e-5 else 'bad', e)"
+}
+for f in "$tmp"/ort_nbits_*.onnx; do
+  check "qfx run on ONNX Runtime's MatMulNBits ($(basename "$f" .onnx)) equals ONNX Runtime" 0 "^ok" -- nbits_vs_ort "$f"
+done
 check "per_block without block_size: config error naming the key" 3 "granularity per_block needs block_size" -- \
   "$QFX" ptq "$cfg" --set "qconfig.module_type.linear.weight={granularity: per_block, bits: 4}" --set output.dir="$tmp/bad"
 check "block-wise activations refused" 3 "per_block granularity is for weights" -- \

@@ -4,6 +4,7 @@
 #include <nlohmann/json.hpp>
 
 #include "exporter.h"
+#include "matmul_nbits.h"
 #include "qfx/atomic_file.h"
 #include "qfx/error.h"
 #include "qfx/quant/fake_quantize.h"
@@ -37,7 +38,13 @@ std::string export_graph(fx::GraphModule& gm, ExportOptions options, ExportResul
   if (!options.float_model && has_block_weights(gm)) options.opset = std::max(options.opset, 21);
   Exporter e(gm, options, r);
   e.run();
-  return e.bytes();
+  if (!options.matmul_nbits || options.float_model) return e.bytes();
+  onnx::ModelProto m;
+  m.ParseFromString(e.bytes());
+  r.matmul_nbits = detail::use_matmul_nbits(m);
+  std::string out;
+  if (!m.SerializeToString(&out)) throw IoError("export_onnx: cannot serialize the ONNX model");
+  return out;
 }
 
 std::string serialize(fx::GraphModule& gm, const ExportOptions& options, ExportResult& r) {

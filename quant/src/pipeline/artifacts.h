@@ -131,11 +131,13 @@ inline void set_inputs(ExportOptions* o, const std::vector<InputSpec>& inputs) {
 /// convert_fx, then export_onnx (ONNX opset 14) of the converted model: the graph
 /// inputs named, shaped and typed as `inputs` (model.inputs), the output "output".
 /// `converted` receives the converted GraphModule. A target arithmetic other than
-/// ONNX's goes into the model's metadata.
+/// ONNX's goes into the model's metadata; `matmul_nbits`: ExportOptions::matmul_nbits.
 inline ExportResult convert_model(fx::GraphModule& gm, const std::string& path, const std::vector<InputSpec>& inputs,
-                                  std::shared_ptr<fx::GraphModule>* converted, const runtime::Arithmetic& arithmetic) {
+                                  std::shared_ptr<fx::GraphModule>* converted, const runtime::Arithmetic& arithmetic,
+                                  bool matmul_nbits = false) {
   *converted = convert_fx(gm);
   ExportOptions o;
+  o.matmul_nbits = matmul_nbits;
   set_inputs(&o, inputs);
   o.opset = 14;  // HardSwish is an op (a target's lookup table) from opset 14
   if (!arithmetic.is_float()) o.metadata[runtime::kArithmeticMetadataKey] = arithmetic.to_json();

@@ -7,7 +7,12 @@ namespace qfx::quant::pipeline {
 template <typename Result>
 Int8Model convert_stage(const Job& job, fx::GraphModule& gm, const Staging& out, Result* r) {
   const std::string path = out.path("model_int8.onnx");
-  ExportResult exported = convert_model(gm, path, job.cfg.model.inputs, &r->converted, job.backend.arithmetic);
+  const bool nbits = job.cfg.output.block_weight_format == "matmul_nbits";
+  ExportResult exported = convert_model(gm, path, job.cfg.model.inputs, &r->converted, job.backend.arithmetic, nbits);
+  if (nbits)
+    info(job.hooks, exported.matmul_nbits ? std::to_string(exported.matmul_nbits) + " MatMuls written as com.microsoft MatMulNBits"
+                                          : "warning: output.block_weight_format: matmul_nbits, but no MatMul has block-wise "
+                                            "4-bit weights (block_size a power of two >= 16)");
   runtime::ParsedModel parsed = runtime::Model::parse(path);
   runtime::Model model = runtime::Model::load(parsed, {job.runtime()});
   const std::string output = output_name(model, job.output, job.config());

@@ -35,6 +35,13 @@ struct ExportOptions {
   /// model `ExportResult::observed` then lists where each FakeQuantize sat; this
   /// is the graph `calibrate` runs.
   bool float_model = false;
+  /// Write each MatMul with block-wise 4-bit weights (a DequantizeLinear with
+  /// `block_size`, a power of two >= 16, over INT4 / UINT4 codes) as ONNX Runtime's
+  /// com.microsoft MatMulNBits instead (`output.block_weight_format: matmul_nbits`):
+  /// the same codes and scales, packed as the op takes them, activations float
+  /// (accuracy_level 1). Other weights keep the QDQ form. ONNX Runtime and qfx's
+  /// runtime run it; ExportResult::matmul_nbits counts the nodes.
+  bool matmul_nbits = false;
   /// ONNX `metadata_props` to write (key -> value), e.g. runtime::kArithmeticMetadataKey
   /// with the target's Arithmetic::to_json(), which qfx's runtime then computes with.
   std::map<std::string, std::string> metadata;
@@ -73,6 +80,7 @@ struct ExportResult {
   std::vector<Encoding> weight_encodings;
   std::vector<std::string> float_ops;  ///< "node (op): why it stays float"
   int quantized_weights = 0;           ///< conv / linear weights stored as int8
+  int matmul_nbits = 0;                ///< MatMuls written as com.microsoft MatMulNBits (ExportOptions::matmul_nbits)
 };
 
 /// Converts a prepared GraphModule (prepare_fx after calibration, or

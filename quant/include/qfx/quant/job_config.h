@@ -126,6 +126,10 @@ struct OutputConfig {
   /// one self-contained page (graph, per-layer SQNR, histograms, timings; see
   /// quant/report.h). `false`: not written.
   bool report_html = true;
+  /// How block-wise 4-bit MatMul weights are written: "dequantize_linear" (default:
+  /// standard ONNX, opset 21) or "matmul_nbits" (ONNX Runtime's com.microsoft
+  /// MatMulNBits; ExportOptions::matmul_nbits).
+  std::string block_weight_format = "dequantize_linear";
 };
 
 /// A whole `qfx ptq` / `qfx qat` config file (configs/ptq/default.yaml, the
