@@ -2,8 +2,10 @@
 # Block-wise 4-bit weights end to end: configs/ptq/w4_block_weight_only.yaml on the
 # trained MiniLM; the opset-21 model passes ONNX's checker, ONNX Runtime runs it to
 # qfx's runtime outputs and stays close to the float model (ONNX Runtime on the fp32
-# ONNX fixture); encodings.json holds each weight's per-block scales; bad block
-# settings are configuration errors (exit 3) naming the key.
+# ONNX fixture); encodings.json holds each weight's per-block scales; the same job
+# written as ONNX Runtime's MatMulNBits holds the same codes and scales, and ONNX
+# Runtime's own MatMulNBits models (2/4/8 bits) run on qfx as on ONNX Runtime; bad
+# block settings are configuration errors (exit 3) naming the key.
 # Needs $QFX, $FIXTURES (tools/fixtures/minilm.py).
 set -u
 pass=0; fail=0
