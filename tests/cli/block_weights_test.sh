@@ -18,6 +18,9 @@ check "qfx ptq w4_block_weight_only.yaml (MiniLM, W4 block 32)" 0 "output: cosin
   "$QFX" ptq "$cfg" --set calibration.num_samples=16 --set evaluation.num_samples=64 --set evaluation.reference_check=8 \
   --set output.dir="$tmp/w4"
 $PY -c "import numpy; numpy.save('$tmp/x.npy', numpy.load('$FIXTURES/minilm_eval.npy')[:32])"
+check "weight-only: the reference check says which ops compute in float (no bit-identity required)" 0 "^ok" -- $PY -c "
+import json; c = json.load(open('$tmp/w4/report.json'))['evaluation']['reference_check']
+print('ok' if not c['exact_expected'] and 'MatMul x' in c['float_ops'] else c)"
 check "qfx run on the opset-21 model" 0 "" -- "$QFX" run "$tmp/w4/model_int8.onnx" -i "$tmp/x.npy" -o "$tmp/qfx_out.npy"
 check "ONNX checker, ONNX Runtime agrees with qfx, close to fp32" 0 "^ok" -- $PY -c "
 import numpy as np, onnx, onnxruntime as ort

@@ -169,5 +169,31 @@ check "qfx ptq on a .pt2 whose schema major is 2^70: the number as written" 7 "e
   "$QFX" ptq --set model.path="$tmp/huge_major.pt2" --set output.dir="$tmp/bad"
 check "no output folder after the failures" 0 "^none$" -- bash -c "[ -e '$tmp/bad' ] && echo left || echo none"
 
+# A BatchNorm1d no layer precedes (EfficientViT's head: pooled features -> BatchNorm1d ->
+# Linear): ONNX BatchNormalization in float; ONNX Runtime runs the int8 model as qfx.
+$PY - "$tmp/bn1d_head.pt2" <<'EOF'
+import sys, torch
+torch.manual_seed(0)
+class Head(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv, self.bn, self.fc = torch.nn.Conv2d(3, 16, 3, padding=1), torch.nn.BatchNorm1d(16), torch.nn.Linear(16, 10)
+        with torch.no_grad():
+            self.bn.running_mean.uniform_(-0.5, 0.5); self.bn.running_var.uniform_(0.5, 2); self.bn.weight.uniform_(0.5, 1.5)
+    def forward(self, x):
+        return self.fc(self.bn(torch.relu(self.conv(x)).mean((2, 3))))
+m = Head().eval()
+ep = torch.export.export(m, (torch.randn(2, 3, 32, 32),), dynamic_shapes=({0: torch.export.Dim("batch")},))
+torch.export.save(ep, sys.argv[1])
+EOF
+check "qfx ptq: a BatchNorm1d after pooling (no layer to fold into)" 0 "output: cosine int8 vs fp32 0\\.99" -- \
+  "$QFX" ptq --set model.path="$tmp/bn1d_head.pt2" --set "model.input_shape=[-1, 3, 32, 32]" \
+  --set "calibration.data={format: npy, images: $tmp/x32.npy}" --set "evaluation.data={format: npy, images: $tmp/x32.npy}" \
+  --set evaluation.metric=cosine --set output.dir="$tmp/bn1d"
+int8_vs_ort "BatchNorm1d: one ONNX BatchNormalization in float; ONNX Runtime equals qfx" "$tmp/bn1d" x32 "
+import onnx
+bn = [n for n in onnx.load('$tmp/bn1d/model_int8.onnx').graph.node if n.op_type == 'BatchNormalization']
+ok = len(bn) == 1 and np.abs(y - q).max() <= 1e-4 * np.abs(q).max()
+print('ok' if ok else 'bad', len(bn), np.abs(y - q).max())"
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]

@@ -278,6 +278,8 @@ def cases():
     add("arange_end_dynamic", "arange",
         lambda m, x: aten.add.Tensor(x, aten.unsqueeze.default(aten.arange.default(x.shape[0], dtype=torch.float32), 1)), [f32("B", 6)])
     add("unbind", "unbind", lambda m, x: aten.unbind.int(x, 1), [x3])
+    add("stack", "stack", lambda m, x, y: aten.stack.default([x, y, x], 1), [x3, x3])
+    add("stack_last", "stack", lambda m, x: aten.stack.default([x, aten.neg.default(x)], -1), [x3])
     add("full", "full", lambda m, x: aten.add.Tensor(x, aten.full.default([4, 6], 0.5, dtype=torch.float32)), [x3])
     add("full_like", "full_like", lambda m, x: aten.full_like.default(x, 2.5), [x3])
     add("scalar_tensor", "scalar_tensor", lambda m, x: aten.mul.Tensor(x, aten.scalar_tensor.default(3.0)), [x3])

@@ -98,7 +98,7 @@ TEST(EvaluationView, ReportJsonKeys) {
                                             "cosine_int8_vs_fp32", "sqnr_db_int8_vs_fp32", "outputs", "fp32_output_constant",
                                             "fp32_ms_per_image", "int8_ms_per_image", "top1_fp32", "top1_int8",
                                             "prediction_agreement", "reference_check"}));
-  EXPECT_EQ(keys(j["reference_check"]), (std::set<std::string>{"images", "identical_outputs", "max_abs_diff", "exact_expected"}));
+  EXPECT_EQ(keys(j["reference_check"]), (std::set<std::string>{"images", "identical_outputs", "max_abs_diff", "exact_expected", "float_ops"}));
   EXPECT_EQ(j["outputs"], json::parse(R"([{"name": "output", "cosine_int8_vs_fp32": 0.9987654, "sqnr_db_int8_vs_fp32": 27.34}])"));
   EXPECT_EQ(j["images"], 300);
   EXPECT_EQ(j["top1_int8"], 0.8966666666666666);

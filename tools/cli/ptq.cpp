@@ -71,8 +71,8 @@ int run_ptq(const std::string& config_path, const std::vector<std::string>& over
   std::printf("wrote %s in %s (%.1f s)\n", files.c_str(), r.output_dir.c_str(), r.seconds);
   // The int8 model must equal the reference arithmetic: a mismatch is a failure.
   if (r.evaluated && r.evaluation.reference_identical != r.evaluation.reference_images && !r.evaluation.reference_exact_expected)
-    std::printf("  (the model has float groups, listed above: float sums round differently on each backend, so "
-                "bit-identity is required of all-int8 models only)\n");
+    std::printf("  (reference check: the model computes in float32 (%s), whose sums round differently on each backend; "
+                "bit-identity is required of all-int8 models only)\n", r.evaluation.reference_float_ops.c_str());
   if (r.evaluated && r.evaluation.reference_identical != r.evaluation.reference_images && r.evaluation.reference_exact_expected) {
     std::fprintf(stderr, "qfx: error: %lld of %lld int8 outputs differ from the reference backend's\n",
                  static_cast<long long>(r.evaluation.reference_images - r.evaluation.reference_identical),

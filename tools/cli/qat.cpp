@@ -32,6 +32,9 @@ int run_qat(const std::string& config_path, const std::vector<std::string>& over
   std::string files;
   for (const auto& o : r.outputs) files += (files.empty() ? "" : ", ") + std::filesystem::path(o).filename().string();
   std::printf("wrote %s in %s; checkpoint %s (%.1f s)\n", files.c_str(), r.output_dir.c_str(), r.checkpoint.c_str(), r.seconds);
+  if (r.reference_identical != r.reference_images && !r.reference_exact_expected)
+    std::printf("  (reference check: the model computes in float32 (%s), whose sums round differently on each backend; "
+                "bit-identity is required of all-int8 models only)\n", r.reference_float_ops.c_str());
   if (r.reference_identical != r.reference_images && r.reference_exact_expected) {
     std::fprintf(stderr, "qfx: error: %lld of %lld int8 outputs differ from the reference backend's\n",
                  static_cast<long long>(r.reference_images - r.reference_identical), static_cast<long long>(r.reference_images));

@@ -84,9 +84,10 @@ void functional_linear(Exporter& ex, fx::Node& node) {
 }
 
 // An unfused BatchNorm2d: ONNX BatchNormalization in float.
-void batch_norm_module(Exporter& e, fx::Node& n, torch::nn::Module& m) {
-  auto* bn = dynamic_cast<torch::nn::BatchNorm2dImpl*>(&m);
-  if (!bn) unsupported(n, "module 'batchnorm2d' has no ONNX export in qfx yet");
+// A BatchNorm1d / 2d / 3d module not folded into a layer: ONNX BatchNormalization
+// (inputs [N, C] or [N, C, spatial...]) in float.
+template <typename Impl>
+void batch_norm_node(Exporter& e, fx::Node& n, Impl* bn, const char* cls) {
   const std::string y = e.fresh(n.name());
   auto* p = e.node("BatchNormalization",
                    {e.value(n, n.args().at(0)),
@@ -97,7 +98,14 @@ void batch_norm_module(Exporter& e, fx::Node& n, torch::nn::Module& m) {
   e.attr_f(p, "epsilon", static_cast<float>(bn->options.eps()));
   e.names_[&n] = y;
   e.rank_[&n] = e.rank_of(n.args().at(0));
-  e.res_.float_ops.push_back(n.name() + " (batchnorm2d): unfused batch norm runs in float");
+  e.res_.float_ops.push_back(n.name() + " (" + cls + "): unfused batch norm runs in float");
+}
+
+void batch_norm_module(Exporter& e, fx::Node& n, torch::nn::Module& m) {
+  if (auto* bn = dynamic_cast<torch::nn::BatchNorm1dImpl*>(&m)) return batch_norm_node(e, n, bn, "batchnorm1d");
+  if (auto* bn = dynamic_cast<torch::nn::BatchNorm2dImpl*>(&m)) return batch_norm_node(e, n, bn, "batchnorm2d");
+  if (auto* bn = dynamic_cast<torch::nn::BatchNorm3dImpl*>(&m)) return batch_norm_node(e, n, bn, "batchnorm3d");
+  unsupported(n, "a batch norm module of another class has no ONNX export in qfx");
 }
 
 // A tensor argument or None: its ONNX value, or "" for None / absent.
@@ -242,13 +250,15 @@ void register_layer_ops(OpCatalog& c) {
             .describe("x W^T + b (ONNX Gemm for 2-D input, else MatMul + Add)")
             .writes({"Gemm", "MatMul", "Add", "Transpose", "DequantizeLinear"}).to_onnx(functional_linear, float_layer));
   c.add(OpRecord("batchnorm1d").also_modules({"BatchNorm1d"}).quantized_as(activation_kinds()).fuses_as(FusionRole::kBatchNorm)
-            .describe("batch norm, exported folded into the conv / linear before it"));
+            .describe("batch norm: folded into the conv / linear before it, else ONNX BatchNormalization in float")
+            .writes({"BatchNormalization"}).to_onnx(batch_norm_function, batch_norm_module));
   c.add(OpRecord("batchnorm2d").also_modules({"BatchNorm2d"}).also_aten({"batch_norm"}).quantized_as(activation_kinds())
             .fuses_as(FusionRole::kBatchNorm)
             .describe("batch norm: folded into the conv before it, else ONNX BatchNormalization in float")
             .writes({"BatchNormalization"}).to_onnx(batch_norm_function, batch_norm_module));
   c.add(OpRecord("batchnorm3d").also_modules({"BatchNorm3d"}).quantized_as(activation_kinds()).fuses_as(FusionRole::kBatchNorm)
-            .describe("batch norm, exported folded into the conv before it"));
+            .describe("batch norm: folded into the conv before it, else ONNX BatchNormalization in float")
+            .writes({"BatchNormalization"}).to_onnx(batch_norm_function, batch_norm_module));
   c.add(OpRecord("matmul").also_aten({"mm", "bmm"}).quantized_as(activation_kinds())
             .describe("matrix product of two activations (ONNX MatMul)").writes({"MatMul"}).to_onnx(matmul));
 }

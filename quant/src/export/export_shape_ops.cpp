@@ -402,6 +402,25 @@ void cat(Exporter& e, fx::Node& n) {
   e.rank_[&n] = list.items.empty() ? -1 : e.rank_of(list.items[0]);
 }
 
+// stack(tensors, dim): each input unsqueezed at dim (ONNX Unsqueeze), then one Concat.
+void stack(Exporter& e, fx::Node& n) {
+  const fx::Argument& list = n.args().at(0);
+  if (list.items.empty()) unsupported(n, "stack of no tensors");
+  const int r = e.rank_of(list.items[0]);
+  if (r < 0) unsupported(n, "stack of values of unknown rank");
+  const int64_t dim = norm_dim(n, n.args().size() > 1 ? e.ints_arg(n, 1).at(0) : 0, static_cast<size_t>(r) + 1);
+  const std::string axes = e.ints_init(n.name() + "_axes", {dim});
+  std::vector<std::string> ins;
+  for (size_t i = 0; i < list.items.size(); ++i) {
+    ins.push_back(e.fresh(n.name() + "_" + std::to_string(i)));
+    e.node("Unsqueeze", {e.value(n, list.items[i]), axes}, ins.back(), ins.back());
+  }
+  const std::string y = e.fresh(n.name());
+  e.attr_i(e.node("Concat", ins, y, n.name()), "axis", dim);
+  e.names_[&n] = y;
+  e.rank_[&n] = r + 1;
+}
+
 void flatten_module(Exporter& e, fx::Node& n, torch::nn::Module& m) {
   auto* fl = dynamic_cast<torch::nn::FlattenImpl*>(&m);
   if (!fl) unsupported(n, "module 'flatten' has no ONNX export in qfx yet");
@@ -433,6 +452,7 @@ void register_shape_ops(OpCatalog& c) {
   c.add(op("split", split, "pieces of given sizes along one dim (ONNX Slice)").also_aten({"split_with_sizes"}).writes({"Slice"}));
   for (const char* s : {"slice", "select"})
     c.add(op(s, slice, "ONNX Slice (select: then Squeeze)").writes({"Slice", "Squeeze"}).quantized_as(activation_kinds()));
+  c.add(OpRecord("stack").describe("ONNX Unsqueeze of each input, then Concat").writes({"Unsqueeze", "Concat"}).to_onnx(stack));
   c.add(OpRecord("cat").also_aten({"concat"}).quantized_as(activation_kinds()).describe("ONNX Concat").writes({"Concat"}).to_onnx(cat));
   c.add(OpRecord("flatten").also_modules({"Flatten"}).quantized_as(activation_kinds()).describe("ONNX Flatten or Reshape").writes({"Flatten", "Reshape"})
             .to_onnx([](Exporter& e, fx::Node& n) {

@@ -31,6 +31,7 @@ void evaluate_all(const Job& job, const LoweredModel& fp32, Int8Model& int8, Dat
   E.reference_identical = c.identical;
   E.reference_max_abs_diff = c.max_abs_diff;
   E.reference_exact_expected = c.exact_expected;
+  E.reference_float_ops = c.float_ops;
 }
 
 // The outputs: encodings, the float model if asked, report.json / report.html; then commit.

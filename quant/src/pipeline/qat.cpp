@@ -31,6 +31,7 @@ void deploy(const Job& job, fx::GraphModule& gm, Dataset& ev, const at::Tensor& 
   r->reference_identical = c.identical;
   r->reference_max_abs_diff = c.max_abs_diff;
   r->reference_exact_expected = c.exact_expected;
+  r->reference_float_ops = c.float_ops;
   r->top1_int8 = label_accuracy(q.argmax(1), ev.labels(), q.size(1), job.cfg.evaluation.data.labels);
   r->int8_agrees_with_fakequant = q.argmax(1).eq(fq_pred).to(at::kDouble).mean().item<double>();
   write_encodings(out.path("encodings.json"), int8.exported, graph_hash(gm), job.backend.name, &int8.model);

@@ -171,6 +171,7 @@ struct ReferenceCheck {
   int64_t identical = 0;       ///< outputs bit-identical
   double max_abs_diff = 0;
   bool exact_expected = true;  ///< no op of the int8 model computes in float
+  std::string float_ops;       ///< else the ops that do, by type: "MatMul x24, Erf x6"
 };
 /// Runs the first evaluation.reference_check samples of `ev` on the reference
 /// backend and compares with `int8_outputs` (the runtime backend's outputs of

@@ -120,6 +120,7 @@ std::vector<EvaluationField> reference_fields() {
       field("reference_check.max_abs_diff", "max |diff| against the reference backend", U::kNumber, "%.3g", 4,
             r(&PtqEvaluation::reference_max_abs_diff)),
       field("reference_check.exact_expected", "bit-identity expected", U::kFlag, "%s", 0, r(&PtqEvaluation::reference_exact_expected)),
+      field("reference_check.float_ops", "ops computed in float32", U::kText, "%s", 0, r(&PtqEvaluation::reference_float_ops)),
       plain("runtime_backend", "runtime backend", U::kText, "%s"),
   };
 }

@@ -111,6 +111,9 @@ struct PtqEvaluation {
   /// ops without int8 kernels) the backends' float sums round differently, so the
   /// check reports the difference without requiring equality.
   bool reference_exact_expected = true;
+  /// Without exact_expected: the ops the int8 model computes in float32, by op type
+  /// ("MatMul x24, Erf x6"; a weight-only model's dequantized weights among them).
+  std::string reference_float_ops;
   /// A target arithmetic other than ONNX's (BackendConfig::arithmetic): per layer,
   /// the target's codes against float requantization on the per-layer SQNR images,
   /// most differing first; and top-1 of the same int8 model with float requantization.
@@ -221,6 +224,7 @@ struct QatResult {
   int64_t reference_images = 0, reference_identical = 0;
   double reference_max_abs_diff = 0;
   bool reference_exact_expected = true;
+  std::string reference_float_ops;  ///< as PtqEvaluation::reference_float_ops
   std::vector<TrainingPoint> curve;     ///< the training curve, in step order
   std::vector<std::string> float_fallbacks, runtime_float_groups;
   std::vector<runtime::KernelChoice> kernel_report;
