@@ -6,6 +6,7 @@
 
 #include <limits>
 #include "op_families.h"
+#include "qfx/quant/op_names.h"
 
 namespace qfx::quant::detail {
 namespace {
@@ -70,15 +71,25 @@ void full(Exporter& e, fx::Node& n, bool empty) {
 }
 
 // full_like(x, value, dtype=None) and fill.Scalar(x, value): the value, in x's dtype
-// (or the one given), expanded to x's shape.
-void full_like(Exporter& e, fx::Node& n) {
+// (or the one given), expanded to x's shape; zeros_like(x): `zero`.
+void full_like(Exporter& e, fx::Node& n, bool zero = false) {
   const at::ScalarType t = dtype_kwarg(n, e.dtype_of(n.args().at(0)).value_or(at::kFloat));
   const std::string shape = e.fresh(n.name() + "_shape");
   e.node("Shape", {e.value(n, n.args().at(0))}, shape, shape);
   const std::string y = e.fresh(n.name());
-  e.last_ = e.node("Expand", {scalar(e, n, n.args().at(1), t), shape}, y, n.name());
+  e.last_ = e.node("Expand", {scalar(e, n, zero ? fx::Argument(c10::IValue(0.0)) : n.args().at(1), t), shape}, y, n.name());
   e.names_[&n] = y;
   e.rank_[&n] = e.rank_of(n.args().at(0));
+}
+
+// zeros(size) / zeros_like(x): left out where only recurrent layers read it (their
+// default initial state, which ONNX's LSTM / GRU take as absent), else the zeros.
+void zeros(Exporter& e, fx::Node& n, bool like) {
+  bool recurrent_only = !n.users().empty();
+  for (const fx::Node* u : n.users()) recurrent_only = recurrent_only && is_recurrent_op(canonical_op_name(*u, e.gm_));
+  if (recurrent_only) return;
+  if (like) return full_like(e, n, true);
+  full(e, n, true);
 }
 
 // copy(self, src): src in self's dtype, broadcast to self's shape.
@@ -131,8 +142,13 @@ void register_creation_ops(OpCatalog& c) {
             .writes({"Expand", "Shape", "Slice", "Concat"}).to_onnx([](Exporter& e, fx::Node& n) { full(e, n, false); }));
   c.add(OpRecord("empty").describe("an uninitialised tensor, exported as zeros (ONNX Expand to the sizes)").reads_kwargs({"dtype"})
             .writes({"Expand", "Shape", "Slice", "Concat"}).to_onnx([](Exporter& e, fx::Node& n) { full(e, n, true); }));
+  c.add(OpRecord("zeros").describe("zeros (ONNX Expand to the sizes); a recurrent layer's default initial state is left out")
+            .reads_kwargs({"dtype"}).writes({"Expand", "Shape", "Slice", "Concat"})
+            .to_onnx([](Exporter& e, fx::Node& n) { zeros(e, n, false); }));
+  c.add(OpRecord("zeros_like").describe("zeros in x's shape (ONNX Shape, Expand); a recurrent layer's default initial state is left out")
+            .reads_kwargs({"dtype"}).writes({"Shape", "Expand"}).to_onnx([](Exporter& e, fx::Node& n) { zeros(e, n, true); }));
   c.add(OpRecord("full_like").also_aten({"fill"}).describe("one value in x's shape (ONNX Shape, Expand)").reads_kwargs({"dtype"})
-            .writes({"Shape", "Expand"}).to_onnx(full_like));
+            .writes({"Shape", "Expand"}).to_onnx([](Exporter& e, fx::Node& n) { full_like(e, n); }));
   c.add(OpRecord("copy").describe("src cast and broadcast to self's shape (ONNX Shape, Expand)").writes({"Shape", "Expand"}).to_onnx(copy));
   c.add(OpRecord("flip").describe("dims reversed (ONNX Slice, step -1)").writes({"Slice"}).to_onnx(flip));
   c.add(OpRecord("repeat").describe("x tiled (ONNX Tile)").writes({"Unsqueeze", "Tile"}).to_onnx(repeat));

@@ -32,14 +32,6 @@ bool is_zeros(Exporter& ex, const fx::Argument& a) {
          (canonical_op_name(*a.node, ex.gm_) == "zeros" || canonical_op_name(*a.node, ex.gm_) == "zeros_like");
 }
 
-void zeros(Exporter& ex, fx::Node* n) {
-  // Only recurrent layers read a zeros of the dynamic batch (their default initial
-  // state), and they leave it out; anything else reads a value never exported.
-  for (const fx::Node* u : n->users())
-    if (!is_recurrent_op(canonical_op_name(*u, ex.gm_)))
-      unsupported(*n, "zeros read by '" + u->name() + "' (" + canonical_op_name(*u, ex.gm_) + "): only as an LSTM / GRU initial state");
-}
-
 at::Tensor tensor_arg(Exporter& ex, const fx::Node& n, const fx::Argument& a) {
   if (a.is_const() && a.value.isTensor()) return a.value.toTensor().detach().to(at::kFloat);
   if (a.is_node() && a.node->op() == fx::Opcode::kGetAttr) return ex.gm_.get_attr(a.node->target()).detach().to(at::kFloat);
@@ -209,8 +201,6 @@ void register_rnn_ops(OpCatalog& c) {
             .writes(rnn_onnx_ops).to_onnx([](Exporter& e, fx::Node& n) { rnn(e, &n, true); }, nullptr, 7));
   c.add(OpRecord("gru").quantized_as(weighted_kinds()).as_recurrent().describe("nn.GRU (aten::gru.input) as one ONNX GRU per layer")
             .writes(rnn_onnx_ops).to_onnx([](Exporter& e, fx::Node& n) { rnn(e, &n, false); }, nullptr, 7));
-  for (const char* z : {"zeros", "zeros_like"})
-    c.add(OpRecord(z).describe("a recurrent layer's zero initial state, left out").reads_kwargs({"dtype"}).to_onnx([](Exporter& e, fx::Node& n) { zeros(e, &n); }));
 }
 
 }  // namespace qfx::quant::detail

@@ -16,10 +16,10 @@ void register_pool_ops(OpCatalog& c);         // export_pool_ops.cpp: pooling, m
 void register_norm_ops(OpCatalog& c);         // export_norm_ops.cpp: layer / group / instance norm
 void register_transformer_ops(OpCatalog& c);  // export_transformer_ops.cpp: gelu, permute
 void register_resize_ops(OpCatalog& c);       // export_resize_ops.cpp: upsample / interpolate
-void register_rnn_ops(OpCatalog& c);          // export_rnn_ops.cpp: lstm, gru, zeros
+void register_rnn_ops(OpCatalog& c);          // export_rnn_ops.cpp: lstm, gru
 void register_gather_ops(OpCatalog& c);       // export_gather_ops.cpp: embedding, index_select
 void register_scatter_ops(OpCatalog& c);      // export_scatter_ops.cpp: index, gather, scatter, index_put, slice/select_scatter
-void register_creation_ops(OpCatalog& c);     // export_creation_ops.cpp: arange, full, full_like, fill, empty, copy, flip, repeat
+void register_creation_ops(OpCatalog& c);     // export_creation_ops.cpp: arange, full, full_like, fill, empty, zeros, copy, flip, repeat
 void register_reduce_ops(OpCatalog& c);       // export_reduce_ops.cpp: amax, amin, prod, any, argmax, var, cumsum, topk, sort
 
 }  // namespace qfx::quant::detail
