@@ -195,5 +195,29 @@ import onnx
 bn = [n for n in onnx.load('$tmp/bn1d/model_int8.onnx').graph.node if n.op_type == 'BatchNormalization']
 ok = len(bn) == 1 and np.abs(y - q).max() <= 1e-4 * np.abs(q).max()
 print('ok' if ok else 'bad', len(bn), np.abs(y - q).max())"
+# A `with torch.autocast(..., enabled=False)` block (EfficientViT's attention): its
+# subgraph is read into the graph; an enabled region (reduced precision) is refused.
+$PY - "$tmp" <<'EOF'
+import sys, torch
+class Block(torch.nn.Module):
+    def __init__(self, enabled):
+        super().__init__()
+        self.enabled, self.conv, self.fc = enabled, torch.nn.Conv2d(3, 8, 3, padding=1), torch.nn.Linear(8, 10)
+    def forward(self, x):
+        y = torch.relu(self.conv(x))
+        with torch.autocast("cpu", enabled=self.enabled):
+            y = y.float().mean((2, 3)) * 2
+        return self.fc(y)
+torch.manual_seed(0)
+for enabled in (False, True):
+    ep = torch.export.export(Block(enabled).eval(), (torch.randn(2, 3, 32, 32),), dynamic_shapes=({0: torch.export.Dim("batch")},))
+    torch.export.save(ep, f"{sys.argv[1]}/autocast_{'on' if enabled else 'off'}.pt2")
+EOF
+check "qfx ptq: a disabled autocast region (wrap_with_autocast) is read into the graph" 0 "output: cosine int8 vs fp32 0\\.99" -- \
+  "$QFX" ptq --set model.path="$tmp/autocast_off.pt2" --set "model.input_shape=[-1, 3, 32, 32]" \
+  --set "calibration.data={format: npy, images: $tmp/x32.npy}" --set "evaluation.data={format: npy, images: $tmp/x32.npy}" \
+  --set evaluation.metric=cosine --set output.dir="$tmp/autocast"
+check "... an enabled one is refused naming the node (exit 5)" 5 "wrap_with_autocast.*: an enabled torch.autocast region computes in reduced precision" -- \
+  "$QFX" inspect "$tmp/autocast_on.pt2"
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]

@@ -11,6 +11,7 @@
 #include <set>
 
 #include "archive.h"
+#include "subgraph.h"
 #include "../leaves/registry.h"
 #include "qfx/error.h"
 #include "qfx/fx/decompositions.h"
@@ -126,7 +127,8 @@ class ProgramBuilder {
   // meta["traced_dtype"]: its scalar type (c10's name: "Float", "Bool", "Long"), both
   // from the program's tensor_meta.
   void shape_meta(const std::string& value, Node* n) {
-    const auto& tv = a_.model.at("graph_module").at("graph").at("tensor_values");
+    const auto& top = a_.model.at("graph_module").at("graph").at("tensor_values");
+    const json& tv = top.contains(value) ? top : sub_values_["tensor_values"];
     if (!tv.contains(value)) return;
     const json& meta = tv.at(value);
     std::vector<int64_t> shape;
@@ -375,6 +377,7 @@ class ProgramBuilder {
 
   void node(const json& n) {
     const std::string name = n.contains("name") && n.at("name").is_string() ? n.at("name").get<std::string>() : "node";
+    if (n.at("target").get<std::string>() == "torch.ops.higher_order.wrap_with_autocast") return autocast_region(n, name);
     const std::string target = operator_name(n.at("target").get<std::string>(), name);
     // Run-time checks torch.export records (a cast's dtype and device, a symbolic
     // size's range) return nothing: the graph is the same without them.
@@ -384,6 +387,44 @@ class ProgramBuilder {
     if (!fxn) fxn = call(n, target, name);
     fxn->meta()["module_path"] = innermost_module(n).path;
     bind_outputs(n.at("outputs"), fxn);
+  }
+
+  // wrap_with_autocast(device_type, dtype, enabled, cache_enabled, subgraph, *operands)
+  // (a `with torch.autocast(...)` block): with enabled False, what the block computes
+  // in the dtypes it was written in, so its nodes are read into this graph (values
+  // renamed into their own scope) and its outputs become the node's. Enabled autocast
+  // computes in a lower precision qfx does not simulate: refused.
+  void autocast_region(const json& n, const std::string& name) {
+    const json& in = n.at("inputs");
+    if (in.size() < 5 || !in[4].at("arg").contains("as_graph"))
+      throw IoError(a_.path + ": node " + name + ": wrap_with_autocast without its subgraph");
+    if (!in[2].at("arg").contains("as_bool") || in[2].at("arg").at("as_bool").get<bool>())
+      throw UnsupportedOpError(a_.path + ": node " + name + " (wrap_with_autocast): an enabled torch.autocast region computes in reduced precision; "
+                               "export the model without autocast (qfx quantizes the float32 model)");
+    const std::string prefix = name + "__";
+    const json sub = scoped_subgraph(in[4].at("arg").at("as_graph").at("graph"), prefix);
+    const json& sub_in = sub.at("inputs");
+    if (sub_in.size() != in.size() - 5)
+      throw IoError(a_.path + ": node " + name + ": " + std::to_string(in.size() - 5) + " operands for a subgraph of " +
+                    std::to_string(sub_in.size()) + " inputs");
+    for (size_t i = 0; i < sub_in.size(); ++i) {
+      const json& operand = in[i + 5].at("arg");
+      if (!operand.contains("as_tensor") || !sub_in[i].contains("as_tensor"))
+        throw UnsupportedOpError(a_.path + ": node " + name + ": a non-tensor operand of an autocast region");
+      env_[sub_in[i].at("as_tensor").at("name").get<std::string>()] = value(operand.at("as_tensor").at("name").get<std::string>(), name);
+    }
+    for (const char* k : {"tensor_values", "sym_int_values"})
+      if (sub.contains(k)) sub_values_[k].update(sub.at(k));
+    count_uses(sub);
+    for (const auto& s : sub.at("nodes")) node(s);
+    const json& outs = n.at("outputs").size() == 1 && n.at("outputs")[0].contains("as_tensors") ? n.at("outputs")[0].at("as_tensors")
+                                                                                                  : n.at("outputs");
+    const json& sub_out = sub.at("outputs");
+    for (size_t i = 0; i < outs.size() && i < sub_out.size(); ++i) {
+      const json& o = outs[i].contains("as_tensor") ? outs[i].at("as_tensor") : outs[i];
+      if (!o.contains("name") || !sub_out[i].contains("as_tensor")) continue;
+      env_[o.at("name").get<std::string>()] = value(sub_out[i].at("as_tensor").at("name").get<std::string>(), name);
+    }
   }
 
   Node* call(const json& n, const std::string& target, const std::string& name) {
@@ -414,7 +455,8 @@ class ProgramBuilder {
       node->meta()["is_tensor"] = tensor;
       node->meta()["type"] = std::string(tensor ? "Tensor" : "int");
       if (tensor) shape_meta(v, node);
-      const auto& syms = a_.model.at("graph_module").at("graph").at("sym_int_values");
+      const auto& top = a_.model.at("graph_module").at("graph").at("sym_int_values");
+      const json& syms = top.contains(v) ? top : sub_values_["sym_int_values"];
       if (!tensor && syms.contains(v)) node->meta()["sym_expr"] = sym_text(syms.at(v));
       env_[v] = node;
     };
@@ -490,6 +532,7 @@ class ProgramBuilder {
   std::map<std::string, Node*> env_;
   std::map<std::string, Lifted> lifted_;
   std::map<std::string, int> uses_;
+  json sub_values_ = {{"tensor_values", json::object()}, {"sym_int_values", json::object()}};  // of subgraphs read in
   std::map<std::string, std::string> rebuilt_;  // module path -> class of the layers rebuilt there
 };
 
