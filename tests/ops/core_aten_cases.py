@@ -280,6 +280,10 @@ def cases():
     add("unbind", "unbind", lambda m, x: aten.unbind.int(x, 1), [x3])
     add("stack", "stack", lambda m, x, y: aten.stack.default([x, y, x], 1), [x3, x3])
     add("stack_last", "stack", lambda m, x: aten.stack.default([x, aten.neg.default(x)], -1), [x3])
+    add("meshgrid", "meshgrid",
+        lambda m, x: aten.add.Tensor(x, aten.mul.Tensor(*aten.meshgrid.indexing([aten.arange.default(4, dtype=torch.float32),
+                                                                              aten.arange.default(6, dtype=torch.float32)], indexing="ij"))),
+        [x3])
     add("zeros", "zeros", lambda m, x: aten.add.Tensor(x, aten.to.dtype(aten.zeros.default([x.shape[0], 4, 6]), torch.float32)), [x3])
     add("zeros_static", "zeros", lambda m, x: aten.add.Tensor(x, aten.zeros.default([4, 6], dtype=torch.float32)), [x3])
     add("zeros_like", "zeros_like", lambda m, x: aten.sub.Tensor(aten.zeros_like.default(x), x), [x3])

@@ -44,7 +44,18 @@ bool Exporter::integer_constant(fx::Node* n) {
 void Exporter::fold_constant(fx::Node* n) {
   if (!folded_ready_) evaluate_constants();
   auto it = folded_.find(n->name());
-  if (it == folded_.end()) unsupported(*n, "a constant that is not a tensor");
+  if (auto l = folded_lists_.find(n->name()); it == folded_.end() && l != folded_lists_.end()) {
+    // A list of constant tensors (meshgrid of aranges): one initializer per item, read by getitem.
+    std::vector<std::string> items;
+    for (size_t i = 0; i < l->second.size(); ++i) {
+      const at::Tensor& t = l->second[i];
+      items.push_back(init(n->name() + "_" + std::to_string(i), t.is_floating_point() ? t.to(at::kFloat) : t));
+    }
+    tuple_items_[n] = items;
+    rank_[n] = l->second.empty() ? -1 : static_cast<int>(l->second[0].dim());
+    return;
+  }
+  if (it == folded_.end()) unsupported(*n, "a constant that is not a tensor (nor a list of tensors)");
   at::Tensor t = it->second;
   // An integer or bool value (indices, a mask) is left for its consumers, constants
   // too, to fold with it (Swin's masked_fill); value() writes it for the first
@@ -92,7 +103,11 @@ void Exporter::evaluate_constants() {
   }
   const auto values = g->forward(std::move(dummy)).toTupleRef().elements();
   for (size_t i = 0; i < wanted.size(); ++i)
-    if (values[i].isTensor()) folded_[wanted[i]->name()] = values[i].toTensor().detach().clone();
+    if (values[i].isTensor()) {
+      folded_[wanted[i]->name()] = values[i].toTensor().detach().clone();
+    } else if (values[i].isTensorList()) {
+      for (const at::Tensor& t : values[i].toTensorVector()) folded_lists_[wanted[i]->name()].push_back(t.detach().clone());
+    }
 }
 
 }  // namespace qfx::quant::detail

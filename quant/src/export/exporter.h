@@ -199,6 +199,7 @@ class Exporter {
   std::map<const fx::Node*, int> rank_;
   std::map<const fx::Node*, bool> constant_;  // constant_node's answers
   std::map<std::string, at::Tensor> folded_;   // evaluate_constants: node name -> value
+  std::map<std::string, std::vector<at::Tensor>> folded_lists_;  // ... of the ops that return tensors (meshgrid)
   bool folded_ready_ = false;
   int counter_ = 0;
   bool ms_imported_ = false;  // com.microsoft opset imported (int16 Q/DQ)
