@@ -11,7 +11,8 @@ set -u
 pass=0; fail=0
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 source "$(dirname "$0")/check.sh"
-cfg="$(dirname "$0")/../../configs/ptq/w4_block_weight_only.yaml"
+here="$(cd "$(dirname "$0")" && pwd)"
+cfg="$here/../../configs/ptq/w4_block_weight_only.yaml"
 export QFX_FIXTURES=$FIXTURES
 
 check "qfx ptq w4_block_weight_only.yaml (MiniLM, W4 block 32)" 0 "output: cosine int8 vs fp32 0\\.9[6-9]" -- \
@@ -45,14 +46,8 @@ for n in dq:   # the per-block scales, [channel][block], as the model stores the
     grid = s if e['axis'] == 0 else s.T
     assert np.array_equal(np.array(e['scale'], np.float32), grid.reshape(-1)), n.name
 x = np.load('$tmp/x.npy')
-def run(p):
-    # ONNX Runtime fuses DequantizeLinear(INT4) + MatMul into MatMulNBits, which by
-    # default quantizes the activations to int8 (accuracy level 4): ask for float.
-    so = ort.SessionOptions()
-    so.add_session_config_entry('session.qdq_matmulnbits_accuracy_level', '0')
-    s = ort.InferenceSession(p, so, providers=['CPUExecutionProvider'])
-    return s.run(None, {s.get_inputs()[0].name: x})[0]
-y, ref, mine = run('$tmp/w4/model_int8.onnx'), run('$FIXTURES/minilm.onnx'), np.load('$tmp/qfx_out.npy')
+import sys; sys.path.insert(0, '$here'); from ort_float import run
+y, ref, mine = run('$tmp/w4/model_int8.onnx', x), run('$FIXTURES/minilm.onnx', x), np.load('$tmp/qfx_out.npy')
 # Both dequantize the same INT4 weights; the float sums differ in order only.
 err = np.abs(y - mine).max() / np.abs(y).max()
 cos = np.mean((y * ref).sum(1) / np.linalg.norm(y, axis=1) / np.linalg.norm(ref, axis=1))
@@ -86,12 +81,8 @@ for n in nb:
     assert np.array_equal(u - 8, codes.T), n.name       # zero point 8: the op's default, no input
     assert np.array_equal(nh.to_array(mi[n.input[2]]), scale.T) and len(n.input) == 3
 x = np.load('$tmp/x.npy')
-def run(p):
-    so = ort.SessionOptions()
-    so.add_session_config_entry('session.qdq_matmulnbits_accuracy_level', '0')
-    s = ort.InferenceSession(p, so, providers=['CPUExecutionProvider'])
-    return s.run(None, {s.get_inputs()[0].name: x})[0]
-y, yq, mine = run('$tmp/nbits/model_int8.onnx'), run('$tmp/w4/model_int8.onnx'), np.load('$tmp/qfx_nbits.npy')
+import sys; sys.path.insert(0, '$here'); from ort_float import run
+y, yq, mine = run('$tmp/nbits/model_int8.onnx', x), run('$tmp/w4/model_int8.onnx', x), np.load('$tmp/qfx_nbits.npy')
 e1, e2 = np.abs(y - yq).max() / np.abs(yq).max(), np.abs(mine - yq).max() / np.abs(yq).max()
 print('ok' if e1 < 1e-5 and e2 < 1e-5 else 'bad', 'ORT MatMulNBits vs QDQ', e1, 'qfx vs ORT QDQ', e2)"
 # MatMulNBits as ONNX Runtime's own quantizer writes it (2, 4 and 8 bits, with and
