@@ -278,6 +278,8 @@ def cases():
     add("arange_end_dynamic", "arange",
         lambda m, x: aten.add.Tensor(x, aten.unsqueeze.default(aten.arange.default(x.shape[0], dtype=torch.float32), 1)), [f32("B", 6)])
     add("unbind", "unbind", lambda m, x: aten.unbind.int(x, 1), [x3])
+    add("unfold", "unfold", lambda m, x: aten.unfold.default(x, 2, 3, 2), [x3])
+    add("unfold_middle", "unfold", lambda m, x: aten.unfold.default(x, 1, 2, 1), [x3])
     add("stack", "stack", lambda m, x, y: aten.stack.default([x, y, x], 1), [x3, x3])
     add("stack_last", "stack", lambda m, x: aten.stack.default([x, aten.neg.default(x)], -1), [x3])
     add("meshgrid", "meshgrid",

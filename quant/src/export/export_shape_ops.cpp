@@ -421,6 +421,41 @@ void stack(Exporter& e, fx::Node& n) {
   e.rank_[&n] = r + 1;
 }
 
+// unfold(x, dim, size, step): the windows x[..., i*step : i*step+size, ...] along a
+// static dim, stacked at dim with the window's elements as a new last dim: one ONNX
+// Slice and Unsqueeze per window, a Concat, and a Transpose to move them last.
+void unfold(Exporter& e, fx::Node& n) {
+  const std::vector<Dim>& d = dims_of(e, n, n.args().at(0));
+  const int64_t dim = norm_dim(n, e.ints_arg(n, 1).at(0), d.size()), size = e.ints_arg(n, 2).at(0), step = e.ints_arg(n, 3).at(0);
+  const Dim D = d[static_cast<size_t>(dim)];
+  if (D.batch || D.value < 0) unsupported(n, "unfold along a dynamic dim");
+  if (size < 1 || step < 1 || size > D.value) unsupported(n, "unfold with a window larger than the dim, or a size or step below 1");
+  const int64_t windows = (D.value - size) / step + 1;
+  if (windows > 1024) unsupported(n, "unfold into more than 1024 windows");
+  const std::string x = e.value(n, n.args().at(0)), axes = e.ints_init(n.name() + "_axes", {dim});
+  std::vector<std::string> parts;
+  for (int64_t i = 0; i < windows; ++i) {
+    const std::string w = e.fresh(n.name() + "_window");
+    slice_axis(e, x, i * step, i * step + size, dim, 1, w, w);
+    parts.push_back(e.fresh(n.name() + "_row"));
+    e.node("Unsqueeze", {w, axes}, parts.back(), parts.back());
+  }
+  const int r = static_cast<int>(d.size()) + 1;  // the result's rank
+  std::string y = e.fresh(n.name() + (dim + 2 == r ? "" : "_stacked"));
+  e.attr_i(e.node("Concat", parts, y, y), "axis", dim);
+  if (dim + 2 != r) {  // [..., windows, size, rest...] -> [..., windows, rest..., size]
+    std::vector<int64_t> perm;
+    for (int64_t i = 0; i < r; ++i)
+      if (i != dim + 1) perm.push_back(i);
+    perm.push_back(dim + 1);
+    const std::string t = e.fresh(n.name());
+    e.attr_ints(e.node("Transpose", {y}, t, n.name()), "perm", perm);
+    y = t;
+  }
+  e.names_[&n] = y;
+  e.rank_[&n] = r;
+}
+
 void flatten_module(Exporter& e, fx::Node& n, torch::nn::Module& m) {
   auto* fl = dynamic_cast<torch::nn::FlattenImpl*>(&m);
   if (!fl) unsupported(n, "module 'flatten' has no ONNX export in qfx yet");
@@ -452,6 +487,8 @@ void register_shape_ops(OpCatalog& c) {
   c.add(op("split", split, "pieces of given sizes along one dim (ONNX Slice)").also_aten({"split_with_sizes"}).writes({"Slice"}));
   for (const char* s : {"slice", "select"})
     c.add(op(s, slice, "ONNX Slice (select: then Squeeze)").writes({"Slice", "Squeeze"}).quantized_as(activation_kinds()));
+  c.add(OpRecord("unfold").describe("sliding windows along a static dim (ONNX Slice, Unsqueeze, Concat, Transpose)")
+            .writes({"Slice", "Unsqueeze", "Concat", "Transpose"}).to_onnx(unfold));
   c.add(OpRecord("stack").describe("ONNX Unsqueeze of each input, then Concat").writes({"Unsqueeze", "Concat"}).to_onnx(stack));
   c.add(OpRecord("cat").also_aten({"concat"}).quantized_as(activation_kinds()).describe("ONNX Concat").writes({"Concat"}).to_onnx(cat));
   c.add(OpRecord("flatten").also_modules({"Flatten"}).quantized_as(activation_kinds()).describe("ONNX Flatten or Reshape").writes({"Flatten", "Reshape"})
