@@ -44,11 +44,11 @@ void lower_matmul_nbits(const Node& n, Graph& g, const std::string& path) {
   if (S.dtype() != DType::kFloat32 || S.numel() != N * blocks)
     throw DataError(where + ": scales must be float32 with N * k_blocks = " + std::to_string(N * blocks) + " values");
   const uint8_t* zp = nullptr;
+  const int64_t zp_row = (blocks * bits + 7) / 8;  // packed zero-point bytes per output row
   if (has(3)) {
     const Tensor& Z = constant(n, g, 3, "zero points", path);
-    const int64_t per_row = (blocks * bits + 7) / 8;
-    if (Z.dtype() != DType::kUInt8 || Z.numel() != N * per_row)
-      throw UnsupportedOpError(where + ": zero points must be packed uint8 [N, " + std::to_string(per_row) + "]");
+    if (Z.dtype() != DType::kUInt8 || Z.numel() != N * zp_row)
+      throw UnsupportedOpError(where + ": zero points must be packed uint8 [N, " + std::to_string(zp_row) + "]");
     zp = Z.data<uint8_t>();
   }
   const std::string base = n.name + "_nbits";
@@ -59,7 +59,7 @@ void lower_matmul_nbits(const Node& n, Graph& g, const std::string& path) {
     for (int64_t b = 0; b < blocks; ++b) {
       scale.data<float>()[b * N + o] = S.data<float>()[o * blocks + b];
       zero.data<uint8_t>()[b * N + o] =
-          zp ? unpack(zp + o * ((blocks * bits + 7) / 8), b, bits) : static_cast<uint8_t>(1 << (bits - 1));
+          zp ? unpack(zp + o * zp_row, b, bits) : static_cast<uint8_t>(1 << (bits - 1));
     }
   }
   g.initializers[base + "_codes"] = codes;

@@ -261,7 +261,8 @@ AwqResult awq(fx::GraphModule& gm, const NextBatch& data, const AwqOptions& o) {
     }
     rep.error_clip = rep.error_awq;
     if (o.clip) {
-      const at::Tensor xs = some_rows(rows, o.clip_tokens) / (rep.ratio > 0 ? s : at::ones_like(s)).reshape({1, -1});
+      const at::Tensor x = some_rows(rows, o.clip_tokens);
+      const at::Tensor xs = rep.applied.empty() ? x : x / s.reshape({1, -1});  // the input the (scaled) weights see
       rep.error_clip = 0;
       for (const Linear& l : g.linears) rep.error_clip += clip_weight(gm, l, xs, o);
     }

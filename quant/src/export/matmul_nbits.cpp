@@ -19,23 +19,23 @@ const onnx::TensorProto* initializer(const onnx::GraphProto& g, const std::strin
   return nullptr;
 }
 
-// The 4-bit values of an INT4 / UINT4 initializer as unsigned nibbles plus `offset`
-// (8 for INT4: the codes -8..7 become 0..15).
+// The 4-bit values of an INT4 / UINT4 initializer as MatMulNBits' unsigned codes:
+// UINT4 as stored, INT4 plus 8 (-8..7 become 0..15: the nibble with its top bit flipped).
 std::vector<int> nibbles(const onnx::TensorProto& t, int64_t n) {
   std::vector<int> out(static_cast<size_t>(n));
   const std::string& raw = t.raw_data();
   const bool is_signed = t.data_type() == kOnnxInt4;
   for (int64_t i = 0; i < n; ++i) {
     const int v = (static_cast<unsigned char>(raw.at(static_cast<size_t>(i / 2))) >> (i % 2 ? 4 : 0)) & 0xF;
-    out[static_cast<size_t>(i)] = is_signed ? ((v ^ 8) - 8) + 8 : v;
+    out[static_cast<size_t>(i)] = is_signed ? v ^ 8 : v;
   }
   return out;
 }
 
+// A float initializer's `n` values (foldable() checked that raw_data holds them).
 std::vector<float> floats(const onnx::TensorProto& t, int64_t n) {
   std::vector<float> out(static_cast<size_t>(n));
-  if (t.raw_data().size() == out.size() * 4) std::memcpy(out.data(), t.raw_data().data(), t.raw_data().size());
-  else for (int64_t i = 0; i < n && i < t.float_data_size(); ++i) out[static_cast<size_t>(i)] = t.float_data(static_cast<int>(i));
+  std::memcpy(out.data(), t.raw_data().data(), out.size() * 4);
   return out;
 }
 

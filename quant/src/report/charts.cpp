@@ -74,10 +74,10 @@ std::string histogram_svg(const nlohmann::json& o) {
   if (o.contains("hist")) {
     const auto& h = o["hist"];
     const nlohmann::json counts = get<nlohmann::json>(h, "counts", nlohmann::json::array());
-    const size_t group = (counts.size() + kMaxBins - 1) / kMaxBins;  // bins summed into one bar
-    std::vector<double> bars((counts.size() + std::max<size_t>(group, 1) - 1) / std::max<size_t>(group, 1), 0.0);
+    const size_t group = std::max<size_t>(1, (counts.size() + kMaxBins - 1) / kMaxBins);  // bins summed into one bar
+    std::vector<double> bars((counts.size() + group - 1) / group, 0.0);
     for (size_t j = 0; j < counts.size(); ++j) bars[j / group] += std::max(0.0, item_or(counts, j, 0.0));
-    const double hlo = get<double>(h, "lo", 0.0), w = get<double>(h, "width", 0.0) * static_cast<double>(std::max<size_t>(group, 1));
+    const double hlo = get<double>(h, "lo", 0.0), w = get<double>(h, "width", 0.0) * static_cast<double>(group);
     double top = 0;
     for (double v : bars) top = std::max(top, v);
     // Square-root heights: the tails a clipping range cuts stay visible beside the peak.
