@@ -22,6 +22,7 @@ PKGS=(
   libre2-dev              # linear-time regular expressions (patterns from configs)
   libonnx-dev libprotobuf-dev protobuf-compiler
   libcli11-dev nlohmann-json3-dev libspdlog-dev libfmt-dev
+  libflatbuffers-dev      # FlatBuffers' C++ builder: the TFLite writer
   libpng-dev libjpeg-dev zlib1g-dev
   dataset-fashion-mnist   # real images + labels (IDX)
   graphviz                # dot: report.html's graph layout

@@ -52,7 +52,8 @@ const char* overflow_name(Overflow o) {
 
 bool Arithmetic::is_float() const {
   return requantize == RequantMode::kFloat && accumulator_bits == 32 && elementwise == RequantMode::kFloat && lut.empty() &&
-         integer_only.empty();
+         integer_only.empty() && !average_pool_divide &&
+         !fully_connected_single_rounding;
 }
 
 std::string Arithmetic::describe() const {
@@ -67,6 +68,8 @@ std::string Arithmetic::describe() const {
   if (accumulator_bits < 32) s += std::string(" (") + overflow_name(overflow) + ")";
   s += ", elementwise " + mode(elementwise, elementwise_multiplier_bits);
   if (elementwise != RequantMode::kFloat) s += " left shift " + std::to_string(elementwise_left_shift);
+  if (average_pool_divide) s += ", average pool divides";
+  if (fully_connected_single_rounding) s += ", fully connected rounds once";
   if (!lut.empty()) {
     s += ", lut";
     for (const auto& o : lut) s += " " + o;
@@ -89,6 +92,8 @@ std::string Arithmetic::to_json() const {
                       {"elementwise_left_shift", elementwise_left_shift},
                       {"lut", lut}};
   if (!integer_only.empty()) j["integer_only"] = integer_only;  // absent: models written before it load unchanged
+  if (average_pool_divide) j["average_pool"] = "divide";
+  if (fully_connected_single_rounding) j["fully_connected_rounding"] = "single";
   return j.dump();
 }
 
@@ -121,6 +126,15 @@ Arithmetic Arithmetic::from_json(const std::string& text, const std::string& wha
     else if (k == "elementwise") a.elementwise = parse_enum(str(k), kModes, what, "elementwise");
     else if (k == "elementwise_multiplier_bits") a.elementwise_multiplier_bits = integer(k);
     else if (k == "elementwise_left_shift") a.elementwise_left_shift = integer(k);
+    else if (k == "average_pool") {
+      const std::string v = str(k);
+      if (v != "divide" && v != "rescale") throw DataError(what + ": arithmetic.average_pool '" + v + "' is not one of divide, rescale");
+      a.average_pool_divide = v == "divide";
+    } else if (k == "fully_connected_rounding") {
+      const std::string v = str(k);
+      if (v != "single" && v != "double") throw DataError(what + ": arithmetic.fully_connected_rounding '" + v + "' is not one of double, single");
+      a.fully_connected_single_rounding = v == "single";
+    }
     else if (k == "lut" || k == "integer_only") {
       if (!it.value().is_array()) throw DataError(what + ": arithmetic." + k + " must be a list of ONNX op types");
       for (const auto& o : it.value()) {
@@ -180,14 +194,17 @@ QuantizedMultiplier quantize_multiplier(double m, int bits) {
 // --- Requantizer ------------------------------------------------------------------------
 
 Requantizer::Requantizer(RequantMode mode, int bits, Rounding rounding, int acc_bits, Overflow overflow,
-                         std::vector<float> mult, const std::string& where)
+                         std::vector<float> mult, const std::string& where, const std::vector<double>& exact)
     : mode_(mode), bits_(bits), rounding_(rounding), acc_bits_(acc_bits), overflow_(overflow), mult_(std::move(mult)) {
   if (mode_ == RequantMode::kFloat) return;
-  for (float m : mult_) {
+  if (!exact.empty() && exact.size() != mult_.size())
+    throw InternalError(where + ": " + std::to_string(exact.size()) + " exact multipliers for " + std::to_string(mult_.size()));
+  for (size_t i = 0; i < mult_.size(); ++i) {
+    const float m = mult_[i];
     if (!(m > 0.0f) || !std::isfinite(m))
       throw DataError(where + ": requantization multiplier " + std::to_string(m) + " is not positive and finite");
     if (mode_ == RequantMode::kFixedPoint) {
-      q_.push_back(quantize_multiplier(m, bits_));
+      q_.push_back(quantize_multiplier(exact.empty() ? static_cast<double>(m) : exact[i], bits_));
       continue;
     }
     int e = 0;
@@ -200,8 +217,10 @@ Requantizer::Requantizer(RequantMode mode, int bits, Rounding rounding, int acc_
   }
 }
 
-Requantizer Requantizer::accumulator(const Arithmetic& ar, std::vector<float> mult, const std::string& where) {
-  return Requantizer(ar.requantize, ar.multiplier_bits, ar.rounding, ar.accumulator_bits, ar.overflow, std::move(mult), where);
+Requantizer Requantizer::accumulator(const Arithmetic& ar, std::vector<float> mult, const std::string& where,
+                                     const std::vector<double>& exact) {
+  return Requantizer(ar.requantize, ar.multiplier_bits, ar.rounding, ar.accumulator_bits, ar.overflow, std::move(mult), where,
+                     exact);
 }
 
 Requantizer Requantizer::pooling(const Arithmetic& ar, std::vector<float> mult, const std::string& where) {
@@ -209,9 +228,10 @@ Requantizer Requantizer::pooling(const Arithmetic& ar, std::vector<float> mult, 
                      std::move(mult), where);
 }
 
-Requantizer Requantizer::rescale(const Arithmetic& ar, std::vector<float> mult, const std::string& where) {
+Requantizer Requantizer::rescale(const Arithmetic& ar, std::vector<float> mult, const std::string& where,
+                                 const std::vector<double>& exact) {
   return Requantizer(ar.elementwise, ar.elementwise_multiplier_bits, ar.rounding, 32, Overflow::kSaturate, std::move(mult),
-                     where);
+                     where, exact);
 }
 
 }  // namespace qfx::runtime

@@ -90,6 +90,24 @@ std::vector<float> accumulator_multipliers(const ir::Node& n, int64_t M, std::ve
 /// The rescales of an int8 add / mul under a non-float elementwise arithmetic
 /// (TFLite's int8 add): input a and b to the common scale 2 max(sa, sb), then that
 /// to the output scaled down by 2^left_shift; mul: a * b to the output (a, b unused).
+/// The multipliers of accumulator_multipliers computed in double from the float32
+/// scales (in_scale · w_scale_c / out_scale), as TFLite's conv / fully-connected
+/// kernels compute them before QuantizeMultiplier: Requantizer's `exact`.
+std::vector<double> exact_accumulator_multipliers(const ir::Node& n, int64_t M);
+
+/// True when int8 average pool `n` divides its sum by the count (Arithmetic::
+/// average_pool_divide, input and output qparams equal): kernels that only rescale
+/// decline it, and the reference computes pool_divide.
+bool divides_average_pool(const ir::Node& n);
+/// True when fully connected `n` (QGemm, QLinearMatMul with constant weights) rounds
+/// once (Arithmetic::fully_connected_single_rounding under kFixedPoint): kernels that
+/// requantize as conv does decline it; the reference computes it.
+bool single_rounding_fully_connected(const ir::Node& n);
+/// TFLite's int8 average: `sum` (of codes) / `count` rounded half away from zero.
+inline int32_t pool_divide(int64_t sum, int64_t count) {
+  return static_cast<int32_t>(sum > 0 ? (sum + count / 2) / count : (sum - count / 2) / count);
+}
+
 struct ElementwiseRescales {
   Requantizer a, b, out;
 };

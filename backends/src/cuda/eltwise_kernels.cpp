@@ -154,6 +154,7 @@ bool maxpool(const KernelRequest& r, Kernel* k) {
 bool qgap(const KernelRequest& r, Kernel* k) {
   if (!device_ready(r)) return false;
   const ir::Node& n = r.node;
+  if (divides_average_pool(n)) return r.decline("the target divides the sum of codes (average_pool: divide; the reference runs it)");
   const Shape& x = r.in[0].shape;
   CodeType xt, yt;
   if (!code_type(r.in[0].dtype, &xt) || !code_type(n.out_q.dtype, &yt)) return r.decline("needs 8-bit input and output");

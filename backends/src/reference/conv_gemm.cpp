@@ -153,7 +153,7 @@ Kernel qconv(const Node& n, const std::vector<Meta>& in, const std::vector<const
   // 16x8 (int16 input): 64-bit accumulators, as TFLite's 16x8 convolution.
   auto acc64 = std::make_shared<std::vector<int64_t>>(xd == DType::kInt16 ? plane_n : 0);
   const std::vector<int64_t> wz64(wz.begin(), wz.end()), bias64(bias.begin(), bias.end());
-  const Requantizer rq = Requantizer::accumulator(n.arithmetic, mult, n.label());
+  const Requantizer rq = Requantizer::accumulator(n.arithmetic, mult, n.label(), exact_accumulator_multipliers(n, static_cast<int64_t>(mult.size())));
   k.run = [=](const In& i, const Out& o) {
     const int64_t plane = g.oH * g.oW;
     void* y = o[0]->raw();
@@ -338,7 +338,7 @@ Kernel qmatmul_activations(const Node& n, const std::vector<Meta>& in) {
   const QRange r = act_range(n);
   const int32_t za = aq.zero_point[0], zb = bq.zero_point[0], zy = yq.zero_point[0];
   const DType yd = yq.dtype;
-  const Requantizer rq = Requantizer::accumulator(n.arithmetic, mult, n.label());
+  const Requantizer rq = Requantizer::accumulator(n.arithmetic, mult, n.label(), exact_accumulator_multipliers(n, static_cast<int64_t>(mult.size())));
   k.run = [=](const In& i, const Out& o) {
     const Tensor &x = *i[0], &w = *i[1];
     for_each_broadcast(batch, ba, bb, [&](int64_t p, int64_t q, int64_t s) {
@@ -391,7 +391,14 @@ Kernel qgemm(const Node& n, const std::vector<Meta>& in, const std::vector<const
   // 16x8 (int16 input): the 64-bit accumulator of TFLite's 16x8 fully connected.
   const bool wide = in[0].dtype == DType::kInt16;
   auto acc_buf = std::make_shared<std::vector<int64_t>>(static_cast<size_t>(N));
-  const Requantizer rq = Requantizer::accumulator(n.arithmetic, mult, n.label());
+  const std::vector<double> exact = exact_accumulator_multipliers(n, static_cast<int64_t>(mult.size()));
+  const Requantizer rq = Requantizer::accumulator(n.arithmetic, mult, n.label(), exact);
+  // One rounding (Arithmetic::fully_connected_single_rounding): the 64-bit product
+  // rounded half up once, as the 16x8 path rounds.
+  const bool single = single_rounding_fully_connected(n);
+  const Requantizer rq_once = single ? Requantizer(RequantMode::kFixedPoint, n.arithmetic.multiplier_bits, Rounding::kHalfUp, 32,
+                                                   Overflow::kSaturate, mult, n.label(), exact)
+                                     : rq;
   k.run = [=](const In& i, const Out& o) {
     const Tensor& x = *i[0];
     std::vector<int64_t>& acc = *acc_buf;
@@ -405,7 +412,9 @@ Kernel qgemm(const Node& n, const std::vector<Meta>& in, const std::vector<const
       }
       for (int64_t j = 0; j < N; ++j) {
         const size_t c = static_cast<size_t>(j);
-        const int32_t v = wide ? rq.code_wide(acc[c], c, zy, r.lo, r.hi) : rq.code(acc[c], c, zy, r.lo, r.hi);
+        const int32_t v = wide     ? rq.code_wide(acc[c], c, zy, r.lo, r.hi)
+                          : single ? rq_once.code_wide(static_cast<int32_t>(acc[c]), c, zy, r.lo, r.hi)
+                                   : rq.code(acc[c], c, zy, r.lo, r.hi);
         store_code(yd, o[0]->raw(), row * N + j, v);
       }
     }

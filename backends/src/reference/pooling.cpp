@@ -81,11 +81,14 @@ Kernel pool(const Node& n, const std::vector<Meta>& in) {
     std::vector<float> mult(onnx ? 1 : static_cast<size_t>(g.kH * g.kW + 1));
     for (size_t c = 0; c < mult.size(); ++c) mult[c] = sx / (sy * static_cast<float>(c == 0 ? 1 : c));
     const Requantizer rq = Requantizer::pooling(n.arithmetic, mult, n.label());
+    const bool divide = divides_average_pool(n);
     k.run = [=](const In& i, const Out& o) {
       avg_pool_windows<int32_t>(g, include_pad, [&](int64_t j) { return qload(*i[0], j) - zx; },
                                 [&](int64_t j, int32_t sum, int64_t count) {
-                                  const int32_t v = onnx ? requantize(sum, sx / (sy * static_cast<float>(count)), zy, r.lo, r.hi)
-                                                         : rq.code(sum, static_cast<size_t>(count), zy, r.lo, r.hi);
+                                  const int32_t v =
+                                      divide ? std::clamp(pool_divide(int64_t{sum} + count * zx, count), r.lo, r.hi)
+                                      : onnx ? requantize(sum, sx / (sy * static_cast<float>(count)), zy, r.lo, r.hi)
+                                             : rq.code(sum, static_cast<size_t>(count), zy, r.lo, r.hi);
                                   store_code(yd, o[0]->raw(), j, v);
                                 });
     };
@@ -128,12 +131,13 @@ Kernel global_avg_pool(const Node& n, const std::vector<Meta>& in) {
   const QRange r = qrange(n.out_q.dtype);
   const DType yd = n.out_q.dtype;
   const Requantizer rq = Requantizer::pooling(n.arithmetic, {sx / (sy * static_cast<float>(hw))}, n.label());
+  const bool divide = divides_average_pool(n);
   k.run = [=](const In& i, const Out& o) {
     for (int64_t p = 0; p < planes; ++p) {
       int64_t s = 0;
       for (int64_t j = 0; j < hw; ++j) s += qload(*i[0], p * hw + j);
       const int32_t acc = static_cast<int32_t>(s - hw * zx);
-      const int32_t v = rq.code(acc, 0, zy, r.lo, r.hi);
+      const int32_t v = divide ? std::clamp(pool_divide(s, hw), r.lo, r.hi) : rq.code(acc, 0, zy, r.lo, r.hi);
       store_code(yd, o[0]->raw(), p, v);
     }
   };

@@ -67,6 +67,7 @@ bool qgap(const KernelRequest& r, Kernel* k) {
   const DType xd = in[0].dtype, yd = n.out_q.dtype;
   if ((xd != DType::kUInt8 && xd != DType::kInt8) || (yd != DType::kUInt8 && yd != DType::kInt8)) return r.decline("needs 8-bit input and output");
   if (n.in_q.empty() || n.in_q[0].scale.size() != 1 || n.out_q.scale.size() != 1) return r.decline("per-channel qparams");
+  if (divides_average_pool(n)) return r.decline("the target divides the sum of codes (average_pool: divide; the reference runs it)");
   const int64_t N = in[0].shape[0], C = in[0].shape[1], HW = in[0].shape[2] * in[0].shape[3];
   if (HW <= 0 || HW > (int64_t{1} << 23)) return r.decline("an empty or huge plane");
   const float sx = n.in_q[0].scale[0], sy = n.out_q.scale[0];

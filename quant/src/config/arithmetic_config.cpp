@@ -61,7 +61,9 @@ std::vector<std::string> onnx_ops(const std::string& path, const YAML::Node& l, 
 }  // namespace
 
 runtime::Arithmetic read_arithmetic(const std::string& path, const YAML::Node& a, const BackendConfig& b) {
-  check_keys(path, a, "arithmetic", {"requantize", "multiplier_bits", "rounding", "accumulator", "elementwise", "lut", "integer_only"});
+  check_keys(path, a, "arithmetic",
+             {"requantize", "multiplier_bits", "rounding", "accumulator", "elementwise", "average_pool", "fully_connected_rounding",
+              "lut", "integer_only"});
   runtime::Arithmetic ar;
   if (auto r = a["requantize"]) ar.requantize = mode(path, r, "arithmetic.requantize");
   if (auto m = a["multiplier_bits"]) ar.multiplier_bits = bits(path, m, "arithmetic.multiplier_bits", 2, 32);
@@ -85,6 +87,10 @@ runtime::Arithmetic read_arithmetic(const std::string& path, const YAML::Node& a
     if (auto m = e["multiplier_bits"]) ar.elementwise_multiplier_bits = bits(path, m, "arithmetic.elementwise.multiplier_bits", 2, 32);
     if (auto l = e["left_shift"]) ar.elementwise_left_shift = bits(path, l, "arithmetic.elementwise.left_shift", 0, 22);
   }
+  if (auto p = a["average_pool"])
+    ar.average_pool_divide = as_choice(path, p, "arithmetic.average_pool", {"rescale", "divide"}) == "divide";
+  if (auto f = a["fully_connected_rounding"])
+    ar.fully_connected_single_rounding = as_choice(path, f, "arithmetic.fully_connected_rounding", {"double", "single"}) == "single";
   if (auto l = a["lut"]) ar.lut = onnx_ops(path, l, "lut", catalog_forms(true), b);
   if (auto l = a["integer_only"]) ar.integer_only = onnx_ops(path, l, "integer_only", catalog_forms(false), b);
   const bool shift = ar.requantize == runtime::RequantMode::kShift || ar.elementwise == runtime::RequantMode::kShift;

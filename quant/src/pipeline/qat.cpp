@@ -36,6 +36,7 @@ void deploy(const Job& job, fx::GraphModule& gm, Dataset& ev, const at::Tensor& 
   r->int8_agrees_with_fakequant = q.argmax(1).eq(fq_pred).to(at::kDouble).mean().item<double>();
   write_encodings(out.path("encodings.json"), int8.exported, graph_hash(gm), job.backend.name, &int8.model);
   r->outputs = {out.final_path("model_int8.onnx"), out.final_path("encodings.json"), out.final_path("report.json")};
+  if (job.cfg.output.tflite) r->outputs.push_back(out.final_path("model_int8.tflite"));
   if (job.cfg.output.report_html) r->outputs.push_back(out.final_path("report.html"));
   nlohmann::json report = qat_report_json(*r, job.cfg.training);
   write_reports(out, report, gm, job.cfg.output.report_html, secs(t_start));

@@ -142,6 +142,16 @@ struct Int8Model {
 template <typename Result>
 Int8Model convert_stage(const Job& job, fx::GraphModule& gm, const Staging& out, Result* r);
 
+// ---- tflite_stage.cpp
+
+/// With `output.formats: [..., tflite]`: writes the staged int8 ONNX model at
+/// `onnx_path` as model_int8.tflite into the staging folder (runtime::write_tflite),
+/// right after convert so that a model TFLite cannot take fails before evaluation;
+/// says on the console how many TFLite ops it has, and when the job's target
+/// arithmetic is not TFLite's. Throws what write_tflite throws (nothing is
+/// committed then).
+void write_tflite_output(const Job& job, const std::string& onnx_path, const Staging& out);
+
 // ---- evaluate.cpp
 
 /// The fp32 model's output on the first evaluation batch in libtorch, before any

@@ -45,6 +45,18 @@ struct Arithmetic {
   int elementwise_multiplier_bits = 32;
   /// Left shift of add's inputs before rescaling (0..22; TFLite uses 20 for int8).
   int elementwise_left_shift = 20;
+  /// Average pooling whose input and output share scale and zero point (int8
+  /// AveragePool / GlobalAveragePool): false rescales the sum by 1/count with the
+  /// elementwise mode; true divides the sum of codes by the count, rounding half away
+  /// from zero, as TFLite's int8 AVERAGE_POOL_2D does ((sum ± count/2) / count).
+  /// Pools that change qparams rescale either way.
+  bool average_pool_divide = false;
+  /// Fully connected layers (QGemm, QLinearMatMul with constant weights) under
+  /// kFixedPoint: false requantizes as conv does (high multiply, then the final
+  /// shift: two roundings); true rounds once, (acc · M + 2^(n-1)) >> n with
+  /// n = bits - 1 - shift (ties toward +infinity), as LiteRT's reference int8
+  /// FULLY_CONNECTED with per-channel weights computes.
+  bool fully_connected_single_rounding = false;
   /// ONNX op types of lut_op_types() ("Sigmoid", "Tanh", "Elu", ...)
   /// that run as 256-entry int8 -> int8 tables between a DequantizeLinear and a
   /// QuantizeLinear: table[q] = Q(f(DQ(q))) computed once at load with the float
@@ -64,7 +76,8 @@ struct Arithmetic {
   /// The JSON object stored in ONNX metadata and encodings.json:
   /// {"requantize", "multiplier_bits", "rounding", "accumulator_bits", "overflow",
   ///  "elementwise", "elementwise_multiplier_bits", "elementwise_left_shift", "lut",
-  ///  "integer_only"}.
+  ///  "integer_only", "average_pool": "divide", "fully_connected_rounding": "single"
+  ///  (the last two written only when set)}.
   std::string to_json() const;
   /// Parses to_json's format (absent keys keep defaults). Throws DataError naming
   /// `what` and the key for malformed JSON, an unknown key or an out-of-range value.
@@ -109,14 +122,20 @@ class Requantizer {
   /// `mode`, multiplier `bits`, `rounding`, accumulator `acc_bits` / `overflow`
   /// as in Arithmetic. Throws DataError naming `where` for kShift with a
   /// multiplier that is not a power of two, or a non-positive multiplier.
+  /// `exact`, when given (one per multiplier), are the same multipliers computed in
+  /// double from the float32 scales, as TFLite's kernels compute them before
+  /// QuantizeMultiplier: kFixedPoint builds its integer multipliers from them (kFloat
+  /// and kShift use `mult`).
   Requantizer(RequantMode mode, int bits, Rounding rounding, int acc_bits, Overflow overflow, std::vector<float> mult,
-              const std::string& where);
+              const std::string& where, const std::vector<double>& exact = {});
   /// Conv / gemm requantization of `a` for target `ar`.
-  static Requantizer accumulator(const Arithmetic& ar, std::vector<float> mult, const std::string& where);
+  static Requantizer accumulator(const Arithmetic& ar, std::vector<float> mult, const std::string& where,
+                                 const std::vector<double>& exact = {});
   /// Average pooling's sum -> mean rescale: `ar`'s elementwise mode, its accumulator limit.
   static Requantizer pooling(const Arithmetic& ar, std::vector<float> mult, const std::string& where);
   /// Elementwise rescale of `ar` (no accumulator limit).
-  static Requantizer rescale(const Arithmetic& ar, std::vector<float> mult, const std::string& where);
+  static Requantizer rescale(const Arithmetic& ar, std::vector<float> mult, const std::string& where,
+                             const std::vector<double>& exact = {});
 
   /// The rounded result before the zero point (saturated to int32).
   int32_t scaled(int64_t acc, size_t channel) const;

@@ -130,6 +130,13 @@ struct OutputConfig {
   /// standard ONNX, opset 21) or "matmul_nbits" (ONNX Runtime's com.microsoft
   /// MatMulNBits; ExportOptions::matmul_nbits).
   std::string block_weight_format = "dequantize_linear";
+  /// `output.formats` lists `tflite`: also write model_int8.tflite, the int8 model in
+  /// TFLite's scheme (runtime::write_tflite; float input and output, NHWC).
+  bool tflite = false;
+  /// `output.tflite_io`: the .tflite's inputs and outputs as float32 ("float", the
+  /// default: a QUANTIZE / DEQUANTIZE at the edges) or as int8 codes ("int8": what
+  /// NPU compilers such as Vela place whole; runtime::TfliteOptions::int8_io).
+  bool tflite_int8_io = false;
 };
 
 /// A whole `qfx ptq` / `qfx qat` config file (configs/ptq/default.yaml, the

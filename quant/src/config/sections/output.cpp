@@ -10,6 +10,10 @@ const KeyTable& output_keys() {
       {"report_html", KeyType::kBool, {}, {}, "true", "also write report.html"},
       {"block_weight_format", KeyType::kChoice, {"dequantize_linear", "matmul_nbits"}, {}, "dequantize_linear",
        "block-wise 4-bit MatMul weights as DequantizeLinear (ONNX) or com.microsoft MatMulNBits (ONNX Runtime)"},
+      {"formats", KeyType::kList, {"onnx", "tflite"}, {}, "[onnx]",
+       "the int8 model's formats: onnx (always written) and tflite (model_int8.tflite, TFLite's int8 scheme)"},
+      {"tflite_io", KeyType::kChoice, {"float", "int8"}, {}, "float",
+       "the .tflite's inputs and outputs: float (QUANTIZE / DEQUANTIZE at the edges) or int8 codes"},
   }};
   return t;
 }
@@ -19,6 +23,15 @@ void read_output(const SectionReader& s, JobConfig* c) {
   s.read("float_model", &c->output.float_model);
   s.read("report_html", &c->output.report_html);
   s.read("block_weight_format", &c->output.block_weight_format);
+  std::string io = "float";
+  s.read("tflite_io", &io);
+  c->output.tflite_int8_io = io == "int8";
+  if (auto n = s["formats"]) {
+    if (!n.IsSequence() || n.size() == 0) yaml::bad(s.path(), n, "output.formats must be a list: [onnx] or [onnx, tflite]");
+    c->output.tflite = false;
+    for (const auto& e : n)
+      if (yaml::as_choice(s.path(), e, s.what("formats"), s.key("formats").choices) == "tflite") c->output.tflite = true;
+  }
 }
 
 }  // namespace qfx::quant::sections
