@@ -25,6 +25,13 @@ np.save('$tmp/x.npy', ((x - 0.2860) / 0.3530).astype(np.float32))"
 "$QFX" run "$tmp/fm/model_int8.onnx" -i "$tmp/x.npy" -o "$tmp/fm_ref.npy" --backend reference >/dev/null
 check "Fashion-MNIST ResNet: LiteRT's reference int8 kernels equal qfx's reference backend on all 1000 images" 0 \
   "1000 of 1000 samples identical" -- $PY "$tools/litert_check.py" "$tmp/fm/model_int8.tflite" "$tmp/x.npy" "$tmp/fm_ref.npy" --kernels reference
+# Depthwise convolutions and fused RELU6: the Fashion-MNIST MobileNet.
+check "Fashion-MNIST MobileNet: DEPTHWISE_CONV_2D in the .tflite" 0 "DEPTHWISE_CONV_2D x[0-9]+" -- \
+  "$QFX" ptq --set model.path="$FIXTURES/fashion_mobilenet.pt" --set backend=tflite_like --set 'output.formats=[onnx, tflite]' \
+    --set calibration.num_samples=128 --set evaluation.num_samples=300 --set evaluation.sqnr_samples=8 --set output.dir="$tmp/mb"
+"$QFX" run "$tmp/mb/model_int8.onnx" -i "$tmp/x.npy" -o "$tmp/mb_ref.npy" --backend reference >/dev/null
+check "Fashion-MNIST MobileNet: LiteRT's reference int8 kernels equal qfx's reference backend on all 1000 images" 0 \
+  "1000 of 1000 samples identical" -- $PY "$tools/litert_check.py" "$tmp/mb/model_int8.tflite" "$tmp/x.npy" "$tmp/mb_ref.npy" --kernels reference
 # int8 inputs and outputs (output.tflite_io: int8): what an NPU compiler places whole.
 check "output.tflite_io: int8 writes int8 inputs and outputs" 0 "inputs int8 NHWC" -- \
   "$QFX" ptq --set backend=tflite_like --set 'output.formats=[onnx, tflite]' --set output.tflite_io=int8 \
@@ -46,6 +53,11 @@ check "onednn target (uint8 activations) + tflite: a clear error naming the node
   "QuantizeLinear '.*'.*int8" -- \
   "$QFX" ptq --set 'output.formats=[onnx, tflite]' "${quick[@]}" --set output.dir="$tmp/u8"
 check "... and no output folder is left" 0 "^ok" -- bash -c "[ ! -e '$tmp/u8' ] && echo ok"
+check "a layer kept float (qconfig.module_name fc: null) + tflite: exit 5 naming the node, nothing written" 5 \
+  "model_int8.onnx: Gemm 'fc' runs in float.*TFLite" -- \
+  "$QFX" ptq --set backend=tflite_like --set 'output.formats=[onnx, tflite]' --set 'qconfig.module_name={fc: null}' "${quick[@]}" \
+    --set output.dir="$tmp/float_fc"
+check "... and no output folder is left" 0 "^ok" -- bash -c "[ ! -e '$tmp/float_fc' ] && echo ok"
 check "output.formats with an unknown format: config error naming the key" 3 "output.formats" -- \
   "$QFX" ptq --set 'output.formats=[onnx, tflite, coreml]' --set output.dir="$tmp/bad"
 

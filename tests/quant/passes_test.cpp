@@ -17,7 +17,9 @@
 #include "qfx/quant/fake_quantize.h"
 #include "qfx/quant/modules.h"
 #include "qfx/quant/op_names.h"
+#include "qfx/quant/convert.h"
 #include "qfx/quant/passes.h"
+#include "qfx/runtime/model.h"
 
 using namespace qfx;
 using namespace qfx::quant;
@@ -407,4 +409,29 @@ TEST(SplitHostPostprocess, DetectorKeepsBackboneAndHeads) {
   const size_t n = plain->graph().size();
   EXPECT_TRUE(split_host_postprocess(*plain).empty());
   EXPECT_EQ(plain->graph().size(), n);
+}
+
+// export_onnx carries the arithmetic of the target prepare_fx was given (as qfx ptq
+// writes it), unless the caller says otherwise.
+TEST(ExportOnnx, CarriesTheTargetArithmeticByDefault) {
+  auto exported_arithmetic = [](const std::string& backend, bool target_arithmetic) {
+    Net net{nullptr};
+    auto gm = traced_net(net);
+    prepare_fx(*gm, QConfigMapping::default_mapping(), BackendConfig::resolve(backend));
+    at::NoGradGuard ng;
+    for (int i = 0; i < 3; ++i) gm->forward(at::randn({4, 3, 8, 8}));
+    auto converted = convert_fx(*gm);
+    ExportOptions eo;
+    eo.input_shapes = {{-1, 3, 8, 8}};
+    eo.target_arithmetic = target_arithmetic;
+    const std::string bytes = export_onnx_bytes(*converted, eo, nullptr);
+    return runtime::Model::load_from_string(bytes, {"reference"}).arithmetic();
+  };
+  const runtime::Arithmetic tfl = BackendConfig::resolve("tflite_like").arithmetic;
+  const runtime::Arithmetic got = exported_arithmetic("tflite_like", true);
+  EXPECT_EQ(got.to_json(), tfl.to_json());
+  EXPECT_EQ(got.requantize, runtime::RequantMode::kFixedPoint);
+  EXPECT_TRUE(got.average_pool_divide);
+  EXPECT_TRUE(exported_arithmetic("tflite_like", false).is_float()) << "target_arithmetic = false: ONNX's arithmetic";
+  EXPECT_TRUE(exported_arithmetic("onednn", true).is_float()) << "a target of ONNX's arithmetic records none";
 }

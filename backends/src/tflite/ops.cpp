@@ -6,6 +6,7 @@
 #include <cstring>
 #include <functional>
 #include <map>
+#include <type_traits>
 
 #include <flatbuffers/flatbuffers.h>
 
@@ -102,6 +103,20 @@ const Tensor& weight_of(const Writer& w, const ir::Node& n) {
   return it->second;
 }
 
+// The fields CONV_2D's and DEPTHWISE_CONV_2D's options share (vtable offsets), and
+// the depthwise multiplier (0: none).
+struct ConvFields {
+  uint16_t padding, stride_w, stride_h, act, dilation_w, dilation_h, depth_multiplier;
+};
+#define QFX_CONV_FIELDS(T, dm)                                                                                 \
+  ConvFields{s::T::kPadding, s::T::kStrideW, s::T::kStrideH, s::T::kFusedActivationFunction, s::T::kDilationWFactor, \
+             s::T::kDilationHFactor, static_cast<uint16_t>(dm)}
+static_assert(std::is_same_v<s::Conv2DOptionsT::tPadding, int8_t> && std::is_same_v<s::Conv2DOptionsT::tStrideW, int32_t> &&
+                  std::is_same_v<s::Conv2DOptionsT::tFusedActivationFunction, int8_t> &&
+                  std::is_same_v<s::DepthwiseConv2DOptionsT::tDepthMultiplier, int32_t> &&
+                  std::is_same_v<s::DepthwiseConv2DOptionsT::tDilationHFactor, int32_t>,
+              "the TFLite schema's conv option types changed");
+
 bool conv(Writer& w, const ir::Node& n) {
   const Value x = w.in(n, n.inputs[0]);
   const Tensor& wt = weight_of(w, n);
@@ -135,33 +150,22 @@ bool conv(Writer& w, const ir::Node& n) {
                                      std::vector<int64_t>(wq.scale.size(), 0), depthwise ? 3 : 0);
   const int32_t b = bias_tensor(w, n, O);
   const Value& y = w.out(n.outputs[0], ys, true, s::TensorType::INT8, &n.out_q);
-  const int64_t act = fused_activation(n), mode = p.mode;
-  const int64_t sw = st[1], sh = st[0], dw = dil[1], dh = dil[0], mult = depthwise ? O / C : 1;
-  if (depthwise) {
-    w.op(s::BuiltinOperator::DEPTHWISE_CONV_2D, "DEPTHWISE_CONV_2D", {in.tensor, wtensor, b}, {y.tensor},
-         s::BuiltinOptions::DepthwiseConv2DOptions, [=](fb::FlatBufferBuilder& f) {
-           const auto t = f.StartTable();
-           QFX_TFL_SCALAR(f, DepthwiseConv2DOptionsT, Padding, mode);
-           QFX_TFL_SCALAR(f, DepthwiseConv2DOptionsT, StrideW, sw);
-           QFX_TFL_SCALAR(f, DepthwiseConv2DOptionsT, StrideH, sh);
-           QFX_TFL_SCALAR(f, DepthwiseConv2DOptionsT, DepthMultiplier, mult);
-           QFX_TFL_SCALAR(f, DepthwiseConv2DOptionsT, FusedActivationFunction, act);
-           QFX_TFL_SCALAR(f, DepthwiseConv2DOptionsT, DilationWFactor, dw);
-           QFX_TFL_SCALAR(f, DepthwiseConv2DOptionsT, DilationHFactor, dh);
-           return f.EndTable(t);
-         });
-    return true;
-  }
-  w.op(s::BuiltinOperator::CONV_2D, "CONV_2D", {in.tensor, wtensor, b}, {y.tensor}, s::BuiltinOptions::Conv2DOptions,
-       [=](fb::FlatBufferBuilder& f) {
-         const auto t = f.StartTable();
-         QFX_TFL_SCALAR(f, Conv2DOptionsT, Padding, mode);
-         QFX_TFL_SCALAR(f, Conv2DOptionsT, StrideW, sw);
-         QFX_TFL_SCALAR(f, Conv2DOptionsT, StrideH, sh);
-         QFX_TFL_SCALAR(f, Conv2DOptionsT, FusedActivationFunction, act);
-         QFX_TFL_SCALAR(f, Conv2DOptionsT, DilationWFactor, dw);
-         QFX_TFL_SCALAR(f, Conv2DOptionsT, DilationHFactor, dh);
-         return f.EndTable(t);
+  const ConvFields f = depthwise ? QFX_CONV_FIELDS(DepthwiseConv2DOptionsT, s::DepthwiseConv2DOptionsT::kDepthMultiplier)
+                                 : QFX_CONV_FIELDS(Conv2DOptionsT, 0);
+  const int64_t act = fused_activation(n), mode = p.mode, mult = depthwise ? O / C : 0;
+  const int64_t sw = st[1], sh = st[0], dw = dil[1], dh = dil[0];
+  w.op(depthwise ? s::BuiltinOperator::DEPTHWISE_CONV_2D : s::BuiltinOperator::CONV_2D,
+       depthwise ? "DEPTHWISE_CONV_2D" : "CONV_2D", {in.tensor, wtensor, b}, {y.tensor},
+       depthwise ? s::BuiltinOptions::DepthwiseConv2DOptions : s::BuiltinOptions::Conv2DOptions, [=](fb::FlatBufferBuilder& fbb) {
+         const auto t = fbb.StartTable();
+         fbb.AddElement<int8_t>(f.padding, static_cast<int8_t>(mode), 0);
+         fbb.AddElement<int32_t>(f.stride_w, static_cast<int32_t>(sw), 0);
+         fbb.AddElement<int32_t>(f.stride_h, static_cast<int32_t>(sh), 0);
+         if (f.depth_multiplier) fbb.AddElement<int32_t>(f.depth_multiplier, static_cast<int32_t>(mult), 0);
+         fbb.AddElement<int8_t>(f.act, static_cast<int8_t>(act), 0);
+         fbb.AddElement<int32_t>(f.dilation_w, static_cast<int32_t>(dw), 0);
+         fbb.AddElement<int32_t>(f.dilation_h, static_cast<int32_t>(dh), 0);
+         return fbb.EndTable(t);
        });
   return true;
 }

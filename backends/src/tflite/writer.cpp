@@ -197,6 +197,7 @@ bool tflite_available() { return true; }
 
 TfliteSummary write_tflite(const std::string& onnx_path, const std::string& tflite_path, const TfliteOptions& options) {
   using namespace tflite;
+  const std::string what = options.what.empty() ? onnx_path : options.what;
   ir::Graph g = ir::load_onnx(onnx_path);
   ir::simplify(g);
   const std::vector<std::string> fallbacks = ir::fuse_qdq(g);
@@ -208,10 +209,12 @@ TfliteSummary write_tflite(const std::string& onnx_path, const std::string& tfli
       continue;
     }
     if (convert_qdq(w, n) || convert_node(w, n)) continue;
-    std::string why = n.label() + ": no TFLite int8 form";
+    // An op of the default domain left in the graph runs in float: kept float by the
+    // config, or a QDQ group the runtime could not match (its reason).
+    std::string why = n.label() + " runs in float in this model";
     for (const auto& f : fallbacks)
       if (f.find("'" + n.name + "'") != std::string::npos) why = f;
-    throw UnsupportedOpError(onnx_path + ": " + why + " (the TFLite writer takes models whose every op runs in int8)");
+    throw UnsupportedOpError(what + ": " + why + "; TFLite's int8 scheme needs every op in int8 (a layer kept float has no TFLite form here)");
   }
   TfliteSummary sum;
   for (const auto& in : g.inputs) {
@@ -220,7 +223,7 @@ TfliteSummary write_tflite(const std::string& onnx_path, const std::string& tfli
   }
   for (const auto& o : g.outputs) {
     auto it = w.values.find(o.name);
-    if (it == w.values.end()) throw UnsupportedOpError(onnx_path + ": output '" + o.name + "' is not computed by any op");
+    if (it == w.values.end()) throw UnsupportedOpError(what + ": output '" + o.name + "' is not computed by any op");
     w.model.outputs.push_back(it->second.tensor);
     sum.outputs.push_back(o.name);
   }

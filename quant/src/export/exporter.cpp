@@ -6,6 +6,7 @@
 
 #include "export_rnn.h"
 #include "qfx/quant/block_quant.h"
+#include "qfx/quant/passes.h"
 
 namespace qfx::quant::detail {
 namespace {
@@ -30,7 +31,10 @@ Exporter::Exporter(fx::GraphModule& gm, const ExportOptions& o, ExportResult& r)
   os->set_version(o.opset);
   g_ = model_.mutable_graph();
   g_->set_name("qfx_int8");
-  for (const auto& [k, v] : o.metadata) {
+  std::map<std::string, std::string> metadata = o.metadata;
+  if (o.target_arithmetic && !o.float_model && !metadata.count(runtime::kArithmeticMetadataKey))
+    if (const std::string a = recorded_arithmetic(gm); !a.empty()) metadata[runtime::kArithmeticMetadataKey] = a;
+  for (const auto& [k, v] : metadata) {
     auto* p = model_.add_metadata_props();
     p->set_key(k);
     p->set_value(v);

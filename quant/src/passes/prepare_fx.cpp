@@ -438,6 +438,9 @@ PassReport prepare_fx(fx::GraphModule& gm, const QConfigMapping& mapping, const 
                       PrepareOptions options) {
   Preparer p(gm, mapping, backend, options.qat);
   PassReport r = p.run();
+  // The target's arithmetic, for export_onnx (ExportOptions::target_arithmetic).
+  if (fx::Node* out = gm.graph().output_node(); out && !backend.arithmetic.is_float())
+    out->meta()[kTargetArithmeticMeta] = backend.arithmetic.to_json();
   if (options.qat) {
     gm.train(true);
     set_quant_state(gm, QuantState::kFakeQuant);
@@ -446,6 +449,13 @@ PassReport prepare_fx(fx::GraphModule& gm, const QConfigMapping& mapping, const 
     set_quant_state(gm, QuantState::kCalibration);
   }
   return r;
+}
+
+std::string recorded_arithmetic(const fx::GraphModule& gm) {
+  const fx::Node* out = gm.graph().output_node();
+  if (!out) return {};
+  auto it = out->meta().find(kTargetArithmeticMeta);
+  return it == out->meta().end() || !it->second.isString() ? std::string() : it->second.toStringRef();
 }
 
 PassReport prepare_qat_fx(fx::GraphModule& gm, const QConfigMapping& mapping, const BackendConfig& backend) {

@@ -10,6 +10,7 @@ void write_tflite_output(const Job& job, const std::string& onnx_path, const Sta
   if (!job.cfg.output.tflite) return;
   runtime::TfliteOptions options;
   options.int8_io = job.cfg.output.tflite_int8_io;
+  options.what = "model_int8.onnx";
   const runtime::TfliteSummary sum = runtime::write_tflite(onnx_path, out.path("model_int8.tflite"), options);
   std::map<std::string, int> count;
   for (const auto& op : sum.ops) ++count[op];

@@ -14,6 +14,8 @@ struct TfliteOptions {
   /// QUANTIZE after each input and a DEQUANTIZE before each output (false: what the
   /// QDQ ONNX model takes and returns).
   bool int8_io = false;
+  /// How errors name the model (default: the ONNX path).
+  std::string what;
 };
 
 /// What write_tflite wrote: the TFLite builtin operators by name, in graph order.

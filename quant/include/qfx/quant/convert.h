@@ -45,6 +45,13 @@ struct ExportOptions {
   /// ONNX `metadata_props` to write (key -> value), e.g. runtime::kArithmeticMetadataKey
   /// with the target's Arithmetic::to_json(), which qfx's runtime then computes with.
   std::map<std::string, std::string> metadata;
+  /// Write the target's arithmetic (runtime::kArithmeticMetadataKey) that prepare_fx /
+  /// prepare_qat_fx recorded from the BackendConfig (a target whose arithmetic is not
+  /// ONNX's: tflite_like, example_accel, a YAML with `arithmetic:`), unless `metadata`
+  /// sets the key itself: the runtime then computes what the target computes, as
+  /// `qfx ptq` writes it. `false` writes the model without it (the runtime and ONNX
+  /// Runtime then compute ONNX's arithmetic): an explicit choice.
+  bool target_arithmetic = true;
 };
 
 /// One quantized tensor of the converted model (what encodings.json lists).

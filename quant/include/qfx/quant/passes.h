@@ -58,8 +58,9 @@ struct PrepareOptions {
 ///    bounded by observed values, where convert puts quantize / dequantize.
 /// The model is left in eval mode and QuantState::kCalibration. Node meta gets
 /// "qfx_op", "qfx_quantized", "qfx_qconfig" (which mapping entry) and
-/// "qfx_float_reason". Throws ConfigError naming the node and the constraint if a
-/// qconfig asks for what the backend cannot do.
+/// "qfx_float_reason"; the output node gets kTargetArithmeticMeta when the backend's
+/// arithmetic is not ONNX's (export_onnx writes it). Throws ConfigError naming the
+/// node and the constraint if a qconfig asks for what the backend cannot do.
 PassReport prepare_fx(fx::GraphModule& gm, const QConfigMapping& mapping, const BackendConfig& backend,
                       PrepareOptions options = {});
 
@@ -69,6 +70,14 @@ PassReport prepare_fx(fx::GraphModule& gm, const QConfigMapping& mapping, const 
 /// train mode and QuantState::kFakeQuant, ready for a libtorch optimizer over
 /// `gm.parameters()`.
 PassReport prepare_qat_fx(fx::GraphModule& gm, const QConfigMapping& mapping, const BackendConfig& backend);
+
+/// The output node's meta key under which prepare_fx / prepare_qat_fx record the
+/// backend's arithmetic (runtime::Arithmetic::to_json), carried through convert_fx.
+inline constexpr const char* kTargetArithmeticMeta = "qfx_target_arithmetic";
+/// The arithmetic prepare_fx recorded on `gm` (or on the model it was converted
+/// from), as Arithmetic::to_json; empty for ONNX's arithmetic or a model that was
+/// not prepared by qfx.
+std::string recorded_arithmetic(const fx::GraphModule& gm);
 
 /// One line per node that stays float, with the reason ("fc: qconfig is null
 /// (module_name:fc)"), from the meta prepare_fx recorded.
