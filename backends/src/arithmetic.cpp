@@ -116,6 +116,12 @@ Arithmetic Arithmetic::from_json(const std::string& text, const std::string& wha
     if (v < -1000 || v > 1000) throw DataError(what + ": arithmetic." + k + " = " + std::to_string(v) + " is out of range");
     return static_cast<int>(v);
   };
+  // A key of two values: false for `off`, true for `on`.
+  auto two_way = [&](const std::string& k, const char* off, const char* on) {
+    const std::string v = str(k);
+    if (v != off && v != on) throw DataError(what + ": arithmetic." + k + " '" + v + "' is not one of " + off + ", " + on);
+    return v == on;
+  };
   for (auto it = j.begin(); it != j.end(); ++it) {
     const std::string& k = it.key();
     if (k == "requantize") a.requantize = parse_enum(str(k), kModes, what, "requantize");
@@ -126,15 +132,8 @@ Arithmetic Arithmetic::from_json(const std::string& text, const std::string& wha
     else if (k == "elementwise") a.elementwise = parse_enum(str(k), kModes, what, "elementwise");
     else if (k == "elementwise_multiplier_bits") a.elementwise_multiplier_bits = integer(k);
     else if (k == "elementwise_left_shift") a.elementwise_left_shift = integer(k);
-    else if (k == "average_pool") {
-      const std::string v = str(k);
-      if (v != "divide" && v != "rescale") throw DataError(what + ": arithmetic.average_pool '" + v + "' is not one of divide, rescale");
-      a.average_pool_divide = v == "divide";
-    } else if (k == "fully_connected_rounding") {
-      const std::string v = str(k);
-      if (v != "single" && v != "double") throw DataError(what + ": arithmetic.fully_connected_rounding '" + v + "' is not one of double, single");
-      a.fully_connected_single_rounding = v == "single";
-    }
+    else if (k == "average_pool") a.average_pool_divide = two_way(k, "rescale", "divide");
+    else if (k == "fully_connected_rounding") a.fully_connected_single_rounding = two_way(k, "double", "single");
     else if (k == "lut" || k == "integer_only") {
       if (!it.value().is_array()) throw DataError(what + ": arithmetic." + k + " must be a list of ONNX op types");
       for (const auto& o : it.value()) {

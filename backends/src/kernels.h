@@ -87,13 +87,13 @@ bool window_attrs_ok(const std::vector<int64_t>& s, const std::vector<int64_t>& 
 /// The caller has checked that the weight scales are 1 or M.
 std::vector<float> accumulator_multipliers(const ir::Node& n, int64_t M, std::vector<float>* in_w = nullptr);
 
-/// The rescales of an int8 add / mul under a non-float elementwise arithmetic
-/// (TFLite's int8 add): input a and b to the common scale 2 max(sa, sb), then that
-/// to the output scaled down by 2^left_shift; mul: a * b to the output (a, b unused).
 /// The multipliers of accumulator_multipliers computed in double from the float32
 /// scales (in_scale · w_scale_c / out_scale), as TFLite's conv / fully-connected
 /// kernels compute them before QuantizeMultiplier: Requantizer's `exact`.
 std::vector<double> exact_accumulator_multipliers(const ir::Node& n, int64_t M);
+/// The requantization of conv / gemm `n` under its arithmetic, from the float32
+/// multipliers `mult` (accumulator_multipliers) and their exact doubles.
+Requantizer accumulator_requantizer(const ir::Node& n, const std::vector<float>& mult);
 
 /// True when int8 average pool `n` divides its sum by the count (Arithmetic::
 /// average_pool_divide, input and output qparams equal): kernels that only rescale
@@ -108,6 +108,9 @@ inline int32_t pool_divide(int64_t sum, int64_t count) {
   return static_cast<int32_t>(sum > 0 ? (sum + count / 2) / count : (sum - count / 2) / count);
 }
 
+/// The rescales of an int8 add / mul under a non-float elementwise arithmetic
+/// (TFLite's int8 add): input a and b to the common scale 2 max(sa, sb), then that
+/// to the output scaled down by 2^left_shift; mul: a * b to the output (a, b unused).
 struct ElementwiseRescales {
   Requantizer a, b, out;
 };

@@ -28,6 +28,10 @@ std::vector<double> exact_accumulator_multipliers(const ir::Node& n, int64_t M) 
   return mult;
 }
 
+Requantizer accumulator_requantizer(const ir::Node& n, const std::vector<float>& mult) {
+  return Requantizer::accumulator(n.arithmetic, mult, n.label(), exact_accumulator_multipliers(n, static_cast<int64_t>(mult.size())));
+}
+
 bool single_rounding_fully_connected(const ir::Node& n) {
   return n.arithmetic.fully_connected_single_rounding && n.arithmetic.requantize == RequantMode::kFixedPoint &&
          (n.op == "QGemm" || n.op == "QLinearMatMul");

@@ -76,7 +76,7 @@ bool prepare(const KernelRequest& r, Kernel* k, const Layer& l, const Shape& out
   k->outputs = {{out_shape, l.yq.dtype, l.y_nhwc}};
   k->accepts_nhwc = l.x_nhwc;
   const ref::QRange range = ref::act_range(n);
-  p->rq = std::make_shared<DevRequant>(dev_requant(Requantizer::accumulator(n.arithmetic, l.mult, n.label(), exact_accumulator_multipliers(n, static_cast<int64_t>(l.mult.size()))),
+  p->rq = std::make_shared<DevRequant>(dev_requant(accumulator_requantizer(n, l.mult),
                                                    l.yq.zero_point[0], range.lo, range.hi, n.label()));
   p->a = conv_args(l, xt, wt, yt);
   p->a.rq = p->rq->args;

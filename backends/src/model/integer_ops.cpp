@@ -28,7 +28,7 @@ bool describe_rescales(const ir::Node& n, Rescale kind, IntegerOp& o) {
     case Rescale::kAccumulator: {
       o.accumulator_bits = n.in_q.at(0).dtype == DType::kInt16 ? 64 : ar.accumulator_bits;
       const int64_t M = static_cast<int64_t>(n.in_q.at(1).scale.size());
-      o.rescales.push_back(describe("output", Requantizer::accumulator(ar, accumulator_multipliers(n, M), n.label(), exact_accumulator_multipliers(n, M))));
+      o.rescales.push_back(describe("output", accumulator_requantizer(n, accumulator_multipliers(n, M))));
       return true;
     }
     case Rescale::kElementwise: {

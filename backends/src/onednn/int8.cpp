@@ -178,7 +178,7 @@ bool matmul_layer(const KernelRequest& r, int64_t M, dt ydt, bool bias, const dn
 RunFn with_epilogue(const ir::Node& n, RunFn exec, const Int8Layer& l, bool conv, bool nhwc_out,
                     const std::vector<float>& mult, std::vector<int32_t> bias) {
   const int64_t M = conv ? l.out[1] : l.out.back();
-  const Requantizer rq = Requantizer::accumulator(n.arithmetic, mult, n.label(), exact_accumulator_multipliers(n, static_cast<int64_t>(mult.size())));
+  const Requantizer rq = accumulator_requantizer(n, mult);
   const ref::QRange range = ref::act_range(n);
   const int64_t plane = conv ? l.out[2] * l.out[3] : 1;
   const bool channel_last = !conv || nhwc_out;

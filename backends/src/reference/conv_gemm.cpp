@@ -153,7 +153,7 @@ Kernel qconv(const Node& n, const std::vector<Meta>& in, const std::vector<const
   // 16x8 (int16 input): 64-bit accumulators, as TFLite's 16x8 convolution.
   auto acc64 = std::make_shared<std::vector<int64_t>>(xd == DType::kInt16 ? plane_n : 0);
   const std::vector<int64_t> wz64(wz.begin(), wz.end()), bias64(bias.begin(), bias.end());
-  const Requantizer rq = Requantizer::accumulator(n.arithmetic, mult, n.label(), exact_accumulator_multipliers(n, static_cast<int64_t>(mult.size())));
+  const Requantizer rq = accumulator_requantizer(n, mult);
   k.run = [=](const In& i, const Out& o) {
     const int64_t plane = g.oH * g.oW;
     void* y = o[0]->raw();
@@ -338,7 +338,7 @@ Kernel qmatmul_activations(const Node& n, const std::vector<Meta>& in) {
   const QRange r = act_range(n);
   const int32_t za = aq.zero_point[0], zb = bq.zero_point[0], zy = yq.zero_point[0];
   const DType yd = yq.dtype;
-  const Requantizer rq = Requantizer::accumulator(n.arithmetic, mult, n.label(), exact_accumulator_multipliers(n, static_cast<int64_t>(mult.size())));
+  const Requantizer rq = accumulator_requantizer(n, mult);
   k.run = [=](const In& i, const Out& o) {
     const Tensor &x = *i[0], &w = *i[1];
     for_each_broadcast(batch, ba, bb, [&](int64_t p, int64_t q, int64_t s) {

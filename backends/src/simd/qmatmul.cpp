@@ -66,7 +66,7 @@ bool qmatmul_activations(const KernelRequest& r, Kernel* k) {
   const ref::QRange q = ref::act_range(n);
   const int32_t za = n.in_q[0].zero_point[0], zb = n.in_q[1].zero_point[0], zy = n.out_q.zero_point[0];
   const DType yd = n.out_q.dtype;
-  const Requantizer rq = Requantizer::accumulator(n.arithmetic, accumulator_multipliers(n, 1, nullptr), n.label(), exact_accumulator_multipliers(n, 1));
+  const Requantizer rq = accumulator_requantizer(n, accumulator_multipliers(n, 1, nullptr));
   const RowFn row = row_fn();
   k->run = [=](const In& i, const Out& o) {
     const Tensor &x = *i[0], &w = *i[1];
