@@ -1,7 +1,13 @@
 # The Python interpreter that exports the test fixtures (torch, torchvision, onnx)
 # and runs the independent checks (onnxruntime, numpy). Default: the virtual
 # environment that tools/install_deps.sh creates in the source tree (.venv), else
-# python3 on PATH. Override with -DQFX_PYTHON=/path/to/python.
+# python3 on PATH; under pip, the interpreter pip runs. Override with
+# -DQFX_PYTHON=/path/to/python.
+# Under pip (scikit-build-core sets SKBUILD): the interpreter pip runs, whose torch
+# the package is built against.
+if(NOT QFX_PYTHON AND SKBUILD AND Python_EXECUTABLE)
+  set(QFX_PYTHON "${Python_EXECUTABLE}" CACHE FILEPATH "Python with torch (the one pip installs qfx into)")
+endif()
 if(NOT QFX_PYTHON)
   if(EXISTS "${PROJECT_SOURCE_DIR}/.venv/bin/python")
     set(_qfx_py "${PROJECT_SOURCE_DIR}/.venv/bin/python")

@@ -1,4 +1,5 @@
 #include "qfx/quant/job_config.h"
+#include "qfx/quant/job_config_text.h"
 
 #include <cstdlib>
 #include <filesystem>
@@ -137,8 +138,9 @@ std::string resolve_path(const std::string& p_in, const std::string& base_dir) {
   return p;
 }
 
-JobConfig load_job_config(const std::string& path, const std::vector<std::string>& overrides) {
-  YAML::Node root = load_file(path);
+namespace {
+
+JobConfig job_config_from_yaml(const std::string& path, YAML::Node root, const std::vector<std::string>& overrides) {
   if (!root.IsMap()) throw ConfigError(path + ": a PTQ config must be a YAML mapping");
   OverrideScope scope;  // errors in a --set value name the override
   const std::vector<std::string> overridden = apply_overrides(root, overrides, &scope);
@@ -153,6 +155,23 @@ JobConfig load_job_config(const std::string& path, const std::vector<std::string
   sections::read_model(SectionReader(path, root["model"], "model", sections::model_keys()), &c);
   read_sections(path, root, &c);
   return c;
+}
+
+}  // namespace
+
+JobConfig load_job_config(const std::string& path, const std::vector<std::string>& overrides) {
+  return job_config_from_yaml(path, load_file(path), overrides);
+}
+
+JobConfig load_job_config_text(const std::string& yaml, const std::string& name, const std::vector<std::string>& overrides) {
+  YAML::Node root;
+  try {
+    root = YAML::Load(yaml);
+  } catch (const YAML::ParserException& e) {
+    throw ConfigError(name + ":" + std::to_string(e.mark.line + 1) + ":" + std::to_string(e.mark.column + 1) +
+                      ": YAML syntax error: " + e.msg);
+  }
+  return job_config_from_yaml(name, root, overrides);
 }
 
 }  // namespace qfx::quant
