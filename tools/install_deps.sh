@@ -16,6 +16,7 @@ root="$(cd "$(dirname "$0")/.." && pwd)"
 PKGS=(
   build-essential cmake ninja-build ccache pkg-config
   python3 python3-venv    # the virtual environment for requirements.txt
+  python3-dev             # Python.h: the Python package's extension (qfx._C)
   libgloo-dev             # Gloo headers, for c10d ProcessGroupGloo (distributed calibration, QAT)
   libdnnl-dev             # oneDNN
   libyaml-cpp-dev libgtest-dev libgmock-dev libbenchmark-dev
@@ -65,7 +66,7 @@ else
     echo "install_deps: creating the virtual environment $venv"
     python3 -m venv "$venv"
   fi
-  echo "install_deps: installing requirements.txt into $venv (torch, torchvision, onnx, onnxruntime, numpy, pillow, pyyaml, torchao, onnxscript, oneDNN 3.x)"
+  echo "install_deps: installing requirements.txt into $venv (torch, torchvision, onnx, onnxruntime, numpy, pillow, pyyaml, torchao, onnxscript, oneDNN 3.x, pytest, scikit-build-core)"
   if ! "$venv/bin/python" -m pip install --quiet --disable-pip-version-check -r "$req"; then
     echo "install_deps: ERROR: pip could not install requirements.txt into $venv" >&2
     exit 1

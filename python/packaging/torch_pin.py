@@ -4,11 +4,9 @@ against (qfx._C links that libtorch), plus the package's pure-Python needs."""
 import re
 
 
-def dynamic_metadata(field, settings, project=None):
-    """``dependencies``: torch==<the build environment's torch release>, numpy, pyyaml."""
-    if field != "dependencies":
-        raise RuntimeError(f"torch_pin provides 'dependencies' only, not {field!r}")
+def dynamic_metadata(settings, project):
+    """{"dependencies": [torch==<the build environment's torch release>, numpy, pyyaml]}."""
     import torch  # the build environment's torch: pip install --no-build-isolation .
 
     release = re.match(r"[0-9.]+", torch.__version__).group(0).rstrip(".")
-    return [f"torch=={release}", "numpy", "pyyaml"]
+    return {"dependencies": [f"torch=={release}", "numpy", "pyyaml"]}

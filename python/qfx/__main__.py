@@ -7,7 +7,7 @@ from pathlib import Path
 
 
 def _binary() -> str:
-    here = Path(__file__).resolve().parent
+    here = Path(__file__).absolute().parent  # not resolved: in a build tree the sources are links
     for candidate in (here / "bin" / "qfx", here.parent.parent / "tools" / "qfx"):  # installed; a build tree
         if candidate.is_file():
             return str(candidate)

@@ -72,14 +72,17 @@ def _override_strings(overrides) -> List[str]:
 
 
 def _console_progress():
-    state = {"stage": None}
+    """Progress on stderr: one line redrawn on a terminal, else one line per stage
+    at its end (a log file gets no partial lines); notes on stdout."""
+    tty = sys.stderr.isatty()
 
     def progress(stage, done, total, extra):
-        end = "\n" if total > 0 and done >= total else ""
+        finished = total > 0 and done >= total
+        if not tty and not finished:
+            return
         line = f"{stage}: {done}/{total}" if total > 0 else f"{stage}: {done}"
-        sys.stderr.write("\r" + line + (f"  {extra}" if extra else "") + end)
+        sys.stderr.write(("\r" if tty else "") + line + (f"  {extra}" if extra else "") + ("\n" if finished else ""))
         sys.stderr.flush()
-        state["stage"] = stage
 
     def info(line):
         print(line, flush=True)
