@@ -4,9 +4,11 @@
 
 #include <climits>
 #include <cstring>
+#include <filesystem>
 #include <vector>
 
 #include "qfx/error.h"
+#include "qfx/onnx_external.h"
 
 namespace qfx::runtime::ir {
 
@@ -129,13 +131,23 @@ void decode_narrow(const onnx::TensorProto& tp, Tensor& t, uint64_t n) {
 
 Tensor to_tensor(const onnx::TensorProto& tp, const std::string& file) {
   const std::string what = file + ": tensor '" + tp.name() + "'";
-  if (tp.data_location() == onnx::TensorProto::EXTERNAL)
-    throw IoError(what + " uses external data, which qfx does not load (save the model with the data inside)");
   std::vector<int64_t> shape(tp.dims().begin(), tp.dims().end());
   const DType dtype = onnx_dtype(tp.data_type(), what);
   // The payload must match the declared shape before anything is allocated: a
   // corrupt file must not make qfx allocate whatever its dims claim.
   const uint64_t n = checked_count(shape, what);
+  if (tp.data_location() == onnx::TensorProto::EXTERNAL) {  // read as raw_data from the file beside the model
+    const int t = tp.data_type();
+    const uint64_t nbytes = four_bit(t) ? (n + 1) / 2 : t == onnx::TensorProto::UINT16 ? 2 * n : n * dtype_size(dtype);
+    onnx::TensorProto inline_tp = tp;  // no payload to copy: it is in the file
+    inline_tp.clear_external_data();
+    inline_tp.set_data_location(onnx::TensorProto::DEFAULT);
+    if (!file.empty() && file[0] == '<')
+      throw IoError(what + " uses external data, which a model given as bytes cannot carry (load it from its file)");
+    const std::string dir = std::filesystem::path(file).parent_path().string();
+    inline_tp.set_raw_data(onnx_external::external_bytes(tp, what, dir.empty() ? "." : dir, nbytes));
+    return to_tensor(inline_tp, file);
+  }
   check_payload(tp, dtype, n, what);
   Tensor t(shape, dtype);
   const int type = tp.data_type();

@@ -24,6 +24,17 @@ def test_float_model_matches_onnxruntime(float_model):
     np.testing.assert_allclose(out, want, rtol=1e-5, atol=1e-5)
 
 
+def test_external_data_models_load(fixtures):
+    path = str(fixtures / "fashion_resnet.onnx")  # torch.onnx.export wrote its weights to fashion_resnet.onnx.data
+    x = np.random.default_rng(2).standard_normal((3, 1, 28, 28)).astype(np.float32)
+    m = qfx.runtime.Model(path)
+    (got,) = m.run(x).values()
+    want = ort.InferenceSession(path).run(None, {m.inputs[0][0]: x})[0]
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+    with pytest.raises(qfx.IoError, match="external data location '../outside.bin' is not a file inside the model's folder"):
+        qfx.runtime.Model(fixtures / "bad_external.onnx")
+
+
 def test_torch_in_torch_out_and_inputs_by_name(float_model):
     x = torch.randn(3, 3, 16, 16)
     m = qfx.runtime.Model(float_model)
