@@ -18,4 +18,7 @@ void bind_ptq(pybind11::module_& m);
 /// `_C.RuntimeModel`: runtime::Model over torch tensors.
 void bind_runtime(pybind11::module_& m);
 
+/// `_C.QatModel`: a prepare_qat_fx GraphModule trained from Python, and its conversion.
+void bind_qat(pybind11::module_& m);
+
 }  // namespace qfx::python

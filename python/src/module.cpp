@@ -12,4 +12,5 @@ PYBIND11_MODULE(_C, m) {
   qfx::python::bind_errors(m);
   qfx::python::bind_ptq(m);
   qfx::python::bind_runtime(m);
+  qfx::python::bind_qat(m);
 }
