@@ -1,24 +1,17 @@
 """qfx.quantize on an in-memory module, checked against the module itself (libtorch)
 and the int8 model on the reference backend."""
 
+import sys
+from pathlib import Path
+
 import numpy as np
 import pytest
 import qfx
 import torch
-from torch import nn
 from torch.utils.data import DataLoader, TensorDataset
 
-
-class Net(nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.conv = nn.Conv2d(3, 8, 3, padding=1)
-        self.bn = nn.BatchNorm2d(8)
-        self.fc = nn.Linear(8, 4)
-
-    def forward(self, x):
-        x = torch.relu(self.bn(self.conv(x)))
-        return self.fc(torch.flatten(nn.functional.adaptive_avg_pool2d(x, 1), 1))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tools" / "fixtures"))
+from export_float_onnx import SmallCnn as Net  # noqa: E402  conv + bn + relu, mean over H and W, linear
 
 
 @pytest.fixture(scope="module")
