@@ -92,6 +92,21 @@ def test_modes_and_switches(default_qat):
     assert not torch.equal(f, q)
 
 
+def test_lsq_scales_are_trained_parameters(default_qat):
+    path, cfg = default_qat
+    x, y = images("t10k")[:64], labels("t10k")[:64]
+    lsq = {"global": {"activation": {"learnable": True}, "weight": {"learnable": True}}}
+    plain = {n for n, _ in qfx.prepare_qat(path, (x[:2],)).named_parameters()}
+    m = qfx.prepare_qat(path, (x[:2],), qconfig=lsq)
+    scales = {n: p for n, p in m.named_parameters() if n not in plain}
+    assert scales and all(p.numel() >= 1 for p in scales.values())
+    before = {n: p.detach().clone() for n, p in scales.items()}
+    opt = torch.optim.SGD(m.parameters(), lr=0.01)
+    torch.nn.functional.cross_entropy(m(x), y).backward()
+    opt.step()
+    assert any(not torch.equal(before[n], p.detach()) for n, p in scales.items())  # LSQ's gradient reached them
+
+
 def test_bad_arguments(default_qat, tmp_path):
     path, cfg = default_qat
     x = images("t10k")[:2]
