@@ -37,6 +37,8 @@ class PtqResult:
     top1, ``cosine_int8_vs_fp32``, ``sqnr_db_int8_vs_fp32`` in dB,
     ``fp32_ms_per_image`` / ``int8_ms_per_image`` in milliseconds, ...); empty
     without an evaluation section. ``layers``: per-layer SQNR, worst first.
+    ``range_advice``: activation ranges that waste codes, each a dict with node,
+    problem, detail and fix (docs/pipelines.md, "Ranges that waste codes").
     ``report``: report.json as a dict."""
 
     output_dir: Path
@@ -47,6 +49,7 @@ class PtqResult:
     report: dict
     metrics: dict
     layers: List[LayerSqnr]
+    range_advice: List[dict]
     seconds: float
     reference_images: int
     reference_identical: int
@@ -103,6 +106,7 @@ def _result(raw: dict) -> PtqResult:
               for l in report.get("per_layer_sqnr", {}).get("layers", [])]
     return PtqResult(output_dir=out_dir, model_int8=out_dir / "model_int8.onnx", encodings=out_dir / "encodings.json",
                      report_json=report_path, files=files, report=report, metrics=metrics, layers=layers,
+                     range_advice=report.get("range_advice", []),
                      seconds=raw["seconds"], reference_images=raw["reference_images"],
                      reference_identical=raw["reference_identical"])
 

@@ -29,6 +29,7 @@ def test_ptq_default_job_equals_the_cli(tmp_path, cli):
     assert [(l.node, l.sqnr_db_fakequant, l.sqnr_db_int8) for l in r.layers] == \
         [(l["node"], l["sqnr_db_fakequant"], l.get("sqnr_db_int8")) for l in cli_layers]
     assert any(l.sqnr_db_int8 is not None for l in r.layers)
+    assert r.range_advice == json.loads((tmp_path / "cli" / "report.json").read_text())["range_advice"]
     assert r.layers[0].sqnr_db_fakequant <= r.layers[-1].sqnr_db_fakequant  # worst first
     assert r.report_html is not None and r.report_html.is_file()
     assert set(r.files) >= {r.model_int8, r.encodings, r.report_json}

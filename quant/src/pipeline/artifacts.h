@@ -20,6 +20,7 @@
 #include "qfx/quant/convert.h"
 #include "qfx/runtime/arithmetic.h"
 #include "observer_report.h"
+#include "range_advice.h"
 #include "qfx/quant/pipeline.h"
 #include "qfx/quant/report.h"
 #include "qfx/quant/runtime_tensor.h"
@@ -83,11 +84,16 @@ inline void open_output(std::optional<Staging>* out, const std::string& dir, con
     if (h.info) h.info("output folder " + dir + " is " + (*out)->in_place_reason() + ": its files are replaced one by one");
 }
 
-/// Stages report.json (with the observers' statistics and weight ranges of
-/// `prepared`, and `seconds`) and, when `html`, report.html drawn from it.
+/// Stages report.json (with the observers' statistics, the ranges that waste codes
+/// (range_advice) and weight ranges of `prepared`, and `seconds`) and, when `html`,
+/// report.html drawn from it. Each range finding is also one `hooks.info` line.
 inline void write_reports(const Staging& out, nlohmann::json& report, const fx::GraphModule& prepared, bool html,
-                          double seconds) {
+                          double seconds, const PipelineHooks& hooks) {
   report["observers"] = detail::observer_statistics(prepared);
+  report["range_advice"] = detail::range_advice(report["observers"]);
+  for (const auto& a : report["range_advice"])
+    if (hooks.info) hooks.info("range of " + a["node"].get<std::string>() + ": " + a["detail"].get<std::string>() + "; try " +
+                    a["fix"].get<std::string>());
   report["weights"] = detail::weight_ranges(prepared);
   report["seconds"] = seconds;
   write_json(out.path("report.json"), report);

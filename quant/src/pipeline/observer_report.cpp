@@ -45,7 +45,10 @@ nlohmann::json observer_statistics(const fx::GraphModule& prepared, int max_bins
                         {"algorithm", ob.algorithm()},
                         {"min", round5(mm.first.item<double>())},
                         {"max", round5(mm.second.item<double>())},
-                        {"clip", {round5(clip.first.min().item<double>()), round5(clip.second.max().item<double>())}}};
+                        {"clip", {round5(clip.first.min().item<double>()), round5(clip.second.max().item<double>())}},
+                        {"qscheme", ob.spec().qscheme == QScheme::kSymmetric ? "symmetric" : "affine"},
+                        {"quant_min", ob.spec().quant_min},
+                        {"quant_max", ob.spec().quant_max}};
     if (auto* h = dynamic_cast<const HistogramObserver*>(&ob)) {
       const Histogram hist = h->histogram();
       const size_t nb = hist.counts.size();

@@ -11,7 +11,7 @@ namespace qfx::quant::detail {
 
 /// One entry per activation FakeQuantize of `prepared` (after calibration), keyed by
 /// the fx node it observes: {"node", "observer", "algorithm", "min", "max", "clip":
-/// [lo, hi]} and, for histogram observers, "hist": {"lo", "width", "counts"} with the
+/// [lo, hi], "qscheme" ("affine" / "symmetric"), "quant_min", "quant_max"} and, for histogram observers, "hist": {"lo", "width", "counts"} with the
 /// 2048 bins summed into at most `max_bins` (a whole number of bins each). Numbers
 /// carry 5 significant digits.
 nlohmann::json observer_statistics(const fx::GraphModule& prepared, int max_bins = 128);

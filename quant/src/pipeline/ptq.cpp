@@ -46,7 +46,7 @@ void write_outputs(const Job& job, PtqResult* r, const Int8Model& int8, const fx
   }
   if (job.cfg.output.report_html) r->outputs.push_back(out.final_path("report.html"));
   nlohmann::json report = ptq_report_json(*r, job.cfg.ptq);
-  write_reports(out, report, gm, job.cfg.output.report_html, secs(t_start));
+  write_reports(out, report, gm, job.cfg.output.report_html, secs(t_start), job.hooks);
   out.commit();
 }
 

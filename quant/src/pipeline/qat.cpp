@@ -39,7 +39,7 @@ void deploy(const Job& job, fx::GraphModule& gm, Dataset& ev, const at::Tensor& 
   if (job.cfg.output.tflite) r->outputs.push_back(out.final_path("model_int8.tflite"));
   if (job.cfg.output.report_html) r->outputs.push_back(out.final_path("report.html"));
   nlohmann::json report = qat_report_json(*r, job.cfg.training);
-  write_reports(out, report, gm, job.cfg.output.report_html, secs(t_start));
+  write_reports(out, report, gm, job.cfg.output.report_html, secs(t_start), job.hooks);
   out.commit();
 }
 
