@@ -81,6 +81,12 @@ int8_t nibble(uint8_t byte, uint64_t i, bool is_signed) {
   return static_cast<int8_t>(is_signed && v >= 8 ? v - 16 : v);
 }
 
+// Bytes of raw_data (or of external data) that `n` elements of ONNX type `t`,
+// stored as `dtype`, take: 4-bit types packed two per byte, UINT16 two bytes each.
+uint64_t raw_bytes(int t, DType dtype, uint64_t n) {
+  return four_bit(t) ? (n + 1) / 2 : t == onnx::TensorProto::UINT16 ? 2 * n : n * dtype_size(dtype);
+}
+
 // The payload's size (bytes of raw_data, or entries of the typed field) and what
 // the shape needs; throws IoError when they differ.
 void check_payload(const onnx::TensorProto& tp, DType dtype, uint64_t n, const std::string& what) {
@@ -88,7 +94,7 @@ void check_payload(const onnx::TensorProto& tp, DType dtype, uint64_t n, const s
   uint64_t got = 0, want = n;
   if (tp.has_raw_data()) {
     got = tp.raw_data().size();
-    want = four_bit(t) ? (n + 1) / 2 : t == onnx::TensorProto::UINT16 ? 2 * n : n * dtype_size(dtype);
+    want = raw_bytes(t, dtype, n);
   } else if (dtype == DType::kFloat32) {
     got = static_cast<uint64_t>(tp.float_data_size());
   } else if (dtype == DType::kInt64) {
@@ -137,15 +143,14 @@ Tensor to_tensor(const onnx::TensorProto& tp, const std::string& file) {
   // corrupt file must not make qfx allocate whatever its dims claim.
   const uint64_t n = checked_count(shape, what);
   if (tp.data_location() == onnx::TensorProto::EXTERNAL) {  // read as raw_data from the file beside the model
-    const int t = tp.data_type();
-    const uint64_t nbytes = four_bit(t) ? (n + 1) / 2 : t == onnx::TensorProto::UINT16 ? 2 * n : n * dtype_size(dtype);
-    onnx::TensorProto inline_tp = tp;  // no payload to copy: it is in the file
-    inline_tp.clear_external_data();
-    inline_tp.set_data_location(onnx::TensorProto::DEFAULT);
     if (!file.empty() && file[0] == '<')
       throw IoError(what + " uses external data, which a model given as bytes cannot carry (load it from its file)");
     const std::string dir = std::filesystem::path(file).parent_path().string();
-    inline_tp.set_raw_data(onnx_external::external_bytes(tp, what, dir.empty() ? "." : dir, nbytes));
+    onnx::TensorProto inline_tp = tp;  // no payload to copy: it is in the file
+    inline_tp.clear_external_data();
+    inline_tp.set_data_location(onnx::TensorProto::DEFAULT);
+    inline_tp.set_raw_data(
+        onnx_external::external_bytes(tp, what, dir.empty() ? "." : dir, raw_bytes(tp.data_type(), dtype, n)));
     return to_tensor(inline_tp, file);
   }
   check_payload(tp, dtype, n, what);

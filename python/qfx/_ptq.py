@@ -5,7 +5,7 @@ import json
 import os
 import sys
 from pathlib import Path
-from typing import List, Mapping, Optional, Sequence, Union
+from typing import List, Mapping, Optional, Union
 
 import yaml
 
@@ -138,10 +138,9 @@ def ptq(config: Union[None, str, os.PathLike, Mapping] = None, overrides=None, *
     else:
         raise errors.ArgumentError(f"qfx.ptq: config must be a path, a dict or None, not {type(config).__name__}")
     prog, info = _console_progress() if progress else (None, None)
-    result = _result(C.ptq(path, text, _override_strings(overrides), prog, info))
-    raw_ok = result.reference_identical == result.reference_images
-    exact = result.report.get("evaluation", {}).get("reference_check", {}).get("exact_expected", True)
-    if not raw_ok and exact:
+    raw = C.ptq(path, text, _override_strings(overrides), prog, info)
+    result = _result(raw)
+    if result.reference_identical != result.reference_images and raw["reference_exact_expected"]:
         raise errors.ReferenceCheckError(
             f"{result.reference_images - result.reference_identical} of {result.reference_images} int8 outputs differ "
             f"from the reference backend's", result)

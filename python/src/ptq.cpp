@@ -42,7 +42,6 @@ py::dict run(const std::string& path, const std::string& yaml, const std::vector
   d["output_dir"] = r.output_dir;
   d["outputs"] = r.outputs;
   d["seconds"] = r.seconds;
-  d["evaluated"] = r.evaluated;
   d["reference_images"] = r.evaluation.reference_images;
   d["reference_identical"] = r.evaluation.reference_identical;
   d["reference_exact_expected"] = r.evaluation.reference_exact_expected;
