@@ -67,6 +67,8 @@ std::string simd_isa();
 /// Copies a channels-last [N, H, W, C] tensor of logical shape `shape` (NCHW) with
 /// `elem` bytes per element into plain NCHW at `dst`.
 void nhwc_to_nchw(const void* src, void* dst, const Shape& shape, size_t elem);
+/// The inverse: copies plain NCHW `src` of logical shape `shape` into channels-last `dst`.
+void nchw_to_nhwc(const void* src, void* dst, const Shape& shape, size_t elem);
 
 /// True if the CPU has VNNI (AVX512-VNNI, AVX-VNNI or AMX), where oneDNN's int8
 /// convolution accumulates u8 x s8 products exactly in int32. Without it oneDNN sums

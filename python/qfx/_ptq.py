@@ -20,12 +20,26 @@ class LayerSqnr:
     ``sqnr_db_fakequant``: signal-to-quantization-noise ratio in dB with Q/DQ
     simulated on the runtime; ``sqnr_db_int8``: the deployed int8 kernels, in dB,
     or None where the value is not an int8 tensor in the deployed model;
-    ``value``: the tensor's name in ``model_int8.onnx``."""
+    ``value``: the tensor's name in ``model_int8.onnx``. The fake-quant error
+    split: ``sqnr_db_own`` is the layer's own error (dB; every quantized value
+    before it replaced by its fp32 value, quantized), ``sqnr_db_inherited`` the error its
+    quantized inputs bring from upstream (dB; None when nothing is inherited, as
+    for a first layer); both None where the split was not measured."""
 
     node: str
     sqnr_db_fakequant: float
     sqnr_db_int8: Optional[float]
     value: str
+    sqnr_db_own: Optional[float] = None
+    sqnr_db_inherited: Optional[float] = None
+
+    @property
+    def error_mostly_inherited(self) -> Optional[bool]:
+        """True where more of the layer's error comes from upstream than from the
+        layer itself (fix the layers before it); None where not measured."""
+        if self.sqnr_db_own is None:
+            return None
+        return self.sqnr_db_inherited is not None and self.sqnr_db_inherited < self.sqnr_db_own
 
 
 @dataclasses.dataclass
@@ -53,6 +67,13 @@ class PtqResult:
     seconds: float
     reference_images: int
     reference_identical: int
+
+    def model_bytes(self) -> bytes:
+        """The int8 model, ``model_int8.onnx``, as bytes (a serialized ONNX
+        ModelProto, for ``onnx.load_from_string``, ``onnxruntime.InferenceSession``
+        or ``qfx.runtime.Model``). Raises FileNotFoundError when the file was
+        moved or deleted since the run."""
+        return self.model_int8.read_bytes()
 
     @property
     def report_html(self) -> Optional[Path]:
@@ -102,7 +123,8 @@ def _result(raw: dict) -> PtqResult:
     evaluation = report.get("evaluation", {})
     metrics = {k: v for k, v in evaluation.items() if isinstance(v, (int, float)) and not isinstance(v, bool)}
     layers = [LayerSqnr(node=l["node"], sqnr_db_fakequant=l["sqnr_db_fakequant"], sqnr_db_int8=l.get("sqnr_db_int8"),
-                        value=l.get("value", ""))
+                        value=l.get("value", ""), sqnr_db_own=l.get("sqnr_db_own"),
+                        sqnr_db_inherited=l.get("sqnr_db_inherited"))
               for l in report.get("per_layer_sqnr", {}).get("layers", [])]
     return PtqResult(output_dir=out_dir, model_int8=out_dir / "model_int8.onnx", encodings=out_dir / "encodings.json",
                      report_json=report_path, files=files, report=report, metrics=metrics, layers=layers,

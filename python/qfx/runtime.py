@@ -15,7 +15,9 @@ class Model:
     """An ONNX model loaded on one of the runtime's backends.
 
     ``path``: a float or int8 QDQ ONNX model (qfx's ``model_int8.onnx``, or any
-    model the runtime takes). ``backend``: ``"onednn"`` (oneDNN primitives, then
+    model the runtime takes), or the model itself as ``bytes`` (a serialized
+    ModelProto, as ``PtqResult.model_bytes()`` gives; its tensors held inside it,
+    not in external data files). ``backend``: ``"onednn"`` (oneDNN primitives, then
     vectorised kernels, then the reference kernels), ``"reference"`` (the kernels
     that define the target arithmetic), ``"cuda"`` where built, or one a plug-in
     registers. Raises :class:`qfx.IoError` for a missing or malformed file,
@@ -23,7 +25,10 @@ class Model:
     :class:`qfx.UnsupportedOpError` for an op the runtime lacks."""
 
     def __init__(self, path, backend: str = "onednn"):
-        self._m = load_extension().RuntimeModel(str(path), backend)
+        if isinstance(path, (bytes, bytearray, memoryview)):
+            self._m = load_extension().RuntimeModel.from_bytes(bytes(path), backend)
+        else:
+            self._m = load_extension().RuntimeModel(str(path), backend)
 
     @property
     def inputs(self) -> List[Tuple[str, str, List[int]]]:

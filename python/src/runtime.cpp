@@ -111,6 +111,11 @@ void bind_runtime(py::module_& m) {
              return runtime::Model::load(path, runtime::ModelOptions(backend));
            }),
            py::arg("path"), py::arg("backend"))
+      .def_static("from_bytes",
+                  [](const py::bytes& data, const std::string& backend) {
+                    return runtime::Model::load_from_string(std::string(data), runtime::ModelOptions(backend), "<ONNX bytes>");
+                  },
+                  py::arg("data"), py::arg("backend"))
       .def("run", &run, py::arg("inputs"))
       .def("inputs", [](const runtime::Model& mdl) { return infos(mdl.inputs()); })
       .def("outputs", [](const runtime::Model& mdl) { return infos(mdl.outputs()); })

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <map>
 #include <random>
@@ -197,4 +198,56 @@ TEST(Taps, FactoryStatisticsSeeValuesAsStoredOrPlain) {
     fast.run({{fast.inputs()[0].name, x}});
     for (const auto& kv : rec) EXPECT_EQ(kv.second->views.size(), 1u) << kv.first << " observed after clear_taps";
   }
+}
+
+// Teacher forcing: run_replacing hands a value stored channels last to the replacer
+// in the plain layout (equal to the reference backend's value) and stores what the
+// replacer leaves back in the stored layout. Replacing the last 4-D value of
+// resnet18 (all that the head reads) with the value another input gives there makes
+// the model's output that input's output.
+TEST(Taps, RunReplacingFeedsLaterNodesTheReplacement) {
+  Model ref = Model::load(onnx_dir() + "resnet18.onnx", {"reference"});
+  Model fast = Model::load(onnx_dir() + "resnet18.onnx", {"onednn"});
+  const Tensor x = runtime::load_npy(onnx_dir() + "resnet18.in.npy");
+  Tensor x2 = x.clone();
+  for (int64_t i = 0; i < x2.numel(); ++i) x2.data<float>()[i] = 0.5f - x2.data<float>()[i];
+  const std::string in = fast.inputs()[0].name;
+  const std::vector<std::string> names = fast.value_names();
+  std::map<std::string, Tensor> v1, v2;
+  ref.run({{in, x}}, names, [&](const std::string& n, const Tensor& t) { v1[n] = t.clone(); });
+  const auto want = ref.run({{in, x2}}, names, [&](const std::string& n, const Tensor& t) { v2[n] = t.clone(); });
+  std::string last4d;
+  for (const auto& n : names)
+    if (v1.at(n).shape().size() == 4) last4d = n;
+  ASSERT_FALSE(last4d.empty());
+  int calls = 0;
+  double seen_err = 0;
+  const auto got = fast.run_replacing(
+      {{in, x}}, {last4d},
+      [&](const std::string& n, Tensor& t) {
+        ++calls;
+        ASSERT_EQ(n, last4d);
+        ASSERT_EQ(t.shape(), v1.at(n).shape());
+        for (int64_t i = 0; i < t.numel(); ++i)
+          seen_err = std::max(seen_err, std::abs(static_cast<double>(t.data<float>()[i]) - v1.at(n).data<float>()[i]));
+        std::memcpy(t.raw(), v2.at(n).raw(), t.nbytes());
+      },
+      {}, [](const std::string&, const Tensor&) {});
+  EXPECT_EQ(calls, 1);
+  EXPECT_LE(seen_err, 1e-3);  // the plain layout of the computed value
+  const Tensor& a = got.begin()->second;
+  const Tensor& b = want.begin()->second;
+  ASSERT_EQ(a.numel(), b.numel());
+  double worst = 0;
+  for (int64_t i = 0; i < a.numel(); ++i) worst = std::max(worst, std::abs(static_cast<double>(a.data<float>()[i]) - b.data<float>()[i]));
+  EXPECT_LE(worst, 1e-3);
+  const auto again = fast.run({{in, x}}), plain_run = ref.run({{in, x}});  // the plan is unchanged by the replacement
+  double drift = 0;
+  for (int64_t i = 0; i < a.numel(); ++i)
+    drift = std::max(drift, std::abs(static_cast<double>(again.begin()->second.data<float>()[i]) -
+                                     plain_run.begin()->second.data<float>()[i]));
+  EXPECT_LE(drift, 1e-3);
+  auto nothing = [](const std::string&, Tensor&) {};
+  EXPECT_THROW(fast.run_replacing({{in, x}}, {in}, nothing, {}, [](const std::string&, const Tensor&) {}), DataError);
+  EXPECT_THROW(fast.run_replacing({{in, x}}, {"no_such_value"}, nothing, {}, [](const std::string&, const Tensor&) {}), DataError);
 }

@@ -172,9 +172,13 @@ int main(int argc, char** argv) {
   std::string ops_backend;
   ops->add_option("--backend", ops_backend, "A backend name (onednn, ...) or YAML file: add its category for each op");
 
-  auto* report = app.add_subcommand("report", "Write report.html again from a qfx ptq / qat output folder's report.json");
-  std::string report_dir;
-  report->add_option("dir", report_dir, "The output folder (it holds report.json)")->required();
+  auto* report = app.add_subcommand("report",
+                                    "Write report.html again from a qfx ptq / qat output folder's report.json; with several "
+                                    "folders, compare the runs side by side");
+  std::vector<std::string> report_dirs;
+  std::string compare_html = "report_comparison.html";
+  report->add_option("dirs", report_dirs, "Output folders (each holds report.json)")->required()->expected(1, -1);
+  report->add_option("-o,--output", compare_html, "With several folders: the comparison page to write")->capture_default_str();
 
   try {
     app.parse(argc, argv);
@@ -190,7 +194,11 @@ int main(int argc, char** argv) {
     if (*ops) return qfx::cli::print_ops(ops_backend);
     if (*bench) return qfx::cli::run_bench(bargs);
     if (*report) {
-      std::cout << "wrote " << qfx::quant::write_report_html(report_dir) << "\n";
+      if (report_dirs.size() == 1) {
+        std::cout << "wrote " << qfx::quant::write_report_html(report_dirs[0]) << "\n";
+      } else {
+        std::cout << qfx::quant::compare_reports(report_dirs, compare_html) << "wrote " << compare_html << "\n";
+      }
       return 0;
     }
     const char* world = std::getenv("WORLD_SIZE");

@@ -2,6 +2,7 @@
 #include "ptq.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 
@@ -11,6 +12,19 @@
 #include "qfx/quant/pipeline.h"
 
 namespace qfx::cli {
+namespace {
+
+// One dB cell of the per-layer table: the value, `missing` where not measured,
+// "none" for no error at all.
+std::string db_cell(bool has, double db, const char* missing = "-") {
+  if (!has) return missing;
+  if (!std::isfinite(db)) return "none";
+  char b[32];
+  std::snprintf(b, sizeof b, "%.1f dB", db);
+  return b;
+}
+
+}  // namespace
 
 int run_ptq(const std::string& config_path, const std::vector<std::string>& overrides) {
   quant::JobConfig cfg = quant::load_job_config(config_path, overrides);
@@ -30,12 +44,14 @@ int run_ptq(const std::string& config_path, const std::vector<std::string>& over
     if (e.sqnr_images > 0) {
       std::printf("per-layer SQNR vs fp32 on %lld images, worst first (%zu layers; all in report.json):\n",
                   static_cast<long long>(e.sqnr_images), e.layers.size());
-      std::printf("  %-40s %12s %12s\n", "quantized tensor (node)", "fake-quant", "int8");
+      std::printf("  %-40s %12s %12s %12s %12s\n", "quantized tensor (node)", "fake-quant", "int8", "own", "inherited");
       for (size_t k = 0; k < std::min<size_t>(e.layers.size(), 10); ++k) {
-        char q[32] = "    (float)";
-        if (e.layers[k].has_int8) std::snprintf(q, sizeof q, "%9.1f dB", e.layers[k].sqnr_db_int8);
-        std::printf("  %-40s %9.1f dB %12s\n", e.layers[k].node.c_str(), e.layers[k].sqnr_db_fakequant, q);
+        const quant::LayerSqnr& l = e.layers[k];
+        std::printf("  %-40s %12s %12s %12s %12s\n", l.node.c_str(), db_cell(true, l.sqnr_db_fakequant).c_str(),
+                    db_cell(l.has_int8, l.sqnr_db_int8, "(float)").c_str(), db_cell(l.has_own, l.sqnr_db_own).c_str(),
+                    db_cell(l.has_own, l.sqnr_db_inherited).c_str());
       }
+      std::printf("  (own: the layer fed the fp32 model's values; inherited: what its quantized inputs add)\n");
     }
     if (!e.arithmetic_layers.empty()) {
       int64_t codes = 0, differing = 0;

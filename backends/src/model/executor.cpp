@@ -1,6 +1,7 @@
 // The executor: takes a plan for the inputs' shapes from the pool (or builds one),
 // runs the kernels in order, hands computed values to taps and watch callbacks,
 // and returns the outputs. Thread-safe: concurrent runs use different plans.
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -38,6 +39,26 @@ std::map<std::string, Tensor> Model::run(const std::map<std::string, Tensor>& in
     watched[static_cast<size_t>(it->second)] = static_cast<char>(1 + static_cast<int>(layout));
   }
   return run_impl(inputs, &watched, &on_value);
+}
+
+std::map<std::string, Tensor> Model::run_replacing(const std::map<std::string, Tensor>& inputs, const std::vector<std::string>& replace,
+                                                   const ValueReplacer& replacer, const std::vector<std::string>& watch,
+                                                   const ValueCallback& on_value) const {
+  const Impl& im = *impl_;
+  auto ids = [&](const std::vector<std::string>& names, const char* what) {
+    std::vector<char> marked(im.value_name.size(), 0);
+    for (const auto& n : names) {
+      auto it = im.value_id.find(n);
+      const bool is_input = it != im.value_id.end() &&
+                            std::find(im.input_ids.begin(), im.input_ids.end(), it->second) != im.input_ids.end();
+      if (it == im.value_id.end() || im.const_of[static_cast<size_t>(it->second)] || (is_input && what[0] == 'r'))
+        throw DataError(std::string("cannot ") + what + " '" + n + "': no such tensor computed by the model's nodes");
+      marked[static_cast<size_t>(it->second)] = static_cast<char>(1 + static_cast<int>(WatchLayout::kPlain));
+    }
+    return marked;
+  };
+  const std::vector<char> replaced = ids(replace, "replace"), watched = ids(watch, "watch");
+  return run_impl(inputs, &watched, &on_value, &replaced, &replacer);
 }
 
 Model::Impl::Feed Model::Impl::check_inputs(const std::map<std::string, Tensor>& given) const {
@@ -107,8 +128,22 @@ void Model::Impl::add_profile(const Plan& plan, const std::vector<double>& node_
   ++profile_runs;
 }
 
+// Hands a computed value to the replacer in the plain layout and stores what it
+// leaves back in the value's own layout.
+void replace_value(const std::string& name, Tensor& stored, bool nhwc, const Model::ValueReplacer& replacer) {
+  if (!nhwc) {
+    replacer(name, stored);
+    return;
+  }
+  Tensor plain(stored.shape(), stored.dtype());
+  nhwc_to_nchw(stored.raw(), plain.raw(), stored.shape(), dtype_size(stored.dtype()));
+  replacer(name, plain);
+  nchw_to_nhwc(plain.raw(), stored.raw(), stored.shape(), dtype_size(stored.dtype()));
+}
+
 std::map<std::string, Tensor> Model::run_impl(const std::map<std::string, Tensor>& inputs, const std::vector<char>* watched,
-                                              const ValueCallback* on_value) const {
+                                              const ValueCallback* on_value, const std::vector<char>* replaced,
+                                              const ValueReplacer* replacer) const {
   Impl& im = *impl_;
   const Impl::Feed feed = im.check_inputs(inputs);
   std::unique_ptr<Plan> plan = im.take_plan(feed.signature);
@@ -120,10 +155,22 @@ std::map<std::string, Tensor> Model::run_impl(const std::map<std::string, Tensor
     }
   }
   const std::shared_ptr<const Impl::TapConfig> taps = im.current_taps();
+  std::vector<char> replace_now;  // replaced values this plan computes at run time
+  if (replaced) {
+    replace_now = *replaced;
+    for (size_t n = 0; n < plan->kernels.size(); ++n)
+      if (!plan->kernels[n].run)
+        for (int v : im.node_out[n])
+          if (v >= 0) replace_now[static_cast<size_t>(v)] = 0;
+    for (size_t v = 0; v < replace_now.size(); ++v)
+      if (replace_now[v] && !plan->device.empty() && plan->device[v])
+        throw DataError("cannot replace '" + im.value_name[v] + "': it is kept in the " + im.backend_name + " device's memory");
+  }
   // Observation of one computed value: the taps' statistics and the caller's watch
   // callback, which sees the logical (plain) layout.
   auto observe = [&](int v, const Tensor& stored, bool nhwc) {
     const size_t vi = static_cast<size_t>(v);
+    if (!replace_now.empty() && replace_now[vi]) replace_value(im.value_name[vi], plan->values[vi], nhwc, *replacer);
     if (!taps->stat[vi] && (!watched || !(*watched)[vi])) return;
     Tensor on_host;  // a device-resident value, copied for its observers
     if (!plan->device.empty() && plan->device[vi]) {

@@ -363,6 +363,20 @@ void nhwc_to_nchw(const void* src, void* dst, const Shape& shape, size_t elem) {
     }
 }
 
+void nchw_to_nhwc(const void* src, void* dst, const Shape& shape, size_t elem) {
+  const int64_t N = shape[0], C = shape[1], HW = shape[2] * shape[3];
+  const auto* s = static_cast<const uint8_t*>(src);
+  auto* d = static_cast<uint8_t*>(dst);
+  const auto e = static_cast<int64_t>(elem);
+#pragma omp parallel for collapse(2) if (N * C * HW > kParallelMin)
+  for (int64_t b = 0; b < N; ++b)
+    for (int64_t c = 0; c < C; ++c) {
+      const uint8_t* from = s + (b * C + c) * HW * e;
+      uint8_t* to = d + (b * HW * C + c) * e;
+      for (int64_t p = 0; p < HW; ++p) std::memcpy(to + p * C * e, from + p * e, elem);
+    }
+}
+
 void register_simd_kernels() {
   add_kernel("onednn", "QuantizeLinear", "simd", quantize);
   const bool nhwc = true;  // elementwise: either layout

@@ -14,6 +14,7 @@ Int8Model convert_stage(const Job& job, fx::GraphModule& gm, const Staging& out,
                                           : "warning: output.block_weight_format: matmul_nbits, but no MatMul has block-wise "
                                             "4-bit weights (block_size a power of two >= 16)");
   write_tflite_output(job, path, out);
+  write_aimet_output(job, path, out);
   runtime::ParsedModel parsed = runtime::Model::parse(path);
   runtime::Model model = runtime::Model::load(parsed, {job.runtime()});
   const std::string output = output_name(model, job.output, job.config());

@@ -40,6 +40,8 @@ void write_outputs(const Job& job, PtqResult* r, const Int8Model& int8, const fx
   write_encodings(out.path("encodings.json"), int8.exported, graph_hash(gm), job.backend.name, &int8.model);
   r->outputs = {out.final_path("model_int8.onnx"), out.final_path("encodings.json"), out.final_path("report.json")};
   if (job.cfg.output.tflite) r->outputs.push_back(out.final_path("model_int8.tflite"));
+  if (job.cfg.output.aimet)
+    for (const char* f : {"model_aimet.onnx", "model_aimet.encodings"}) r->outputs.push_back(out.final_path(f));
   if (job.cfg.output.float_model) {
     write_file_atomic(out.path("model_fp32.onnx"), fp32.onnx());
     r->outputs.push_back(out.final_path("model_fp32.onnx"));

@@ -1,5 +1,6 @@
 // report.json of a PTQ run, written from its PtqResult.
 #include <algorithm>
+#include <cmath>
 
 #include "held_out.h"
 #include "qfx/quant/evaluation_view.h"
@@ -115,6 +116,10 @@ json layer_sqnr_json(const PtqEvaluation& E) {
   for (const auto& l : E.layers) {
     json j = {{"node", l.node}, {"sqnr_db_fakequant", l.sqnr_db_fakequant}};
     if (l.has_int8) j["sqnr_db_int8"] = l.sqnr_db_int8;
+    if (l.has_own) {
+      j["sqnr_db_own"] = l.sqnr_db_own;
+      j["sqnr_db_inherited"] = std::isfinite(l.sqnr_db_inherited) ? json(l.sqnr_db_inherited) : json(nullptr);  // null: nothing inherited
+    }
     if (!l.value.empty()) j["value"] = l.value;
     jl.push_back(j);
   }

@@ -37,6 +37,8 @@ void deploy(const Job& job, fx::GraphModule& gm, Dataset& ev, const at::Tensor& 
   write_encodings(out.path("encodings.json"), int8.exported, graph_hash(gm), job.backend.name, &int8.model);
   r->outputs = {out.final_path("model_int8.onnx"), out.final_path("encodings.json"), out.final_path("report.json")};
   if (job.cfg.output.tflite) r->outputs.push_back(out.final_path("model_int8.tflite"));
+  if (job.cfg.output.aimet)
+    for (const char* f : {"model_aimet.onnx", "model_aimet.encodings"}) r->outputs.push_back(out.final_path(f));
   if (job.cfg.output.report_html) r->outputs.push_back(out.final_path("report.html"));
   nlohmann::json report = qat_report_json(*r, job.cfg.training);
   write_reports(out, report, gm, job.cfg.output.report_html, secs(t_start), job.hooks);

@@ -152,6 +152,14 @@ Int8Model convert_stage(const Job& job, fx::GraphModule& gm, const Staging& out,
 /// committed then).
 void write_tflite_output(const Job& job, const std::string& onnx_path, const Staging& out);
 
+// ---- aimet_stage.cpp
+
+/// With `output.formats: [..., aimet]`: writes the staged int8 ONNX model at
+/// `onnx_path` as model_aimet.onnx + model_aimet.encodings into the staging folder
+/// (runtime::write_aimet) and prints what it wrote. Throws what write_aimet throws
+/// (nothing is swapped in then).
+void write_aimet_output(const Job& job, const std::string& onnx_path, const Staging& out);
+
 // ---- evaluate.cpp
 
 /// The fp32 model's output on the first evaluation batch in libtorch, before any

@@ -55,6 +55,8 @@ const char* kScript = R"(
     var t = k.node + '\n' + k.op + ' on ' + k.impl + ' (' + k.dtype + ')';
     if (k.sqnr_fq !== undefined) t += '\nSQNR fake-quant ' + k.sqnr_fq.toFixed(2) + ' dB';
     if (k.sqnr_int8 !== undefined) t += '\nSQNR int8 ' + k.sqnr_int8.toFixed(2) + ' dB';
+    if (k.sqnr_own !== undefined) t += '\nown error ' + k.sqnr_own.toFixed(2) + ' dB, inherited ' +
+                                      (k.sqnr_inherited === null ? 'none' : k.sqnr_inherited.toFixed(2) + ' dB');
     if (k.clip) t += '\nclipping range ' + k.clip[0] + ' .. ' + k.clip[1] + ' (' + k.algorithm + ')';
     (k.declined || []).forEach(function (d) { t += '\ndeclined by ' + d.impl + ': ' + d.reason; });
     panel.textContent = t;
@@ -124,6 +126,10 @@ json panel_data(const json& r) {
   for (const auto& [n, l] : report::sqnr_by_node(r)) {
     ks[n]["sqnr_fq"] = report::get<double>(l, "sqnr_db_fakequant", 0.0);
     if (l.contains("sqnr_db_int8") && l["sqnr_db_int8"].is_number()) ks[n]["sqnr_int8"] = l["sqnr_db_int8"];
+    if (l.contains("sqnr_db_own") && l["sqnr_db_own"].is_number()) {
+      ks[n]["sqnr_own"] = l["sqnr_db_own"];
+      ks[n]["sqnr_inherited"] = report::get<nlohmann::json>(l, "sqnr_db_inherited", nullptr);
+    }
   }
   for (const auto& o : report::get<nlohmann::json>(r, "observers", json::array())) {
     const std::string n = report::get<std::string>(o, "node", std::string(""));
@@ -171,6 +177,28 @@ std::string graph_section(const json& r) {
          "it.</div></div></section>";
 }
 
+// Each layer's fake-quant error split into its own part and the inherited part,
+// worst first, with which one dominates; "" when the report has no split.
+std::string error_split_table(const json& layers) {
+  std::string rows;
+  for (const auto& l : layers) {
+    if (!l.contains("sqnr_db_own") || !l["sqnr_db_own"].is_number()) continue;
+    const double own = l["sqnr_db_own"].get<double>();
+    const json inh = report::get<nlohmann::json>(l, "sqnr_db_inherited", nullptr);
+    const bool inherits_more = inh.is_number() && inh.get<double>() < own;  // lower SQNR: more noise
+    rows += "<tr><td>" + esc(report::get<std::string>(l, "node", std::string("?"))) + "</td><td>" +
+            num(report::get<double>(l, "sqnr_db_fakequant", 0.0), 4) + " dB</td><td>" + num(own, 4) + " dB</td><td>" +
+            (inh.is_number() ? num(inh.get<double>(), 4) + " dB" : std::string("none")) + "</td><td>" +
+            (inherits_more ? "upstream layers" : "this layer") + "</td></tr>";
+  }
+  if (rows.empty()) return "";
+  return "<h2>Own and inherited error</h2><p>Each layer fed the float model's values (its own error: its weights and the "
+         "rounding of its inputs and output) and the fake-quant value against that (the error its quantized inputs bring "
+         "from upstream). Where upstream dominates, fixing this layer does not help: look at the layers before it.</p>"
+         "<table><tr><th>layer</th><th>fake-quant</th><th>own</th><th>inherited</th><th>most error from</th></tr>" +
+         rows + "</table>";
+}
+
 std::string sqnr_section(const json& r) {
   std::string s = "<section id=\"sqnr\"><h2>Per-layer SQNR (worst first)</h2>";
   if (!r.contains("per_layer_sqnr"))
@@ -179,6 +207,7 @@ std::string sqnr_section(const json& r) {
   s += "<p>Each quantized activation against its float value on " + std::to_string(report::get<int64_t>(p, "images", 0)) +
        " images: light bars fake quantization, dark bars the deployed int8 kernels.</p>";
   s += report::sqnr_bars(report::get<nlohmann::json>(p, "layers", json::array()));
+  s += error_split_table(report::get<nlohmann::json>(p, "layers", json::array()));
   if (r.contains("sensitivity")) {
     s += "<h2>Sensitivity ranking (most sensitive first)</h2><p>Output SQNR against fp32 with all layers quantized: " +
          num(report::get<double>(r["sensitivity"], "all_quantized_db", 0.0), 4) +

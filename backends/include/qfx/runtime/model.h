@@ -231,6 +231,22 @@ class Model {
   /// statistics). Same errors.
   std::map<std::string, Tensor> run(const std::map<std::string, Tensor>& inputs, const std::vector<std::string>& watch,
                                     const ValueCallback& on_value, WatchLayout layout) const;
+  /// Receives a value to replace during `run_replacing`: its name and a tensor in
+  /// the logical (NCHW) layout holding the computed value, which the callback may
+  /// overwrite (same shape and dtype; valid only until it returns).
+  using ValueReplacer = std::function<void(const std::string& name, Tensor& value)>;
+  /// Runs the model like `run(inputs, watch, on_value, WatchLayout::kPlain)`, and
+  /// right after each node output named in `replace` is computed hands it to
+  /// `replacer`; what the replacer leaves in it is what the later nodes, the taps and
+  /// the watch callback read. Values folded when the plan was built are constants
+  /// and are not handed over. This is teacher forcing: feeding every quantized layer
+  /// of a Q/DQ model the float model's values measures each layer's own error apart
+  /// from the error it inherits. Throws DataError naming a tensor in `replace` or
+  /// `watch` that the model's nodes do not compute (graph inputs included), or one
+  /// kept in a device's memory.
+  std::map<std::string, Tensor> run_replacing(const std::map<std::string, Tensor>& inputs, const std::vector<std::string>& replace,
+                                              const ValueReplacer& replacer, const std::vector<std::string>& watch,
+                                              const ValueCallback& on_value) const;
   /// Models loaded in this process so far (every `load` and `load_from_string`,
   /// from a path, bytes or a ParsedModel, whether or not they succeeded): how a
   /// pipeline's tests count the plans it builds.
@@ -317,7 +333,8 @@ class Model {
   explicit Model(std::unique_ptr<Impl> impl);
   static Model from_graph(ir::Graph graph, const ModelOptions& options, const std::string& path);
   std::map<std::string, Tensor> run_impl(const std::map<std::string, Tensor>& inputs, const std::vector<char>* watched,
-                                         const ValueCallback* on_value) const;
+                                         const ValueCallback* on_value, const std::vector<char>* replaced = nullptr,
+                                         const ValueReplacer* replacer = nullptr) const;
   std::unique_ptr<Impl> impl_;
 };
 

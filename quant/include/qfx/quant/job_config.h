@@ -137,6 +137,14 @@ struct OutputConfig {
   /// default: a QUANTIZE / DEQUANTIZE at the edges) or as int8 codes ("int8": what
   /// NPU compilers such as Vela place whole; runtime::TfliteOptions::int8_io).
   bool tflite_int8_io = false;
+  /// `output.formats` lists `aimet`: also write model_aimet.onnx (the int8 model's
+  /// float graph: Q/DQ pairs removed, weights and biases dequantized) and
+  /// model_aimet.encodings (its quantization in Qualcomm AIMET's encodings format,
+  /// what AIMET's QuantSim and QNN's converter load; runtime::write_aimet).
+  bool aimet = false;
+  /// `output.aimet_encoding_version`: "1.0.0" (the default; param_encodings and
+  /// activation_encodings lists) or "2.0.0" (one encodings list, ONNX QDQ fields).
+  std::string aimet_encoding_version = "1.0.0";
 };
 
 /// A whole `qfx ptq` / `qfx qat` config file (configs/ptq/default.yaml, the

@@ -35,6 +35,14 @@ struct LayerSqnr {
   double sqnr_db_fakequant = 0;    ///< Q/DQ simulated on the runtime, dB
   double sqnr_db_int8 = 0;         ///< the deployed int8 kernels, dB (valid if has_int8)
   bool has_int8 = false;           ///< false: the value is not an int8 tensor in the deployed model
+  /// The layer's own error: fake quantization with every quantized value before it
+  /// replaced by its fp32 value (teacher forcing), so only this layer's weights,
+  /// input rounding and output rounding count; dB (valid if has_own).
+  double sqnr_db_own = 0;
+  /// The error the layer inherits: the fake-quant value against the layer-alone
+  /// value, the part its quantized inputs bring from upstream; dB (valid if has_own).
+  double sqnr_db_inherited = 0;
+  bool has_own = false;            ///< false: the split was not measured (a value kept on a device)
   std::string value;               ///< the quantized tensor's name in the int8 ONNX model (a lookup
                                    ///< table's node is named after another fx node: match by this)
 };

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 namespace qfx::quant {
 
@@ -23,5 +24,15 @@ std::string render_report_html(const std::string& report_json, const std::string
 /// returns the path written. Throws IoError (missing or unreadable report.json, a
 /// folder that cannot be written) or DataError (not a report.json).
 std::string write_report_html(const std::string& output_dir);
+
+/// `qfx report DIR1 DIR2 ...`: the report.json of several runs of one model (targets,
+/// configs) side by side: a text table (returned) of each run's headline metrics
+/// (top-1 fp32 / int8, output SQNR, int8 ops, latency) and of the layers whose SQNR
+/// differs most between the runs, and `html_path` (written atomically when not
+/// empty) with the same tables and each run's per-layer SQNR bars. Runs are named
+/// by their folders. Throws IoError (a missing or unreadable report.json, a path
+/// that cannot be written), DataError (not a report.json, naming the folder), or
+/// ConfigError (fewer than two folders).
+std::string compare_reports(const std::vector<std::string>& output_dirs, const std::string& html_path);
 
 }  // namespace qfx::quant

@@ -10,8 +10,11 @@ const KeyTable& output_keys() {
       {"report_html", KeyType::kBool, {}, {}, "true", "also write report.html"},
       {"block_weight_format", KeyType::kChoice, {"dequantize_linear", "matmul_nbits"}, {}, "dequantize_linear",
        "block-wise 4-bit MatMul weights as DequantizeLinear (ONNX) or com.microsoft MatMulNBits (ONNX Runtime)"},
-      {"formats", KeyType::kList, {"onnx", "tflite"}, {}, "[onnx]",
-       "the int8 model's formats: onnx (always written) and tflite (model_int8.tflite, TFLite's int8 scheme)"},
+      {"formats", KeyType::kList, {"onnx", "tflite", "aimet"}, {}, "[onnx]",
+       "the int8 model's formats: onnx (always written), tflite (model_int8.tflite, TFLite's int8 scheme) and aimet "
+       "(model_aimet.onnx + model_aimet.encodings, Qualcomm AIMET's encodings)"},
+      {"aimet_encoding_version", KeyType::kChoice, {"1.0.0", "2.0.0"}, {}, "1.0.0",
+       "the AIMET encodings format of model_aimet.encodings"},
       {"tflite_io", KeyType::kChoice, {"float", "int8"}, {}, "float",
        "the .tflite's inputs and outputs: float (QUANTIZE / DEQUANTIZE at the edges) or int8 codes"},
   }};
@@ -26,11 +29,16 @@ void read_output(const SectionReader& s, JobConfig* c) {
   std::string io = "float";
   s.read("tflite_io", &io);
   c->output.tflite_int8_io = io == "int8";
+  s.read("aimet_encoding_version", &c->output.aimet_encoding_version);
   if (auto n = s["formats"]) {
-    if (!n.IsSequence() || n.size() == 0) yaml::bad(s.path(), n, "output.formats must be a list: [onnx] or [onnx, tflite]");
-    c->output.tflite = false;
-    for (const auto& e : n)
-      if (yaml::as_choice(s.path(), e, s.what("formats"), s.key("formats").choices) == "tflite") c->output.tflite = true;
+    if (!n.IsSequence() || n.size() == 0)
+      yaml::bad(s.path(), n, "output.formats must be a list of onnx, tflite and aimet: [onnx], [onnx, tflite], ...");
+    c->output.tflite = c->output.aimet = false;
+    for (const auto& e : n) {
+      const std::string f = yaml::as_choice(s.path(), e, s.what("formats"), s.key("formats").choices);
+      c->output.tflite |= f == "tflite";
+      c->output.aimet |= f == "aimet";
+    }
   }
 }
 
