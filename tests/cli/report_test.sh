@@ -60,6 +60,42 @@ check "qfx report on a folder without report.json" 7 "report.json: cannot open" 
 echo '{"a": 1}' > "$tmp/report.json"
 check "qfx report on a JSON file that is not a report" 6 "not a report.json written by qfx ptq or qfx qat" -- "$QFX" report "$tmp"
 rm "$tmp/report.json"
+check "report.html splits each layer's error into its own and the inherited part, one row per layer" 0 "^ok$" -- $PY -c "
+import json, re; r = json.load(open('$tmp/ptq/report.json')); h = open('$tmp/ptq/report.html').read()
+layers = r['per_layer_sqnr']['layers']
+assert all('sqnr_db_own' in l and 'sqnr_db_inherited' in l for l in layers), layers[0]
+table = h[h.find('<h2>Own and inherited error'):]
+table = table[:table.find('</table>')]
+print('ok' if table.count('<tr><td>') == len(layers) else (table.count('<tr><td>'), len(layers)))"
+
+# Several runs of one model side by side: the onednn run above and one on tflite_like.
+check "qfx ptq of the same model on tflite_like" 0 "wrote " -- "$QFX" ptq --set calibration.num_samples=64 \
+  --set evaluation.num_samples=256 --set evaluation.sqnr_samples=32 --set evaluation.reference_check=0 --set backend=tflite_like \
+  --set output.dir="$tmp/ptq_tfl"
+check "qfx report DIR1 DIR2: each run's top-1 and per-layer SQNR as its report.json has them, most different first; the page written" \
+  0 "^ok$" -- bash -c "cd '$tmp' && '$QFX' report ptq ptq_tfl -o '$tmp/cmp.html' > '$tmp/cmp.txt' && $PY - <<'EOF'
+import json, re
+runs = [json.load(open(f'$tmp/{d}/report.json')) for d in ('ptq', 'ptq_tfl')]
+text = open('$tmp/cmp.txt').read().splitlines()
+assert re.match(r'\s+ptq\s+ptq_tfl$', text[0]), text[0]
+row = next(l for l in text if l.strip().startswith('top-1 int8 '))
+got = [float(v) for v in re.findall(r'([0-9.]+) %', row)]
+assert all(abs(g - 100 * r['evaluation']['top1_int8']) < 0.01 for g, r in zip(got, runs)) and len(got) == 2, row
+def db(l): return l.get('sqnr_db_int8', l['sqnr_db_fakequant'])
+want = [{l['node']: db(l) for l in r['per_layer_sqnr']['layers']} for r in runs]
+rows = text[text.index('per-layer SQNR, most different first:') + 2:]
+rows = [l.split() for l in rows if l.startswith('  ') and 'dB' in l]
+spreads = []
+for node, a, _, b, _, spread, _ in rows:
+    assert abs(float(a) - want[0][node]) <= 0.01 * abs(want[0][node]) and abs(float(b) - want[1][node]) <= 0.01 * abs(want[1][node]), node
+    spreads.append(float(spread))
+assert len(rows) == min(15, len(want[0])) and spreads == sorted(spreads, reverse=True), spreads
+h = open('$tmp/cmp.html').read()
+assert h.count('<tr><td>') >= len(want[0]) + 10 and 'ptq_tfl' in h
+print('ok')
+EOF"
+check "qfx report DIR1 DIR2 with a folder without report.json: exit 7 naming it, no page" 7 "nothing/report.json: cannot open" -- \
+  bash -c "mkdir -p '$tmp/nothing' && '$QFX' report '$tmp/ptq' '$tmp/nothing' -o '$tmp/cmp2.html'; rc=\$?; [ -e '$tmp/cmp2.html' ] && echo written; exit \$rc"
 check "output.report_html: false writes none" 0 "^none$" -- bash -c \
   "'$QFX' ptq --set calibration.num_samples=32 --set evaluation=null --set output.report_html=false --set output.dir='$tmp/nohtml' \
      >/dev/null 2>&1 && { [ -e '$tmp/nohtml/report.html' ] && echo written || echo none; }"

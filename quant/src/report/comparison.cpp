@@ -63,12 +63,11 @@ Table metric_rows(const std::vector<Run>& runs) {
     bool any = false;
     for (const auto& r : runs) {
       row.push_back(cell(r));
-      any |= row.back() != "-";
+      any |= row.back() != "-" && !row.back().empty();
     }
     if (any) t.push_back(row);
   };
-  for (const char* key : {"backend", "runtime_backend"})
-    add(key, [&](const Run& r) { return report::get<std::string>(r.report, key, "-"); });
+  add("backend", [&](const Run& r) { return report::get<std::string>(r.report, "backend", "-"); });
   add("int8 kernels / all", [](const Run& r) {
     int q = 0, all = 0;
     for (const auto& k : report::get<json>(r.report, "kernels", json::array())) {
@@ -84,7 +83,7 @@ Table metric_rows(const std::vector<Run>& runs) {
   for (const auto& f : evaluation_fields()) {
     const std::string parent = f.key.substr(0, f.key.find('.'));
     if (std::find(lists.begin(), lists.end(), parent) == lists.end())
-      add(f.label, [&](const Run& r) { return page_value(r.view, f.key); });
+      add(f.unit == ResultUnit::kMs ? f.label + " (ms per image)" : f.label, [&](const Run& r) { return page_value(r.view, f.key); });
   }
   return t;
 }
