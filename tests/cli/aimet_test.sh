@@ -71,5 +71,6 @@ check "... and the output folder holds nothing" 0 "^ok" -- bash -c "[ ! -e '$tmp
 check "an encodings version qfx does not write: exit 3 naming the key" 3 "output.aimet_encoding_version" -- \
   "$QFX" ptq "${quick[@]}" --set "output.formats=[onnx, aimet]" --set output.aimet_encoding_version=3.0.0 --set output.dir="$tmp/bad"
 
+check_encodings "$tmp"
 echo "aimet_test: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]

@@ -121,5 +121,6 @@ check "per_block without block_size: config error naming the key" 3 "granularity
 check "block-wise activations refused" 3 "per_block granularity is for weights" -- \
   "$QFX" ptq "$cfg" --set "qconfig.module_type.Linear.activation={granularity: per_block, block_size: 32}" --set output.dir="$tmp/bad"
 check "nothing written on error" 0 "^absent" -- bash -c "test -e '$tmp/bad' && echo present || echo absent"
+check_encodings "$tmp"
 echo "block_weights_test: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]

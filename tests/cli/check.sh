@@ -18,3 +18,9 @@ check() {  # name expected_rc pattern -- command...
   fi
   echo "ok   $name"; pass=$((pass+1))
 }
+# check_encodings DIR: every encodings.json under DIR (what the calling script wrote)
+# follows docs/encodings.schema.json.
+check_encodings() {
+  check "every encodings.json this script wrote follows docs/encodings.schema.json" 0 "^ok [0-9]+" -- \
+    "$PY" "$(dirname "${BASH_SOURCE[0]}")/../../tools/schema/validate_encodings.py" "$1"
+}

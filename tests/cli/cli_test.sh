@@ -553,5 +553,6 @@ if ! ldconfig -p | grep -q 'libcuda\.so\.1'; then
     "$QFX" ptq --set calibration.device=cuda --set evaluation=null --set output.dir="$tmp/dev_cuda"
 fi
 
+check_encodings "$tmp"
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]

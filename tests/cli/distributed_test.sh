@@ -90,5 +90,6 @@ check "qfx qat: a 2-process checkpoint resumes with 1 process" 0 "trained 24 ste
   "$QFX" qat "${qat_args[@]}" --set training.epochs=2 --set training.max_steps=24 --set training.batch_size=64 \
   --set training.resume="$tmp/qat2/qat_checkpoint.pt" --set output.dir="$tmp/qat_resume"
 
+check_encodings "$tmp"
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]

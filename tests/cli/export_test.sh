@@ -219,5 +219,6 @@ check "qfx ptq: a disabled autocast region (wrap_with_autocast) is read into the
   --set evaluation.metric=cosine --set output.dir="$tmp/autocast"
 check "... an enabled one is refused naming the node (exit 5)" 5 "wrap_with_autocast.*: an enabled torch.autocast region computes in reduced precision" -- \
   "$QFX" inspect "$tmp/autocast_on.pt2"
+check_encodings "$tmp"
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]

@@ -234,5 +234,6 @@ check "an ONNX input with no declared shape takes model.input_shape" 0 "wrote mo
     --set "calibration.data={format: npy, images: $tmp/x16.npy}" --set evaluation=null --set output.dir="$tmp/noshape_out"
 test ! -e "$tmp/bad" || { echo "FAIL a refused model left an output folder"; fail=$((fail+1)); }
 
+check_encodings "$tmp"
 echo "onnx input tests: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]

@@ -45,5 +45,6 @@ fi
 check "qfx qat: no training section" 3 "'training' is required for qfx qat" -- \
   "$QFX" qat "$(dirname "$0")/../../configs/ptq/default.yaml"
 
+check_encodings "$tmp"
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]

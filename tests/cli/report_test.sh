@@ -168,5 +168,6 @@ ok = len(c) == 16 and [p['step'] for p in c] == list(range(1, 17)) and 'top1_fak
 print('ok' if ok and len(re.findall('<polyline class=\"series\"', h)) >= 3 else (len(c), c[-1]))"
 check "... rendered in headless Chromium" 0 "^ok$" -- render_check "$tmp/qat" qat
 
+check_encodings "$tmp"
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]

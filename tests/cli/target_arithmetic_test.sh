@@ -140,5 +140,6 @@ check "a 40-bit multiplier" 3 "bits.yaml:7:20: arithmetic.multiplier_bits must b
   "$QFX" ptq --set backend="$tmp/bits.yaml" --set output.dir="$tmp/bad3"
 check "no output written for a bad target" 0 "^clean" -- bash -c "ls '$tmp' | grep -q '^bad' && echo written || echo clean"
 
+check_encodings "$tmp"
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]

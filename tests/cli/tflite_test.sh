@@ -61,5 +61,6 @@ check "... and no output folder is left" 0 "^ok" -- bash -c "[ ! -e '$tmp/float_
 check "output.formats with an unknown format: config error naming the key" 3 "output.formats" -- \
   "$QFX" ptq --set 'output.formats=[onnx, tflite, coreml]' --set output.dir="$tmp/bad"
 
+check_encodings "$tmp"
 echo "tflite_tests: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]

@@ -76,6 +76,7 @@ std::string export_onnx_bytes(fx::GraphModule& gm, const ExportOptions& options,
 void write_encodings(const std::string& path, const ExportResult& result, const std::string& graph_hash,
                      const std::string& backend, const runtime::Model* int8) {
   nlohmann::json enc;
+  enc["version"] = 1;  // the format docs/encodings.schema.json describes
   enc["graph_hash"] = graph_hash;
   enc["backend"] = backend;
   enc["activations"] = nlohmann::json::object();
