@@ -77,7 +77,7 @@ std::vector<Op> float_ops() {
       Op("QuantizeLinear", 1, 1, "ONNX QuantizeLinear (per tensor, per axis, per block; to int4, uint4, int8, uint8, int16, uint16)").finite(),
       Op("DequantizeLinear", 2, 0, "ONNX DequantizeLinear (per tensor, per axis, per block; from int4, uint4, int8, uint8, int16, uint16, int32)").finite().bit_exact(),
       Op("Softmax", 1, 1, onnx("Softmax")), Op("LogSoftmax", 1, 1, onnx("LogSoftmax")), Op("ReduceMean", 1, 1, onnx("ReduceMean")),
-      Op("ReduceSum", 1, 1, onnx("ReduceSum")), Op("Resize", 1, 1, "ONNX Resize (nearest or linear, 4-D; opset-18 antialias, axes, keep_aspect_ratio_policy at their defaults)"),
+      Op("ReduceSum", 1, 1, onnx("ReduceSum")), Op("Resize", 1, 1, "ONNX Resize (nearest, linear or cubic, 4-D; opset-18 antialias, axes, keep_aspect_ratio_policy at their defaults)"),
       Op("GlobalAveragePool", 1, 1, onnx("GlobalAveragePool")).qdq("QLinearGlobalAveragePool"),
       Op("AveragePool", 1, 1, onnx("AveragePool")).qdq("QLinearAveragePool"),
       Op("MaxPool", 1, 0, "ONNX MaxPool, on float32 or on 8-bit codes").input0({D::kFloat32, D::kUInt8, D::kInt8}).moves().qdq("MaxPool"),

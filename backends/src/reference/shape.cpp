@@ -1,6 +1,8 @@
 // Reference kernels: shape ops, which move bytes of any dtype (Flatten, Reshape,
 // Squeeze, Unsqueeze, Transpose, Identity, Concat and QLinearConcat, Slice, Expand),
 // and Resize. Pad is pad.cpp.
+#include <array>
+#include <cmath>
 #include <limits>
 
 #include "common.h"
@@ -250,13 +252,42 @@ Kernel slice(const Node& n, const std::vector<Meta>& in, const std::vector<const
   return k;
 }
 
+// Keys' cubic convolution weights of the four taps at offsets -1, 0, 1, 2 from
+// floor(f), for t = f - floor(f) and coefficient `a` (-0.75: PyTorch's bicubic).
+std::array<float, 4> cubic_weights(float t, float a) {
+  auto near = [a](float d) { return ((a + 2) * d - (a + 3)) * d * d + 1; };   // |d| <= 1
+  auto far = [a](float d) { return ((a * d - 5 * a) * d + 8 * a) * d - 4 * a; };  // 1 < |d| < 2
+  return {far(t + 1), near(t), near(1 - t), far(2 - t)};
+}
+
+// Bicubic sample of one [H, W] plane at source coordinates (fy, fx), the taps outside
+// the plane replaced by its edge (ONNX's cubic Resize with exclude_outside=0, and
+// PyTorch's upsample_bicubic2d).
+float cubic_sample(const float* plane, int64_t H, int64_t W, float fy, float fx, float a) {
+  const float y0 = std::floor(fy), x0 = std::floor(fx);
+  const std::array<float, 4> wy = cubic_weights(fy - y0, a), wx = cubic_weights(fx - x0, a);
+  float v = 0;
+  for (int i = 0; i < 4; ++i) {
+    const int64_t yy = std::min(std::max<int64_t>(static_cast<int64_t>(y0) - 1 + i, 0), H - 1);
+    float row = 0;
+    for (int j = 0; j < 4; ++j) {
+      const int64_t xx = std::min(std::max<int64_t>(static_cast<int64_t>(x0) - 1 + j, 0), W - 1);
+      row += wx[static_cast<size_t>(j)] * plane[yy * W + xx];
+    }
+    v += wy[static_cast<size_t>(i)] * row;
+  }
+  return v;
+}
+
 Kernel resize(const Node& n, const std::vector<Meta>& in, const std::vector<const Tensor*>& consts) {
   const Shape& x = in[0].shape;
   if (x.size() != 4) unsupported(n, "only 4-D [N, C, H, W] Resize is supported");
   const std::string mode = n.attr_s("mode", "nearest");
   const std::string ctm = n.attr_s("coordinate_transformation_mode", "half_pixel");
   const std::string nm = n.attr_s("nearest_mode", "round_prefer_floor");
-  if (mode != "nearest" && mode != "linear") unsupported(n, "mode '" + mode + "' (nearest or linear)");
+  if (mode != "nearest" && mode != "linear" && mode != "cubic") unsupported(n, "mode '" + mode + "' (nearest, linear or cubic)");
+  const float a = n.attr_f("cubic_coeff_a", -0.75f);
+  if (mode == "cubic" && n.attr_i("exclude_outside", 0) != 0) unsupported(n, "exclude_outside=1 (only 0 is supported)");
   // Opset 18's attributes, at their defaults only.
   if (n.attr_i("antialias", 0) != 0) unsupported(n, "antialias=1 (opset 18; only 0 is supported)");
   if (n.has("axes")) unsupported(n, "the axes attribute (opset 18; scales / sizes for every dim only)");
@@ -315,6 +346,8 @@ Kernel resize(const Node& n, const std::vector<Meta>& in, const std::vector<cons
               return std::min(std::max<int64_t>(r, 0), len - 1);
             };
             v = xp[(p * H + pick(fy, H)) * W + pick(fx, W)];
+          } else if (mode == "cubic") {
+            v = cubic_sample(xp + p * H * W, H, W, fy, fx, a);
           } else {
             const float cy = std::min(std::max(fy, 0.0f), static_cast<float>(H - 1));
             const float cx = std::min(std::max(fx, 0.0f), static_cast<float>(W - 1));

@@ -70,20 +70,24 @@ void global_max_pool(Builder& b) {
   b.bind(0, b.call("aten::amax", {Argument(b.tensor(0)), Argument(c10::IValue(dims)), Argument(c10::IValue(true))}));
 }
 
-// Resize as PyTorch's interpolate: nearest (asymmetric, floor) and linear
-// (half_pixel / pytorch_half_pixel, or align_corners) over the spatial dims.
+// Resize as PyTorch's interpolate: nearest (asymmetric, floor), linear and cubic
+// (half_pixel / pytorch_half_pixel, or align_corners; cubic with PyTorch's
+// coefficient -0.75 and edge taps) over the spatial dims.
 void resize(Builder& b) {
   const std::string mode = attr_s(b.node(), "mode", "nearest");
   const std::string ctm = attr_s(b.node(), "coordinate_transformation_mode", "half_pixel");
   const int64_t r = b.rank(0), d = r - 2;
-  const bool linear = mode == "linear";
+  const bool linear = mode == "linear" || mode == "cubic";
+  if (mode == "cubic" && (attr_f(b.node(), "cubic_coeff_a", -0.75f) != -0.75f || attr_i(b.node(), "exclude_outside", 0) != 0))
+    b.fail("cubic Resize with cubic_coeff_a other than -0.75 or exclude_outside 1 (qfx reads PyTorch's bicubic)");
   if (mode == "nearest") {
     const std::string nm = attr_s(b.node(), "nearest_mode", "round_prefer_floor");
     if (ctm != "asymmetric" || nm != "floor")
       b.fail("nearest Resize with coordinate_transformation_mode '" + ctm + "' and nearest_mode '" + nm +
              "' (qfx reads PyTorch's nearest: asymmetric, floor)");
   } else if (!linear || (ctm != "half_pixel" && ctm != "pytorch_half_pixel" && ctm != "align_corners")) {
-    b.fail("Resize mode '" + mode + "' with coordinate_transformation_mode '" + ctm + "' (qfx reads nearest and linear as PyTorch's interpolate)");
+    b.fail("Resize mode '" + mode + "' with coordinate_transformation_mode '" + ctm +
+           "' (qfx reads nearest, linear and cubic as PyTorch's interpolate)");
   }
   if ((linear && d != 2) || d < 1 || d > 2) b.fail("Resize of a rank-" + std::to_string(r) + " tensor");
   Argument sizes, scales;
@@ -111,7 +115,8 @@ void resize(Builder& b) {
   }
   Node* x = b.tensor(0);
   if (linear)
-    b.bind(0, b.call("aten::upsample_bilinear2d.vec", {Argument(x), sizes, Argument(c10::IValue(ctm == "align_corners")), scales}));
+    b.bind(0, b.call(mode == "cubic" ? "aten::upsample_bicubic2d.vec" : "aten::upsample_bilinear2d.vec",
+                     {Argument(x), sizes, Argument(c10::IValue(ctm == "align_corners")), scales}));
   else
     b.bind(0, b.call(d == 2 ? "aten::upsample_nearest2d.vec" : "aten::upsample_nearest1d.vec", {Argument(x), sizes, scales}));
 }

@@ -1,9 +1,11 @@
 // The op catalog's upsample: nn.Upsample and F.interpolate
-// (aten::upsample_nearest2d / upsample_bilinear2d, .vec or not) as ONNX Resize on
-// [N, C, H, W], computing PyTorch's sampling positions:
+// (aten::upsample_nearest2d / upsample_bilinear2d / upsample_bicubic2d, .vec or not)
+// as ONNX Resize on [N, C, H, W], computing PyTorch's sampling positions:
 //   nearest:          src = floor(dst * in / out)      -> asymmetric, nearest_mode floor
-//   bilinear:         src = (dst + 0.5) * in / out - 0.5 -> pytorch_half_pixel
+//   bilinear, bicubic: src = (dst + 0.5) * in / out - 0.5 -> pytorch_half_pixel
 //   align_corners:    src = dst * (in - 1) / (out - 1)   -> align_corners
+// Bicubic is Resize's cubic mode with PyTorch's coefficient (cubic_coeff_a -0.75) and
+// the taps outside the image replaced by its edge (exclude_outside 0), as PyTorch reads them.
 // A scale factor becomes Resize's scales; an output size becomes its sizes, built
 // from the input's own N and C (Shape, Slice) and the static H and W, so the batch
 // stays dynamic and no float rounding of out / in can lose a row.
@@ -31,7 +33,10 @@ std::vector<T> list_or_empty(const fx::Argument* a) {
   return out;
 }
 
-void resize(Exporter& ex, fx::Node* n, bool linear, std::vector<int64_t> sizes, std::vector<double> scales, bool align_corners) {
+// `mode`: "nearest", "linear" or "cubic".
+void resize(Exporter& ex, fx::Node* n, const std::string& mode, std::vector<int64_t> sizes, std::vector<double> scales,
+            bool align_corners) {
+  const bool linear = mode != "nearest";
   const auto& d = dims_of(ex, *n, n->args().at(0));
   if (d.size() != 4) unsupported(*n, "interpolation of a tensor of rank " + std::to_string(d.size()) + " (the runtime resizes [N, C, H, W])");
   if (sizes.size() == 1) sizes.assign(2, sizes[0]);
@@ -56,7 +61,13 @@ void resize(Exporter& ex, fx::Node* n, bool linear, std::vector<int64_t> sizes, 
   auto* m = ex.last_->add_attribute();
   m->set_name("mode");
   m->set_type(onnx::AttributeProto::STRING);
-  m->set_s(linear ? "linear" : "nearest");
+  m->set_s(mode);
+  if (mode == "cubic") {
+    auto* a = ex.last_->add_attribute();
+    a->set_name("cubic_coeff_a");
+    a->set_type(onnx::AttributeProto::FLOAT);
+    a->set_f(-0.75f);
+  }
   auto* c = ex.last_->add_attribute();
   c->set_name("coordinate_transformation_mode");
   c->set_type(onnx::AttributeProto::STRING);
@@ -73,8 +84,12 @@ void resize(Exporter& ex, fx::Node* n, bool linear, std::vector<int64_t> sizes, 
 
 void upsample_function(Exporter& ex, fx::Node* n) {
   const std::string& t = n->target();
-  const bool linear = t.find("bilinear") != std::string::npos, vec = t.size() > 4 && t.compare(t.size() - 4, 4, ".vec") == 0;
-  if (!linear && t.find("nearest") == std::string::npos) unsupported(*n, "interpolation mode of " + t + " (nearest or bilinear)");
+  const std::string mode = t.find("bilinear") != std::string::npos  ? "linear"
+                           : t.find("bicubic") != std::string::npos ? "cubic"
+                           : t.find("nearest") != std::string::npos ? "nearest"
+                                                                    : "";
+  const bool linear = !mode.empty() && mode != "nearest", vec = t.size() > 4 && t.compare(t.size() - 4, 4, ".vec") == 0;
+  if (mode.empty()) unsupported(*n, "interpolation mode of " + t + " (nearest, bilinear or bicubic)");
   auto arg = [&](size_t i, const char* name) -> const fx::Argument* {
     for (const auto& kv : n->kwargs())
       if (kv.first == name) return &kv.second;
@@ -86,21 +101,23 @@ void upsample_function(Exporter& ex, fx::Node* n) {
   const bool align = linear && ex.num_arg(*n, 2, 0) != 0;
   const std::vector<int64_t> sizes = list_or_empty<int64_t>(arg(1, "output_size"));
   const std::vector<double> scales = vec ? list_or_empty<double>(arg(after, "scale_factors")) : std::vector<double>{};
-  resize(ex, n, linear, sizes, sizes.empty() ? scales : std::vector<double>{}, align);
+  resize(ex, n, mode, sizes, sizes.empty() ? scales : std::vector<double>{}, align);
 }
 
 void upsample_module(Exporter& e, fx::Node& n, torch::nn::Module& m) {
   const auto* u = dynamic_cast<const fx::UpsampleLeaf*>(&m);
   if (!u) unsupported(n, "module 'upsample' has no ONNX export in qfx yet");
-  if (u->mode() != "nearest" && u->mode() != "bilinear") unsupported(n, "Upsample mode '" + u->mode() + "' (nearest or bilinear)");
-  resize(e, &n, u->mode() == "bilinear", u->sizes(), u->scales(), u->align_corners().value_or(false));
+  const std::string mode = u->mode() == "bilinear" ? "linear" : u->mode() == "bicubic" ? "cubic" : u->mode();
+  if (mode != "nearest" && mode != "linear" && mode != "cubic")
+    unsupported(n, "Upsample mode '" + u->mode() + "' (nearest, bilinear or bicubic)");
+  resize(e, &n, mode, u->sizes(), u->scales(), u->align_corners().value_or(false));
 }
 
 }  // namespace
 
 void register_resize_ops(OpCatalog& c) {
-  c.add(OpRecord("upsample").also_aten({"upsample_nearest2d", "upsample_bilinear2d"}).also_modules({"Upsample"})
-            .quantized_as(activation_kinds()).describe("nearest or bilinear interpolation (ONNX Resize)")
+  c.add(OpRecord("upsample").also_aten({"upsample_nearest2d", "upsample_bilinear2d", "upsample_bicubic2d"}).also_modules({"Upsample"})
+            .quantized_as(activation_kinds()).describe("nearest, bilinear or bicubic interpolation (ONNX Resize)")
             .writes({"Resize", "Shape", "Slice", "Concat"})
             .reads_kwargs({"output_size", "scale_factors", "align_corners"})
             .to_onnx([](Exporter& e, fx::Node& n) { upsample_function(e, &n); }, upsample_module));
