@@ -27,10 +27,12 @@ std::vector<Dim> size_list(Exporter& e, const fx::Node& n, size_t i);
 /// the batch where it stays one. Writes no ONNX node.
 void int_arith(Exporter& e, fx::Node* n, const std::string& op);
 /// The ONNX value of sizes `entries` (a 1-D int64 tensor): an initializer named after
-/// `hint` for static runs, the dynamic batch read from the first graph input's Shape
-/// (ONNX Shape, Slice, Concat). unsupported() naming `n` for a negative size or a
-/// multiple of the batch other than 1.
-std::string sizes_value(Exporter& e, const fx::Node& n, const std::vector<Dim>& entries, const std::string& hint);
+/// `hint` for static runs, a multiple of the dynamic batch read from the first graph
+/// input's Shape (ONNX Shape, Slice, Mul, Concat). unsupported() naming `n` for a
+/// negative size (but -1 where `minus_one` allows it: a Reshape's inferred dim) or a
+/// batch the first graph input does not carry as its dynamic dim 0.
+std::string sizes_value(Exporter& e, const fx::Node& n, const std::vector<Dim>& entries, const std::string& hint,
+                        bool minus_one = false);
 /// A Reshape of n's first argument to `shape` (ONNX Reshape's: 0 copies, one -1).
 void reshape_to(Exporter& e, fx::Node* n, const std::vector<int64_t>& shape);
 /// x[start:end:step] along `axis`: one ONNX Slice writing value `y`, node `name`.

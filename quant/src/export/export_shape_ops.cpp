@@ -160,7 +160,13 @@ void reshape(Exporter& ex, fx::Node* n) {
       shape.push_back(-1);
       minus_one = true;
     } else {
-      unsupported(*n, "a shape with the dynamic batch where ONNX Reshape cannot express it");
+      // Two dims ONNX cannot infer from the element count: the shape computed at run
+      // time from the batch (MobileViT's patches: [batch * patch_area, patches, -1]).
+      const std::string y = ex.fresh(n->name());
+      ex.node("Reshape", {ex.value(*n, n->args().at(0)), sizes_value(ex, *n, entries, n->name() + "_shape", true)}, y, n->name());
+      ex.names_[n] = y;
+      ex.rank_[n] = static_cast<int>(entries.size());
+      return;
     }
   }
   reshape_to(ex, n, shape);
@@ -252,7 +258,8 @@ void expand(Exporter& ex, fx::Node* n) {
   ex.rank_[n] = static_cast<int>(std::max<size_t>(entries.size(), static_cast<size_t>(std::max(ex.rank_of(n->args().at(0)), 0))));
 }
 
-std::string sizes_value(Exporter& ex, const fx::Node& node, const std::vector<Dim>& entries, const std::string& hint) {
+std::string sizes_value(Exporter& ex, const fx::Node& node, const std::vector<Dim>& entries, const std::string& hint,
+                        bool minus_one) {
   const fx::Node* n = &node;
   // The dynamic batch is read from the first graph input (its dim 0) at run time.
   std::vector<std::string> parts;
@@ -264,18 +271,23 @@ std::string sizes_value(Exporter& ex, const fx::Node& node, const std::vector<Di
   };
   for (const auto& e : entries) {
     if (!e.batch) {
-      if (e.value < 0) unsupported(*n, "a size of " + std::to_string(e.value));
+      if (e.value < 0 && !(minus_one && e.value == -1)) unsupported(*n, "a size of " + std::to_string(e.value));
       run.push_back(e.value);
       continue;
     }
-    if (e.value != 1 || ex.opt_.input_shapes.empty() || ex.opt_.input_shapes[0].empty() || ex.opt_.input_shapes[0][0] >= 0 || !ex.first_input_)
+    if (e.value < 1 || ex.opt_.input_shapes.empty() || ex.opt_.input_shapes[0].empty() || ex.opt_.input_shapes[0][0] >= 0 || !ex.first_input_)
       unsupported(*n, "a size that is a multiple of the dynamic batch");
     flush();
-    // Shape, then its first entry (Shape's start/end attributes are opset 15).
+    // Shape, then its first entry (Shape's start/end attributes are opset 15), times the multiple.
     const std::string shape = ex.fresh(n->name() + "_input_shape");
     ex.node("Shape", {ex.names_.at(ex.first_input_)}, shape, shape);
-    const std::string batch = ex.fresh(n->name() + "_batch");
+    std::string batch = ex.fresh(n->name() + "_batch");
     slice_axis(ex, shape, 0, 1, 0, 1, batch, batch);
+    if (e.value != 1) {
+      const std::string times = ex.fresh(n->name() + "_batch_times");
+      ex.node("Mul", {batch, ex.ints_init(n->name() + "_multiple", {e.value})}, times, times);
+      batch = times;
+    }
     parts.push_back(batch);
   }
   flush();
@@ -474,7 +486,7 @@ void alias(Exporter& e, fx::Node* n) { e.alias(n); }
 void register_shape_ops(OpCatalog& c) {
   c.add(op("size", size_op, "a tensor's sizes (static, or the batch as ONNX Shape)").also_aten({"sym_size"}));
   c.add(op("getitem", getitem, "an element of a list or tuple").also_aten({"__getitem__"}));
-  c.add(op("reshape", reshape, "ONNX Reshape").also_aten({"view"}).writes({"Reshape"}).quantized_as(activation_kinds()));
+  c.add(op("reshape", reshape, "ONNX Reshape").also_aten({"view"}).writes({"Reshape", "Shape", "Slice", "Mul", "Concat"}).quantized_as(activation_kinds()));
   c.add(op("unflatten", unflatten, "ONNX Reshape").writes({"Reshape"}).quantized_as(activation_kinds()));
   c.add(op("unsqueeze", unsqueeze, "ONNX Unsqueeze").writes({"Unsqueeze"}).quantized_as(activation_kinds()));
   c.add(OpRecord("squeeze").quantized_as(activation_kinds()).describe("ONNX Squeeze of the listed dims of size 1").writes({"Squeeze"}).to_onnx([](Exporter& e, fx::Node& n) {
