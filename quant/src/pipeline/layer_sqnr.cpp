@@ -124,6 +124,7 @@ void layer_sqnr_stage(const Job& job, const LoweredModel& fp32, const Int8Model&
   std::map<std::string, LayerErr> layers;  // by node
   std::map<std::string, at::Tensor> ref;   // node -> fp32 value of the batch in flight
   std::map<std::string, at::Tensor> own;   // node -> the layer-alone fake-quant value of the batch in flight
+  bool split = true;
   auto accumulate = [&](bool is_int8) {
     return [&, is_int8](const std::string& name, const runtime::Tensor& t) {
       const Encoding& e = *w.enc_of_q.at(name);
@@ -149,7 +150,7 @@ void layer_sqnr_stage(const Job& job, const LoweredModel& fp32, const Int8Model&
       ref[node] = to_aten(t);
       layers[node].signal += ref[node].pow(2).sum().item<double>();
     }, runtime::Model::WatchLayout::kPlain);
-    own = own_values(fq, w, in, ref);
+    if (split) split = !(own = own_values(fq, w, in, ref)).empty();  // a device-resident model: no split, not tried again
     fq.run(in, w.fq, accumulate(false), runtime::Model::WatchLayout::kPlain);
     int8.model.run(in, w.int8, accumulate(true));
   }
