@@ -66,7 +66,7 @@ else
     echo "install_deps: creating the virtual environment $venv"
     python3 -m venv "$venv"
   fi
-  echo "install_deps: installing requirements.txt into $venv (torch, torchvision, onnx, onnxruntime, numpy, pillow, pyyaml, torchao, onnxscript, oneDNN 3.x, pytest, scikit-build-core)"
+  echo "install_deps: installing requirements.txt into $venv (torch, torchvision, onnx, onnxruntime, numpy, pillow, pyyaml, torchao, onnxscript, oneDNN 3.x, transformers, timm, ai-edge-litert, ethos-u-vela, pytest, scikit-build-core, aimet-onnx, jsonschema)"
   if ! "$venv/bin/python" -m pip install --quiet --disable-pip-version-check -r "$req"; then
     echo "install_deps: ERROR: pip could not install requirements.txt into $venv" >&2
     exit 1

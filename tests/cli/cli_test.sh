@@ -435,6 +435,7 @@ check "qfx bench --peak: the memory read bandwidth, and the time reading the tap
   bash -c "'$QFX' bench '$tmp/fm' --batch 2 --iters 1 --peak | tee '$tmp/fm.peak' && grep -qE '^# peak of this machine.*; memory read [0-9.]+ GB/s$' '$tmp/fm.peak'"
 check "qfx bench OUTPUT_DIR whose encodings.json is not JSON" 7 "encodings.json: not valid JSON" -- bash -c \
   "cp -r '$tmp/fm' '$tmp/fm_bad' && echo '{oops' >'$tmp/fm_bad/encodings.json' && '$QFX' bench '$tmp/fm_bad' --batch 2 --iters 1"
+rm -rf "$tmp/fm_bad"  # its broken encodings.json was this check's input, not something qfx wrote
 check "qfx bench MODEL.pt alone: the fp32 ONNX is built in-process at the first conv's channels" 0 "input \[N, 1, 28, 28\]" -- \
   "$QFX" bench "$FIXTURES/fashion_resnet.pt" --size 28 --batch 2 --iters 1
 check "qfx ptq output.float_model=false: no model_fp32.onnx" 0 "^ok$" -- bash -c \

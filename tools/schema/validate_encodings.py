@@ -24,7 +24,13 @@ def main(args) -> int:
     bad, n = 0, 0
     for f in files(args):
         n += 1
-        err = next(iter(sorted(validator.iter_errors(json.loads(f.read_text())), key=lambda e: list(e.path))), None)
+        try:
+            doc = json.loads(f.read_text())
+        except (OSError, ValueError) as e:
+            bad += 1
+            print(f"{f}: not a readable JSON file: {e}")
+            continue
+        err = next(iter(sorted(validator.iter_errors(doc), key=lambda e: list(e.path))), None)
         if err is not None:
             bad += 1
             print(f"{f}: {'/'.join(map(str, err.absolute_path)) or '(top)'}: {err.message}")
