@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "../onnx_tensor.h"
+#include "../reference/dequantize.h"
 #include "qfx/atomic_file.h"
 #include "qfx/error.h"
 
@@ -110,40 +111,32 @@ Encoding qparams(const Rewrite& rw, const onnx::NodeProto& n, const std::string&
   return e;
 }
 
-// A constant DequantizeLinear's float result: (codes - zero point) x scale in float32,
-// as ONNX defines it, per tensor, per axis or per block.
-onnx::TensorProto dequantized(const Rewrite& rw, const onnx::NodeProto& n, const Encoding& e) {
-  const Tensor codes = rw.constant(n.input(0));
-  const std::vector<int64_t> q = as_ints(codes);
-  const std::vector<int64_t>& shape = codes.shape();
-  const int64_t rank = static_cast<int64_t>(shape.size());
-  const int64_t axis = e.scale.size() > 1 ? (e.axis < 0 ? e.axis + rank : e.axis) : -1;
-  if (e.scale.size() > 1 && (axis < 0 || axis >= rank))
-    throw DataError(rw.what + ": " + label(n) + ": axis " + std::to_string(e.axis) + " is outside the weight's rank");
-  int64_t inner = 1;
-  for (int64_t d = axis + 1; d < rank && axis >= 0; ++d) inner *= shape[static_cast<size_t>(d)];
-  std::vector<float> f(q.size());
-  for (size_t i = 0; i < q.size(); ++i) {
-    size_t k = 0;  // which scale: the element's index along the axis (its block's, blocked)
-    if (axis >= 0) {
-      int64_t along = static_cast<int64_t>(i) / inner % shape[static_cast<size_t>(axis)];
-      if (e.block_size > 0) {
-        // Blocked: the scale tensor has the weight's shape with the axis divided into blocks.
-        const int64_t nb = e.scale_shape[static_cast<size_t>(axis)];
-        const int64_t outer = static_cast<int64_t>(i) / inner / shape[static_cast<size_t>(axis)];
-        k = static_cast<size_t>((outer * nb + along / e.block_size) * inner + static_cast<int64_t>(i) % inner);
-      } else {
-        k = static_cast<size_t>(along);
-      }
+// The runtime's form of ONNX node `n`: what the reference DequantizeLinear reads
+// (its inputs, outputs and integer attributes: axis, block_size).
+ir::Node ir_node(const onnx::NodeProto& n) {
+  ir::Node r;
+  r.op = n.op_type();
+  r.name = n.name().empty() ? n.output(0) : n.name();
+  r.inputs.assign(n.input().begin(), n.input().end());
+  r.outputs.assign(n.output().begin(), n.output().end());
+  for (const auto& a : n.attribute())
+    if (a.type() == onnx::AttributeProto::INT) {
+      r.attrs[a.name()].kind = ir::Attr::Kind::kInt;
+      r.attrs[a.name()].i = a.i();
     }
-    if (k >= e.scale.size()) throw DataError(rw.what + ": " + label(n) + ": the scale's shape does not match the weight");
-    f[i] = static_cast<float>(q[i] - e.zero_point[k]) * static_cast<float>(e.scale[k]);
-  }
+  return r;
+}
+
+// A constant DequantizeLinear's float result, as the reference kernel computes it.
+onnx::TensorProto dequantized(const Rewrite& rw, const onnx::NodeProto& n) {
+  const Tensor codes = rw.constant(n.input(0)), scale = rw.constant(n.input(1));
+  const Tensor zp = n.input_size() > 2 && !n.input(2).empty() ? rw.constant(n.input(2)) : Tensor();
+  const Tensor y = dequantize_constant(ir_node(n), codes, {&codes, &scale, zp.defined() ? &zp : nullptr});
   onnx::TensorProto t;
   t.set_name(n.output(0));
   t.set_data_type(onnx::TensorProto::FLOAT);
-  for (int64_t d : shape) t.add_dims(d);
-  t.set_raw_data(std::string(reinterpret_cast<const char*>(f.data()), f.size() * sizeof(float)));
+  for (int64_t d : y.shape()) t.add_dims(d);
+  t.set_raw_data(std::string(static_cast<const char*>(y.raw()), y.nbytes()));
   return t;
 }
 
@@ -258,7 +251,7 @@ std::vector<onnx::NodeProto> strip(const Rewrite& rw, std::vector<Encoding>* enc
         throw UnsupportedOpError(rw.what + ": " + label(n) + ": dequantizes codes that are neither a constant nor a QuantizeLinear's");
       Encoding e = qparams(rw, n, n.output(0), rw.elem_type(n.input(0)));
       e.param = true;
-      float_inits->push_back(dequantized(rw, n, e));
+      float_inits->push_back(dequantized(rw, n));
       if (e.bits < 32) encodings->push_back(e);  // int32 biases: the converter derives them from input x weight scales
       continue;
     }

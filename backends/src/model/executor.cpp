@@ -27,17 +27,33 @@ std::map<std::string, Tensor> Model::run(const std::map<std::string, Tensor>& in
   return run(inputs, watch, on_value, WatchLayout::kLoaded);
 }
 
+namespace {
+
+// The named values marked `mark` by value id (0 elsewhere), for `verb` ("watch",
+// "replace"): DataError naming a value the model does not compute (a constant, an
+// unknown name, or a graph input unless `inputs_too`).
+std::vector<char> mark_values(const std::map<std::string, int>& value_id, const std::vector<const Tensor*>& const_of,
+                              const std::vector<int>& input_ids, const std::vector<std::string>& names, const std::string& verb,
+                              bool inputs_too, char mark) {
+  std::vector<char> marked(const_of.size(), 0);
+  for (const auto& n : names) {
+    auto it = value_id.find(n);
+    const bool input = it != value_id.end() && std::find(input_ids.begin(), input_ids.end(), it->second) != input_ids.end();
+    if (it == value_id.end() || const_of[static_cast<size_t>(it->second)] || (input && !inputs_too))
+      throw DataError("cannot " + verb + " '" + n + "': no such tensor computed by the model" + (inputs_too ? "" : "'s nodes"));
+    marked[static_cast<size_t>(it->second)] = mark;
+  }
+  return marked;
+}
+
+}  // namespace
+
 // `watched` by value id: 0 not watched, else 1 + the WatchLayout.
 std::map<std::string, Tensor> Model::run(const std::map<std::string, Tensor>& inputs, const std::vector<std::string>& watch,
                                          const ValueCallback& on_value, WatchLayout layout) const {
   const Impl& im = *impl_;
-  std::vector<char> watched(im.value_name.size(), 0);
-  for (const auto& n : watch) {
-    auto it = im.value_id.find(n);
-    if (it == im.value_id.end() || im.const_of[static_cast<size_t>(it->second)])
-      throw DataError("cannot watch '" + n + "': no such tensor computed by the model");
-    watched[static_cast<size_t>(it->second)] = static_cast<char>(1 + static_cast<int>(layout));
-  }
+  const std::vector<char> watched =
+      mark_values(im.value_id, im.const_of, im.input_ids, watch, "watch", true, static_cast<char>(1 + static_cast<int>(layout)));
   return run_impl(inputs, &watched, &on_value);
 }
 
@@ -45,19 +61,9 @@ std::map<std::string, Tensor> Model::run_replacing(const std::map<std::string, T
                                                    const ValueReplacer& replacer, const std::vector<std::string>& watch,
                                                    const ValueCallback& on_value) const {
   const Impl& im = *impl_;
-  auto ids = [&](const std::vector<std::string>& names, const char* what) {
-    std::vector<char> marked(im.value_name.size(), 0);
-    for (const auto& n : names) {
-      auto it = im.value_id.find(n);
-      const bool is_input = it != im.value_id.end() &&
-                            std::find(im.input_ids.begin(), im.input_ids.end(), it->second) != im.input_ids.end();
-      if (it == im.value_id.end() || im.const_of[static_cast<size_t>(it->second)] || (is_input && what[0] == 'r'))
-        throw DataError(std::string("cannot ") + what + " '" + n + "': no such tensor computed by the model's nodes");
-      marked[static_cast<size_t>(it->second)] = static_cast<char>(1 + static_cast<int>(WatchLayout::kPlain));
-    }
-    return marked;
-  };
-  const std::vector<char> replaced = ids(replace, "replace"), watched = ids(watch, "watch");
+  const char plain = static_cast<char>(1 + static_cast<int>(WatchLayout::kPlain));
+  const std::vector<char> replaced = mark_values(im.value_id, im.const_of, im.input_ids, replace, "replace", false, plain);
+  const std::vector<char> watched = mark_values(im.value_id, im.const_of, im.input_ids, watch, "watch", true, plain);
   return run_impl(inputs, &watched, &on_value, &replaced, &replacer);
 }
 

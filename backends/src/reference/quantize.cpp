@@ -5,6 +5,7 @@
 // type of its zero point or `output_dtype` (INT4, UINT4, INT8, UINT8, INT16, UINT16),
 // rounding half to even and saturating to that type's range.
 #include "common.h"
+#include "dequantize.h"
 
 namespace qfx::runtime {
 namespace {
@@ -140,6 +141,13 @@ Kernel dequantize(const Node& n, const std::vector<Meta>& in, const std::vector<
 }
 
 }  // namespace
+
+Tensor dequantize_constant(const ir::Node& n, const Tensor& x, const std::vector<const Tensor*>& consts) {
+  const Kernel k = dequantize(n, {Meta{x.shape(), x.dtype()}}, consts);
+  Tensor y(x.shape(), DType::kFloat32);
+  k.run({&x}, {&y});
+  return y;
+}
 
 void register_reference_quantize() {
   add_reference({"QuantizeLinear"}, quantize);

@@ -12,13 +12,21 @@
 namespace qfx::quant::pipeline {
 namespace {
 
+// The libtorch type and range of a runtime tensor's integer codes (uint8, int16, else int8).
+struct Codes {
+  at::ScalarType type;
+  double lo, hi;
+};
+Codes codes_of(runtime::DType d) {
+  if (d == runtime::DType::kUInt8) return {at::kByte, 0, 255};
+  if (d == runtime::DType::kInt16) return {at::kShort, -32768, 32767};
+  return {at::kChar, -128, 127};
+}
+
 // Float values of a runtime tensor: as is, or int8/uint8/int16 codes dequantized.
 at::Tensor dequantize(const runtime::Tensor& t, const Encoding& e) {
   if (t.dtype() == runtime::DType::kFloat32) return to_aten(t);
-  const auto st = t.dtype() == runtime::DType::kUInt8   ? at::kByte
-                  : t.dtype() == runtime::DType::kInt16 ? at::kShort
-                                                        : at::kChar;
-  at::Tensor q = at::from_blob(const_cast<void*>(t.raw()), t.shape(), st).to(at::kFloat);
+  at::Tensor q = at::from_blob(const_cast<void*>(t.raw()), t.shape(), codes_of(t.dtype()).type).to(at::kFloat);
   return (q - static_cast<float>(e.zero_point.at(0))) * e.scale.at(0);
 }
 
@@ -82,11 +90,8 @@ double sq_dist(const at::Tensor& a, const at::Tensor& b) { return (a - b).pow(2)
 // The fp32 value `ref` quantized as QuantizeLinear does (round half to even, the
 // zero point added, saturated to the codes' type), into the codes tensor `codes`.
 void quantize_into(const at::Tensor& ref, const Encoding& e, runtime::Tensor& codes) {
-  const auto st = codes.dtype() == runtime::DType::kUInt8   ? at::kByte
-                  : codes.dtype() == runtime::DType::kInt16 ? at::kShort
-                                                            : at::kChar;
-  const double lo = st == at::kByte ? 0 : st == at::kShort ? -32768 : -128, hi = st == at::kByte ? 255 : st == at::kShort ? 32767 : 127;
-  const at::Tensor q = (ref / e.scale.at(0)).round().add(e.zero_point.at(0)).clamp(lo, hi).to(st).contiguous();
+  const Codes c = codes_of(codes.dtype());
+  const at::Tensor q = (ref / e.scale.at(0)).round().add(e.zero_point.at(0)).clamp(c.lo, c.hi).to(c.type).contiguous();
   std::memcpy(codes.raw(), q.data_ptr(), codes.nbytes());
 }
 

@@ -3,9 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
-#include <fstream>
 #include <map>
-#include <sstream>
 
 #include "html.h"
 #include "qfx/atomic_file.h"
@@ -27,19 +25,9 @@ struct Run {
 };
 
 Run read_run(const std::string& dir) {
-  const std::string in = (std::filesystem::path(dir) / "report.json").string();
-  std::ifstream f(in);
-  if (!f) throw IoError(in + ": cannot open (missing or unreadable; qfx report takes qfx ptq / qat output folders)");
-  std::stringstream ss;
-  ss << f.rdbuf();
-  Run r{dir, std::filesystem::path(dir).lexically_normal().filename().string(), {}, {}};
-  try {
-    r.report = json::parse(ss.str());
-  } catch (const json::exception& e) {
-    throw DataError(in + ": not a report.json (" + std::string(e.what()) + ")");
-  }
-  if (!r.report.is_object() || !r.report.contains("kernels")) throw DataError(in + ": not a report.json written by qfx ptq or qfx qat");
-  report::check_report_types(r.report, in);
+  std::string in;
+  const std::string text = report::read_report_text(dir, &in);
+  Run r{dir, std::filesystem::path(dir).lexically_normal().filename().string(), report::parse_report(text, in), {}};
   r.view = evaluation_view_from_report(r.report);
   return r;
 }

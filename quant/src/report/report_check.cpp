@@ -2,6 +2,10 @@
 // report.json is refused naming the entry, before anything is drawn.
 #include "report_check.h"
 
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
 #include "qfx/error.h"
 
 namespace qfx::quant::report {
@@ -95,6 +99,27 @@ std::string shorten(const std::string& s, size_t max) {
   while (head > 0 && continuation(head)) --head;  // whole UTF-8 characters on both sides
   while (from < s.size() && continuation(from)) ++from;
   return s.substr(0, head) + "\xE2\x80\xA6" + s.substr(from);
+}
+
+json parse_report(const std::string& text, const std::string& source) {
+  json r;
+  try {
+    r = json::parse(text);
+  } catch (const json::exception& e) {
+    throw DataError(source + ": not a report.json (" + std::string(e.what()) + ")");
+  }
+  if (!r.is_object() || !r.contains("kernels")) throw DataError(source + ": not a report.json written by qfx ptq or qfx qat");
+  check_report_types(r, source);
+  return r;
+}
+
+std::string read_report_text(const std::string& output_dir, std::string* path) {
+  *path = (std::filesystem::path(output_dir) / "report.json").string();
+  std::ifstream f(*path);
+  if (!f) throw IoError(*path + ": cannot open (missing or unreadable; qfx report takes a qfx ptq / qat output folder)");
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
 }
 
 }  // namespace qfx::quant::report

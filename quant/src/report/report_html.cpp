@@ -2,10 +2,8 @@
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
-#include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
-#include <sstream>
 
 #include "charts.h"
 #include "graph.h"
@@ -358,14 +356,7 @@ std::string render(const json& r, const std::string& source) {
 }  // namespace
 
 std::string render_report_html(const std::string& text, const std::string& source) {
-  json r;
-  try {
-    r = json::parse(text);
-  } catch (const json::exception& e) {
-    throw DataError(source + ": not a report.json (" + std::string(e.what()) + ")");
-  }
-  if (!r.is_object() || !r.contains("kernels")) throw DataError(source + ": not a report.json written by qfx ptq or qfx qat");
-  report::check_report_types(r, source);
+  const json r = report::parse_report(text, source);
   try {
     return render(r, source);
   } catch (const json::exception& e) {
@@ -374,13 +365,10 @@ std::string render_report_html(const std::string& text, const std::string& sourc
 }
 
 std::string write_report_html(const std::string& output_dir) {
-  const std::string in = (std::filesystem::path(output_dir) / "report.json").string();
-  std::ifstream f(in);
-  if (!f) throw IoError(in + ": cannot open (missing or unreadable; qfx report takes a qfx ptq / qat output folder)");
-  std::stringstream ss;
-  ss << f.rdbuf();
+  std::string in;
+  const std::string text = report::read_report_text(output_dir, &in);
   const std::string out = (std::filesystem::path(output_dir) / "report.html").string();
-  write_file_atomic(out, render_report_html(ss.str(), in));
+  write_file_atomic(out, render_report_html(text, in));
   return out;
 }
 
