@@ -54,6 +54,10 @@ void register_reference_pad();
 void register_onednn_kernels();
 void register_simd_kernels();
 void register_simd_matmul();
+/// MatMulNBits on the onednn backend: packed weights for few rows, else oneDNN (simd/matmul_nbits.cpp).
+void register_simd_matmul_nbits();
+/// MatMulNBits on the dequantized weight (reference/matmul_nbits.cpp).
+void register_reference_matmul_nbits();
 void register_simd_pool_lut();
 /// The `cuda` backend (builds with QFX_HAVE_CUDA only).
 void register_cuda_kernels();

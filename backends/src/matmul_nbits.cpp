@@ -3,6 +3,11 @@
 
 #include <cstdint>
 
+#include <algorithm>
+#include <cmath>
+#include <memory>
+
+#include "kernels.h"
 #include "qfx/error.h"
 
 namespace qfx::runtime::ir {
@@ -43,56 +48,122 @@ void lower_matmul_nbits(const Node& n, Graph& g, const std::string& path) {
                     ", " + std::to_string(blob) + "]");
   if (S.dtype() != DType::kFloat32 || S.numel() != N * blocks)
     throw DataError(where + ": scales must be float32 with N * k_blocks = " + std::to_string(N * blocks) + " values");
-  const uint8_t* zp = nullptr;
   const int64_t zp_row = (blocks * bits + 7) / 8;  // packed zero-point bytes per output row
   if (has(3)) {
     const Tensor& Z = constant(n, g, 3, "zero points", path);
     if (Z.dtype() != DType::kUInt8 || Z.numel() != N * zp_row)
       throw UnsupportedOpError(where + ": zero points must be packed uint8 [N, " + std::to_string(zp_row) + "]");
-    zp = Z.data<uint8_t>();
   }
-  const std::string base = n.name + "_nbits";
-  Tensor codes({K, N}, DType::kUInt8), scale({blocks, N}, DType::kFloat32), zero({blocks, N}, DType::kUInt8);
-  for (int64_t o = 0; o < N; ++o) {
-    const uint8_t* row = B.data<uint8_t>() + o * blocks * blob;
-    for (int64_t k = 0; k < K; ++k) codes.data<uint8_t>()[k * N + o] = unpack(row, k, bits);
-    for (int64_t b = 0; b < blocks; ++b) {
-      scale.data<float>()[b * N + o] = S.data<float>()[o * blocks + b];
-      zero.data<uint8_t>()[b * N + o] =
-          zp ? unpack(zp + o * zp_row, b, bits) : static_cast<uint8_t>(1 << (bits - 1));
+  Node mm = n;  // the runtime's MatMulNBits: A, B, scales, zero points
+  mm.inputs.resize(std::min<size_t>(n.inputs.size(), 4));
+  if (!has(5)) {
+    g.nodes.push_back(std::move(mm));
+    return;
+  }
+  constant(n, g, 5, "bias", path);
+  mm.outputs = {n.name + "_nbits_matmul"};
+  Node add;
+  add.op = "Add";
+  add.name = n.name + "_nbits_bias";
+  add.inputs = {mm.outputs[0], n.inputs[5]};
+  add.outputs = n.outputs;
+  g.nodes.push_back(std::move(mm));
+  g.nodes.push_back(std::move(add));
+}
+
+uint8_t NBitsWeight::code(int64_t n, int64_t k) const {
+  return unpack(B.data<uint8_t>() + (n * blocks + k / block_size) * blob, k % block_size, bits);
+}
+
+Tensor NBitsWeight::dequantized() const {
+  Tensor w({K, N}, DType::kFloat32);
+  const float* s = scales.data<float>();
+  for (int64_t k = 0; k < K; ++k)
+    for (int64_t n = 0; n < N; ++n) {
+      const size_t b = static_cast<size_t>(n * blocks + k / block_size);
+      w.data<float>()[k * N + n] = static_cast<float>(int32_t{code(n, k)} - int32_t{zero[b]}) * s[b];
     }
+  return w;
+}
+
+NBitsWeight read_nbits_weight(const Node& n, const std::vector<const Tensor*>& consts) {
+  auto given = [&](size_t i) { return n.inputs.size() > i && !n.inputs[i].empty(); };
+  for (size_t i = 1; i < 4; ++i)
+    if (given(i) && (consts.size() <= i || !consts[i]))
+      throw UnsupportedOpError(n.label() + ": input " + std::to_string(i) + " '" + n.inputs[i] +
+                               "' is computed at run time; MatMulNBits runs with constant weights");
+  if (given(4) || given(5)) throw UnsupportedOpError(n.label() + ": g_idx and bias inputs are not read here");
+  if (!given(1) || !given(2)) throw DataError(n.label() + ": needs A, B and scales");
+  NBitsWeight w;
+  w.K = n.attr_i("K", 0);
+  w.N = n.attr_i("N", 0);
+  w.bits = n.attr_i("bits", 4);
+  w.block_size = n.attr_i("block_size", 0);
+  if (w.bits != 2 && w.bits != 4 && w.bits != 8) throw UnsupportedOpError(n.label() + ": bits " + std::to_string(w.bits) + " (2, 4 and 8 are read)");
+  const int64_t big = int64_t{1} << 31;  // products of these stay far inside int64
+  if (w.K < 1 || w.N < 1 || w.block_size < 1 || w.K > big || w.N > big || w.block_size > big ||
+      (w.block_size * w.bits) % 8 != 0)
+    throw DataError(n.label() + ": K " + std::to_string(w.K) + ", N " + std::to_string(w.N) + " and block_size " +
+                    std::to_string(w.block_size) + " must be in [1, 2^31], block_size * bits a multiple of 8");
+  w.blocks = (w.K + w.block_size - 1) / w.block_size;
+  w.blob = w.block_size * w.bits / 8;
+  w.B = *consts[1];
+  w.scales = *consts[2];
+  if (w.B.dtype() != DType::kUInt8 || w.B.numel() != w.N * w.blocks * w.blob)
+    throw DataError(n.label() + ": B must be uint8 [N, blocks, blob] = [" + std::to_string(w.N) + ", " + std::to_string(w.blocks) +
+                    ", " + std::to_string(w.blob) + "], is " + w.B.describe());
+  if (w.scales.dtype() != DType::kFloat32 || w.scales.numel() != w.N * w.blocks)
+    throw DataError(n.label() + ": scales must be float32 with N * blocks = " + std::to_string(w.N * w.blocks) + " values, are " +
+                    w.scales.describe());
+  const int64_t zp_row = (w.blocks * w.bits + 7) / 8;
+  if (given(3) && (consts[3]->dtype() != DType::kUInt8 || consts[3]->numel() != w.N * zp_row))
+    throw DataError(n.label() + ": zero points must be packed uint8 [N, " + std::to_string(zp_row) + "], are " + consts[3]->describe());
+  w.zero.resize(static_cast<size_t>(w.N * w.blocks), static_cast<uint8_t>(1 << (w.bits - 1)));
+  if (given(3))
+    for (int64_t o = 0; o < w.N; ++o)
+      for (int64_t b = 0; b < w.blocks; ++b)
+        w.zero[static_cast<size_t>(o * w.blocks + b)] = unpack(consts[3]->data<uint8_t>() + o * zp_row, b, w.bits);
+  return w;
+}
+
+void quantize_row_blocks(const float* a, int64_t K, int64_t bs, int8_t* q, float* scale, int32_t* sum) {
+  const int64_t blocks = (K + bs - 1) / bs;
+  for (int64_t b = 0; b < blocks; ++b) {
+    const int64_t k0 = b * bs, len = std::min(bs, K - k0);
+    float m = 0;
+    for (int64_t k = 0; k < len; ++k) m = std::max(m, std::fabs(a[k0 + k]));  // NaN is skipped
+    const float s = m > 0 && std::isfinite(m) ? m / 127.0f : 1.0f;
+    int32_t t = 0;
+    for (int64_t k = 0; k < bs; ++k) {
+      const int32_t v = k < len ? hd::quantize_value(a[k0 + k], s, 0, -127, 127) : 0;
+      q[k0 + k] = static_cast<int8_t>(v);
+      t += v;
+    }
+    scale[b] = s;
+    sum[b] = t;
   }
-  g.initializers[base + "_codes"] = codes;
-  g.initializers[base + "_scale"] = scale;
-  g.initializers[base + "_zero_point"] = zero;
-  Node dq;
-  dq.op = "DequantizeLinear";
-  dq.name = base + "_dequantize";
-  dq.inputs = {base + "_codes", base + "_scale", base + "_zero_point"};
-  dq.outputs = {base + "_weight"};
-  dq.attrs["axis"].kind = Attr::Kind::kInt;
-  dq.attrs["axis"].i = 0;
-  dq.attrs["block_size"].kind = Attr::Kind::kInt;
-  dq.attrs["block_size"].i = bs;
+}
+
+Kernel dequantized_matmul(const Node& n, const Meta& a, const NBitsWeight& w, const std::string& backend) {
+  if (a.shape.empty() || a.shape.back() != w.K)
+    throw DataError(n.label() + ": A's last dimension must be K = " + std::to_string(w.K) + ", A is [" +
+                    [&] {
+                      std::string s;
+                      for (size_t i = 0; i < a.shape.size(); ++i) s += (i ? ", " : "") + std::to_string(a.shape[i]);
+                      return s;
+                    }() + "]");
+  auto weight = std::make_shared<Tensor>(w.dequantized());
   Node mm;
   mm.op = "MatMul";
   mm.name = n.name;
-  mm.inputs = {n.inputs[0], dq.outputs[0]};
+  mm.inputs = {n.inputs[0], n.name + "_dequantized"};
   mm.outputs = n.outputs;
-  g.nodes.push_back(std::move(dq));
-  if (has(5)) {
-    constant(n, g, 5, "bias", path);
-    mm.outputs = {base + "_matmul"};
-    Node add;
-    add.op = "Add";
-    add.name = base + "_bias";
-    add.inputs = {mm.outputs[0], n.inputs[5]};
-    add.outputs = n.outputs;
-    g.nodes.push_back(std::move(mm));
-    g.nodes.push_back(std::move(add));
-    return;
-  }
-  g.nodes.push_back(std::move(mm));
+  Kernel inner = make_kernel(mm, {a, Meta{weight->shape(), DType::kFloat32}}, {nullptr, weight.get()}, backend);
+  Kernel k = inner;
+  k.run = [inner, weight](const std::vector<const Tensor*>& in, const std::vector<Tensor*>& out) {
+    inner.run({in[0], weight.get()}, out);
+  };
+  return k;
 }
 
 }  // namespace qfx::runtime::ir

@@ -166,6 +166,8 @@ Graph load_onnx_bytes(const std::string& bytes, const std::string& path) {
     if (!np.domain().empty() && np.domain() != "ai.onnx" && !ms_qdq && !ms_nbits)
       throw UnsupportedOpError(path + ": node '" + np.name() + "' (" + np.domain() + "::" + np.op_type() +
                                ") is from a custom domain qfx does not run");
+    if (np.domain().empty() && np.op_type() == "MatMulNBits")
+      throw UnsupportedOpError(path + ": node '" + np.name() + "' (MatMulNBits) is com.microsoft's; the default domain has no such op");
     Node n;
     n.op = np.op_type();
     n.name = np.name().empty() ? (np.output_size() ? np.output(0) : n.op) : np.name();

@@ -71,6 +71,7 @@ std::vector<Op> float_ops() {
       Op("ConvTranspose", 2, 1, onnx("ConvTranspose")).finite().macs(conv_transpose_macs),
       Op("Gemm", 2, 3, "ONNX Gemm (C optional from opset 11)").qdq("QGemm", {0, 1}).finite().macs(gemm_macs),
       Op("MatMul", 2, 2, onnx("MatMul")).qdq("QLinearMatMul", {0, 1}).finite().macs(matmul_macs),
+      Op("MatMulNBits", 3, 1, "MatMul by block-wise 2/4/8-bit constant weights (com.microsoft MatMulNBits, or a block-wise DequantizeLinear + MatMul)").finite().macs(matmul_macs),
       Op("BatchNormalization", 5, 1, onnx("BatchNormalization")).finite(),
       Op("LayerNormalization", 2, 1, "ONNX LayerNormalization (opset 17; float32, or QIntLayerNorm under an integer-only target)").finite(),
       Op("LSTM", 3, 3, onnx("LSTM")), Op("GRU", 3, 3, onnx("GRU")),

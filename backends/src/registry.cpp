@@ -56,10 +56,12 @@ void register_builtins() {
   register_reference_generate();
   register_reference_norm();
   register_reference_pad();
+  register_reference_matmul_nbits();
   add_backend({"onednn", "reference", "oneDNN primitives, then vectorised kernels, then the reference", {}});
   register_onednn_kernels();
   register_simd_kernels();
   register_simd_matmul();
+  register_simd_matmul_nbits();
   register_simd_pool_lut();
 #ifdef QFX_HAVE_CUDA
   register_cuda_kernels();

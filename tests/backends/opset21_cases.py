@@ -186,6 +186,23 @@ def weight_only_cases(w):
         nodes = [dq_node("w", block, 0, out="wf"), helper.make_node("MatMul", ["x", "wf"], ["y"])]
         w.case("matmul_w%s_b%d" % (tn, block), nodes, [("x", x)], inits, "bound", int8_ops=0,
                tol_array=matmul_bound(x, wf))
+    # The packed MatMulNBits kernel's paths (the runtime fuses each of these): 8-bit
+    # codes, blocks that are not a multiple of 16 codes, a short last block, an odd
+    # block (kept 8 bits wide), no zero point, rows in groups of four plus a rest, one
+    # row over a long K (threads over columns), and more rows than it takes (oneDNN's
+    # float matmul on the dequantized weight).
+    for t, tn, K, N, block, rows, zp in ((TP.UINT8, "uint8", 200, 33, 64, 7, True), (TP.INT8, "int8", 120, 17, 40, 5, False),
+                                         (TP.INT4, "int4", 99, 9, 33, 3, True), (TP.INT4, "int4", 1030, 64, 16, 1, True),
+                                         (TP.UINT4, "uint4", 96, 24, 32, 40, False)):
+        wq = codes(t, (K, N))
+        scale, z = blocked_qparams(t, (K, N), 0, block, with_zp=zp)
+        inits = [tensor("w", t, wq), numpy_helper.from_array(scale, "w_s")] + ([tensor("w_z", t, z)] if zp else [])
+        zf = np.repeat(z, block, axis=0)[:K] if zp else 0
+        wf = ((wq - zf) * np.repeat(scale, block, axis=0)[:K]).astype(np.float32)
+        x = RNG.normal(0, 1, (rows, K)).astype(np.float32)
+        nodes = [dq_node("w", block, 0, zp=zp, out="wf"), helper.make_node("MatMul", ["x", "wf"], ["y"])]
+        w.case("matmul_w%s_b%d_k%d_m%d" % (tn, block, K, rows), nodes, [("x", x)], inits, "bound", int8_ops=0,
+               tol_array=matmul_bound(x, wf))
     # Gemm with transB: the weight [N, K] blocked along K (axis 1), and a bias.
     wq = codes(TP.INT4, (N, K))
     scale, zp = blocked_qparams(TP.INT4, (N, K), 1, 32)
@@ -212,6 +229,70 @@ def weight_only_cases(w):
              helper.make_node("DequantizeLinear", ["mq", "ys", "yz"], ["y"])]
     x = RNG.normal(0, 1, (4, K)).astype(np.float32)
     w.case("matmul_wint4_qdq_u8", nodes, [("x", x)], inits, "units", tol=0.05 * 1.0001, int8_ops=0)
+
+
+def int8_activations_expected(x, B, scales, zp, K, N, bits, bs):
+    """accuracy_level 4 as qfx defines it (backends/src/matmul_nbits.h): each row of x
+    quantized per block to int8 (scale max|x| / 127, round half to even), exact integer
+    dot products with the codes, and per block float32(dot - zero * sum(q)) *
+    (w_scale * x_scale) added in block order in float32."""
+    blocks = (K + bs - 1) // bs
+    per = 8 // bits
+    codes = np.zeros((N, blocks * bs), np.int64)
+    for i in range(per):
+        codes[:, i::per] = (B.reshape(N, -1).astype(np.int64) >> (bits * i)) & ((1 << bits) - 1)
+    zeros = np.full((N, blocks), 1 << (bits - 1), np.int64)
+    if zp is not None:
+        for i in range(per):
+            zeros[:, i::per] = ((zp.reshape(N, -1).astype(np.int64) >> (bits * i)) & ((1 << bits) - 1))[:, :zeros[:, i::per].shape[1]]
+    y = np.zeros((x.shape[0], N), np.float32)
+    for m in range(x.shape[0]):
+        for b in range(blocks):
+            a = x[m, b * bs:min(K, (b + 1) * bs)]
+            mx = np.float32(np.abs(a).max())
+            s = mx / np.float32(127) if mx > 0 else np.float32(1)
+            q = np.clip(np.round(a / s), -127, 127).astype(np.int64)
+            dot = codes[:, b * bs:b * bs + len(q)] @ q
+            term = (dot - zeros[:, b] * q.sum()).astype(np.float32) * (scales.reshape(N, blocks)[:, b].astype(np.float32) * s)
+            y[m] = (y[m] + term).astype(np.float32)
+    return y
+
+
+def int8_activation_cases(w):
+    """ONNX Runtime's MatMulNBits with accuracy_level 4 (int8 activations), from its own
+    MatMulNBitsQuantizer: qfx's result equals the definition computed here exactly on
+    every backend (the expected output is NumPy's, not ONNX Runtime's, whose kernels
+    differ in summation order; cases.txt's text names the cases checked against ONNX
+    Runtime as well). Blocks of 64 and 32 codes (both vector layouts), 16 and 8-bit
+    codes (the reference kernel), a short last block, columns past a panel, odd row
+    counts, an all-zero row, zero points."""
+    import copy
+    import onnxruntime as ort
+    from onnxruntime.quantization.matmul_nbits_quantizer import DefaultWeightOnlyQuantConfig, MatMulNBitsQuantizer
+    for K, N, bs, rows, bits, sym in ((256, 20, 64, 1, 4, True), (100, 9, 32, 3, 4, False), (300, 16, 128, 5, 4, False),
+                                      (48, 6, 16, 2, 4, True), (64, 5, 32, 2, 8, False)):
+        name = "matmul_nbits_int8_k%d_n%d_b%d_m%d_%dbit" % (K, N, bs, rows, bits)
+        W = RNG.normal(0, 1, (K, N)).astype(np.float32)
+        g = helper.make_graph([helper.make_node("MatMul", ["x", "W"], ["y"])], name,
+                              [helper.make_tensor_value_info("x", TP.FLOAT, [rows, K])],
+                              [helper.make_tensor_value_info("y", TP.FLOAT, None)], [numpy_helper.from_array(W, "W")])
+        m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 21)], ir_version=10)
+        q = MatMulNBitsQuantizer(copy.deepcopy(m), algo_config=DefaultWeightOnlyQuantConfig(
+            block_size=bs, is_symmetric=sym, bits=bits, accuracy_level=4))
+        q.process()
+        mq = q.model.model
+        onnx.save(mq, os.path.join(w.out, name + ".onnx"))
+        x = RNG.normal(0, 1, (rows, K)).astype(np.float32)
+        if rows > 2:
+            x[1] = 0  # a row whose blocks all quantize with scale 1
+        np.save(os.path.join(w.out, name + ".in0.npy"), x)
+        inits = {t.name: numpy_helper.to_array(t) for t in mq.graph.initializer}
+        node = [n for n in mq.graph.node if n.op_type == "MatMulNBits"][0]
+        zp = inits[node.input[3]] if len(node.input) > 3 and node.input[3] else None
+        np.save(os.path.join(w.out, name + ".ort.npy"), int8_activations_expected(x, inits[node.input[1]], inits[node.input[2]], zp, K, N, bits, bs))
+        y_ort = ort.InferenceSession(mq.SerializeToString(), providers=["CPUExecutionProvider"]).run(None, {"x": x})[0]
+        np.save(os.path.join(w.out, name + ".onnxruntime.npy"), y_ort)
+        w.lines.append("%s exact 0 1 0" % name)
 
 
 def opset18_cases(w):
@@ -310,6 +391,7 @@ def main():
     blocked_dequantize_cases(w)
     narrow_type_cases(w)
     weight_only_cases(w)
+    int8_activation_cases(w)
     opset18_cases(w)
     refusal_cases(w)
     w.finish()

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <set>
 
+#include "../matmul_nbits.h"
 #include "model_impl.h"
 #include "qfx/runtime/op_schema.h"
 #include "qfx/error.h"
@@ -182,6 +183,7 @@ Model Model::from_graph(ir::Graph graph, const ModelOptions& options, const std:
   for (auto& n : im->g.nodes) n.arithmetic = im->g.arithmetic;
   im->keep.insert(options.keep_values.begin(), options.keep_values.end());
   im->keep_any_layout = options.keep_values_any_layout;
+  if (options.fuse_qdq) ir::fuse_blocked_matmuls(im->g, im->keep);
   if (options.fuse_activations) ir::fuse_float_activations(im->g, im->keep);
   im->index_values(path);
   im->watch_as_stored.assign(im->value_name.size(), 0);
