@@ -54,6 +54,8 @@ void register_reference_pad();
 void register_onednn_kernels();
 void register_simd_kernels();
 void register_simd_matmul();
+/// Float MatMul by a constant weight for up to 4 rows, asked before oneDNN (simd/gemv.cpp).
+void register_simd_gemv();
 /// MatMulNBits on the onednn backend: packed weights for few rows, else oneDNN (simd/matmul_nbits.cpp).
 void register_simd_matmul_nbits();
 /// MatMulNBits on the dequantized weight (reference/matmul_nbits.cpp).

@@ -58,6 +58,7 @@ void register_builtins() {
   register_reference_pad();
   register_reference_matmul_nbits();
   add_backend({"onednn", "reference", "oneDNN primitives, then vectorised kernels, then the reference", {}});
+  register_simd_gemv();  // before oneDNN's inner product, which it beats for few rows
   register_onednn_kernels();
   register_simd_kernels();
   register_simd_matmul();

@@ -356,7 +356,7 @@ TEST(SimdKernels, FloatAddOfARowBroadcastAlongTheLastDimEqualsReference) {
 // product: the reference's result up to float summation order.
 TEST(SimdKernels, FloatMatMulByAConstantWeightRunsOnOneDnn) {
   std::mt19937 rng(8);
-  const Shape s = {3, 11, 40}, ws = {40, 24};
+  const Shape s = {3, 11, 40}, ws = {40, 24};  // 33 rows: oneDNN's inner product
   std::normal_distribution<float> nd(0.0f, 1.0f);
   Tensor x(s, DType::kFloat32), w(ws, DType::kFloat32);
   for (Tensor* t : {&x, &w})
@@ -381,6 +381,43 @@ TEST(SimdKernels, FloatMatMulByAConstantWeightRunsOnOneDnn) {
     largest = std::max(largest, std::abs(a.data<float>()[i]));
   }
   EXPECT_LT(worst, 1e-5f * largest);
+}
+
+// Up to 4 rows run the panel kernel (simd/gemv.cpp), 5 and more oneDNN's inner
+// product; both within the bound of a float32 dot product of length K summed in
+// any order (each within K 2^-24 sum |x w| of the exact value, so twice that of each
+// other), over whole 16-column panels and the columns past them.
+TEST(SimdKernels, FloatMatMulOfFewRowsRunsThePanelKernelWithinTheSummationBound) {
+  std::mt19937 rng(9);
+  std::normal_distribution<float> nd(0.0f, 1.0f);
+  const int64_t K = 300, N = 37;  // two panels and 5 columns past them
+  Tensor w({K, N}, DType::kFloat32);
+  for (int64_t i = 0; i < w.numel(); ++i) w.data<float>()[i] = nd(rng);
+  for (int64_t rows : {1, 2, 3, 4, 5}) {
+    const Shape s = {1, rows, K};
+    Tensor x(s, DType::kFloat32);
+    for (int64_t i = 0; i < x.numel(); ++i) x.data<float>()[i] = nd(rng);
+    ir::Node mm;
+    mm.op = "MatMul";
+    mm.name = "mm";
+    mm.inputs = {"x", "w"};
+    mm.outputs = {"y"};
+    const std::vector<Meta> in = {{s, DType::kFloat32}, {{K, N}, DType::kFloat32}};
+    Kernel ref = make_kernel(mm, in, {nullptr, &w}, "reference");
+    Kernel fast = make_kernel(mm, in, {nullptr, &w}, "onednn");
+    EXPECT_EQ(fast.impl, rows <= 4 ? "simd" : "onednn") << rows << " rows";
+    Tensor a(ref.outputs[0].shape, DType::kFloat32), b(fast.outputs[0].shape, DType::kFloat32);
+    ASSERT_EQ(b.shape(), (Shape{1, rows, N}));
+    ref.run({&x, &w}, {&a});
+    fast.run({&x, &w}, {&b});
+    for (int64_t r = 0; r < rows; ++r)
+      for (int64_t c = 0; c < N; ++c) {
+        double mag = 0;
+        for (int64_t k = 0; k < K; ++k) mag += std::abs(double{x.data<float>()[r * K + k]} * w.data<float>()[k * N + c]);
+        const double bound = 2.0 * static_cast<double>(K) * std::ldexp(1.0, -24) * mag;
+        EXPECT_LE(std::abs(double{a.data<float>()[r * N + c]} - b.data<float>()[r * N + c]), bound) << rows << " rows, row " << r << ", column " << c;
+      }
+  }
 }
 
 TEST(SimdKernels, Int8MaxPoolRunsOnOneDnnAndEqualsReference) {
