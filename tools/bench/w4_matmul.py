@@ -9,8 +9,10 @@ step of a real decoder does) is quantized by ONNX Runtime's own MatMulNBitsQuant
 with accuracy_level 0 (float activations: W4A16) and once with 4 (activations
 quantized to int8 per block: W4A8). qfx's runtime (onednn backend) and ONNX Runtime
 run the fp32 file and both MatMulNBits files. For each row count (1 = one decode
-step at batch 1) the table gives the fastest of --reps forwards (the runners take
-turns, so a busy moment of the machine hits all alike), the speed-up over qfx fp32,
+step at batch 1) the table gives the fastest of --reps forwards (in three rounds, each
+runner's calls back to back within a round: both runtimes keep their threads spinning
+for a while after a call, which would take the cores from a runner called right after
+another), the speed-up over qfx fp32,
 and the weight bytes read per second against `qfx bench --peak`'s memory read
 bandwidth. qfx's outputs are checked against ONNX Runtime's on the same file
 (relative max difference).
@@ -63,16 +65,18 @@ def weight_bytes(m):
     return sum(t.ByteSize() for t in m.graph.initializer)
 
 
-def fastest_ms(runs, reps):
-    """The fastest of `reps` calls of each runner, the runners taking turns."""
+def fastest_ms(runs, reps, rounds=3):
+    """The fastest call of each runner: `rounds` rounds, each runner called
+    reps / rounds times in a row within a round (its first call of a round not
+    counted)."""
     best = {name: float("inf") for name, _, _ in runs}
-    for _, fn, _ in runs:
-        fn()
-    for _ in range(reps):
+    for _ in range(rounds):
         for name, fn, _ in runs:
-            t0 = time.perf_counter()
             fn()
-            best[name] = min(best[name], time.perf_counter() - t0)
+            for _ in range(max(1, reps // rounds)):
+                t0 = time.perf_counter()
+                fn()
+                best[name] = min(best[name], time.perf_counter() - t0)
     return {name: 1e3 * t for name, t in best.items()}
 
 
@@ -88,7 +92,7 @@ def main():
     ap.add_argument("--layers", type=int, default=8)
     ap.add_argument("--block", type=int, default=128)
     ap.add_argument("--rows", default="1,4,16")
-    ap.add_argument("--reps", type=int, default=20)
+    ap.add_argument("--reps", type=int, default=21)
     ap.add_argument("--threads", type=int, default=os.cpu_count())
     ap.add_argument("--qfx", default="build/tools/qfx", help="the qfx CLI, for --peak")
     a = ap.parse_args()
