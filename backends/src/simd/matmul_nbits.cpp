@@ -235,6 +235,18 @@ __attribute__((target("avx2,fma"), always_inline)) inline void int8_chunk(const 
     for (int c = 0; c < C; ++c) out[r][c] = _mm256_madd_epi16(h[r][c], ones);
 }
 
+// Block b's four int8_block_terms of a 1 x 4 tile at once, lane by lane as the
+// scalar definition computes them (see block_terms8).
+__attribute__((target("avx2,fma"))) inline void block_terms4(const Job& j, int64_t m0, int64_t n0, int64_t b, const __m256i (&d)[1][4], __m128* y4) {
+  const __m256i s = _mm256_hadd_epi32(_mm256_hadd_epi32(d[0][0], d[0][1]), _mm256_hadd_epi32(d[0][2], d[0][3]));
+  const __m128i dots = _mm_add_epi32(_mm256_castsi256_si128(s), _mm256_extracti128_si256(s, 1));
+  const __m128i zl = _mm_loadu_si128(reinterpret_cast<const __m128i*>(j.zT + b * j.N + n0));
+  const __m128 wl = _mm_loadu_ps(j.sT + b * j.N + n0);
+  const __m128i ql = _mm_set1_epi32(j.qs[b * j.M + m0]);
+  const __m128 al = _mm_set1_ps(j.sa[b * j.M + m0]);
+  *y4 = _mm_add_ps(*y4, _mm_mul_ps(_mm_cvtepi32_ps(_mm_sub_epi32(dots, _mm_mullo_epi32(zl, ql))), _mm_mul_ps(wl, al)));
+}
+
 // accuracy_level 4 over 4-bit codes in blocks of a multiple of G codes: Y continues
 // its block-ordered float sum.
 template <int G, int R, int C>
@@ -244,6 +256,8 @@ __attribute__((target("avx2,fma"))) void tile_int8(const Job& j, int64_t m0, int
     for (int c = 0; c < C; ++c) y[r][c] = j.Y[(m0 + r) * j.N + n0 + c];
   __m256 y8 = _mm256_setzero_ps();  // R x C = 8: the eight sums, row-major, one per lane
   if constexpr (R * C == 8) y8 = _mm256_loadu_ps(&y[0][0]);
+  __m128 y4 = _mm_setzero_ps();  // 1 x 4: the four sums, one per lane
+  if constexpr (R == 1 && C == 4) y4 = _mm_loadu_ps(&y[0][0]);
   for (int64_t b = b0; b < b1; ++b) {
     const int64_t k0 = b * j.bs;
     const uint8_t* p[C];
@@ -258,6 +272,8 @@ __attribute__((target("avx2,fma"))) void tile_int8(const Job& j, int64_t m0, int
     }
     if constexpr (R * C == 8) {
       block_terms8<R, C>(j, m0, n0, b, d, &y8);
+    } else if constexpr (R == 1 && C == 4) {
+      block_terms4(j, m0, n0, b, d, &y4);
     } else {
       for (int c = 0; c < C; ++c) {
         const int64_t i = b * j.N + n0 + c;
@@ -269,6 +285,7 @@ __attribute__((target("avx2,fma"))) void tile_int8(const Job& j, int64_t m0, int
     }
   }
   if constexpr (R * C == 8) _mm256_storeu_ps(&y[0][0], y8);
+  if constexpr (R == 1 && C == 4) _mm_storeu_ps(&y[0][0], y4);
   for (int r = 0; r < R; ++r)
     for (int c = 0; c < C; ++c) j.Y[(m0 + r) * j.N + n0 + c] = y[r][c];
 }
