@@ -35,7 +35,7 @@ struct Packed {
   int64_t K = 0, N = 0, bits = 0, block = 0;
 };
 
-// The offset that makes every code and zero point a `bits`-wide unsigned value.
+// True if every code and zero point lies in [lo, hi].
 bool fits(const Tensor& c, const Tensor* z, int32_t lo, int32_t hi) {
   for (int64_t i = 0; i < c.numel(); ++i)
     if (code_at(c, i) < lo || code_at(c, i) > hi) return false;
@@ -56,7 +56,9 @@ Packed pack(const Graph& g, const Node& dq) {
   const bool has_z = dq.inputs.size() > 2 && !dq.inputs[2].empty();
   if (!c || !s || (has_z && !z) || c->shape().size() != 2) return p;
   if (c->dtype() != DType::kInt8 && c->dtype() != DType::kUInt8) return p;
-  const int64_t axis = dq.attr_i("axis", 1), block = dq.attr_i("block_size", 0), K = c->shape()[0], N = c->shape()[1];
+  const int64_t axis = dq.attr_i("axis", 1), K = c->shape()[0], N = c->shape()[1];
+  // A block of K or more codes is one block of K: the same weights, no padding.
+  const int64_t block = std::min(dq.attr_i("block_size", 0), K);
   if ((axis != 0 && axis != -2) || block < 1 || K < 1 || N < 1) return p;
   const int64_t blocks = (K + block - 1) / block;
   if (s->dtype() != DType::kFloat32 || s->shape() != Shape{blocks, N}) return p;

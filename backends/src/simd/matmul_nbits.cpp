@@ -34,9 +34,9 @@ constexpr int64_t kTileBytes = 24 << 10;
 
 // What a tile reads and writes: the packed weight, its scales and zero points
 // ([N, blocks], floats), A ([M, K]) and Y ([M, N]); for int8 activations the
-// scales and zero points again as [blocks, N] (four columns' side by side), the
-// quantized rows ([M, blocks * bs], each `group` values reordered as the even then
-// the odd ones) and their scales and sums ([blocks, M]).
+// scales and zero points again as [blocks, N] (a panel's columns side by side), the
+// quantized rows ([M, blocks * bs], each group of G = 32 or 64 values reordered as
+// the even ones, then the odd ones) and their scales and sums ([blocks, M]).
 struct Job {
   const uint8_t* B;
   const float *S, *Z;
