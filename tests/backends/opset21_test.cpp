@@ -12,6 +12,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "../../backends/src/matmul_nbits.h"
 #include "qfx/error.h"
 #include "qfx/runtime/model.h"
 #include "qfx/runtime/npy.h"
@@ -146,6 +147,27 @@ TEST(Opset21, BlockwiseMatMulWeightsStayPacked) {
   ASSERT_EQ(m.float_fallbacks().size(), 1u);
   EXPECT_NE(m.float_fallbacks()[0].find("weights are a DequantizeLinear with block_size 32; runs in float"), std::string::npos)
       << m.float_fallbacks()[0];
+}
+
+// The packed width: 4 bits where every code and zero point fits 16 consecutive
+// values (INT4 / UINT4 weights in blocks of an even size), else 8.
+TEST(Opset21, BlockwiseMatMulWeightsArePacked4BitsWideWhereTheyFit) {
+  int checked = 0;
+  for (const std::string& name : blocked_matmul_cases()) {
+    SCOPED_TRACE(name);
+    ir::Graph g = ir::load_onnx(kDir + name + ".onnx");
+    ir::fuse_blocked_matmuls(g, {});
+    ASSERT_EQ(g.nodes.size(), 1u);
+    const ir::Node& n = g.nodes[0];
+    ASSERT_EQ(n.op, "MatMulNBits");
+    const bool four = (name.find("int4") != std::string::npos) && name.find("_b33_") == std::string::npos;
+    EXPECT_EQ(n.attr_i("bits", 0), four ? 4 : 8);
+    const Tensor& B = g.initializers.at(n.inputs[1]);
+    const int64_t K = n.attr_i("K", 0), N = n.attr_i("N", 0), bs = n.attr_i("block_size", 0);
+    EXPECT_EQ(B.numel(), N * ((K + bs - 1) / bs) * bs * (four ? 4 : 8) / 8);
+    ++checked;
+  }
+  EXPECT_GE(checked, 8);
 }
 
 // The fusion changes no value on the reference backend: the packed codes (4 bits
