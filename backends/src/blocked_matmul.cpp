@@ -94,13 +94,6 @@ std::string fresh(const Graph& g, const std::string& base) {
   return name;
 }
 
-Attr int_attr(int64_t v) {
-  Attr a;
-  a.kind = Attr::Kind::kInt;
-  a.i = v;
-  return a;
-}
-
 }  // namespace
 
 void fuse_blocked_matmuls(Graph& g, const std::set<std::string>& keep) {

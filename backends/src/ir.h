@@ -66,6 +66,21 @@ bool onnx_integer_type(int64_t t, DType* storage, int32_t* lo, int32_t* hi);
 /// Such nodes run as the reference kernels compute them.
 std::string qdq_refusal(const Node& n);
 
+/// An INT attribute holding `v`, and a FLOAT one holding `v` (for passes that
+/// write nodes).
+inline Attr int_attr(int64_t v) {
+  Attr a;
+  a.kind = Attr::Kind::kInt;
+  a.i = v;
+  return a;
+}
+inline Attr float_attr(float v) {
+  Attr a;
+  a.kind = Attr::Kind::kFloat;
+  a.f = v;
+  return a;
+}
+
 /// Folds Constant nodes into initializers and drops Identity nodes.
 void simplify(Graph& g);
 

@@ -24,19 +24,6 @@ std::optional<Ctx::Tail> eight_bit_tail(const Ctx& c, size_t node) {
   return t;
 }
 
-Attr int_attr(int64_t v) {
-  Attr a;
-  a.i = v;
-  return a;
-}
-
-Attr float_attr(float v) {
-  Attr a;
-  a.kind = Attr::Kind::kFloat;
-  a.f = v;
-  return a;
-}
-
 Node fused(const Node& n, const char* op, const Ctx::DQ& d0) {
   Node f = n;
   f.op = op;
