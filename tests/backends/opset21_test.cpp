@@ -115,7 +115,7 @@ std::vector<std::string> blocked_matmul_cases() {
 
 // A MatMul by a block-wise DequantizeLinear of initializers becomes MatMulNBits: the
 // weight stays packed, and for up to 4 rows the onednn backend runs the packed
-// kernel ("simd"), for more oneDNN's float matmul on the weight dequantized once.
+// kernel ("simd"), for more the float matmul on the weight dequantized once ("dequantized").
 // It never becomes an int8 op.
 TEST(Opset21, BlockwiseMatMulWeightsStayPacked) {
   const auto names = blocked_matmul_cases();
@@ -129,7 +129,7 @@ TEST(Opset21, BlockwiseMatMulWeightsStayPacked) {
     EXPECT_EQ(ks[0].op, "MatMulNBits");
     const Tensor x = load_npy(kDir + name + ".in0.npy");
     const int64_t rows = x.numel() / x.shape().back();
-    EXPECT_EQ(ks[0].impl, rows <= 4 ? "simd" : "onednn") << rows << " rows";
+    EXPECT_EQ(ks[0].impl, rows <= 4 ? "simd" : "dequantized") << rows << " rows";
   }
   // A Gemm's block-wise weight is dequantized once, when the model is planned (a
   // folded float constant), and the Gemm runs in float.

@@ -453,7 +453,7 @@ bool dequantized_kernel(const KernelRequest& r, Kernel* k) {
 
 void register_simd_matmul_nbits() {
   add_kernel("onednn", "MatMulNBits", "simd", packed_kernel);
-  add_kernel("onednn", "MatMulNBits", "onednn", dequantized_kernel);
+  add_kernel("onednn", "MatMulNBits", "dequantized", dequantized_kernel);
 }
 
 }  // namespace qfx::runtime
