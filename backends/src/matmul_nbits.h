@@ -1,5 +1,6 @@
 // Internal: ONNX Runtime's com.microsoft MatMulNBits read as the standard ops it
-// computes (a block-wise DequantizeLinear of its constant weight, then MatMul).
+// computes (a block-wise DequantizeLinear of its constant weight, then MatMul), and
+// the runtime's MatMulNBits kernels' shared pieces.
 #pragma once
 
 #include <set>
@@ -10,12 +11,20 @@
 
 namespace qfx::runtime::ir {
 
+/// The `i`-th `bits`-wide value (2, 4 or 8) of packed bytes `p`, low bits first (the
+/// packing of MatMulNBits' B and zero points).
+inline uint8_t packed_code(const uint8_t* p, int64_t i, int64_t bits) {
+  const int64_t per_byte = 8 / bits, shift = (i % per_byte) * bits;
+  return static_cast<uint8_t>((p[i / per_byte] >> shift) & ((1 << bits) - 1));
+}
+
 /// Appends ONNX Runtime's com.microsoft MatMulNBits node `n` (docs/ContribOperators.md:
 /// Y = A · dequantize(B)ᵀ (+ bias)) to `g` as the runtime's MatMulNBits (inputs A, B,
 /// scales, zero points; attributes kept, accuracy_level included), followed by an Add
-/// of the bias where it has one. bits 2, 4 and 8. B, scales, zero points and bias must
-/// be initializers, and g_idx absent. Throws UnsupportedOpError naming `path` and the
-/// node for anything else, DataError for shapes that do not fit K, N and block_size.
+/// of the bias where it has one. bits 2, 4 and 8; block_size a power of two >= 16. B,
+/// scales, zero points and bias must be initializers, and g_idx absent. Throws
+/// UnsupportedOpError naming `path` and the node for anything else, DataError for
+/// shapes that do not fit K, N and block_size (read_nbits_weight's checks).
 void lower_matmul_nbits(const Node& n, Graph& g, const std::string& path);
 
 /// The constant weight of a runtime MatMulNBits node, in ONNX Runtime's layout:
@@ -37,10 +46,20 @@ struct NBitsWeight {
 };
 
 /// Reads MatMulNBits node `n`'s constants (`consts` by input index). Throws
-/// UnsupportedOpError naming the node for inputs computed at run time, g_idx or a
-/// bias input, bits other than 2, 4, 8; DataError for sizes that do not fit K, N
-/// and block_size (block_size >= 1 with block_size * bits a multiple of 8).
-NBitsWeight read_nbits_weight(const Node& n, const std::vector<const Tensor*>& consts);
+/// UnsupportedOpError for inputs computed at run time, g_idx or a bias input, bits
+/// other than 2, 4, 8, zero points that are not packed uint8 of their size;
+/// DataError for sizes that do not fit K, N and block_size (block_size >= 1 with
+/// block_size * bits a multiple of 8). Messages start with `where` (default: the
+/// node's label).
+NBitsWeight read_nbits_weight(const Node& n, const std::vector<const Tensor*>& consts, const std::string& where = "");
+
+/// The rows of A (the product of its leading dimensions) for MatMulNBits `n`. Throws
+/// DataError naming the node when A's last dimension (metadata `a`) is not K.
+int64_t nbits_rows(const Node& n, const Meta& a, const NBitsWeight& w);
+
+/// accuracy_level 4's largest block: its int32 dot products (at most 255 * 127 per
+/// code) stay exact.
+inline constexpr int64_t kMaxInt8ActivationBlock = 65536;
 
 /// True when MatMulNBits `n` computes with int8 activations: `accuracy_level` 4, as
 /// ONNX Runtime names it ("int8 compute"). Every other level (0 unset, 1 fp32, 2 fp16,

@@ -362,6 +362,34 @@ def opset18_cases(w):
     w.case("qdq_conv_per_channel_opset21", nodes, [("x", xs)], inits, "units", tol=0.1 * 1.0001, int8_ops=1)
 
 
+def matmul_nbits_refusals(w):
+    """ONNX Runtime's MatMulNBits the runtime refuses when it loads the file: each
+    message names the node."""
+    x = RNG.normal(0, 1, (2, 64)).astype(np.float32)
+    K, N = 64, 8
+
+    def nbits(name, inputs, domain="com.microsoft", **attrs):
+        a = dict(K=K, N=N, bits=4, block_size=32)
+        a.update(attrs)
+        return helper.make_node("MatMulNBits", inputs, ["y"], name=name, domain=domain, **a)
+
+    B = numpy_helper.from_array(np.zeros((N, 2, 16), np.uint8), "B")
+    S = numpy_helper.from_array(np.ones((N, 2), np.float32), "S")
+    w.refuses("matmul_nbits_default_domain", [nbits("mn", ["x", "B", "S"], domain="")], [("x", x)], [B, S],
+              "node 'mn' (MatMulNBits) is com.microsoft's")
+    w.refuses("matmul_nbits_g_idx", [nbits("mg", ["x", "B", "S", "", "g"])], [("x", x)],
+              [B, S, numpy_helper.from_array(np.zeros(K, np.int32), "g")], "MatMulNBits 'mg': g_idx")
+    w.refuses("matmul_nbits_block_24", [nbits("mb", ["x", "B", "S"], block_size=24)], [("x", x)], [B, S],
+              "MatMulNBits 'mb': block_size 24 must be a power of two >= 16")
+    w.refuses("matmul_nbits_b_size", [nbits("ms", ["x", "B", "S"], N=9)], [("x", x)], [B, S],
+              "MatMulNBits 'ms': B must be uint8 [N, blocks, blob] = [9, 2, 16]")
+    w.refuses("matmul_nbits_float_zero_points", [nbits("mz", ["x", "B", "S", "Z"])], [("x", x)],
+              [B, S, numpy_helper.from_array(np.full((N, 2), 8, np.float32), "Z")], "MatMulNBits 'mz': zero points must be packed uint8")
+    w.refuses("matmul_nbits_b_computed", [helper.make_node("Identity", ["B"], ["Bc"]), helper.make_node("Relu", ["S"], ["Sc"]),
+                                           nbits("mc", ["x", "B", "Sc"])], [("x", x)], [B, S],
+              "MatMulNBits 'mc': its scales 'Sc' is computed at run time")
+
+
 def refusal_cases(w):
     """Semantics the runtime does not implement, and malformed block-wise models."""
     img = RNG.normal(0, 1, (1, 2, 6, 6)).astype(np.float32)
@@ -394,6 +422,7 @@ def main():
     int8_activation_cases(w)
     opset18_cases(w)
     refusal_cases(w)
+    matmul_nbits_refusals(w)
     w.finish()
     print("opset21_cases: %d models in %s" % (len(w.lines), out))
 

@@ -116,6 +116,17 @@ e = np.abs(np.load('$1.npy') - y).max() / np.abs(y).max(); print('ok' if e < 1e-
 for f in "$tmp"/ort_nbits_*.onnx; do
   check "qfx run on ONNX Runtime's MatMulNBits ($(basename "$f" .onnx)) equals ONNX Runtime" 0 "^ok" -- nbits_vs_ort "$f"
 done
+# MatMulNBits files the runtime refuses (tests/backends/opset21_cases.py writes them):
+# the op outside com.microsoft and g_idx are unsupported (exit 5), a B of the wrong
+# size is bad data (exit 6); each names the node, and no output is written.
+o21="$FIXTURES/opset21"
+check "qfx run: MatMulNBits in the default domain (exit 5, naming the node)" 5 "node 'mn' \\(MatMulNBits\\) is com.microsoft's" -- \
+  "$QFX" run "$o21/matmul_nbits_default_domain.onnx" -i "$o21/matmul_nbits_default_domain.in0.npy" -o "$tmp/refused.npy"
+check "qfx run: MatMulNBits with g_idx (exit 5)" 5 "MatMulNBits 'mg': g_idx" -- \
+  "$QFX" run "$o21/matmul_nbits_g_idx.onnx" -i "$o21/matmul_nbits_g_idx.in0.npy" -o "$tmp/refused.npy"
+check "qfx run: MatMulNBits whose B does not fit K, N, block_size (exit 6)" 6 "MatMulNBits 'ms': B must be uint8" -- \
+  "$QFX" run "$o21/matmul_nbits_b_size.onnx" -i "$o21/matmul_nbits_b_size.in0.npy" -o "$tmp/refused.npy"
+check "refused models write nothing" 0 "^absent" -- bash -c "test -e '$tmp/refused.npy' && echo present || echo absent"
 check "per_block without block_size: config error naming the key" 3 "granularity per_block needs block_size" -- \
   "$QFX" ptq "$cfg" --set "qconfig.module_type.linear.weight={granularity: per_block, bits: 4}" --set output.dir="$tmp/bad"
 check "block-wise activations refused" 3 "per_block granularity is for weights" -- \

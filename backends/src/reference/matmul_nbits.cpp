@@ -12,11 +12,9 @@ namespace qfx::runtime {
 namespace {
 
 Kernel int8_activation_kernel(const ir::Node& n, const Meta& a, const ir::NBitsWeight& w) {
-  if (a.shape.empty() || a.shape.back() != w.K)
-    ref::bad_shape(n, "A's last dimension must be K = " + std::to_string(w.K) + ", A is " + ref::shape_str(a.shape));
-  if (w.block_size > 65536) ref::bad_shape(n, "accuracy_level 4 takes blocks of at most 65536 codes (int32 sums)");
-  int64_t M = 1;
-  for (size_t d = 0; d + 1 < a.shape.size(); ++d) M *= a.shape[d];
+  const int64_t M = ir::nbits_rows(n, a, w);
+  if (w.block_size > ir::kMaxInt8ActivationBlock)
+    ref::bad_shape(n, "accuracy_level 4 takes blocks of at most " + std::to_string(ir::kMaxInt8ActivationBlock) + " codes (int32 sums)");
   Shape out = a.shape;
   out.back() = w.N;
   Kernel k;

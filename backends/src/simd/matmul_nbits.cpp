@@ -54,11 +54,6 @@ struct Job {
 // The packed bytes of column n's block b.
 inline const uint8_t* block_bytes(const Job& j, int64_t n, int64_t b) { return j.B + (n * j.blocks + b) * j.blob; }
 
-// Code k of a block's packed bytes `p`.
-inline int32_t code_of(const uint8_t* p, int64_t k, int64_t bits) {
-  return bits == 8 ? p[k] : (p[k >> 1] >> ((k & 1) * 4)) & 15;
-}
-
 // Y[m0 + r][n] += the sum over the codes of blocks [b0, b1) of A[m0 + r][k] * W[k][n],
 // for R rows and C columns from n0: the plain variant.
 template <int R, int C>
@@ -72,7 +67,7 @@ void tile_baseline(const Job& j, int64_t m0, int64_t n0, int64_t b0, int64_t b1)
       const int64_t k0 = b * j.bs, len = std::min(j.bs, j.K - k0);
       float dot[R] = {};
       for (int64_t k = 0; k < len; ++k) {
-        const float w = static_cast<float>(code_of(p, k, j.bits)) - z;
+        const float w = static_cast<float>(ir::packed_code(p, k, j.bits)) - z;
         for (int r = 0; r < R; ++r) dot[r] += w * j.A[(m0 + r) * j.K + k0 + k];
       }
       for (int r = 0; r < R; ++r) acc[r] += s * dot[r];
@@ -145,7 +140,7 @@ __attribute__((target("avx2,fma"))) void tile_avx2(const Job& j, int64_t m0, int
       const __m256 s = _mm256_set1_ps(ss);
       for (int r = 0; r < R; ++r) acc[r][c] = _mm256_fmadd_ps(_mm256_add_ps(d0[r][c], d1[r][c]), s, acc[r][c]);
       for (int64_t k = vec; k < len; ++k) {  // a block's last codes short of 16
-        const float w = static_cast<float>(code_of(p[c], k, BITS)) - zs;
+        const float w = static_cast<float>(ir::packed_code(p[c], k, BITS)) - zs;
         for (int r = 0; r < R; ++r) tail[r][c] += ss * (w * a[r][k0 + k]);
       }
     }
@@ -411,19 +406,17 @@ bool packed_kernel(const KernelRequest& r, Kernel* k) {
   auto st = std::make_shared<State>();
   st->w = ir::read_nbits_weight(n, r.consts);
   const ir::NBitsWeight& w = st->w;
-  if (r.in[0].shape.back() != w.K) return r.decline("A's last dimension is not K (the reference reports it)");
-  int64_t M = 1;
-  for (size_t d = 0; d + 1 < r.in[0].shape.size(); ++d) M *= r.in[0].shape[d];
+  const int64_t M = ir::nbits_rows(n, r.in[0], w);
   const bool int8 = ir::int8_activations(n);
-  if (int8 && (w.bits != 4 || w.block_size % 32 != 0 || w.block_size > 65536 || !avx2_here()))
+  if (int8 && (w.bits != 4 || w.block_size % 32 != 0 || w.block_size > ir::kMaxInt8ActivationBlock || !avx2_here()))
     return r.decline("accuracy_level 4 runs here for 4-bit codes in blocks of a multiple of 32, with AVX2");
   if (!int8 && w.bits != 4 && w.bits != 8) return r.decline("bits other than 4 and 8");
   if (!int8 && M > kMaxPackedRows) return r.decline("more than " + std::to_string(kMaxPackedRows) + " rows (oneDNN's float matmul is faster)");
   st->zf.assign(w.zero.begin(), w.zero.end());
   Tiles t = tiles_of<Baseline, 4>();
   if (int8) {
-    t = w.block_size % 64 == 0 ? tiles_of<Int8G64, 8>() : tiles_of<Int8G32, 8>();
     prepare_int8(*st, M);
+    t = st->group == 64 ? tiles_of<Int8G64, 8>() : tiles_of<Int8G32, 8>();
   } else if (avx2_here()) {
     t = w.bits == 8 ? tiles_of<Avx2Bits8, 4>() : tiles_of<Avx2Bits4, 4>();
   }
