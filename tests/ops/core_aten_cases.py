@@ -232,6 +232,8 @@ def cases():
     add("view", "view", lambda m, x: aten.view.default(x, [x.shape[0], 24]), [x3])
     add("permute", "permute", lambda m, x: aten.permute.default(x, [0, 2, 1]), [x3])
     add("expand", "expand", lambda m, x: aten.expand.default(x, [x.shape[0], 4, 6]), [f32("B", 1, 6)])
+    # torch.broadcast_to as exported before decomposition (Falcon's attention): expand.
+    add("broadcast_to", "broadcast_to", lambda m, x: aten.broadcast_to.default(x, [x.shape[0], 4, 6]), [f32("B", 1, 6)])
     add("squeeze_dim", "squeeze", lambda m, x: aten.squeeze.dim(x, 1), [f32("B", 1, 6)])
     add("squeeze_dims", "squeeze", lambda m, x: aten.squeeze.dims(x, [1, 3]), [f32("B", 1, 6, 1)])
     add("unsqueeze", "unsqueeze", lambda m, x: aten.unsqueeze.default(x, -1), [x3])

@@ -493,7 +493,7 @@ void register_shape_ops(OpCatalog& c) {
     if (n.args().size() != 2) unsupported(n, "op 'squeeze' without a dim has no ONNX export in qfx yet");
     squeeze(e, &n);
   }));
-  c.add(op("expand", expand, "ONNX Expand").writes({"Shape", "Slice", "Concat", "Expand"}));
+  c.add(op("expand", expand, "ONNX Expand").also_aten({"broadcast_to"}).writes({"Shape", "Slice", "Concat", "Expand"}));
   c.add(op("transpose", transpose, "ONNX Transpose of two dims").also_aten({"t"}).writes({"Transpose"}).quantized_as(activation_kinds()));
   c.add(op("chunk", chunk, "pieces along one dim (ONNX Slice)").writes({"Slice"}));
   c.add(op("split", split, "pieces of given sizes along one dim (ONNX Slice)").also_aten({"split_with_sizes"}).writes({"Slice"}));
