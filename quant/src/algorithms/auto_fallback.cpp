@@ -21,40 +21,6 @@ double metric_of(const AutoFallbackOptions& o, const at::Tensor& out, const at::
   return 100.0 * out.argmax(1).eq(labels).to(at::kDouble).mean().item<double>();
 }
 
-// The FakeQuantize observing `node`'s output (prepare_fx's observer call after it), or null.
-std::shared_ptr<FakeQuantize> output_fake_quant(fx::GraphModule& gm, const std::string& node) {
-  for (const fx::Node* n : gm.graph().nodes()) {
-    auto it = n->meta().find("qfx_observer_of");
-    if (n->op() == fx::Opcode::kCallModule && it != n->meta().end() && it->second.toStringRef() == node)
-      return std::dynamic_pointer_cast<FakeQuantize>(gm.get_submodule(n->target()));
-  }
-  return nullptr;
-}
-
-// A layer's output activation moved to int16: the observer keeps its statistics,
-// the qparams are recomputed for the 16-bit range; undo() restores the 8-bit ones.
-class Int16Output {
- public:
-  explicit Int16Output(std::shared_ptr<FakeQuantize> fq) : fq_(std::move(fq)), old_(fq_->observer().spec()) {
-    QuantSpec s = old_;
-    const QuantSpec w = QuantSpec::make(QDType::kInt16, old_.qscheme, 16);
-    s.dtype = w.dtype;
-    s.quant_min = w.quant_min;
-    s.quant_max = w.quant_max;
-    s.custom_range = false;
-    fq_->observer().set_spec(s);
-    fq_->calculate_qparams();
-  }
-  void undo() {
-    fq_->observer().set_spec(old_);
-    fq_->calculate_qparams();
-  }
-
- private:
-  std::shared_ptr<FakeQuantize> fq_;
-  QuantSpec old_;
-};
-
 // The first available candidate of `o` ("int16" or "float"); notes an unavailable int16 in `notes`.
 // Throws ArgumentError for an unknown candidate or when none is available.
 std::string first_candidate(const AutoFallbackOptions& o, std::vector<std::string>& notes) {
@@ -124,9 +90,9 @@ std::optional<double> trial_db(fx::GraphModule& gm, const detail::WeightedLayer&
                                const FloatReference& f, const FloatWeights* reference) {
   double db;
   if (to_int16) {
-    auto fq = output_fake_quant(gm, l.node);
+    auto fq = detail::output_fake_quant(gm, l.node);
     if (!fq) return std::nullopt;  // output not quantized (a float consumer): int16 changes nothing
-    Int16Output wide(fq);
+    detail::Int16Output wide(fq);
     db = detail::sqnr_db(f.rank_ref, detail::run_all(gm, f.rank_samples, "auto_fallback"));
     wide.undo();
   } else {
@@ -144,7 +110,7 @@ std::optional<double> trial_db(fx::GraphModule& gm, const detail::WeightedLayer&
 // Moves layer `l` for good: its output to int16, or its weight and bias to float.
 void move_layer(fx::GraphModule& gm, const detail::WeightedLayer& l, bool to_int16, const FloatWeights* reference) {
   if (to_int16) {
-    Int16Output keep(output_fake_quant(gm, l.node));
+    detail::Int16Output keep(detail::output_fake_quant(gm, l.node));
   } else {
     l.module->weight_fake_quant()->enable_fake_quant(false);
     detail::UseFloatWeights(gm, float_weights_of(reference, l)).keep();

@@ -84,6 +84,31 @@ std::optional<FunctionalLinear> functional_linear(fx::GraphModule& gm, fx::Node*
   return FunctionalLinear{n, w, fq, w->users().size() != 1 || fq_node->users().size() != 1};
 }
 
+std::shared_ptr<FakeQuantize> output_fake_quant(fx::GraphModule& gm, const std::string& node) {
+  for (const fx::Node* n : gm.graph().nodes()) {
+    auto it = n->meta().find("qfx_observer_of");
+    if (n->op() == fx::Opcode::kCallModule && it != n->meta().end() && it->second.toStringRef() == node)
+      return std::dynamic_pointer_cast<FakeQuantize>(gm.get_submodule(n->target()));
+  }
+  return nullptr;
+}
+
+Int16Output::Int16Output(std::shared_ptr<FakeQuantize> fq) : fq_(std::move(fq)), old_(fq_->observer().spec()) {
+  QuantSpec s = old_;
+  const QuantSpec w = QuantSpec::make(QDType::kInt16, old_.qscheme, 16);
+  s.dtype = w.dtype;
+  s.quant_min = w.quant_min;
+  s.quant_max = w.quant_max;
+  s.custom_range = false;
+  fq_->observer().set_spec(s);
+  fq_->calculate_qparams();
+}
+
+void Int16Output::undo() {
+  fq_->observer().set_spec(old_);
+  fq_->calculate_qparams();
+}
+
 void set_attr_copy(fx::GraphModule& gm, fx::Node* attr, const at::Tensor& value, const std::string& suffix) {
   const std::string name = gm.graph().unique_name(attr->target() + suffix);
   gm.add_tensor(name, value.detach().contiguous(), /*is_buffer=*/false);

@@ -109,6 +109,23 @@ at::Tensor run_all(fx::GraphModule& gm, const std::vector<std::vector<at::Tensor
 /// is not a tensor or a container of tensors.
 at::Tensor run_all_flat(fx::GraphModule& gm, const std::vector<std::vector<at::Tensor>>& samples, const char* who);
 
+/// The FakeQuantize observing node `node`'s output (prepare_fx's observer call
+/// after it), or null.
+std::shared_ptr<FakeQuantize> output_fake_quant(fx::GraphModule& gm, const std::string& node);
+
+/// A layer's output activation moved to int16: the observer keeps its
+/// statistics, the qparams are recomputed for the s16 range [-32768, 32767];
+/// undo() restores the 8-bit ones (not called on destruction).
+class Int16Output {
+ public:
+  explicit Int16Output(std::shared_ptr<FakeQuantize> fq);
+  void undo();
+
+ private:
+  std::shared_ptr<FakeQuantize> fq_;
+  QuantSpec old_;
+};
+
 /// 10 log10(|ref|^2 / |ref - x|^2).
 double sqnr_db(const at::Tensor& ref, const at::Tensor& x);
 

@@ -1,4 +1,5 @@
 #include "qfx/quant/backend_config.h"
+#include "qfx/quant/mixed_precision.h"
 
 #include <algorithm>
 #include <cmath>
@@ -236,13 +237,30 @@ void read_ops(const std::string& path, const YAML::Node& ops, BackendConfig* bp)
   }
 }
 
+// mac_cost: {w4a8: 0.5, w8a8: 1, ...}: precision names (ptq.mixed_precision's) to positive costs.
+void read_mac_cost(const std::string& path, const YAML::Node& m, BackendConfig* b) {
+  if (!m.IsMap()) bad(path, m, "mac_cost must be a mapping of precisions to relative costs: {w8a8: 1, w8a16: 2, float: 4}");
+  for (const auto& e : m) {
+    const std::string name = as_string(path, e.first, "mac_cost");
+    try {
+      PrecisionCandidate::parse(name, "mac_cost");
+    } catch (const ConfigError& err) {
+      bad(path, e.first, err.what());
+    }
+    const double v = as_double(path, e.second, "mac_cost." + name);
+    if (!(v > 0)) bad(path, e.second, "mac_cost." + name + " must be positive");
+    b->mac_cost[name] = v;
+  }
+}
+
 }  // namespace
 
 BackendConfig BackendConfig::load(const std::string& path) {
   YAML::Node root = load_file(path);
   if (!root.IsMap()) throw ConfigError(path + ": a backend file must be a YAML mapping");
   check_keys(path, root, "the backend file",
-             {"name", "description", "runtime", "activation", "weight", "bias", "scale", "fusions", "ops", "arithmetic"});
+             {"name", "description", "runtime", "activation", "weight", "bias", "scale", "fusions", "ops", "arithmetic",
+              "mac_cost"});
   BackendConfig b;
   b.source = path;
   if (!root["name"]) bad(path, root, "'name' is required");
@@ -261,6 +279,7 @@ BackendConfig BackendConfig::load(const std::string& path) {
   if (auto f = root["fusions"]) read_fusions(path, f, &b);
   if (auto ops = root["ops"]) read_ops(path, ops, &b);
   if (auto a = root["arithmetic"]) b.arithmetic = read_arithmetic(path, a, b);
+  if (auto m = root["mac_cost"]) read_mac_cost(path, m, &b);
   return b;
 }
 

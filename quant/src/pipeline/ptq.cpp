@@ -83,6 +83,13 @@ PtqResult ptq(const JobConfig& cfg, const PipelineHooks& hooks, distributed::Con
   const at::Tensor libtorch_first = libtorch_first_batch(job, *p.gm, data.ev.get(), lowered->model());
   if (cfg.ptq.range_search) range_search_stage(job, *p.gm, *data.cal, &res.algorithms);
   if (cfg.ptq.sensitivity) sensitivity_stage(job, *p.gm, *data.cal, &res.algorithms);
+  if (cfg.ptq.mixed_precision) {  // the deployed model is the one config_final.yaml reproduces
+    const QConfigMapping chosen = mixed_stage(job, *p.gm, *data.cal, *out, &res.algorithms);
+    p = prepare_stage(job, chosen, *data.cal, false, &res.algorithms);
+    lowered = std::make_unique<LoweredModel>(*p.gm, lower_options(job));
+    set_calibration(&res, calibrate_stage(job, *p.gm, *lowered, *data.cal, nullptr));  // the other ranks have finished
+    if (cfg.ptq.range_search) range_search_stage(job, *p.gm, *data.cal, &res.algorithms);
+  }
   const FloatWeights reference = refine_stage(job, *p.gm, *data.cal, &res.algorithms);
   if (cfg.ptq.auto_fallback) {
     const FallbackMoves moves = fallback_stage(job, *p.gm, data, reference, &res.algorithms);

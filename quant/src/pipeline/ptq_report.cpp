@@ -94,6 +94,22 @@ json fallback_json(const PtqAlgorithmReports& a) {
   return j;
 }
 
+json mixed_precision_json(const PtqAlgorithmReports& a) {
+  const MixedPrecisionResult& r = a.mixed_precision;
+  json layers = json::array(), front = json::array(), uniform = json::object();
+  for (const auto& l : r.layers)
+    layers.push_back({{"layer", l.layer}, {"chosen", l.chosen}, {"weights", l.weights}, {"macs", l.macs},
+                      {"sqnr_db_only_this", l.sqnr_db}, {"weight_bytes", l.bytes}});
+  for (const auto& p : r.front)
+    front.push_back({{"weight_bytes", p.weight_bytes}, {"latency", p.latency}, {"estimated_sqnr_db", p.estimated_sqnr_db}});
+  for (const auto& [name, u] : r.uniform) uniform[name] = {{"sqnr_db", u.first}, {"weight_bytes", u.second}};
+  return {{"metric", "output SQNR (dB) against fp32 on calibration samples, fake-quantized in libtorch"},
+          {"weight_bytes", r.weight_bytes}, {"weight_bytes_budget", r.weight_bytes_budget},
+          {"effective_bits", r.effective_bits}, {"latency", r.latency}, {"latency_budget", r.latency_budget},
+          {"reached", r.reached}, {"estimated_sqnr_db", r.estimated_sqnr_db}, {"measured_sqnr_db", r.measured_sqnr_db},
+          {"uniform", uniform}, {"front", front}, {"layers", layers}, {"notes", r.notes}, {"config", a.mixed_precision_config}};
+}
+
 json calibration_json(const PtqResult& r) {
   const CalibrationResult& c = r.calibration;
   json j = {{"images", c.images}, {"images_per_s", r.calibration_images_per_s}, {"engine", c.engine}, {"threads", c.threads},
@@ -150,6 +166,7 @@ json ptq_report_json(const PtqResult& r, const PtqAlgorithmsConfig& algorithms) 
     report["host_postprocess"] = {{"nodes", r.host_postprocess.host_nodes}, {"model_outputs", r.host_postprocess.outputs}};
   if (r.algorithms.has_sensitivity) report["sensitivity"] = sensitivity_json(r.algorithms);
   if (r.algorithms.has_auto_fallback) report["auto_fallback"] = fallback_json(r.algorithms);
+  if (r.algorithms.has_mixed_precision) report["mixed_precision"] = mixed_precision_json(r.algorithms);
   report["calibration"] = calibration_json(r);
   report["float_fallbacks"] = r.float_fallbacks;
   report["runtime_float_groups"] = r.runtime_float_groups;

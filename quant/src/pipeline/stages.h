@@ -125,6 +125,13 @@ void write_final_config(const Job& job, const FallbackMoves& moves, const Stagin
 void fallback_deployed(const Job& job, const runtime::Model& fp32, const runtime::Model& int8, const HeldOutData& held,
                        const std::string& out_name, PtqAlgorithmReports* alg);
 
+// ---- mixed_stage.cpp
+
+/// ptq.mixed_precision on the calibrated model: the search (into `alg`), its
+/// summary on the console, and config_final.yaml staged in `out`; returns the
+/// mapping the deployed model is prepared with.
+QConfigMapping mixed_stage(const Job& job, fx::GraphModule& gm, Dataset& cal, const Staging& out, PtqAlgorithmReports* alg);
+
 // ---- convert_stage.cpp
 
 /// The int8 model: its export, the file parsed once, and the runtime model that

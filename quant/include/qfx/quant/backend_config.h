@@ -104,6 +104,11 @@ struct BackendConfig {
   /// exported model carries it as ONNX metadata, and every runtime backend computes
   /// the int8 model with it. Default: ONNX's (float requantization).
   runtime::Arithmetic arithmetic;
+  /// `mac_cost: {w4a8: 0.5, w8a8: 1, w8a16: 2, float: 4}`: the relative cost of one
+  /// multiply-accumulate at each precision (ptq.mixed_precision's candidate names),
+  /// for `ptq.mixed_precision.budget.latency`. Names left out take the defaults
+  /// of MixedPrecisionOptions::mac_cost.
+  std::map<std::string, double> mac_cost;
 
   /// The entry for op `name` (kFloat if not listed).
   OpConfig op(const std::string& name) const;

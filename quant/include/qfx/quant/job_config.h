@@ -7,6 +7,7 @@
 
 #include "qfx/quant/config.h"
 #include "qfx/quant/dataset.h"
+#include "qfx/quant/mixed_precision.h"
 #include "qfx/quant/ptq_algorithms.h"
 #include "qfx/quant/qconfig.h"
 
@@ -110,6 +111,13 @@ struct PtqAlgorithmsConfig {
   /// Held-out data; empty `images`: the calibration data's samples after the
   /// calibration subset (the same seeded draw, continued).
   DataSpec auto_fallback_data;
+  /// ptq.mixed_precision: {candidates, block_size, budget: {weight_bytes,
+  /// effective_bits, latency}, num_samples}: after calibration, one precision per
+  /// layer within the budget (quant::mixed_precision), then prepare again with
+  /// those qconfigs and write the config that reproduces the run. Not with
+  /// auto_fallback.
+  bool mixed_precision = false;
+  MixedPrecisionOptions mixed_precision_options;
 };
 
 /// The `output:` section.
@@ -180,6 +188,24 @@ JobConfig load_job_config(const std::string& path, const std::vector<std::string
 /// one, `ptq.auto_fallback` removed, and the model, data, backend, checkpoint and
 /// output paths made absolute (the file is written into the output folder). `header` becomes a
 /// leading comment.
+/// One `qconfig.module_name` entry a final config adds: a copy of the config's
+/// entry that `matched_by` names ("global", "module_type:Linear",
+/// "module_name:encoder", "module_name_regex:head\\..*"; an absent global: an
+/// empty mapping) with the changes below, or null.
+struct ModuleQConfigEdit {
+  std::string module;
+  std::string matched_by;
+  bool keep_float = false;             ///< write null
+  int weight_bits = 0;                 ///< > 0: weight.bits
+  int64_t weight_block_size = -1;      ///< > 0: granularity per_block with this block_size; 0: per_channel; -1: as is
+  std::string activation_dtype;        ///< not empty: activation.dtype (and activation.bits removed)
+};
+
+/// The config that reproduces a run of `cfg` after `ptq.mixed_precision`: `edits`
+/// as `qconfig.module_name` entries, `ptq.mixed_precision` removed, paths made
+/// absolute as below; `header` becomes a leading comment.
+std::string final_config_yaml(const JobConfig& cfg, const std::vector<ModuleQConfigEdit>& edits, const std::string& header);
+
 std::string final_config_yaml(const JobConfig& cfg, const std::vector<std::string>& float_modules,
                               const std::vector<std::string>& int16_modules, const std::string& header);
 

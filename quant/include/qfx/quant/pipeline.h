@@ -153,6 +153,9 @@ struct PtqAlgorithmReports {
   /// The deployed model on the held-out samples (the search measures fake
   /// quantization in libtorch): top-1 in percent (metric top1) or output SQNR in dB.
   double deployed_fp32 = 0, deployed_int8 = 0, deployed_sqnr_db = 0;
+  bool has_mixed_precision = false;                     ///< ptq.mixed_precision ran
+  MixedPrecisionResult mixed_precision;                 ///< sensitivities, the front, the choice
+  std::string mixed_precision_config;                   ///< config_final.yaml as committed
 };
 
 /// Everything `qfx ptq` prints and writes to report.json.

@@ -1,5 +1,6 @@
 // The `ptq:` section: the accuracy algorithms qfx ptq runs on calibration data.
 #include "ptq_fallback.h"
+#include "ptq_mixed.h"
 #include "sections.h"
 
 namespace qfx::quant::sections {
@@ -126,6 +127,8 @@ const KeyTable& ptq_keys() {
       {"bias_correction", KeyType::kSwitch, {}, {}, "false", "empirical bias correction after AdaRound", &samples_keys()},
       {"auto_fallback", KeyType::kSwitch, {}, {}, "false", "the most sensitive layers to float until within the target",
        &auto_fallback_keys()},
+      {"mixed_precision", KeyType::kSwitch, {}, {}, "false", "one precision per layer within a weight-size / latency budget",
+       &mixed_precision_keys()},
   }};
   return t;
 }
@@ -159,6 +162,7 @@ void read_ptq(const SectionReader& p, JobConfig* c) {
   if (a.gptq && a.adaround)
     bad(p.path(), p["gptq"], "ptq.gptq and ptq.adaround both choose the weights' rounding; turn one of them off");
   if (p["auto_fallback"]) read_auto_fallback(p, c);
+  if (p["mixed_precision"]) read_mixed_precision(p, c);
 }
 
 }  // namespace qfx::quant::sections
