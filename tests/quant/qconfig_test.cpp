@@ -116,6 +116,9 @@ TEST(BackendConfig, BadFilesNameFileLineAndColumn) {
        "'sigmoid' has no integer-only form (known: gelu, layer_norm, softmax)"},
       {"arith_integer_only_float_op", head + "ops:\n  layer_norm: float\narithmetic:\n  integer_only: [layer_norm]\n", ":7:17",
        "'layer_norm' runs in float on this target"},
+      {"mac_cost_name", head + "mac_cost: {w8a8: 1, int8: 2}\n", ":4:21", "'int8' is not a precision"},
+      {"mac_cost_zero", head + "mac_cost: {w8a8: 0}\n", ":4:18", "mac_cost.w8a8 must be positive"},
+      {"mac_cost_list", head + "mac_cost: [1, 2]\n", ":4:11", "mac_cost must be a mapping"},
   };
   for (const auto& c : cases) {
     const std::string p = write_yaml(c.name, c.text);
@@ -124,6 +127,8 @@ TEST(BackendConfig, BadFilesNameFileLineAndColumn) {
     EXPECT_NE(msg.find(c.what), std::string::npos) << c.name << ": " << msg;
   }
   EXPECT_THROW(BackendConfig::load("/nonexistent/backend.yaml"), qfx::IoError);
+  const BackendConfig costs = BackendConfig::load(write_yaml("mac_cost", head + "mac_cost: {w4a8: 0.5, w8a16: 2}\n"));
+  EXPECT_EQ(costs.mac_cost, (std::map<std::string, double>{{"w4a8", 0.5}, {"w8a16", 2.0}}));
 }
 
 TEST(QConfigMapping, PrecedenceIsNameThenRegexThenTypeThenGlobal) {

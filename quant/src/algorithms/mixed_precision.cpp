@@ -181,8 +181,6 @@ double sensitivities(std::vector<detail::SearchedLayer>& L, const std::vector<Pr
   for (size_t i = 0; i < L.size(); ++i) a[i].set(C[L[i].candidates[0]]);
   const double top_db = measure();
   const double n_top = noise_of(top_db);
-  int64_t total = 0, done = 0;
-  for (const auto& l : L) total += static_cast<int64_t>(l.candidates.size()) - 1;
   for (size_t i = 0; i < L.size(); ++i) {
     auto& l = L[i];
     l.noise.assign(C.size(), 0.0);
@@ -193,9 +191,9 @@ double sensitivities(std::vector<detail::SearchedLayer>& L, const std::vector<Pr
       const double db = measure();
       l.info.sqnr_db[c.name] = db;
       l.noise[l.candidates[k]] = std::max(0.0, noise_of(db) - n_top);
-      if (o.progress) o.progress("sensitivities", ++done, total);
     }
     a[i].set(C[l.candidates[0]]);
+    if (o.progress) o.progress("sensitivities", static_cast<int64_t>(i) + 1, static_cast<int64_t>(L.size()));
   }
   return top_db;
 }
@@ -275,7 +273,7 @@ MixedPrecisionResult mixed_precision(fx::GraphModule& gm, const QConfigMapping& 
     w.set_positions(chosen);
     while (w.step_up()) {
     }
-  }  // else: every layer at its cheapest, where the walk ended
+  }  // else: where the walk ended (no move lowers the budgets exceeded)
   const std::vector<size_t> pos = w.positions();
   const auto uniform = uniform_points(L, C, a, measure, r);
   r.measured_sqnr_db = measure_with(L, C, a, measure, [&](size_t i) { return L[i].candidates[pos[i]]; });

@@ -13,17 +13,6 @@
 namespace qfx::quant::detail {
 namespace {
 
-// Output elements per sample of `n` over its output channels (the traced shape without its
-// batch dimension, dynamic dimensions as 1): how often each weight is used; 0 if unknown.
-int64_t traced_uses(const fx::Node& n, int64_t out_channels) {
-  auto it = n.meta().find("traced_shape");
-  if (it == n.meta().end() || !it->second.isIntList()) return 0;
-  const auto shape = it->second.toIntVector();
-  int64_t numel = 1;
-  for (size_t d = 1; d < shape.size(); ++d) numel *= std::max<int64_t>(shape[d], 1);
-  return std::max<int64_t>(numel / std::max<int64_t>(out_channels, 1), 1);
-}
-
 // The layer's weight read as [out, ...] output channels first.
 int64_t out_channels(const SearchedWeight& w) { return w.float_value.size(w.out_axis); }
 
@@ -41,7 +30,6 @@ void add_weight(SearchedLayer& l, fx::Node* n, const at::Tensor& live, FakeQuant
   for (const auto& w : l.weights)
     if (w.live.is_same(live)) return;  // one weight read twice (a tied projection)
   SearchedWeight w{live, fq, live.detach().clone(), out_axis, n, 0};
-  w.uses = traced_uses(*n, out_channels(w));
   l.info.weights += live.numel();
   l.info.linear = l.info.linear && live.dim() == 2;
   l.weights.push_back(std::move(w));

@@ -21,7 +21,7 @@ struct SearchedWeight {
   at::Tensor float_value;
   int64_t out_axis = 0;
   fx::Node* node = nullptr;  ///< the node that reads it
-  int64_t uses = 0;          ///< uses of each weight per sample (output elements / output channels); 0: not known yet
+  int64_t uses = 0;          ///< uses of each weight per sample (output elements / output channels); 0: not counted yet
 };
 
 /// A searched layer as the search sees it.
@@ -42,9 +42,9 @@ struct SearchedLayer {
 std::vector<SearchedLayer> searched_layers(fx::GraphModule& gm, const QConfigMapping& mapping,
                                            std::vector<std::string>& notes);
 
-/// Counts each weight's uses per sample (SearchedWeight::uses) where the traced
-/// shapes did not say, by running `gm` on `sample` (one forward for the modules,
-/// one per functional linear), and sums the layers' MACs.
+/// Counts each weight's uses per sample (SearchedWeight::uses) by running `gm` on
+/// `sample` (one forward for the modules, one per functional linear), and sums the
+/// layers' MACs (per sample of the model's first input's dimension 0).
 void count_macs(fx::GraphModule& gm, std::vector<SearchedLayer>& layers, const std::vector<at::Tensor>& sample);
 
 /// Fills `l.candidates`, `l.info.bytes` and `l.latency` for the parsed candidates

@@ -46,7 +46,7 @@ void summarize(const Job& job, const MixedPrecisionResult& r) {
   info(job.hooks, "mixed_precision: weights " + mb(r.weight_bytes) + fmt(" (%.2f bits per weight)", r.effective_bits) +
                       (r.weight_bytes_budget > 0 ? ", budget " + mb(r.weight_bytes_budget) : "") +
                       (r.latency_budget > 0 ? fmt(", latency %.3f", r.latency) + fmt(" (budget %.3f)", r.latency_budget) : "") +
-                      (r.reached ? "" : ": budget NOT reached (every layer at its cheapest)"));
+                      (r.reached ? "" : ": budget NOT reached (no candidate lowers it further)"));
   info(job.hooks, "mixed_precision: output SQNR estimated " + fmt("%.2f dB", r.estimated_sqnr_db) + ", measured " +
                       fmt("%.2f dB", r.measured_sqnr_db));
   for (const auto& [name, u] : r.uniform)
@@ -60,7 +60,7 @@ QConfigMapping mixed_stage(const Job& job, fx::GraphModule& gm, Dataset& cal, co
   MixedPrecisionOptions o = job.cfg.ptq.mixed_precision_options;
   for (const auto& [name, cost] : job.backend.mac_cost) o.mac_cost.emplace(name, cost);
   o.progress = [&](const std::string& stage, int64_t done, int64_t total) {
-    progress(job.hooks, "mixed_precision " + stage + " (layer x candidate)", done, total);
+    progress(job.hooks, "mixed_precision " + stage + " (layers)", done, total);
   };
   alg->has_mixed_precision = true;
   alg->mixed_precision = mixed_precision(gm, job.cfg.qconfig, job.backend, batches(cal, job.cfg.calibration.batch_size), o);

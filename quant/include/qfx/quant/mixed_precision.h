@@ -53,7 +53,7 @@ struct MixedPrecisionOptions {
   /// `mac_cost`); absent names: 1 for 8-bit integer activations, 2 for 16-bit, 4
   /// for float activations and float layers.
   std::map<std::string, double> mac_cost;
-  /// Called as the search goes: ("sensitivities", done, total).
+  /// Called as the search goes: ("sensitivities", layers done, layers).
   std::function<void(const std::string&, int64_t, int64_t)> progress;
 };
 
@@ -66,7 +66,7 @@ struct MixedPrecisionLayer {
   std::string matched_by;  ///< the qconfig entry it resolved through ("module_type:Linear", "global")
   bool linear = true;      ///< every weight 2-D (block-wise candidates apply); false: a convolution
   int64_t weights = 0;     ///< weight elements
-  int64_t macs = 0;        ///< multiply-accumulates per sample (dynamic dimensions as 1)
+  int64_t macs = 0;        ///< multiply-accumulates per sample, counted on the first calibration batch
   std::string chosen;      ///< candidate name
   /// Output SQNR (dB) against the float model with only this layer at each
   /// candidate (every other searched layer at the most precise one).
@@ -92,7 +92,7 @@ struct MixedPrecisionResult {
   double measured_sqnr_db = 0;                        ///< of the chosen assignment, every layer at once
   /// Output SQNR (dB) and weight bytes with every searched layer at one candidate.
   std::map<std::string, std::pair<double, int64_t>> uniform;
-  bool reached = false;            ///< the chosen assignment is within every budget
+  bool reached = false;            ///< within every budget; false: where the walk ended (no move lowers what is exceeded)
   std::vector<std::string> notes;  ///< candidates a layer cannot take, and why
 };
 

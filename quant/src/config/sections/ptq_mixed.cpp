@@ -26,7 +26,7 @@ const KeyTable& mixed_precision_keys() {
       {"candidates", KeyType::kList, {}, {}, "[w4a8, w8a8, float]", "precisions a layer may take: w<bits>, w<bits>a8, w<bits>a16, float"},
       {"block_size", KeyType::kInt, {}, {0, 4096, false, false, "must be in [0, 4096]"}, "128",
        "input channels per scale of weights below 8 bits (0: per channel)"},
-      {"budget", KeyType::kMapping, {}, {}, "required", "weight_bytes, effective_bits and / or latency", &budget_keys()},
+      {"budget", KeyType::kMapping, {}, {}, "none (required)", "weight_bytes, effective_bits and / or latency", &budget_keys()},
       {"num_samples", KeyType::kInt, {}, at_least(1), "64", "calibration samples the sensitivities are measured on"},
   }};
   return t;
@@ -61,6 +61,8 @@ void read_mixed_precision(const SectionReader& p, JobConfig* c) {
   s.read("block_size", &o.block_size);
   if (o.block_size != 0 && o.block_size < 8) bad(s.path(), s["block_size"], "ptq.mixed_precision.block_size must be 0 or 8..4096");
   s.read("num_samples", &o.num_samples);
+  if (!s["budget"])
+    bad(s.path(), v, "ptq.mixed_precision.budget is required: {effective_bits: 4.8} (weight_bytes, effective_bits, latency)");
   const SectionReader b(s.path(), s["budget"], s.what("budget"), budget_keys());
   b.read("weight_bytes", &o.weight_bytes);
   b.read("effective_bits", &o.effective_bits);
