@@ -39,9 +39,12 @@ std::string export_graph(fx::GraphModule& gm, ExportOptions options, ExportResul
   Exporter e(gm, options, r);
   e.run();
   if (!options.matmul_nbits || options.float_model) return e.bytes();
+  if (options.matmul_nbits_accuracy_level < 0 || options.matmul_nbits_accuracy_level > 4)
+    throw ArgumentError("export_onnx: matmul_nbits_accuracy_level must be 0..4, got " +
+                        std::to_string(options.matmul_nbits_accuracy_level));
   onnx::ModelProto m;
   m.ParseFromString(e.bytes());
-  r.matmul_nbits = detail::use_matmul_nbits(m);
+  r.matmul_nbits = detail::use_matmul_nbits(m, options.matmul_nbits_accuracy_level);
   std::string out;
   if (!m.SerializeToString(&out)) throw IoError("export_onnx: cannot serialize the ONNX model");
   return out;

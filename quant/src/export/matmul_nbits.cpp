@@ -119,7 +119,7 @@ void replace_initializer(onnx::GraphProto* g, const std::string& name, std::vect
 
 }  // namespace
 
-int use_matmul_nbits(onnx::ModelProto& m) {
+int use_matmul_nbits(onnx::ModelProto& m, int accuracy_level) {
   onnx::GraphProto* g = m.mutable_graph();
   std::map<std::string, int> uses;
   for (const auto& n : g->node())
@@ -162,7 +162,7 @@ int use_matmul_nbits(onnx::ModelProto& m) {
     set_attr(&mm, "N", w.N);
     set_attr(&mm, "bits", 4);
     set_attr(&mm, "block_size", w.block);
-    set_attr(&mm, "accuracy_level", 1);
+    set_attr(&mm, "accuracy_level", accuracy_level);
     ++rewritten;
   }
   if (!rewritten) return 0;

@@ -11,9 +11,10 @@ namespace qfx::quant::detail {
 /// (ONNX Runtime's contrib op, docs/ContribOperators.md): B the unsigned codes
 /// (INT4 codes + 8) packed [N, k_blocks, block_size / 2], low nibble first; scales
 /// [N, k_blocks]; zero points packed [N, ceil(k_blocks / 2)] unless all are 8 (the
-/// op's default); accuracy_level 1 (A stays float32). The codes keep their
-/// initializer's name (now B), as do the scales. Other DequantizeLinear nodes stay.
-/// Returns how many were rewritten (and adds the com.microsoft opset when any).
-int use_matmul_nbits(onnx::ModelProto& m);
+/// op's default); `accuracy_level` as given (1: A stays float32; 4: int8 compute).
+/// The codes keep their initializer's name (now B), as do the scales. Other
+/// DequantizeLinear nodes stay. Returns how many were rewritten (and adds the
+/// com.microsoft opset when any).
+int use_matmul_nbits(onnx::ModelProto& m, int accuracy_level);
 
 }  // namespace qfx::quant::detail

@@ -140,10 +140,11 @@ inline void set_inputs(ExportOptions* o, const std::vector<InputSpec>& inputs) {
 /// ONNX's goes into the model's metadata; `matmul_nbits`: ExportOptions::matmul_nbits.
 inline ExportResult convert_model(fx::GraphModule& gm, const std::string& path, const std::vector<InputSpec>& inputs,
                                   std::shared_ptr<fx::GraphModule>* converted, const runtime::Arithmetic& arithmetic,
-                                  bool matmul_nbits = false) {
+                                  bool matmul_nbits = false, int accuracy_level = 1) {
   *converted = convert_fx(gm);
   ExportOptions o;
   o.matmul_nbits = matmul_nbits;
+  o.matmul_nbits_accuracy_level = accuracy_level;
   set_inputs(&o, inputs);
   o.opset = 14;  // HardSwish is an op (a target's lookup table) from opset 14
   if (!arithmetic.is_float()) o.metadata[runtime::kArithmeticMetadataKey] = arithmetic.to_json();

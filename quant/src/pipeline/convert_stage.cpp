@@ -8,9 +8,11 @@ template <typename Result>
 Int8Model convert_stage(const Job& job, fx::GraphModule& gm, const Staging& out, Result* r) {
   const std::string path = out.path("model_int8.onnx");
   const bool nbits = job.cfg.output.block_weight_format == "matmul_nbits";
-  ExportResult exported = convert_model(gm, path, job.cfg.model.inputs, &r->converted, job.backend.arithmetic, nbits);
+  const int level = static_cast<int>(job.cfg.output.matmul_nbits_accuracy_level);
+  ExportResult exported = convert_model(gm, path, job.cfg.model.inputs, &r->converted, job.backend.arithmetic, nbits, level);
   if (nbits)
-    info(job.hooks, exported.matmul_nbits ? std::to_string(exported.matmul_nbits) + " MatMuls written as com.microsoft MatMulNBits"
+    info(job.hooks, exported.matmul_nbits ? std::to_string(exported.matmul_nbits) + " MatMuls written as com.microsoft MatMulNBits" +
+                                                (level == 4 ? " (accuracy_level 4: int8 activations per block, W4A8)" : "")
                                           : "warning: output.block_weight_format: matmul_nbits, but no MatMul has block-wise "
                                             "4-bit weights (block_size a power of two >= 16)");
   write_tflite_output(job, path, out);

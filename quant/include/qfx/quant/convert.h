@@ -38,10 +38,17 @@ struct ExportOptions {
   /// Write each MatMul with block-wise 4-bit weights (a DequantizeLinear with
   /// `block_size`, a power of two >= 16, over INT4 / UINT4 codes) as ONNX Runtime's
   /// com.microsoft MatMulNBits instead (`output.block_weight_format: matmul_nbits`):
-  /// the same codes and scales, packed as the op takes them, activations float
-  /// (accuracy_level 1). Other weights keep the QDQ form. ONNX Runtime and qfx's
-  /// runtime run it; ExportResult::matmul_nbits counts the nodes.
+  /// the same codes and scales, packed as the op takes them, with the accuracy
+  /// level below. Other weights keep the QDQ form. ONNX Runtime and qfx's runtime
+  /// run it; ExportResult::matmul_nbits counts the nodes.
   bool matmul_nbits = false;
+  /// MatMulNBits' `accuracy_level` (`output.matmul_nbits_accuracy_level`): 1, the
+  /// activations float32 (W4A16); 4, the activations quantized to int8 per block on
+  /// the fly and exact integer dot products (W4A8, ONNX Runtime's "int8 compute";
+  /// docs/runtime.md defines what qfx's runtime computes). 0, 2 and 3 are ONNX
+  /// Runtime's unset / fp16 / bf16 levels, which run in float32 on x86. export_onnx
+  /// throws ArgumentError outside 0..4.
+  int matmul_nbits_accuracy_level = 1;
   /// ONNX `metadata_props` to write (key -> value), e.g. runtime::kArithmeticMetadataKey
   /// with the target's Arithmetic::to_json(), which qfx's runtime then computes with.
   std::map<std::string, std::string> metadata;

@@ -138,6 +138,9 @@ struct OutputConfig {
   /// standard ONNX, opset 21) or "matmul_nbits" (ONNX Runtime's com.microsoft
   /// MatMulNBits; ExportOptions::matmul_nbits).
   std::string block_weight_format = "dequantize_linear";
+  /// With "matmul_nbits": the nodes' accuracy_level (ExportOptions::matmul_nbits_accuracy_level);
+  /// 4 makes the deployed model W4A8 (int8 activations per block, on the fly).
+  int64_t matmul_nbits_accuracy_level = 1;
   /// `output.formats` lists `tflite`: also write model_int8.tflite, the int8 model in
   /// TFLite's scheme (runtime::write_tflite; float input and output, NHWC).
   bool tflite = false;

@@ -10,6 +10,8 @@ const KeyTable& output_keys() {
       {"report_html", KeyType::kBool, {}, {}, "true", "also write report.html"},
       {"block_weight_format", KeyType::kChoice, {"dequantize_linear", "matmul_nbits"}, {}, "dequantize_linear",
        "block-wise 4-bit MatMul weights as DequantizeLinear (ONNX) or com.microsoft MatMulNBits (ONNX Runtime)"},
+      {"matmul_nbits_accuracy_level", KeyType::kInt, {}, {0, 4, false, false, "must be in [0, 4]"}, "1",
+       "MatMulNBits' accuracy_level: 1 float32 activations (W4A16), 4 int8 activations per block (W4A8)"},
       {"formats", KeyType::kList, {"onnx", "tflite", "aimet"}, {}, "[onnx]",
        "the int8 model's formats: onnx (always written), tflite (model_int8.tflite, TFLite's int8 scheme) and aimet "
        "(model_aimet.onnx + model_aimet.encodings, Qualcomm AIMET's encodings)"},
@@ -26,6 +28,10 @@ void read_output(const SectionReader& s, JobConfig* c) {
   s.read("float_model", &c->output.float_model);
   s.read("report_html", &c->output.report_html);
   s.read("block_weight_format", &c->output.block_weight_format);
+  s.read("matmul_nbits_accuracy_level", &c->output.matmul_nbits_accuracy_level);
+  if (s["matmul_nbits_accuracy_level"] && c->output.block_weight_format != "matmul_nbits")
+    yaml::bad(s.path(), s["matmul_nbits_accuracy_level"],
+              "output.matmul_nbits_accuracy_level needs output.block_weight_format: matmul_nbits");
   std::string io = "float";
   s.read("tflite_io", &io);
   c->output.tflite_int8_io = io == "int8";
