@@ -13,6 +13,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "../common/weight_only.h"
 #include "../common/scratch_dir.h"
 #include "fx/fixtures.h"
 #include "qfx/error.h"
@@ -25,6 +26,7 @@
 
 using namespace qfx;
 using namespace qfx::quant;
+using qfx::test::weight_only;
 
 namespace {
 
@@ -122,20 +124,6 @@ struct TwoLinearImpl : torch::nn::Module {
   torch::nn::Linear a{nullptr}, b{nullptr};
 };
 TORCH_MODULE(TwoLinear);
-
-QConfigMapping weight_only(int bits, int64_t block) {
-  auto q = std::make_shared<QConfig>();
-  q->activation.keep_float = true;
-  q->weight.per_channel = true;
-  q->weight.block_size = block;
-  q->weight.bits = bits;
-  q->weight.qscheme = QScheme::kSymmetric;
-  q->weight.dtype = QDType::kInt8;
-  QConfigMapping m;
-  m.set_global(nullptr);
-  m.set_object_type("Linear", q);
-  return m;
-}
 
 const onnx::TensorProto* initializer(const onnx::GraphProto& g, const std::string& name) {
   for (const auto& t : g.initializer())

@@ -21,6 +21,7 @@
 #include "qfx/quant/passes.h"
 #include "qfx/quant/ptq_algorithms.h"
 #include "../common/next_batch.h"
+#include "../common/weight_only.h"
 #include "qfx/quant/quantized_modules.h"
 
 using namespace qfx;
@@ -41,21 +42,7 @@ struct TwoLinearImpl : torch::nn::Module {
 TORCH_MODULE(TwoLinear);
 
 // 4-bit symmetric weights (block-wise when block > 0), float activations.
-QConfigMapping weight_only(int64_t block) {
-  auto q = std::make_shared<QConfig>();
-  q->activation.keep_float = true;
-  q->weight.per_channel = true;
-  q->weight.block_size = block;
-  q->weight.bits = 4;
-  q->weight.qscheme = QScheme::kSymmetric;
-  q->weight.dtype = QDType::kInt8;
-  QConfigMapping m;
-  m.set_global(nullptr);
-  m.set_object_type("Linear", q);
-  m.set_object_type("linear", q);  // functional linears
-  m.set_object_type("Conv2d", q);
-  return m;
-}
+QConfigMapping weight_only(int64_t block) { return qfx::test::weight_only(4, block, {"Linear", "linear", "Conv2d"}); }
 
 // Inputs with correlated features (what makes GPTQ differ from rounding to nearest).
 at::Tensor correlated_inputs(int64_t n) {
@@ -69,11 +56,7 @@ std::shared_ptr<fx::GraphModule> calibrated(TwoLinear net, int64_t block, const 
                              {at::randn({2, 4, 70})});
   gm->eval();
   prepare_fx(*gm, weight_only(block), BackendConfig::resolve("onednn"));
-  at::NoGradGuard ng;
-  set_quant_state(*gm, QuantState::kCalibration);
-  gm->forward(data.slice(0, 0, 8));
-  set_quant_state(*gm, QuantState::kFakeQuant);
-  disable_observer(*gm);
+  qfx::test::calibrate_on(*gm, data.slice(0, 0, 8));
   return gm;
 }
 

@@ -20,6 +20,7 @@
 #include "qfx/quant/modules.h"
 #include "qfx/quant/passes.h"
 #include "../common/next_batch.h"
+#include "../common/weight_only.h"
 
 using namespace qfx;
 using namespace qfx::quant;
@@ -54,28 +55,14 @@ torch::nn::Linear& linear(Mlp& net, int i) {
 }
 
 // 8-bit per-channel symmetric weights, float activations (weight-only).
-QConfigMapping weight_only() {
-  auto q = std::make_shared<QConfig>();
-  q->activation.keep_float = true;
-  q->weight.per_channel = true;
-  q->weight.qscheme = QScheme::kSymmetric;
-  q->weight.dtype = QDType::kInt8;
-  QConfigMapping m;
-  m.set_global(nullptr);
-  m.set_object_type("Linear", q);
-  return m;
-}
+QConfigMapping weight_only() { return qfx::test::weight_only(8, 0); }
 
 std::shared_ptr<fx::GraphModule> prepared(Mlp net, const QConfigMapping& m, const at::Tensor& data) {
   auto gm = fx::trace_module(net.ptr(), [net](std::vector<c10::IValue> in) mutable { return net->forward(in[0].toTensor()); },
                              {at::randn({2, 4, 64})});
   gm->eval();
   prepare_fx(*gm, m, BackendConfig::resolve("onednn"));
-  at::NoGradGuard ng;
-  set_quant_state(*gm, QuantState::kCalibration);
-  gm->forward(data.slice(0, 0, 8));
-  set_quant_state(*gm, QuantState::kFakeQuant);
-  disable_observer(*gm);
+  qfx::test::calibrate_on(*gm, data.slice(0, 0, 8));
   return gm;
 }
 

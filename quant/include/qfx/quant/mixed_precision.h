@@ -90,7 +90,8 @@ struct MixedPrecisionResult {
   double effective_bits = 0;                          ///< chosen weight bytes x 8 / weight elements
   double estimated_sqnr_db = 0;                       ///< of the chosen assignment
   double measured_sqnr_db = 0;                        ///< of the chosen assignment, every layer at once
-  /// Output SQNR (dB) and weight bytes with every searched layer at one candidate.
+  /// Output SQNR (dB) and weight bytes with every searched layer at one candidate
+  /// (a layer that cannot take it at its most precise), by candidate name.
   std::map<std::string, std::pair<double, int64_t>> uniform;
   bool reached = false;            ///< within every budget; false: where the walk ended (no move lowers what is exceeded)
   std::vector<std::string> notes;  ///< candidates a layer cannot take, and why
