@@ -10,10 +10,14 @@ tools/compare/ort_quantizer.py (its export and data helpers, imported). Then
   with its default range scheme (min_max), with tf_enhanced (its histogram / SQNR
   scheme), and with tf_enhanced after its cross-layer equalization (CLE);
   the simulated model (sim.session, ONNX Runtime with AIMET's quantize-dequantize
-  ops) runs the evaluation samples;
+  ops) runs the evaluation samples; the default's QDQ export (to_onnx_qdq, int8
+  weights and int32 bias) also runs on ONNX Runtime as deployed (its int8 kernels);
 - `qfx ptq` on the same file and samples, as ort_quantizer.py runs it (its
   qfx_quantize: MSE, range search, range search plus bias correction), the int8
-  model run by ONNX Runtime;
+  model run by ONNX Runtime; then MSE, and range search plus bias correction,
+  with 8-bit weights (`--set qconfig.global.weight.bits=8`; the onednn target's
+  native width is 7 bits on CPUs without VNNI), run by ONNX Runtime with graph
+  optimizations off: Q/DQ computed in float, a simulation as AIMET's;
 - top-1 against the labels where there are labels, cosine against the float
   model's outputs (ONNX Runtime, fp32) always; and ort_quantizer.py's verdict of
   whether qfx's best row is at least as accurate as AIMET's best.
@@ -22,7 +26,6 @@ or $QFX) and the .venv with aimet-onnx. Models: fashion_resnet, fashion_mobilene
 (default), resnet18, mobilenet_v2 (ort_quantizer.py's random-weight torchvision models).
 """
 import argparse
-import copy
 import logging
 import os
 import sys
@@ -35,6 +38,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import ort_quantizer as oq  # noqa: E402  (the shared export, data, metric and qfx helpers)
 
 AIMET_ROWS = (("min_max", False), ("tf_enhanced", False), ("tf_enhanced", True))
+QFX_8BIT = ("qconfig.global.weight.bits=8", "evaluation.num_samples=256")  # qfx's own evaluation: a few images (slow kernels)
 
 
 def quiet_aimet():
@@ -64,7 +68,7 @@ def aimet_quantize(src, cal, scheme, cle, tmp):
         t0 = time.perf_counter()
         equalize_model(model)  # in place: folds batch norms, ReLU6 to ReLU between convs, scales, high-bias fold
         cle_s = time.perf_counter() - t0
-    sim = QuantizationSimModel(copy.deepcopy(model), param_type="int8", activation_type="int8", quant_scheme=scheme,
+    sim = QuantizationSimModel(model, param_type="int8", activation_type="int8", quant_scheme=scheme,
                                path=tmp, session_options_kwargs={"intra_op_num_threads": 2})
     feeds = batches({"path": src, "data": cal}, 64)
     t0 = time.perf_counter()
@@ -75,6 +79,40 @@ def aimet_quantize(src, cal, scheme, cle, tmp):
 def sim_run(sim, src, x, batch=256):
     """The simulated model's first output on the samples `x`, `batch` at a time."""
     return np.concatenate([sim.session.run(None, f)[0] for f in batches({"path": src, "data": x}, batch)])
+
+
+def aimet_qdq(sim, path):
+    """Write the simulated model's QDQ export (int8 weights, int32 bias) to `path`;
+    returns the seconds to_onnx_qdq took."""
+    import onnx
+    t0 = time.perf_counter()
+    model = sim.to_onnx_qdq(export_int32_bias=True, prequantize_constants=True)
+    secs = time.perf_counter() - t0
+    onnx.save(model, path)
+    return secs
+
+
+def run_unfused(path, x, batch=256):
+    """ONNX Runtime's first output with graph optimizations off: every QuantizeLinear,
+    DequantizeLinear and float op runs as written (no fused int8 kernels)."""
+    import onnxruntime as ort
+    so = ort.SessionOptions()
+    so.intra_op_num_threads = 2
+    so.log_severity_level = 3
+    so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+    s = ort.InferenceSession(path, so, providers=["CPUExecutionProvider"])
+    f = oq.feeds(path, x)
+    return np.concatenate([s.run(None, {k: v[i:i + batch] for k, v in f.items()})[0] for i in range(0, oq.count(x), batch)])
+
+
+def qfx_with(qfx, out, sets):
+    """A qfx executable for oq.qfx_quantize that adds `--set` overrides to each call:
+    a shell script in `out` that runs `qfx ARGS --set S ...`."""
+    path = os.path.join(out, "qfx_set.sh")
+    with open(path, "w") as f:
+        f.write('#!/bin/sh\nexec "%s" "$@"%s\n' % (qfx, "".join(" --set " + s for s in sets)))
+    os.chmod(path, 0o755)
+    return path
 
 
 def save_npy(out, cal, ev, labels):
@@ -112,12 +150,21 @@ def compare(name, out, qfx, quick):
         cle_s = max(cle_s, c)
         what = "AIMET %s%s" % ("CLE, " if cle else "", scheme + (" (default)" if scheme == "min_max" else ""))
         aimet_rows.append((what, secs) + oq.metrics(sim_run(sim, src, ev), ref, labels, out))
+        if scheme == "min_max":
+            qdq = os.path.join(out, "aimet_qdq.onnx")
+            export_s = aimet_qdq(sim, qdq)
+            qdq_row = (what + ", QDQ export on ONNX Runtime", secs + export_s) + oq.metrics(oq.run(qdq, ev), ref, labels, out)
         del sim
+    aimet_rows.append(qdq_row)
     qfx_rows = []
     for what, rs, bc in oq.QFX_ROWS:
         q8, secs = oq.qfx_quantize(qfx, src, out, paths["cal"], oq.count(cal), paths["ev"], paths["labels"], rs, bc,
                                    oq.INPUT_SHAPES.get(name))
         qfx_rows.append(("qfx (histogram, %s)" % what, secs) + oq.metrics(oq.run(q8, ev), ref, labels, out))
+    for what, rs, bc in (oq.QFX_ROWS[0], oq.QFX_ROWS[-1]):
+        q8, secs = oq.qfx_quantize(qfx_with(qfx, out, QFX_8BIT), src, out, paths["cal"], oq.count(cal), paths["ev"], paths["labels"],
+                                   rs, bc, oq.INPUT_SHAPES.get(name))
+        qfx_rows.append(("qfx (histogram, %s, 8-bit weights), Q/DQ in float" % what, secs) + oq.metrics(run_unfused(q8, ev), ref, labels, out))
     return oq.count(cal), oq.count(ev), aimet_rows, qfx_rows, cle_s
 
 
@@ -125,7 +172,7 @@ def main():
     """Print the table for the models named on the command line (default: the two Fashion-MNIST models)."""
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", default=os.path.join(oq.ROOT, "build", "compare_aimet"))
-    ap.add_argument("--quick", action="store_true", help="fewer evaluation samples (a smoke run)")
+    ap.add_argument("--quick", action="store_true", help="fewer samples (ort_quantizer.py's --quick sets)")
     ap.add_argument("models", nargs="*")
     a = ap.parse_args()
     qfx = os.environ.get("QFX", os.path.join(oq.ROOT, "build", "tools", "qfx"))
@@ -139,7 +186,7 @@ def main():
         for r in aimet_rows + qfx_rows:
             top1 = "%.2f%%" % (100 * r[3]) if r[3] is not None else "-"
             print("| %s | %d / %d | %s | %.2f | %s | %.5f |" % (name, n_cal, n_ev, r[0], r[1], top1, r[2]))
-        ok, words = oq.verdict(aimet_rows, qfx_rows)
+        _, words = oq.verdict(aimet_rows, qfx_rows)  # every row: AIMET's simulation, qfx's deployable and 8-bit rows
         speed = aimet_rows[1][1] / qfx_rows[0][1]  # histogram calibration: AIMET tf_enhanced vs qfx MSE
         print("| %s | | qfx vs best AIMET: %s; qfx's histogram calibration %.1fx faster than AIMET's tf_enhanced "
               "compute_encodings; AIMET's CLE took %.2f s more | | | |" % (name, words, speed, cle_s))
