@@ -144,14 +144,13 @@ class Walk {
   std::vector<size_t> pos_;
 };
 
-// Every layer at its candidate index `at(i)` (clamped to what it can take: its most precise).
+// One LayerPrecision per searched layer; every layer is put back as found on destruction.
 class Assignment {
  public:
   Assignment(std::vector<detail::SearchedLayer>& layers, const BackendConfig& backend, const MixedPrecisionOptions& o) {
     for (auto& l : layers) setters_.push_back(std::make_unique<detail::LayerPrecision>(l, backend, o));
   }
   detail::LayerPrecision& operator[](size_t i) { return *setters_[i]; }
-  size_t size() const { return setters_.size(); }
 
  private:
   std::vector<std::unique_ptr<detail::LayerPrecision>> setters_;
@@ -207,22 +206,23 @@ double measure_with(std::vector<detail::SearchedLayer>& L, const std::vector<Pre
 }
 
 // Every layer at candidate c (its most precise where it cannot take c): measured into r.uniform;
-// returns the per-layer candidate indices of each.
-std::vector<std::vector<int>> uniform_points(std::vector<detail::SearchedLayer>& L, const std::vector<PrecisionCandidate>& C,
-                                             Assignment& a, const Measure& measure, MixedPrecisionResult& r) {
-  std::vector<std::vector<int>> picks;
+// returns each one's per-layer positions (indices into SearchedLayer::candidates).
+std::vector<std::vector<size_t>> uniform_points(std::vector<detail::SearchedLayer>& L, const std::vector<PrecisionCandidate>& C,
+                                                Assignment& a, const Measure& measure, MixedPrecisionResult& r) {
+  std::vector<std::vector<size_t>> positions;
   for (size_t c = 0; c < C.size(); ++c) {
-    std::vector<int> pick;
+    std::vector<size_t> pos;
     int64_t bytes = 0;
     for (size_t i = 0; i < L.size(); ++i) {
       const auto& cs = L[i].candidates;
-      pick.push_back(std::find(cs.begin(), cs.end(), static_cast<int>(c)) != cs.end() ? static_cast<int>(c) : cs[0]);
-      bytes += L[i].info.bytes.at(C[pick.back()].name);
+      const size_t k = std::find(cs.begin(), cs.end(), static_cast<int>(c)) - cs.begin();
+      pos.push_back(k < cs.size() ? k : 0);
+      bytes += L[i].info.bytes.at(C[cs[pos.back()]].name);
     }
-    r.uniform[C[c].name] = {measure_with(L, C, a, measure, [&](size_t i) { return pick[i]; }), bytes};
-    picks.push_back(std::move(pick));
+    r.uniform[C[c].name] = {measure_with(L, C, a, measure, [&](size_t i) { return L[i].candidates[pos[i]]; }), bytes};
+    positions.push_back(std::move(pos));
   }
-  return picks;
+  return positions;
 }
 
 void check_budget(const MixedPrecisionOptions& o) {
@@ -242,14 +242,15 @@ MixedPrecisionResult mixed_precision(fx::GraphModule& gm, const QConfigMapping& 
   if (L.empty()) throw ArgumentError("mixed_precision: the model has no layer with a quantized weight to search");
   const Measure measure = float_reference(gm, data, o.num_samples);
   detail::count_macs(gm, L, measure.samples.front());
+  const auto w8 = o.mac_cost.find("w8a8");
+  const double w8_cost = w8 == o.mac_cost.end() ? 1.0 : w8->second;
   int64_t weights = 0;
-  double unit = 0;
+  double unit = 0;  // the latency of every layer in w8a8
   for (auto& l : L) {
     detail::cost_candidates(l, C, backend, o, r.notes);
     if (l.candidates.empty()) throw ArgumentError("mixed_precision: layer " + l.info.layer + " can take none of the candidates");
     weights += l.info.weights;
-    const auto w8 = o.mac_cost.find("w8a8");
-    unit += static_cast<double>(l.info.macs) * (w8 == o.mac_cost.end() ? 1.0 : w8->second);
+    unit += static_cast<double>(l.info.macs) * w8_cost;
   }
   double bytes_budget = o.weight_bytes > 0 ? static_cast<double>(o.weight_bytes) : 0;
   if (o.effective_bits > 0) {
@@ -280,13 +281,10 @@ MixedPrecisionResult mixed_precision(fx::GraphModule& gm, const QConfigMapping& 
   // Noise powers do not add exactly: an all-one-candidate assignment within the budgets that
   // measures better is taken instead.
   for (size_t c = 0; r.reached && c < C.size(); ++c) {
-    std::vector<size_t> p(L.size());
-    for (size_t i = 0; i < L.size(); ++i)
-      p[i] = std::find(L[i].candidates.begin(), L[i].candidates.end(), uniform[c][i]) - L[i].candidates.begin();
     Walk u = w;
-    u.set_positions(p);
+    u.set_positions(uniform[c]);
     if (u.within() && r.uniform[C[c].name].first > r.measured_sqnr_db) {
-      w.set_positions(p);
+      w.set_positions(uniform[c]);
       r.measured_sqnr_db = r.uniform[C[c].name].first;
       r.notes.push_back("every layer " + C[c].name + " measured better than the search's choice; taken instead");
     }

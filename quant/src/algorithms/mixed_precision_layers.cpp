@@ -3,7 +3,6 @@
 
 #include <algorithm>
 #include <map>
-#include <numeric>
 #include <tuple>
 
 #include "qfx/error.h"
@@ -88,7 +87,7 @@ void count_macs(fx::GraphModule& gm, std::vector<SearchedLayer>& layers, const s
   std::vector<std::tuple<std::string, std::shared_ptr<torch::nn::Module>, fx::CallFn>> wrapped;
   for (auto& l : layers)
     for (auto& w : l.weights) {
-      if (w.uses > 0 || l.functional) continue;
+      if (l.functional) continue;
       const std::string path = w.node->target();
       const fx::CallFn original = gm.module_fn(path);
       SearchedWeight* sw = &w;
@@ -110,7 +109,7 @@ void count_macs(fx::GraphModule& gm, std::vector<SearchedLayer>& layers, const s
   // Functional linears: their inputs' sizes (rows of the [.., in] input).
   for (auto& l : layers)
     for (auto& w : l.weights)
-      if (w.uses == 0 && l.functional)
+      if (l.functional)
         for_each_input_of(gm, w.node, {sample}, [&](const at::Tensor& x) {
           w.uses = std::max<int64_t>(x.numel() / batch / w.float_value.size(1), 1);
         });

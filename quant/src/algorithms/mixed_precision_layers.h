@@ -21,7 +21,7 @@ struct SearchedWeight {
   at::Tensor float_value;
   int64_t out_axis = 0;
   fx::Node* node = nullptr;  ///< the node that reads it
-  int64_t uses = 0;          ///< uses of each weight per sample (output elements / output channels); 0: not counted yet
+  int64_t uses = 0;          ///< uses of each weight per sample (output elements / output channels), set by count_macs
 };
 
 /// A searched layer as the search sees it.

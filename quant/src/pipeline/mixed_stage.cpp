@@ -14,23 +14,26 @@ std::string fmt(const char* f, double v) {
 
 std::string mb(int64_t bytes) { return fmt("%.3f MB", static_cast<double>(bytes) / 1e6); }
 
-// The module_name entries config_final.yaml gets: each layer's matched entry at its choice,
-// changed exactly as candidate_qconfig changes the resolved qconfig.
+// The module_name entries config_final.yaml gets: each layer's matched entry with what
+// candidate_qconfig changed in the qconfig it resolved to (the mapping the model is prepared with).
 std::vector<ModuleQConfigEdit> edits_of(const Job& job, const MixedPrecisionResult& r) {
   std::vector<ModuleQConfigEdit> out;
   const MixedPrecisionOptions& o = job.cfg.ptq.mixed_precision_options;
   for (const auto& l : r.layers) {
-    const PrecisionCandidate c = PrecisionCandidate::parse(l.chosen, "mixed_precision");
     ModuleQConfigEdit e;
     e.module = l.layer;
     e.matched_by = l.matched_by;
-    e.keep_float = c.is_float();
-    if (!e.keep_float) {
-      const QConfigPtr base = job.cfg.qconfig.resolve(l.layer, l.object_type);
-      e.weight_bits = c.weight_bits;
-      if (c.weight_bits < 8 && l.linear && o.block_size > 0) e.weight_block_size = o.block_size;
-      else if (base && base->weight.block_size) e.weight_block_size = 0;
-      if (c.activation_bits == 16) e.activation_dtype = "s16";
+    const QConfigPtr base = job.cfg.qconfig.resolve(l.layer, l.object_type);
+    const QConfigPtr q = base ? candidate_qconfig(*base, PrecisionCandidate::parse(l.chosen, "mixed_precision"),
+                                                  o.block_size, l.linear)
+                              : nullptr;
+    e.keep_float = !q;
+    if (q) {
+      e.weight_bits = q->weight.bits.value_or(0);
+      if (q->weight.block_size) e.weight_block_size = *q->weight.block_size;
+      else if (base->weight.block_size) e.weight_block_size = 0;
+      if (q->activation.dtype != base->activation.dtype || q->activation.bits != base->activation.bits)
+        e.activation_dtype = qdtype_name(*q->activation.dtype);  // s16, its bits implied
     }
     out.push_back(e);
   }

@@ -196,8 +196,8 @@ JobConfig load_job_config(const std::string& path, const std::vector<std::string
 /// "module_name:encoder", "module_name_regex:head\\..*"; an absent global: an
 /// empty mapping) with the changes below, or null.
 struct ModuleQConfigEdit {
-  std::string module;
-  std::string matched_by;
+  std::string module;                  ///< the module path (the module_name key)
+  std::string matched_by;              ///< the entry copied, as QConfigMapping::resolve names it
   bool keep_float = false;             ///< write null
   int weight_bits = 0;                 ///< > 0: weight.bits
   int64_t weight_block_size = -1;      ///< > 0: granularity per_block with this block_size; 0: per_channel; -1: as is

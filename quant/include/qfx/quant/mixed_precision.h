@@ -35,6 +35,7 @@ struct PrecisionCandidate {
 
 /// Options of `mixed_precision` (the `ptq.mixed_precision` section of a PTQ config).
 struct MixedPrecisionOptions {
+  /// The precisions a layer may take (PrecisionCandidate names), at least two.
   std::vector<std::string> candidates{"w4a8", "w8a8", "float"};
   /// Input channels per weight scale of the candidates below 8 bits (0: per channel).
   int64_t block_size = 128;
@@ -76,7 +77,7 @@ struct MixedPrecisionLayer {
 
 /// One point of the estimated size / error front the search walks.
 struct MixedPrecisionPoint {
-  int64_t weight_bytes = 0;
+  int64_t weight_bytes = 0;        ///< of the searched layers (as MixedPrecisionOptions::weight_bytes counts)
   double latency = 0;              ///< relative to all-w8a8
   double estimated_sqnr_db = 0;    ///< from the per-layer sensitivities, noise powers added
 };
