@@ -45,6 +45,21 @@ Attr region_table(const Graph& g, const std::vector<size_t>& region, const std::
   return quantized_table(qdq::region_values(g, region, v, qdq::dequantized_codes(xq)), yq);
 }
 
+Attr string_attr(const std::string& v) {
+  Attr a;
+  a.kind = Attr::Kind::kString;
+  a.s = v;
+  return a;
+}
+
+// A QLut's "function" attribute: the op types the table replaces, in order
+// ("Sigmoid", "Sigmoid -> Mul"), so writers of other formats know what it computes.
+Attr function_attr(const Graph& g, const std::vector<size_t>& region) {
+  std::string s;
+  for (size_t k = 0; k + 1 < region.size(); ++k) s += (s.empty() ? "" : " -> ") + g.nodes[region[k]].op;
+  return string_attr(s);
+}
+
 }  // namespace
 
 std::optional<QInfo> read_qparams(const Tensor& scale, const Tensor* zero_point, DType fallback, int64_t axis,
@@ -103,6 +118,7 @@ bool region_rule(Ctx& c, size_t i, const Ctx::DQ& d0) {
   f.in_q = {d0.q};
   f.attrs.clear();
   f.attrs["table"] = table;
+  f.attrs["function"] = function_attr(g, *reg);
   c.replace_region(i, f, *reg, *yq);
   return true;
 }
@@ -119,6 +135,7 @@ bool table_rule(Ctx& c, size_t i, const Ctx::DQ& d0) {
   f.in_q = {d0.q};
   f.out_q = t->q;
   f.attrs["table"] = lut_table(n, d0.q, t->q);
+  f.attrs["function"] = string_attr(n.op);
   c.replace(i, f, *t);
   return true;
 }

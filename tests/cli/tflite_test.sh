@@ -32,6 +32,41 @@ check "Fashion-MNIST MobileNet: DEPTHWISE_CONV_2D in the .tflite" 0 "DEPTHWISE_C
 "$QFX" run "$tmp/mb/model_int8.onnx" -i "$tmp/x.npy" -o "$tmp/mb_ref.npy" --backend reference >/dev/null
 check "Fashion-MNIST MobileNet: LiteRT's reference int8 kernels equal qfx's reference backend on all 1000 images" 0 \
   "1000 of 1000 samples identical" -- $PY "$tools/litert_check.py" "$tmp/mb/model_int8.tflite" "$tmp/x.npy" "$tmp/mb_ref.npy" --kernels reference
+# LOGISTIC and TANH: a gated CNN (tanh after a convolution, a * sigmoid(b), a linear
+# head; random weights). TFLite's int8 kernels compute their own tables with fixed
+# output qparams; qfx's must equal them code for code.
+$PY -W ignore - "$tmp/gated.pt" "$tmp/hswish.pt" <<'PYEOF'
+import sys, torch, torch.nn as nn
+class Gated(nn.Module):
+    def __init__(s, act):
+        super().__init__()
+        s.c1 = nn.Conv2d(1, 8, 3, stride=2, padding=1)
+        s.a, s.b = nn.Conv2d(8, 8, 3, padding=1), nn.Conv2d(8, 8, 3, padding=1)
+        s.fc, s.act = nn.Linear(8 * 14 * 14, 10), act
+    def forward(s, x):
+        x = s.act(s.c1(x))
+        x = s.a(x) * torch.sigmoid(s.b(x))
+        return s.fc(torch.flatten(x, 1))
+for path, act in zip(sys.argv[1:], [nn.Tanh(), nn.Hardswish()]):
+    torch.manual_seed(0)
+    torch.jit.trace(Gated(act).eval(), torch.randn(1, 1, 28, 28)).save(path)
+PYEOF
+check "gated CNN (Sigmoid, Tanh): LOGISTIC and TANH in the .tflite" 0 "LOGISTIC x1.*TANH x1|TANH x1.*LOGISTIC x1" -- \
+  "$QFX" ptq --set model.path="$tmp/gated.pt" --set backend=tflite_like --set 'output.formats=[onnx, tflite]' \
+    --set calibration.num_samples=128 --set evaluation.num_samples=200 --set evaluation.sqnr_samples=8 --set output.dir="$tmp/gated"
+"$QFX" run "$tmp/gated/model_int8.onnx" -i "$tmp/x.npy" -o "$tmp/gated_ref.npy" --backend reference >/dev/null
+check "gated CNN: LiteRT's reference int8 kernels equal qfx's reference backend on all 1000 images" 0 \
+  "1000 of 1000 samples identical" -- $PY "$tools/litert_check.py" "$tmp/gated/model_int8.tflite" "$tmp/x.npy" "$tmp/gated_ref.npy" --kernels reference
+check "a HardSwish table (tflite_like's lut) has no TFLite op: exit 5 naming the node, nothing written" 5 \
+  "QLut '.*': a table of HardSwish has no TFLite int8 op" -- \
+  "$QFX" ptq --set model.path="$tmp/hswish.pt" --set backend=tflite_like --set 'output.formats=[onnx, tflite]' "${quick[@]}" \
+    --set output.dir="$tmp/hswish"
+check "... and no output folder is left" 0 "^ok" -- bash -c "[ ! -e '$tmp/hswish' ] && echo ok"
+sed 's/sigmoid: {fixed: \[0.0, 1.0\]}/sigmoid: quantized/' "$(dirname "$0")/../../configs/backends/tflite_like.yaml" > "$tmp/sig_calibrated.yaml"
+check "sigmoid with calibrated (not fixed) output qparams + tflite: exit 6, TFLite's fixed ones named" 6 \
+  "LOGISTIC takes 1/256 and -128" -- \
+  "$QFX" ptq --set model.path="$tmp/gated.pt" --set backend="$tmp/sig_calibrated.yaml" --set 'output.formats=[onnx, tflite]' \
+    "${quick[@]}" --set output.dir="$tmp/sig_calibrated"
 # int8 inputs and outputs (output.tflite_io: int8): what an NPU compiler places whole.
 check "output.tflite_io: int8 writes int8 inputs and outputs" 0 "inputs int8 NHWC" -- \
   "$QFX" ptq --set backend=tflite_like --set 'output.formats=[onnx, tflite]' --set output.tflite_io=int8 \
@@ -47,6 +82,24 @@ for acc in ethos-u55-128 ethos-u65-256; do
     "'$vela' --accelerator-config $acc --verbose-cycle-estimate --output-dir '$tmp/vela_$acc' '$tmp/fm8/model_int8.tflite' \
        > '$tmp/vela_$acc.log' 2>&1 && $PY '$tools/vela_summary.py' '$tmp/vela_$acc.log' --min-npu 0.95"
 done
+
+# The ethos_u target (configs/backends/ethos_u.yaml): tflite_like's arithmetic, the
+# ops Ethos-U runs. Its model equals LiteRT bit for bit, Vela places every op on
+# the NPU, and an op the target keeps float is refused by the TFLite writer.
+check "ethos_u: the gated CNN quantizes for the NPU target" 0 "LOGISTIC x1" -- \
+  "$QFX" ptq --set model.path="$tmp/gated.pt" --set backend=ethos_u --set 'output.formats=[onnx, tflite]' \
+    --set calibration.num_samples=128 --set evaluation.num_samples=200 --set evaluation.sqnr_samples=8 --set output.dir="$tmp/eu"
+"$QFX" run "$tmp/eu/model_int8.onnx" -i "$tmp/x.npy" -o "$tmp/eu_ref.npy" --backend reference >/dev/null
+check "ethos_u: LiteRT's reference int8 kernels equal qfx's reference backend on all 1000 images" 0 \
+  "1000 of 1000 samples identical" -- $PY "$tools/litert_check.py" "$tmp/eu/model_int8.tflite" "$tmp/x.npy" "$tmp/eu_ref.npy" --kernels reference
+check "ethos_u, int8 inputs and outputs: Vela places every op on ethos-u55-128" 0 "^ok NPU [0-9]+ ops, CPU 0" -- bash -c \
+  "'$QFX' ptq --set model.path='$tmp/gated.pt' --set backend=ethos_u --set 'output.formats=[onnx, tflite]' --set output.tflite_io=int8 \
+     --set calibration.num_samples=64 --set evaluation.num_samples=64 --set evaluation.sqnr_samples=8 --set output.dir='$tmp/eu8' >/dev/null &&
+   '$vela' --accelerator-config ethos-u55-128 --output-dir '$tmp/vela_eu' '$tmp/eu8/model_int8.tflite' > '$tmp/vela_eu.log' 2>&1 &&
+   $PY '$tools/vela_summary.py' '$tmp/vela_eu.log' --min-npu 1.0"
+check "ethos_u keeps HardSwish float: the TFLite writer refuses it, exit 5 naming the node" 5 "HardSwish '.*' runs in float" -- \
+  "$QFX" ptq --set model.path="$tmp/hswish.pt" --set backend=ethos_u --set 'output.formats=[onnx, tflite]' "${quick[@]}" \
+    --set output.dir="$tmp/eu_hswish"
 
 # uint8 activations (the onednn target) are not TFLite's int8 scheme: exit 6, the node named, nothing written.
 check "onednn target (uint8 activations) + tflite: a clear error naming the node, exit 6" 6 \

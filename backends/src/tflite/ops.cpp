@@ -358,13 +358,54 @@ bool activation(Writer& w, const ir::Node& n) {
   return true;
 }
 
+// TFLite's int8 table of LOGISTIC / TANH (PopulateLookupTable in LiteRT's
+// activations.cc): f of each dequantized code in float32, times 1 / output scale,
+// rounded half away from zero, plus the zero point, saturated.
+int32_t tflite_table_code(bool logistic, int32_t q, const ir::QInfo& xq, const ir::QInfo& yq) {
+  const float x = xq.scale[0] * static_cast<float>(q - xq.zero_point[0]);
+  const float f = logistic ? 1.0f / (1.0f + std::exp(-x)) : std::tanh(x);
+  const int32_t v = static_cast<int32_t>(std::round(f * (1.0f / yq.scale[0]))) + yq.zero_point[0];
+  return std::clamp(v, -128, 127);
+}
+
+// QLut of one Sigmoid / Tanh: LOGISTIC / TANH. TFLite's int8 kernels fix the output
+// qparams (1/256 and -128; 1/128 and 0) and compute their own table, which must
+// equal qfx's code for code (a tie rounded otherwise would differ).
+bool table(Writer& w, const ir::Node& n) {
+  const std::string fn = n.attr_s("function", "");
+  const bool logistic = fn == "Sigmoid";
+  if (!logistic && fn != "Tanh")
+    throw UnsupportedOpError(n.label() + ": a table of " + (fn.empty() ? std::string("an elementwise function") : fn) +
+                             " has no TFLite int8 op (tables of Sigmoid and Tanh only: LOGISTIC, TANH)");
+  const Value x = w.in(n, n.inputs[0]);
+  const float want_scale = logistic ? 1.0f / 256 : 1.0f / 128;
+  const int32_t want_zp = logistic ? -128 : 0;
+  if (n.out_q.scale[0] != want_scale || n.out_q.zero_point[0] != want_zp)
+    throw DataError(n.label() + ": output scale " + std::to_string(n.out_q.scale[0]) + " and zero point " +
+                    std::to_string(n.out_q.zero_point[0]) + "; TFLite's int8 " + (logistic ? "LOGISTIC" : "TANH") +
+                    " takes " + (logistic ? "1/256 and -128" : "1/128 and 0") +
+                    " (fixed output qparams [0, 1] / [-1, 1], as the tflite_like target gives)");
+  const auto& codes = n.attrs.at("table").ints;
+  for (int32_t q = -128; q <= 127; ++q) {
+    const int32_t ours = static_cast<int8_t>(static_cast<uint8_t>(codes[static_cast<size_t>(q + 128)]));
+    const int32_t theirs = tflite_table_code(logistic, q, x.q, n.out_q);
+    if (ours != theirs)
+      throw DataError(n.label() + ": at input code " + std::to_string(q) + " qfx's table gives " + std::to_string(ours) +
+                      " and TFLite's " + (logistic ? "LOGISTIC" : "TANH") + " " + std::to_string(theirs));
+  }
+  const Value& y = w.out(n.outputs[0], x.shape, x.nhwc, s::TensorType::INT8, &n.out_q);
+  w.op(logistic ? s::BuiltinOperator::LOGISTIC : s::BuiltinOperator::TANH, logistic ? "LOGISTIC" : "TANH", {x.tensor},
+       {y.tensor});
+  return true;
+}
+
 const std::map<std::string, std::function<bool(Writer&, const ir::Node&)>>& converters() {
   static const std::map<std::string, std::function<bool(Writer&, const ir::Node&)>> m{
       {"QLinearConv", conv},     {"QGemm", fully_connected},       {"QLinearMatMul", fully_connected},
       {"QLinearAdd", binary},    {"QLinearMul", binary},           {"MaxPool", pool},
       {"QLinearAveragePool", pool}, {"QLinearGlobalAveragePool", pool}, {"Flatten", reshape},
       {"Reshape", reshape},      {"QLinearConcat", concat},        {"QRelu", activation},
-      {"QClip", activation}};
+      {"QClip", activation},       {"QLut", table}};
   return m;
 }
 
