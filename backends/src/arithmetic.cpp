@@ -52,8 +52,7 @@ const char* overflow_name(Overflow o) {
 
 bool Arithmetic::is_float() const {
   return requantize == RequantMode::kFloat && accumulator_bits == 32 && elementwise == RequantMode::kFloat && lut.empty() &&
-         integer_only.empty() && !average_pool_divide &&
-         !fully_connected_single_rounding;
+         integer_only.empty() && !average_pool_divide && !fully_connected_single_rounding && !softmax_fixed_point;
 }
 
 std::string Arithmetic::describe() const {
@@ -70,6 +69,7 @@ std::string Arithmetic::describe() const {
   if (elementwise != RequantMode::kFloat) s += " left shift " + std::to_string(elementwise_left_shift);
   if (average_pool_divide) s += ", average pool divides";
   if (fully_connected_single_rounding) s += ", fully connected rounds once";
+  if (softmax_fixed_point) s += ", softmax fixed point";
   if (!lut.empty()) {
     s += ", lut";
     for (const auto& o : lut) s += " " + o;
@@ -94,6 +94,7 @@ std::string Arithmetic::to_json() const {
   if (!integer_only.empty()) j["integer_only"] = integer_only;  // absent: models written before it load unchanged
   if (average_pool_divide) j["average_pool"] = "divide";
   if (fully_connected_single_rounding) j["fully_connected_rounding"] = "single";
+  if (softmax_fixed_point) j["softmax"] = "fixed_point";
   return j.dump();
 }
 
@@ -134,6 +135,7 @@ Arithmetic Arithmetic::from_json(const std::string& text, const std::string& wha
     else if (k == "elementwise_left_shift") a.elementwise_left_shift = integer(k);
     else if (k == "average_pool") a.average_pool_divide = two_way(k, "rescale", "divide");
     else if (k == "fully_connected_rounding") a.fully_connected_single_rounding = two_way(k, "double", "single");
+    else if (k == "softmax") a.softmax_fixed_point = two_way(k, "float", "fixed_point");
     else if (k == "lut" || k == "integer_only") {
       if (!it.value().is_array()) throw DataError(what + ": arithmetic." + k + " must be a list of ONNX op types");
       for (const auto& o : it.value()) {
@@ -171,6 +173,8 @@ void Arithmetic::validate(const std::string& what) const {
   };
   known_ops(lut, lut_op_types(), "lut");
   known_ops(integer_only, integer_only_op_types(), "integer_only");
+  if (softmax_fixed_point && std::find(integer_only.begin(), integer_only.end(), "Softmax") != integer_only.end())
+    throw DataError(what + ": arithmetic.softmax fixed_point and integer_only Softmax both say how Softmax runs; keep one");
 }
 
 // --- primitives ---------------------------------------------------------------------

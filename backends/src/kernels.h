@@ -37,6 +37,7 @@ void register_reference_rnn();
 void register_reference_quantize();
 void register_reference_lut();
 void register_reference_integer_only();
+void register_reference_qsoftmax();
 /// Add, Sub, Mul, Div, Pow, Mod, Min, Max, Bitwise* (binary.cpp).
 void register_reference_binary();
 /// ReduceMax / ReduceMin / ReduceProd, ArgMax / ArgMin (reduce.cpp).

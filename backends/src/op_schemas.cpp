@@ -141,6 +141,7 @@ std::vector<Op> integer_forms() {
       Op("QIntGelu", 1, 0, "I-BERT's integer GELU").integer(R::kIntegerOnly).integer_only_of("Gelu"),
       Op("QIntLayerNorm", 1, 0, "I-BERT's integer LayerNorm").integer(R::kIntegerOnly).integer_only_of("LayerNormalization"),
       Op("QIntSoftmax", 1, 0, "I-BERT's integer Softmax").integer(R::kIntegerOnly).integer_only_of("Softmax"),
+      Op("QLinearSoftmax", 1, 0, "int8 Softmax as TFLite's reference kernel computes it").integer(R::kSoftmax),
   };
 }
 

@@ -209,7 +209,7 @@ std::vector<std::string> fuse_qdq(Graph& g) {
     if (c.removed[i] || g.nodes[i].inputs.empty()) continue;
     auto d0 = c.dq(g.nodes[i].inputs[0]);
     if (!d0) continue;  // not fed by a dequantize: a float op
-    if (qdq::fuse_integer_only(c, i, *d0) || tables(c, i, *d0, lut_ops)) continue;
+    if (qdq::fuse_integer_only(c, i, *d0) || qdq::fuse_softmax(c, i, *d0) || tables(c, i, *d0, lut_ops)) continue;
     form_rule(c, i, *d0, report);
   }
   drop_unread(c);

@@ -191,4 +191,9 @@ Tensor region_values(const Graph& g, const std::vector<size_t>& region, const st
 /// if it replaced one; a group it does not match is left for the other rules.
 bool fuse_integer_only(Ctx& c, size_t i, const Ctx::DQ& d0);
 
+/// Under Arithmetic::softmax_fixed_point, a DequantizeLinear -> Softmax -> QuantizeLinear
+/// group at node `i` (8-bit per-tensor codes in and out, output scale 1/256 and zero
+/// point the lowest code) becomes one QLinearSoftmax (attribute axis). Returns true if it replaced one.
+bool fuse_softmax(Ctx& c, size_t i, const Ctx::DQ& d0);
+
 }  // namespace qfx::runtime::ir::qdq

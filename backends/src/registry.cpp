@@ -49,6 +49,7 @@ void register_builtins() {
   register_reference_quantize();
   register_reference_lut();
   register_reference_integer_only();
+  register_reference_qsoftmax();
   register_reference_binary();
   register_reference_reduce();
   register_reference_scan();

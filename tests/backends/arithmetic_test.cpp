@@ -168,9 +168,15 @@ TEST(Arithmetic, JsonRoundTripAndErrors) {
   a.elementwise = RequantMode::kShift;
   a.elementwise_left_shift = 8;
   a.lut = {"Sigmoid", "HardSwish"};
+  a.softmax_fixed_point = true;
   const Arithmetic b = Arithmetic::from_json(a.to_json(), "m.onnx");
   EXPECT_EQ(b.to_json(), a.to_json());
   EXPECT_FALSE(b.is_float());
+  EXPECT_TRUE(b.softmax_fixed_point);
+  EXPECT_FALSE(Arithmetic::from_json(Arithmetic{}.to_json(), "m.onnx").softmax_fixed_point) << "absent: float";
+  Arithmetic only_softmax;
+  only_softmax.softmax_fixed_point = true;
+  EXPECT_FALSE(only_softmax.is_float());
   auto message = [](const std::string& json) {
     try {
       Arithmetic::from_json(json, "m.onnx");
@@ -185,5 +191,7 @@ TEST(Arithmetic, JsonRoundTripAndErrors) {
   EXPECT_NE(message("{\"lut\": [\"Softmax\"]}").find("lut op 'Softmax'"), std::string::npos);
   EXPECT_NE(message("{\"rounding\": \"half_up\"}").find("no effect with float"), std::string::npos);
   EXPECT_NE(message("[1, 2").find("not JSON"), std::string::npos);
+  EXPECT_NE(message("{\"softmax\": \"table\"}").find("arithmetic.softmax 'table' is not one of float, fixed_point"), std::string::npos);
+  EXPECT_NE(message("{\"softmax\": \"fixed_point\", \"integer_only\": [\"Softmax\"]}").find("keep one"), std::string::npos);
   EXPECT_NE(message("{\"multiplier_bits\": \"x\"}").find("must be an integer"), std::string::npos);
 }

@@ -3,6 +3,8 @@
 // plain re-implementation in the test, and oneDNN against the reference bit for bit.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
 #include <random>
 
 #include "../../backends/src/kernels.h"
@@ -381,4 +383,76 @@ TEST(Int8Kernels, QdqMovesPastDataMovement) {
   ASSERT_EQ(g.nodes.size(), 3u);
   EXPECT_EQ(g.nodes[0].inputs[0], "xq");
   EXPECT_EQ(g.nodes[2].outputs[0], "yq");
+}
+
+// arithmetic.softmax: fixed_point: DequantizeLinear -> Softmax -> QuantizeLinear with
+// TFLite's output qparams becomes QLinearSoftmax. At the ends of the ranges (equal
+// codes, one code 255 steps above the rest, a single element, input scales from
+// 1e-4 to 1, int8 and uint8) it is within one code of the exact softmax, and exact
+// where TFLite's kernel must be: the row maximum alone gives 1 (the top code), codes
+// beyond diff_min give 0. LiteRT's reference kernel is the bit-exact check
+// (tests/cli/tflite_test.sh). Other output qparams stay float; rows beyond TFLite's
+// Q12 sum are an error.
+TEST(Int8Kernels, TargetArithmeticSoftmaxFixedPoint) {
+  auto group = [](float sx, DType t, float sy, int32_t zy, int64_t len) {
+    ir::Graph g;
+    auto scalar = [&](const std::string& name, float v) {
+      Tensor s({}, DType::kFloat32);
+      s.data<float>()[0] = v;
+      g.initializers[name] = s;
+    };
+    scalar("sx", sx);
+    scalar("sy", sy);
+    Tensor zx({}, t), z({}, t);
+    if (t == DType::kInt8) z.data<int8_t>()[0] = static_cast<int8_t>(zy);
+    else z.data<uint8_t>()[0] = static_cast<uint8_t>(zy);
+    g.initializers["zx"] = zx;
+    g.initializers["zy"] = z;
+    g.inputs.push_back({"xq", t, {3, len}});
+    g.outputs.push_back({"yq", t, {3, len}});
+    ir::Node dq, f, q;
+    dq.op = "DequantizeLinear"; dq.name = "dq"; dq.inputs = {"xq", "sx", "zx"}; dq.outputs = {"x"};
+    f.op = "Softmax"; f.name = "f"; f.inputs = {"x"}; f.outputs = {"y"};
+    q.op = "QuantizeLinear"; q.name = "q"; q.inputs = {"y", "sy", "zy"}; q.outputs = {"yq"};
+    g.nodes = {dq, f, q};
+    g.arithmetic.softmax_fixed_point = true;
+    ir::fuse_qdq(g);
+    return g;
+  };
+  for (DType t : {DType::kInt8, DType::kUInt8}) {
+    const int lo = t == DType::kInt8 ? -128 : 0;
+    for (float sx : {1e-4f, 0.02f, 0.1f, 1.0f})
+      for (int64_t len : {1, 2, 7, 64}) {
+        ir::Graph g = group(sx, t, 1.0f / 256, lo, len);
+        ASSERT_EQ(g.nodes.size(), 1u);
+        ASSERT_EQ(g.nodes[0].op, "QLinearSoftmax");
+        // Row 0: equal codes; row 1: one code 255 above the rest; row 2: a ramp.
+        Tensor x({3, len}, t), y({3, len}, t);
+        for (int64_t j = 0; j < len; ++j) {
+          const int32_t v[3] = {lo + 100, j == len / 2 ? lo + 255 : lo, lo + static_cast<int32_t>((j * 37) % 256)};
+          for (int r = 0; r < 3; ++r) {
+            if (t == DType::kInt8) x.data<int8_t>()[r * len + j] = static_cast<int8_t>(v[r]);
+            else x.data<uint8_t>()[r * len + j] = static_cast<uint8_t>(v[r]);
+          }
+        }
+        Kernel k = make_kernel(g.nodes[0], {{{3, len}, t}}, {nullptr}, "reference");
+        k.run({&x}, {&y});
+        for (int r = 0; r < 3; ++r) {
+          double m = -1e30, sum = 0;
+          for (int64_t j = 0; j < len; ++j) m = std::max(m, double(code_at(x, r * len + j)));
+          for (int64_t j = 0; j < len; ++j) sum += std::exp(double(sx) * (code_at(x, r * len + j) - m));
+          for (int64_t j = 0; j < len; ++j) {
+            const double p = std::exp(double(sx) * (code_at(x, r * len + j) - m)) / sum;
+            const int32_t want = std::clamp(static_cast<int32_t>(std::lround(p * 256)) + lo, lo, lo + 255);
+            const int32_t got = code_at(y, r * len + j);
+            EXPECT_LE(std::abs(got - want), 1) << "scale " << sx << " len " << len << " row " << r << " j " << j;
+            if (len == 1) EXPECT_EQ(got, lo + 255) << "a single element is 1: the top code";
+            if (r == 1 && sx == 1.0f && len > 1) EXPECT_EQ(got, j == len / 2 ? lo + 255 : lo) << "exp(-255) is below diff_min: 0";
+          }
+        }
+      }
+  }
+  EXPECT_EQ(group(0.1f, DType::kInt8, 1.0f / 128, 0, 8).nodes[1].op, "Softmax") << "other output qparams stay float";
+  ir::Graph wide = group(0.1f, DType::kInt8, 1.0f / 256, -128, 4096);
+  EXPECT_THROW(make_kernel(wide.nodes[0], {{{3, 4096}, DType::kInt8}}, {nullptr}, "reference"), qfx::UnsupportedOpError);
 }

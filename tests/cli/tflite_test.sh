@@ -32,30 +32,34 @@ check "Fashion-MNIST MobileNet: DEPTHWISE_CONV_2D in the .tflite" 0 "DEPTHWISE_C
 "$QFX" run "$tmp/mb/model_int8.onnx" -i "$tmp/x.npy" -o "$tmp/mb_ref.npy" --backend reference >/dev/null
 check "Fashion-MNIST MobileNet: LiteRT's reference int8 kernels equal qfx's reference backend on all 1000 images" 0 \
   "1000 of 1000 samples identical" -- $PY "$tools/litert_check.py" "$tmp/mb/model_int8.tflite" "$tmp/x.npy" "$tmp/mb_ref.npy" --kernels reference
-# LOGISTIC and TANH: a gated CNN (tanh after a convolution, a * sigmoid(b), a linear
-# head; random weights). TFLite's int8 kernels compute their own tables with fixed
-# output qparams; qfx's must equal them code for code.
-$PY -W ignore - "$tmp/gated.pt" "$tmp/hswish.pt" <<'PYEOF'
+# LOGISTIC, TANH and SOFTMAX: a gated CNN (tanh after a convolution, a * sigmoid(b),
+# a linear head; random weights), and the same with softmaxes over the channels and
+# over the classes. TFLite's int8 kernels fix their output qparams and compute their
+# own tables; qfx's arithmetic must equal them code for code.
+$PY -W ignore - "$tmp/gated.pt" "$tmp/gated_softmax.pt" "$tmp/hswish.pt" <<'PYEOF'
 import sys, torch, torch.nn as nn
 class Gated(nn.Module):
-    def __init__(s, act):
+    def __init__(s, act, softmax):
         super().__init__()
         s.c1 = nn.Conv2d(1, 8, 3, stride=2, padding=1)
         s.a, s.b = nn.Conv2d(8, 8, 3, padding=1), nn.Conv2d(8, 8, 3, padding=1)
-        s.fc, s.act = nn.Linear(8 * 14 * 14, 10), act
+        s.fc, s.act, s.softmax = nn.Linear(8 * 14 * 14, 10), act, softmax
     def forward(s, x):
         x = s.act(s.c1(x))
         x = s.a(x) * torch.sigmoid(s.b(x))
-        return s.fc(torch.flatten(x, 1))
-for path, act in zip(sys.argv[1:], [nn.Tanh(), nn.Hardswish()]):
+        if s.softmax:
+            x = torch.softmax(x, 1)
+        x = s.fc(torch.flatten(x, 1))
+        return torch.softmax(x, -1) if s.softmax else x
+for path, act, softmax in zip(sys.argv[1:], [nn.Tanh(), nn.Tanh(), nn.Hardswish()], [False, True, False]):
     torch.manual_seed(0)
-    torch.jit.trace(Gated(act).eval(), torch.randn(1, 1, 28, 28)).save(path)
+    torch.jit.trace(Gated(act, softmax).eval(), torch.randn(1, 1, 28, 28)).save(path)
 PYEOF
-check "gated CNN (Sigmoid, Tanh): LOGISTIC and TANH in the .tflite" 0 "LOGISTIC x1.*TANH x1|TANH x1.*LOGISTIC x1" -- \
-  "$QFX" ptq --set model.path="$tmp/gated.pt" --set backend=tflite_like --set 'output.formats=[onnx, tflite]' \
+check "gated CNN with softmaxes: LOGISTIC, SOFTMAX and TANH in the .tflite" 0 "LOGISTIC x1.*SOFTMAX x2.*TANH x1" -- \
+  "$QFX" ptq --set model.path="$tmp/gated_softmax.pt" --set backend=tflite_like --set 'output.formats=[onnx, tflite]' \
     --set calibration.num_samples=128 --set evaluation.num_samples=200 --set evaluation.sqnr_samples=8 --set output.dir="$tmp/gated"
 "$QFX" run "$tmp/gated/model_int8.onnx" -i "$tmp/x.npy" -o "$tmp/gated_ref.npy" --backend reference >/dev/null
-check "gated CNN: LiteRT's reference int8 kernels equal qfx's reference backend on all 1000 images" 0 \
+check "gated CNN with softmaxes: LiteRT's reference int8 kernels equal qfx's reference backend on all 1000 images" 0 \
   "1000 of 1000 samples identical" -- $PY "$tools/litert_check.py" "$tmp/gated/model_int8.tflite" "$tmp/x.npy" "$tmp/gated_ref.npy" --kernels reference
 check "a HardSwish table (tflite_like's lut) has no TFLite op: exit 5 naming the node, nothing written" 5 \
   "QLut '.*': a table of HardSwish has no TFLite int8 op" -- \
@@ -84,20 +88,22 @@ for acc in ethos-u55-128 ethos-u65-256; do
 done
 
 # The ethos_u target (configs/backends/ethos_u.yaml): tflite_like's arithmetic, the
-# ops Ethos-U runs. Its model equals LiteRT bit for bit, Vela places every op on
-# the NPU, and an op the target keeps float is refused by the TFLite writer.
-check "ethos_u: the gated CNN quantizes for the NPU target" 0 "LOGISTIC x1" -- \
-  "$QFX" ptq --set model.path="$tmp/gated.pt" --set backend=ethos_u --set 'output.formats=[onnx, tflite]' \
+# ops Ethos-U runs (SOFTMAX included). Its model equals LiteRT bit for bit, Vela
+# places every op on the NPU, and an op the target keeps float is refused by the
+# TFLite writer.
+check "ethos_u: the gated CNN with softmaxes quantizes for the NPU target" 0 "LOGISTIC x1.*SOFTMAX x2" -- \
+  "$QFX" ptq --set model.path="$tmp/gated_softmax.pt" --set backend=ethos_u --set 'output.formats=[onnx, tflite]' \
     --set calibration.num_samples=128 --set evaluation.num_samples=200 --set evaluation.sqnr_samples=8 --set output.dir="$tmp/eu"
 "$QFX" run "$tmp/eu/model_int8.onnx" -i "$tmp/x.npy" -o "$tmp/eu_ref.npy" --backend reference >/dev/null
 check "ethos_u: LiteRT's reference int8 kernels equal qfx's reference backend on all 1000 images" 0 \
   "1000 of 1000 samples identical" -- $PY "$tools/litert_check.py" "$tmp/eu/model_int8.tflite" "$tmp/x.npy" "$tmp/eu_ref.npy" --kernels reference
 check "ethos_u, int8 inputs and outputs: Vela places every op on ethos-u55-128" 0 "^ok NPU [0-9]+ ops, CPU 0" -- bash -c \
-  "'$QFX' ptq --set model.path='$tmp/gated.pt' --set backend=ethos_u --set 'output.formats=[onnx, tflite]' --set output.tflite_io=int8 \
+  "'$QFX' ptq --set model.path='$tmp/gated_softmax.pt' --set backend=ethos_u --set 'output.formats=[onnx, tflite]' --set output.tflite_io=int8 \
      --set calibration.num_samples=64 --set evaluation.num_samples=64 --set evaluation.sqnr_samples=8 --set output.dir='$tmp/eu8' >/dev/null &&
-   '$vela' --accelerator-config ethos-u55-128 --output-dir '$tmp/vela_eu' '$tmp/eu8/model_int8.tflite' > '$tmp/vela_eu.log' 2>&1 &&
+   '$vela' --accelerator-config ethos-u55-128 --verbose-cycle-estimate --output-dir '$tmp/vela_eu' '$tmp/eu8/model_int8.tflite' \
+     > '$tmp/vela_eu.log' 2>&1 &&
    $PY '$tools/vela_summary.py' '$tmp/vela_eu.log' --min-npu 1.0"
-check "ethos_u keeps HardSwish float: the TFLite writer refuses it, exit 5 naming the node" 5 "HardSwish '.*' runs in float" -- \
+check "ethos_u keeps HardSwish float: the TFLite writer refuses it, exit 5 naming the node" 5 "HardSwish '.*'.* runs in float" -- \
   "$QFX" ptq --set model.path="$tmp/hswish.pt" --set backend=ethos_u --set 'output.formats=[onnx, tflite]' "${quick[@]}" \
     --set output.dir="$tmp/eu_hswish"
 

@@ -66,6 +66,14 @@ TEST(BackendConfig, ShippedFilesLoad) {
   EXPECT_EQ(tfl.arithmetic.multiplier_bits, 32);
   EXPECT_EQ(tfl.arithmetic.rounding, qfx::runtime::Rounding::kHalfAwayFromZero);
   EXPECT_EQ(tfl.arithmetic.elementwise_left_shift, 20);
+  EXPECT_TRUE(tfl.arithmetic.softmax_fixed_point);
+  EXPECT_EQ(tfl.op("softmax").kind, OpKind::kFixed);
+  auto eu = BackendConfig::resolve("ethos_u");
+  qfx::runtime::Arithmetic eu_arith = eu.arithmetic;
+  EXPECT_EQ(eu_arith.lut, (std::vector<std::string>{"Sigmoid", "Tanh"})) << "HardSwish stays float on ethos_u";
+  eu_arith.lut = tfl.arithmetic.lut;
+  EXPECT_EQ(eu_arith.to_json(), tfl.arithmetic.to_json()) << "Ethos-U computes TFLite's reference arithmetic";
+  EXPECT_EQ(eu.op("hardswish").kind, OpKind::kFloat);
   EXPECT_TRUE(one.arithmetic.is_float()) << "no arithmetic section: ONNX's";
   auto npu = BackendConfig::resolve("transformer_npu");
   EXPECT_EQ(npu.arithmetic.integer_only, (std::vector<std::string>{"Gelu", "Softmax", "LayerNormalization"}));
@@ -116,6 +124,13 @@ TEST(BackendConfig, BadFilesNameFileLineAndColumn) {
        "'sigmoid' has no integer-only form (known: gelu, layer_norm, softmax)"},
       {"arith_integer_only_float_op", head + "ops:\n  layer_norm: float\narithmetic:\n  integer_only: [layer_norm]\n", ":7:17",
        "'layer_norm' runs in float on this target"},
+      {"arith_softmax_mode", head + "ops:\n  softmax: {fixed: [0, 1]}\narithmetic:\n  softmax: table\n", ":7:12", "table"},
+      {"arith_softmax_float_op", head + "ops:\n  softmax: float\narithmetic:\n  softmax: fixed_point\n", ":7:12",
+       "give ops.softmax the fixed output range {fixed: [0.0, 1.0]}"},
+      {"arith_softmax_calibrated", head + "ops:\n  softmax: quantized\narithmetic:\n  softmax: fixed_point\n", ":7:12",
+       "steps of 1/256"},
+      {"arith_softmax_twice", head + "ops:\n  softmax: {fixed: [0, 1]}\narithmetic:\n  integer_only: [softmax]\n  softmax: fixed_point\n",
+       ":8:12", "keep one"},
       {"mac_cost_name", head + "mac_cost: {w8a8: 1, int8: 2}\n", ":4:21", "'int8' is not a precision"},
       {"mac_cost_zero", head + "mac_cost: {w8a8: 0}\n", ":4:18", "mac_cost.w8a8 must be positive"},
       {"mac_cost_list", head + "mac_cost: [1, 2]\n", ":4:11", "mac_cost must be a mapping"},

@@ -58,6 +58,7 @@ bool describe_rescales(const ir::Node& n, Rescale kind, IntegerOp& o) {
       return true;
     }
     case Rescale::kIntegerOnly:  // listed with their dtypes; every constant follows from the qparams (integer_only.h)
+    case Rescale::kSoftmax:      // likewise (Arithmetic::softmax_fixed_point)
       return true;
     case Rescale::kNone:
       return false;

@@ -399,13 +399,34 @@ bool table(Writer& w, const ir::Node& n) {
   return true;
 }
 
+// QLinearSoftmax: SOFTMAX (beta 1) over TFLite's last dimension, which must be the
+// ONNX axis (the channels of an NHWC value).
+bool softmax(Writer& w, const ir::Node& n) {
+  const Value x = w.in(n, n.inputs[0]);
+  const int64_t rank = static_cast<int64_t>(x.shape.size());
+  int64_t axis = n.attr_i("axis", -1);
+  if (axis < 0) axis += rank;
+  if (axis != (x.nhwc ? 1 : rank - 1))
+    throw UnsupportedOpError(n.label() + ": softmax over axis " + std::to_string(axis) +
+                             "; TFLite's SOFTMAX runs over the last dimension");
+  const Value& y = w.out(n.outputs[0], x.shape, x.nhwc, s::TensorType::INT8, &n.out_q);
+  w.op(s::BuiltinOperator::SOFTMAX, "SOFTMAX", {x.tensor}, {y.tensor}, s::BuiltinOptions::SoftmaxOptions,
+       [](fb::FlatBufferBuilder& f) {
+         const auto t = f.StartTable();
+         QFX_TFL_SCALAR(f, SoftmaxOptionsT, Beta, 1.0f);
+         return f.EndTable(t);
+       });
+  return true;
+}
+
 const std::map<std::string, std::function<bool(Writer&, const ir::Node&)>>& converters() {
   static const std::map<std::string, std::function<bool(Writer&, const ir::Node&)>> m{
       {"QLinearConv", conv},     {"QGemm", fully_connected},       {"QLinearMatMul", fully_connected},
       {"QLinearAdd", binary},    {"QLinearMul", binary},           {"MaxPool", pool},
       {"QLinearAveragePool", pool}, {"QLinearGlobalAveragePool", pool}, {"Flatten", reshape},
       {"Reshape", reshape},      {"QLinearConcat", concat},        {"QRelu", activation},
-      {"QClip", activation},       {"QLut", table}};
+      {"QClip", activation},       {"QLut", table},
+      {"QLinearSoftmax", softmax}};
   return m;
 }
 

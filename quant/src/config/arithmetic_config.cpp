@@ -63,7 +63,7 @@ std::vector<std::string> onnx_ops(const std::string& path, const YAML::Node& l, 
 runtime::Arithmetic read_arithmetic(const std::string& path, const YAML::Node& a, const BackendConfig& b) {
   check_keys(path, a, "arithmetic",
              {"requantize", "multiplier_bits", "rounding", "accumulator", "elementwise", "average_pool", "fully_connected_rounding",
-              "lut", "integer_only"});
+              "lut", "integer_only", "softmax"});
   runtime::Arithmetic ar;
   if (auto r = a["requantize"]) ar.requantize = mode(path, r, "arithmetic.requantize");
   if (auto m = a["multiplier_bits"]) ar.multiplier_bits = bits(path, m, "arithmetic.multiplier_bits", 2, 32);
@@ -93,6 +93,15 @@ runtime::Arithmetic read_arithmetic(const std::string& path, const YAML::Node& a
     ar.fully_connected_single_rounding = as_choice(path, f, "arithmetic.fully_connected_rounding", {"double", "single"}) == "single";
   if (auto l = a["lut"]) ar.lut = onnx_ops(path, l, "lut", catalog_forms(true), b);
   if (auto l = a["integer_only"]) ar.integer_only = onnx_ops(path, l, "integer_only", catalog_forms(false), b);
+  if (auto sm = a["softmax"]) {
+    ar.softmax_fixed_point = as_choice(path, sm, "arithmetic.softmax", {"float", "fixed_point"}) == "fixed_point";
+    const OpConfig oc = b.op("softmax");
+    if (ar.softmax_fixed_point && (oc.kind != OpKind::kFixed || oc.fixed_lo != 0.0f || oc.fixed_hi != 1.0f))
+      bad(path, sm, "arithmetic.softmax: fixed_point computes outputs in steps of 1/256 from the lowest code; give "
+                    "ops.softmax the fixed output range {fixed: [0.0, 1.0]}");
+    if (ar.softmax_fixed_point && std::find(ar.integer_only.begin(), ar.integer_only.end(), "Softmax") != ar.integer_only.end())
+      bad(path, sm, "arithmetic.softmax: fixed_point and integer_only: [softmax] both say how softmax runs; keep one");
+  }
   const bool shift = ar.requantize == runtime::RequantMode::kShift || ar.elementwise == runtime::RequantMode::kShift;
   if (shift && !b.power_of_two_scale)
     bad(path, a, "arithmetic: 'shift' requantization needs power-of-two scales (scale: {power_of_two: true})");

@@ -63,6 +63,14 @@ struct Arithmetic {
   /// kernel of the op. Under ONNX's arithmetic (is_float()) every op of
   /// lut_op_types() runs so: the table equals the float group it replaces.
   std::vector<std::string> lut;
+  /// Softmax between a DequantizeLinear and a QuantizeLinear (8-bit per-tensor codes,
+  /// output scale 1/256, output zero point the code type's lowest): false runs it in
+  /// float (the QDQ group as written); true runs TFLite's reference int8 SOFTMAX
+  /// (LiteRT's reference_ops::Softmax, TFLite Micro's, CMSIS-NN's, Arm Ethos-U's):
+  /// code differences below the row's largest code scaled to Q5.26 by a 32-bit
+  /// multiplier, gemmlowp's fixed-point exp and reciprocal, each output rounded by
+  /// RoundingDivideByPOT (QLinearSoftmax).
+  bool softmax_fixed_point = false;
   /// ONNX op types ("Gelu", "Softmax", "LayerNormalization") that run integer-only
   /// between a DequantizeLinear and a QuantizeLinear, as I-BERT computes them
   /// (qfx/runtime/integer_only.h). "Gelu" also matches GELU written out with Erf,
@@ -76,8 +84,8 @@ struct Arithmetic {
   /// The JSON object stored in ONNX metadata and encodings.json:
   /// {"requantize", "multiplier_bits", "rounding", "accumulator_bits", "overflow",
   ///  "elementwise", "elementwise_multiplier_bits", "elementwise_left_shift", "lut",
-  ///  "integer_only", "average_pool": "divide", "fully_connected_rounding": "single"
-  ///  (the last two written only when set)}.
+  ///  "integer_only", "average_pool": "divide", "fully_connected_rounding": "single",
+  ///  "softmax": "fixed_point" (the last three written only when set)}.
   std::string to_json() const;
   /// Parses to_json's format (absent keys keep defaults). Throws DataError naming
   /// `what` and the key for malformed JSON, an unknown key or an out-of-range value.

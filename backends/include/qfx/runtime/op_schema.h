@@ -43,6 +43,7 @@ enum class Rescale {
   kWindowAverage,  ///< the input rescaled to the output's scale, divided by the window's element count (average pools)
   kTable,        ///< a 256-entry table of output codes (the `table` attribute)
   kIntegerOnly,  ///< I-BERT's integer-only arithmetic (GELU, Softmax, LayerNorm)
+  kSoftmax,      ///< TFLite's int8 softmax (Arithmetic::softmax_fixed_point): every constant follows from the qparams
 };
 
 /// One op's schema.
