@@ -75,6 +75,9 @@ check "sigmoid with calibrated (not fixed) output qparams + tflite: exit 6, TFLi
 check "output.tflite_io: int8 writes int8 inputs and outputs" 0 "inputs int8 NHWC" -- \
   "$QFX" ptq --set backend=tflite_like --set 'output.formats=[onnx, tflite]' --set output.tflite_io=int8 \
     --set calibration.num_samples=64 --set evaluation.num_samples=64 --set evaluation.sqnr_samples=8 --set output.dir="$tmp/fm8"
+"$QFX" run "$tmp/fm8/model_int8.onnx" -i "$tmp/x.npy" -o "$tmp/fm8_ref.npy" --backend reference >/dev/null
+check "... LiteRT's reference int8 kernels on its int8 inputs equal qfx's reference backend on all 1000 images" 0 \
+  "1000 of 1000 samples identical" -- $PY "$tools/litert_check.py" "$tmp/fm8/model_int8.tflite" "$tmp/x.npy" "$tmp/fm8_ref.npy" --kernels reference
 check "... LiteRT reads them as int8 tensors" 0 "^ok" -- $PY -c "
 from ai_edge_litert import interpreter as litert
 import numpy as np
@@ -97,12 +100,15 @@ check "ethos_u: the gated CNN with softmaxes quantizes for the NPU target" 0 "LO
 "$QFX" run "$tmp/eu/model_int8.onnx" -i "$tmp/x.npy" -o "$tmp/eu_ref.npy" --backend reference >/dev/null
 check "ethos_u: LiteRT's reference int8 kernels equal qfx's reference backend on all 1000 images" 0 \
   "1000 of 1000 samples identical" -- $PY "$tools/litert_check.py" "$tmp/eu/model_int8.tflite" "$tmp/x.npy" "$tmp/eu_ref.npy" --kernels reference
-check "ethos_u, int8 inputs and outputs: Vela places every op on ethos-u55-128" 0 "^ok NPU [0-9]+ ops, CPU 0" -- bash -c \
-  "'$QFX' ptq --set model.path='$tmp/gated_softmax.pt' --set backend=ethos_u --set 'output.formats=[onnx, tflite]' --set output.tflite_io=int8 \
-     --set calibration.num_samples=64 --set evaluation.num_samples=64 --set evaluation.sqnr_samples=8 --set output.dir='$tmp/eu8' >/dev/null &&
-   '$vela' --accelerator-config ethos-u55-128 --verbose-cycle-estimate --output-dir '$tmp/vela_eu' '$tmp/eu8/model_int8.tflite' \
-     > '$tmp/vela_eu.log' 2>&1 &&
-   $PY '$tools/vela_summary.py' '$tmp/vela_eu.log' --min-npu 1.0"
+check "ethos_u, int8 inputs and outputs (output.tflite_io: int8)" 0 "inputs int8 NHWC" -- \
+  "$QFX" ptq --set model.path="$tmp/gated_softmax.pt" --set backend=ethos_u --set 'output.formats=[onnx, tflite]' --set output.tflite_io=int8 \
+    --set calibration.num_samples=64 --set evaluation.num_samples=64 --set evaluation.sqnr_samples=8 --set output.dir="$tmp/eu8"
+"$QFX" run "$tmp/eu8/model_int8.onnx" -i "$tmp/x.npy" -o "$tmp/eu8_ref.npy" --backend reference >/dev/null
+check "... LiteRT's reference int8 kernels on its int8 inputs equal qfx's reference backend on all 1000 images" 0 \
+  "1000 of 1000 samples identical" -- $PY "$tools/litert_check.py" "$tmp/eu8/model_int8.tflite" "$tmp/x.npy" "$tmp/eu8_ref.npy" --kernels reference
+check "... Vela places every op on ethos-u55-128" 0 "^ok NPU [0-9]+ ops, CPU 0" -- bash -c \
+  "'$vela' --accelerator-config ethos-u55-128 --verbose-cycle-estimate --output-dir '$tmp/vela_eu' '$tmp/eu8/model_int8.tflite' \
+     > '$tmp/vela_eu.log' 2>&1 && $PY '$tools/vela_summary.py' '$tmp/vela_eu.log' --min-npu 1.0"
 check "ethos_u keeps HardSwish float: the TFLite writer refuses it, exit 5 naming the node" 5 "HardSwish '.*'.* runs in float" -- \
   "$QFX" ptq --set model.path="$tmp/hswish.pt" --set backend=ethos_u --set 'output.formats=[onnx, tflite]' "${quick[@]}" \
     --set output.dir="$tmp/eu_hswish"

@@ -2,7 +2,10 @@
 
 Usage: litert_check.py MODEL.tflite INPUT.npy QFX_OUTPUT.npy [--kernels builtin|reference|default]
 
-INPUT.npy is what `qfx run` took (NCHW for 4-D); it is fed to LiteRT as NHWC.
+INPUT.npy is what `qfx run` took (NCHW for 4-D); it is fed to LiteRT as NHWC. A
+model with int8 inputs and outputs (`output.tflite_io: int8`) gets the input
+quantized with its input tensor's qparams as ONNX's QuantizeLinear does (round half
+to even), and its int8 outputs are dequantized as DequantizeLinear does.
 QFX_OUTPUT.npy is qfx's output for it (`qfx run MODEL_int8.onnx -i INPUT.npy -o ...`).
 Both outputs are dequantized int8 codes (scale * (q - zero_point)), so equal floats
 are equal codes. Prints one line per output: how many samples are identical, and
@@ -30,11 +33,18 @@ def run_litert(path, x, kernels):
     it = litert.Interpreter(model_path=path, experimental_op_resolver_type=RESOLVERS[kernels])
     inp, out = it.get_input_details()[0], it.get_output_details()[0]
     xs = np.transpose(x, (0, 2, 3, 1)) if x.ndim == 4 else x
+    xs = xs.astype(np.float32)
+    if inp["dtype"] == np.int8:
+        s, zp = inp["quantization"]
+        xs = np.clip(np.round(xs / np.float32(s)) + zp, -128, 127).astype(np.int8)
     it.resize_tensor_input(inp["index"], list(xs.shape))
     it.allocate_tensors()
-    it.set_tensor(inp["index"], np.ascontiguousarray(xs.astype(np.float32)))
+    it.set_tensor(inp["index"], np.ascontiguousarray(xs))
     it.invoke()
     y = it.get_tensor(out["index"])
+    if out["dtype"] == np.int8:
+        s, zp = out["quantization"]
+        y = (y.astype(np.int32) - zp).astype(np.float32) * np.float32(s)
     return np.transpose(y, (0, 3, 1, 2)) if y.ndim == 4 else y, it
 
 
