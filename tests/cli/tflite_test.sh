@@ -22,16 +22,19 @@ import gzip, numpy as np
 raw = gzip.open('/usr/share/datasets/fashion-mnist/t10k-images-idx3-ubyte.gz').read()[16:]
 x = np.frombuffer(raw, np.uint8).reshape(-1, 1, 28, 28)[:1000].astype(np.float32) / 255
 np.save('$tmp/x.npy', ((x - 0.2860) / 0.3530).astype(np.float32))"
-"$QFX" run "$tmp/fm/model_int8.onnx" -i "$tmp/x.npy" -o "$tmp/fm_ref.npy" --backend reference >/dev/null
-check "Fashion-MNIST ResNet: LiteRT's reference int8 kernels equal qfx's reference backend on all 1000 images" 0 \
-  "1000 of 1000 samples identical" -- $PY "$tools/litert_check.py" "$tmp/fm/model_int8.tflite" "$tmp/x.npy" "$tmp/fm_ref.npy" --kernels reference
+# same_as_litert WHAT DIR: LiteRT's reference int8 kernels on DIR/model_int8.tflite give
+# the int8 outputs of qfx's reference backend on DIR/model_int8.onnx, on all 1000 images.
+same_as_litert() {
+  "$QFX" run "$2/model_int8.onnx" -i "$tmp/x.npy" -o "$2/qfx_ref.npy" --backend reference >/dev/null
+  check "$1: LiteRT's reference int8 kernels equal qfx's reference backend on all 1000 images" 0 \
+    "1000 of 1000 samples identical" -- $PY "$tools/litert_check.py" "$2/model_int8.tflite" "$tmp/x.npy" "$2/qfx_ref.npy" --kernels reference
+}
+same_as_litert "Fashion-MNIST ResNet" "$tmp/fm"
 # Depthwise convolutions and fused RELU6: the Fashion-MNIST MobileNet.
 check "Fashion-MNIST MobileNet: DEPTHWISE_CONV_2D in the .tflite" 0 "DEPTHWISE_CONV_2D x[0-9]+" -- \
   "$QFX" ptq --set model.path="$FIXTURES/fashion_mobilenet.pt" --set backend=tflite_like --set 'output.formats=[onnx, tflite]' \
     --set calibration.num_samples=128 --set evaluation.num_samples=300 --set evaluation.sqnr_samples=8 --set output.dir="$tmp/mb"
-"$QFX" run "$tmp/mb/model_int8.onnx" -i "$tmp/x.npy" -o "$tmp/mb_ref.npy" --backend reference >/dev/null
-check "Fashion-MNIST MobileNet: LiteRT's reference int8 kernels equal qfx's reference backend on all 1000 images" 0 \
-  "1000 of 1000 samples identical" -- $PY "$tools/litert_check.py" "$tmp/mb/model_int8.tflite" "$tmp/x.npy" "$tmp/mb_ref.npy" --kernels reference
+same_as_litert "Fashion-MNIST MobileNet" "$tmp/mb"
 # LOGISTIC, TANH and SOFTMAX: a gated CNN (tanh after a convolution, a * sigmoid(b),
 # a linear head; random weights), and the same with softmaxes over the channels and
 # over the classes. TFLite's int8 kernels fix their output qparams and compute their
@@ -58,9 +61,7 @@ PYEOF
 check "gated CNN with softmaxes: LOGISTIC, SOFTMAX and TANH in the .tflite" 0 "LOGISTIC x1.*SOFTMAX x2.*TANH x1" -- \
   "$QFX" ptq --set model.path="$tmp/gated_softmax.pt" --set backend=tflite_like --set 'output.formats=[onnx, tflite]' \
     --set calibration.num_samples=128 --set evaluation.num_samples=200 --set evaluation.sqnr_samples=8 --set output.dir="$tmp/gated"
-"$QFX" run "$tmp/gated/model_int8.onnx" -i "$tmp/x.npy" -o "$tmp/gated_ref.npy" --backend reference >/dev/null
-check "gated CNN with softmaxes: LiteRT's reference int8 kernels equal qfx's reference backend on all 1000 images" 0 \
-  "1000 of 1000 samples identical" -- $PY "$tools/litert_check.py" "$tmp/gated/model_int8.tflite" "$tmp/x.npy" "$tmp/gated_ref.npy" --kernels reference
+same_as_litert "gated CNN with softmaxes" "$tmp/gated"
 check "a HardSwish table (tflite_like's lut) has no TFLite op: exit 5 naming the node, nothing written" 5 \
   "QLut '.*': a table of HardSwish has no TFLite int8 op" -- \
   "$QFX" ptq --set model.path="$tmp/hswish.pt" --set backend=tflite_like --set 'output.formats=[onnx, tflite]' "${quick[@]}" \
@@ -75,9 +76,7 @@ check "sigmoid with calibrated (not fixed) output qparams + tflite: exit 6, TFLi
 check "output.tflite_io: int8 writes int8 inputs and outputs" 0 "inputs int8 NHWC" -- \
   "$QFX" ptq --set backend=tflite_like --set 'output.formats=[onnx, tflite]' --set output.tflite_io=int8 \
     --set calibration.num_samples=64 --set evaluation.num_samples=64 --set evaluation.sqnr_samples=8 --set output.dir="$tmp/fm8"
-"$QFX" run "$tmp/fm8/model_int8.onnx" -i "$tmp/x.npy" -o "$tmp/fm8_ref.npy" --backend reference >/dev/null
-check "... LiteRT's reference int8 kernels on its int8 inputs equal qfx's reference backend on all 1000 images" 0 \
-  "1000 of 1000 samples identical" -- $PY "$tools/litert_check.py" "$tmp/fm8/model_int8.tflite" "$tmp/x.npy" "$tmp/fm8_ref.npy" --kernels reference
+same_as_litert "... on its int8 inputs" "$tmp/fm8"
 check "... LiteRT reads them as int8 tensors" 0 "^ok" -- $PY -c "
 from ai_edge_litert import interpreter as litert
 import numpy as np
@@ -97,15 +96,11 @@ done
 check "ethos_u: the gated CNN with softmaxes quantizes for the NPU target" 0 "LOGISTIC x1.*SOFTMAX x2" -- \
   "$QFX" ptq --set model.path="$tmp/gated_softmax.pt" --set backend=ethos_u --set 'output.formats=[onnx, tflite]' \
     --set calibration.num_samples=128 --set evaluation.num_samples=200 --set evaluation.sqnr_samples=8 --set output.dir="$tmp/eu"
-"$QFX" run "$tmp/eu/model_int8.onnx" -i "$tmp/x.npy" -o "$tmp/eu_ref.npy" --backend reference >/dev/null
-check "ethos_u: LiteRT's reference int8 kernels equal qfx's reference backend on all 1000 images" 0 \
-  "1000 of 1000 samples identical" -- $PY "$tools/litert_check.py" "$tmp/eu/model_int8.tflite" "$tmp/x.npy" "$tmp/eu_ref.npy" --kernels reference
+same_as_litert "ethos_u" "$tmp/eu"
 check "ethos_u, int8 inputs and outputs (output.tflite_io: int8)" 0 "inputs int8 NHWC" -- \
   "$QFX" ptq --set model.path="$tmp/gated_softmax.pt" --set backend=ethos_u --set 'output.formats=[onnx, tflite]' --set output.tflite_io=int8 \
     --set calibration.num_samples=64 --set evaluation.num_samples=64 --set evaluation.sqnr_samples=8 --set output.dir="$tmp/eu8"
-"$QFX" run "$tmp/eu8/model_int8.onnx" -i "$tmp/x.npy" -o "$tmp/eu8_ref.npy" --backend reference >/dev/null
-check "... LiteRT's reference int8 kernels on its int8 inputs equal qfx's reference backend on all 1000 images" 0 \
-  "1000 of 1000 samples identical" -- $PY "$tools/litert_check.py" "$tmp/eu8/model_int8.tflite" "$tmp/x.npy" "$tmp/eu8_ref.npy" --kernels reference
+same_as_litert "... on its int8 inputs" "$tmp/eu8"
 check "... Vela places every op on ethos-u55-128" 0 "^ok NPU [0-9]+ ops, CPU 0" -- bash -c \
   "'$vela' --accelerator-config ethos-u55-128 --verbose-cycle-estimate --output-dir '$tmp/vela_eu' '$tmp/eu8/model_int8.tflite' \
      > '$tmp/vela_eu.log' 2>&1 && $PY '$tools/vela_summary.py' '$tmp/vela_eu.log' --min-npu 1.0"

@@ -134,16 +134,39 @@ def save_npy(out, cal, ev, labels):
     return paths
 
 
-def compare(name, out, qfx, quick):
-    """One model: (calibration count, evaluation count, AIMET rows, qfx rows, CLE
-    seconds); a row is (quantizer, seconds, cosine, top-1 or None, per-image hits)."""
+def prepare(name, out, quick):
+    """One model's float ONNX file in `out` (exported once), its calibration and evaluation
+    samples (ort_quantizer.py's), their .npy paths and the float model's outputs on ONNX
+    Runtime: (src, cal, ev, labels, paths, ref)."""
     os.makedirs(out, exist_ok=True)
     src = os.path.join(out, name + ".onnx")
     if not os.path.exists(src):
         oq.export_model(name, src)
     cal, ev, labels = oq.data_for(name, quick, out)
     paths = save_npy(out, cal, ev, labels)
-    ref = oq.run(src, ev)
+    return src, cal, ev, labels, paths, oq.run(src, ev)
+
+
+def qfx_table_rows(qfx, name, src, out, cal, ev, labels, paths, ref):
+    """qfx's rows for one model: ort_quantizer.py's settings run by ONNX Runtime, then MSE
+    and range search plus bias correction with 8-bit weights run with Q/DQ in float."""
+    rows = []
+    for what, rs, bc in oq.QFX_ROWS:
+        q8, secs = oq.qfx_quantize(qfx, src, out, paths["cal"], oq.count(cal), paths["ev"], paths["labels"], rs, bc,
+                                   oq.INPUT_SHAPES.get(name))
+        rows.append(("qfx (histogram, %s)" % what, secs) + oq.metrics(oq.run(q8, ev), ref, labels, out))
+    for what, rs, bc in (oq.QFX_ROWS[0], oq.QFX_ROWS[-1]):
+        q8, secs = oq.qfx_quantize(qfx_with(qfx, out, QFX_8BIT), src, out, paths["cal"], oq.count(cal), paths["ev"],
+                                   paths["labels"], rs, bc, oq.INPUT_SHAPES.get(name))
+        rows.append(("qfx (histogram, %s, 8-bit weights), Q/DQ in float" % what, secs)
+                    + oq.metrics(run_unfused(q8, ev), ref, labels, out))
+    return rows
+
+
+def compare(name, out, qfx, quick):
+    """One model: (calibration count, evaluation count, AIMET rows, qfx rows, CLE
+    seconds); a row is (quantizer, seconds, cosine, top-1 or None, per-image hits)."""
+    src, cal, ev, labels, paths, ref = prepare(name, out, quick)
     aimet_rows, cle_s = [], 0.0
     for scheme, cle in AIMET_ROWS:
         sim, secs, c = aimet_quantize(src, cal, scheme, cle, os.path.join(out, "aimet"))
@@ -156,16 +179,7 @@ def compare(name, out, qfx, quick):
             qdq_row = (what + ", QDQ export on ONNX Runtime", secs + export_s) + oq.metrics(oq.run(qdq, ev), ref, labels, out)
         del sim
     aimet_rows.append(qdq_row)
-    qfx_rows = []
-    for what, rs, bc in oq.QFX_ROWS:
-        q8, secs = oq.qfx_quantize(qfx, src, out, paths["cal"], oq.count(cal), paths["ev"], paths["labels"], rs, bc,
-                                   oq.INPUT_SHAPES.get(name))
-        qfx_rows.append(("qfx (histogram, %s)" % what, secs) + oq.metrics(oq.run(q8, ev), ref, labels, out))
-    for what, rs, bc in (oq.QFX_ROWS[0], oq.QFX_ROWS[-1]):
-        q8, secs = oq.qfx_quantize(qfx_with(qfx, out, QFX_8BIT), src, out, paths["cal"], oq.count(cal), paths["ev"], paths["labels"],
-                                   rs, bc, oq.INPUT_SHAPES.get(name))
-        qfx_rows.append(("qfx (histogram, %s, 8-bit weights), Q/DQ in float" % what, secs) + oq.metrics(run_unfused(q8, ev), ref, labels, out))
-    return oq.count(cal), oq.count(ev), aimet_rows, qfx_rows, cle_s
+    return oq.count(cal), oq.count(ev), aimet_rows, qfx_table_rows(qfx, name, src, out, cal, ev, labels, paths, ref), cle_s
 
 
 def main():

@@ -98,13 +98,7 @@ def compare(name, out, qfx, quick):
     """One model: (calibration count, evaluation count, ModelOpt rows, qfx rows, the
     weighted ops ModelOpt leaves in float); a row is (quantizer, seconds, cosine,
     top-1 or None, per-image hits)."""
-    os.makedirs(out, exist_ok=True)
-    src = os.path.join(out, name + ".onnx")
-    if not os.path.exists(src):
-        oq.export_model(name, src)
-    cal, ev, labels = oq.data_for(name, quick, out)
-    paths = aq.save_npy(out, cal, ev, labels)
-    ref = oq.run(src, ev)
+    src, cal, ev, labels, paths, ref = aq.prepare(name, out, quick)
     mo_rows, in_float = [], None
     for method, hp in MODELOPT_ROWS:
         tag = "%s_%s" % (method, hp)
@@ -119,16 +113,7 @@ def compare(name, out, qfx, quick):
         mo_rows.append((what + ", Q/DQ in float", secs) + oq.metrics(aq.run_unfused(dst, ev), ref, labels, out))
         if hp == "fp32":
             in_float = float_ops(dst)
-    qfx_rows = []
-    for what, rs, bc in oq.QFX_ROWS:
-        q8, secs = oq.qfx_quantize(qfx, src, out, paths["cal"], oq.count(cal), paths["ev"], paths["labels"], rs, bc,
-                                   oq.INPUT_SHAPES.get(name))
-        qfx_rows.append(("qfx (histogram, %s)" % what, secs) + oq.metrics(oq.run(q8, ev), ref, labels, out))
-    for what, rs, bc in (oq.QFX_ROWS[0], oq.QFX_ROWS[-1]):
-        q8, secs = oq.qfx_quantize(aq.qfx_with(qfx, out, aq.QFX_8BIT), src, out, paths["cal"], oq.count(cal), paths["ev"],
-                                   paths["labels"], rs, bc, oq.INPUT_SHAPES.get(name))
-        qfx_rows.append(("qfx (histogram, %s, 8-bit weights), Q/DQ in float" % what, secs)
-                        + oq.metrics(aq.run_unfused(q8, ev), ref, labels, out))
+    qfx_rows = aq.qfx_table_rows(qfx, name, src, out, cal, ev, labels, paths, ref)
     return oq.count(cal), oq.count(ev), mo_rows, qfx_rows, in_float
 
 
