@@ -39,29 +39,37 @@ same_as_litert "Fashion-MNIST MobileNet" "$tmp/mb"
 # a linear head; random weights), and the same with softmaxes over the channels and
 # over the classes. TFLite's int8 kernels fix their output qparams and compute their
 # own tables; qfx's arithmetic must equal them code for code.
-$PY -W ignore - "$tmp/gated.pt" "$tmp/gated_softmax.pt" "$tmp/hswish.pt" <<'PYEOF'
+$PY -W ignore - "$tmp/gated.pt" "$tmp/gated_softmax.pt" "$tmp/hswish.pt" "$tmp/pooled.pt" <<'PYEOF'
 import sys, torch, torch.nn as nn
 class Gated(nn.Module):
-    def __init__(s, act, softmax):
+    def __init__(s, act, softmax, pool=False):
         super().__init__()
-        s.c1 = nn.Conv2d(1, 8, 3, stride=2, padding=1)
+        s.c1 = nn.Conv2d(1, 8, 3, stride=1 if pool else 2, padding=1)
+        s.pool = nn.MaxPool2d(3, 2, 1) if pool else nn.Identity()  # torchvision ResNet's stem pool
         s.a, s.b = nn.Conv2d(8, 8, 3, padding=1), nn.Conv2d(8, 8, 3, padding=1)
         s.fc, s.act, s.softmax = nn.Linear(8 * 14 * 14, 10), act, softmax
     def forward(s, x):
-        x = s.act(s.c1(x))
+        x = s.pool(s.act(s.c1(x)))
         x = s.a(x) * torch.sigmoid(s.b(x))
         if s.softmax:
             x = torch.softmax(x, 1)
         x = s.fc(torch.flatten(x, 1))
         return torch.softmax(x, -1) if s.softmax else x
-for path, act, softmax in zip(sys.argv[1:], [nn.Tanh(), nn.Tanh(), nn.Hardswish()], [False, True, False]):
+models = [Gated(nn.Tanh(), False), Gated(nn.Tanh(), True), Gated(nn.Hardswish(), False), Gated(nn.ReLU(), False, True)]
+for path, m in zip(sys.argv[1:], models):
     torch.manual_seed(0)
-    torch.jit.trace(Gated(act, softmax).eval(), torch.randn(1, 1, 28, 28)).save(path)
+    torch.jit.trace(m.eval(), torch.randn(1, 1, 28, 28)).save(path)
 PYEOF
 check "gated CNN with softmaxes: LOGISTIC, SOFTMAX and TANH in the .tflite" 0 "LOGISTIC x1.*SOFTMAX x2.*TANH x1" -- \
   "$QFX" ptq --set model.path="$tmp/gated_softmax.pt" --set backend=tflite_like --set 'output.formats=[onnx, tflite]' \
     --set calibration.num_samples=128 --set evaluation.num_samples=200 --set evaluation.sqnr_samples=8 --set output.dir="$tmp/gated"
 same_as_litert "gated CNN with softmaxes" "$tmp/gated"
+# Max pooling with pads that are neither SAME nor VALID (3x3, stride 2, pad 1): PADV2
+# with the lowest code, then a VALID MAX_POOL_2D.
+check "max pool 3x3 / 2 with pad 1: PADV2 then MAX_POOL_2D" 0 "MAX_POOL_2D x1.*PADV2 x1" -- \
+  "$QFX" ptq --set model.path="$tmp/pooled.pt" --set backend=tflite_like --set 'output.formats=[onnx, tflite]' "${quick[@]}" \
+    --set output.dir="$tmp/pooled"
+same_as_litert "max pool with explicit pads" "$tmp/pooled"
 check "a HardSwish table (tflite_like's lut) has no TFLite op: exit 5 naming the node, nothing written" 5 \
   "QLut '.*': a table of HardSwish has no TFLite int8 op" -- \
   "$QFX" ptq --set model.path="$tmp/hswish.pt" --set backend=tflite_like --set 'output.formats=[onnx, tflite]' "${quick[@]}" \

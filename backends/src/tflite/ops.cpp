@@ -65,8 +65,10 @@ int64_t window_out(const Shape& x, size_t d, int64_t k, int64_t st, int64_t dil,
   return (x[2 + d] + pads[d] + pads[d + 2] - ((k - 1) * dil + 1)) / st + 1;
 }
 
-// A PAD of explicit pads [top, left, bottom, right] on NHWC `x` (int8: pads with the zero point).
-Value pad(Writer& w, const ir::Node& n, const Value& x, const std::vector<int64_t>& p) {
+// A PAD of explicit pads [top, left, bottom, right] on NHWC `x` (int8: pads with the
+// zero point), or with `lowest` a PADV2 padding with code -128, which no max-pooling
+// window that also holds a value picks.
+Value pad(Writer& w, const ir::Node& n, const Value& x, const std::vector<int64_t>& p, bool lowest = false) {
   const std::vector<int32_t> pads{0, 0, static_cast<int32_t>(p[0]), static_cast<int32_t>(p[2]),
                                   static_cast<int32_t>(p[1]), static_cast<int32_t>(p[3]), 0, 0};
   const int32_t pt = w.constant(n.name + "/paddings", {4, 2}, s::TensorType::INT32, i32_bytes(pads));
@@ -74,7 +76,13 @@ Value pad(Writer& w, const ir::Node& n, const Value& x, const std::vector<int64_
   sh[2] += p[0] + p[2];
   sh[3] += p[1] + p[3];
   const Value y = w.out(n.name + "/padded", sh, true, s::TensorType::INT8, &x.q);
-  w.op(s::BuiltinOperator::PAD, "PAD", {x.tensor, pt}, {y.tensor});
+  if (!lowest) {
+    w.op(s::BuiltinOperator::PAD, "PAD", {x.tensor, pt}, {y.tensor});
+    return y;
+  }
+  const int32_t low = w.constant(n.name + "/pad_value", {1}, s::TensorType::INT8, std::string(1, static_cast<char>(-128)),
+                                 x.q.scale, {x.q.zero_point[0]});
+  w.op(s::BuiltinOperator::PADV2, "PADV2", {x.tensor, pt, low}, {y.tensor});
   return y;
 }
 
@@ -234,7 +242,7 @@ bool binary(Writer& w, const ir::Node& n) {
 // MaxPool on codes, QLinearAveragePool, QLinearGlobalAveragePool: Pool2D ops (the
 // global one as an AVERAGE_POOL_2D over the whole plane).
 bool pool(Writer& w, const ir::Node& n) {
-  const Value x = w.in(n, n.inputs[0]);
+  Value x = w.in(n, n.inputs[0]);
   if (x.shape.size() != 4) throw UnsupportedOpError(n.label() + ": " + std::to_string(x.shape.size() - 2) + "-D pooling has no TFLite writer here (2-D only)");
   const bool global = n.op == "QLinearGlobalAveragePool", max = n.op == "MaxPool";
   const ir::QInfo& oq = max ? x.q : n.out_q;
@@ -245,7 +253,12 @@ bool pool(Writer& w, const ir::Node& n) {
   const std::vector<int64_t> k = global ? std::vector<int64_t>{x.shape[2], x.shape[3]} : n.attr_ints("kernel_shape");
   const std::vector<int64_t> st = global ? std::vector<int64_t>{1, 1} : n.attr_ints("strides", {1, 1});
   Padding p = global ? Padding{} : padding(n, x.shape, k, st, {1, 1});
-  if (!p.pads.empty()) throw UnsupportedOpError(n.label() + ": pads that are neither SAME nor VALID have no TFLite pooling form");
+  if (!p.pads.empty() && !max)
+    throw UnsupportedOpError(n.label() + ": average pooling with pads that are neither SAME nor VALID has no TFLite form");
+  if (!p.pads.empty()) {  // max pooling: PADV2 with the lowest code, then a VALID pool
+    x = pad(w, n, x, p.pads, true);
+    p.pads.clear();
+  }
   if (!max && !global && p.mode == s::Padding::SAME && n.attr_i("count_include_pad", 0) != 0)
     throw UnsupportedOpError(n.label() + ": count_include_pad: TFLite's average pooling leaves the padding out of the count");
   const std::vector<int64_t> zero{0, 0, 0, 0};
