@@ -59,7 +59,7 @@ check "prepare_fx: wrapped call stays float" 0 "_post_process: wrapped call" -- 
   "$QFX" inspect "$FIXTURES/wrap_example.pt" --backend onednn --no-code
 check "prepare_qat_fx keeps batch norm for folding simulation" 0 "ConvBnReLU6_2d" -- \
   "$QFX" inspect "$FIXTURES/mobilenet_v2_scripted.pt" --backend onednn --qat --no-code
-check "unknown backend lists the shipped ones" 3 "unknown backend 'tpu' \\(available: example_accel, onednn, reference" -- \
+check "unknown backend lists the shipped ones" 3 "unknown backend 'tpu' \\(available: ethos_u, example_accel, onednn, reference" -- \
   "$QFX" inspect "$FIXTURES/wrap_example.pt" --backend tpu
 # A backend YAML's runtime: key (a built-in backend name, or a plug-in's with its library).
 cfgs="$(dirname "$0")/../../configs/backends"
