@@ -66,7 +66,7 @@ bool onnx_integer_type(int64_t t, DType* storage, int32_t* lo, int32_t* hi);
 /// Such nodes run as the reference kernels compute them.
 std::string qdq_refusal(const Node& n);
 
-/// An INT attribute holding `v`, and a FLOAT one holding `v` (for passes that
+/// An INT attribute holding `v`, a FLOAT one and a STRING one (for passes that
 /// write nodes).
 inline Attr int_attr(int64_t v) {
   Attr a;
@@ -78,6 +78,12 @@ inline Attr float_attr(float v) {
   Attr a;
   a.kind = Attr::Kind::kFloat;
   a.f = v;
+  return a;
+}
+inline Attr string_attr(std::string v) {
+  Attr a;
+  a.kind = Attr::Kind::kString;
+  a.s = std::move(v);
   return a;
 }
 

@@ -45,13 +45,6 @@ Attr region_table(const Graph& g, const std::vector<size_t>& region, const std::
   return quantized_table(qdq::region_values(g, region, v, qdq::dequantized_codes(xq)), yq);
 }
 
-Attr string_attr(const std::string& v) {
-  Attr a;
-  a.kind = Attr::Kind::kString;
-  a.s = v;
-  return a;
-}
-
 // A QLut's "function" attribute: the op types the table replaces, in order
 // ("Sigmoid", "Sigmoid -> Mul"), so writers of other formats know what it computes.
 Attr function_attr(const Graph& g, const std::vector<size_t>& region) {

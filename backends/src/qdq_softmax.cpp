@@ -9,11 +9,10 @@ namespace qfx::runtime::ir::qdq {
 bool fuse_softmax(Ctx& c, size_t i, const Ctx::DQ& d0) {
   const Node& n = c.g.nodes[i];
   if (!c.g.arithmetic.softmax_fixed_point || n.op != "Softmax" || n.inputs.size() != 1) return false;
-  auto eight_bit = [](const QInfo& q) { return !q.per_channel() && (q.dtype == DType::kInt8 || q.dtype == DType::kUInt8); };
-  if (!eight_bit(d0.q)) return false;
+  if (!eight_bit_per_tensor(d0.q)) return false;
   auto t = c.tail(i, false);
   // TFLite's kernel writes codes in steps of 1/256 from the type's lowest code.
-  if (!t || !eight_bit(t->q) || t->q.scale[0] != 1.0f / 256 || t->q.zero_point[0] != (t->q.dtype == DType::kInt8 ? -128 : 0))
+  if (!t || !eight_bit_per_tensor(t->q) || t->q.scale[0] != 1.0f / 256 || t->q.zero_point[0] != (t->q.dtype == DType::kInt8 ? -128 : 0))
     return false;
   Node f = n;
   f.op = "QLinearSoftmax";

@@ -189,9 +189,7 @@ def main():
     ap.add_argument("--quick", action="store_true", help="fewer samples (ort_quantizer.py's --quick sets)")
     ap.add_argument("models", nargs="*")
     a = ap.parse_args()
-    qfx = os.environ.get("QFX", os.path.join(oq.ROOT, "build", "tools", "qfx"))
-    if not os.path.exists(qfx):
-        sys.exit("aimet_quantizer.py: %s not found: build qfx first (README)" % qfx)
+    qfx = oq.qfx_binary("aimet_quantizer.py")
     quiet_aimet()
     print("| model | calibration / eval samples | quantizer | quantize s | top-1 | cosine vs fp32 |")
     print("|---|---|---|---:|---:|---:|")

@@ -46,7 +46,7 @@ import numpy as np
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "tools", "fixtures"))
-from ort_quantizer import FASHION, idx, mcnemar_p  # noqa: E402  (numpy only at import)
+from ort_quantizer import FASHION, idx, mcnemar_p, qfx_binary  # noqa: E402  (numpy only at import)
 
 MEAN, STD = 0.2860, 0.3530
 
@@ -292,9 +292,7 @@ def main():
                     help="LiteRT's op resolver for every file: builtin (without delegates), reference, default (XNNPACK)")
     ap.add_argument("models", nargs="*")
     a = ap.parse_args()
-    qfx = os.environ.get("QFX", os.path.join(ROOT, "build", "tools", "qfx"))
-    if not os.path.exists(qfx):
-        sys.exit("litert_torch_quantizer.py: %s not found: build qfx first (README)" % qfx)
+    qfx = qfx_binary("litert_torch_quantizer.py")
     warnings.simplefilter("ignore")
     import torch
     torch.set_num_threads(2)

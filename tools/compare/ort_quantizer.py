@@ -53,6 +53,15 @@ FASHION = "/usr/share/datasets/fashion-mnist"
 METHODS = ("MinMax", "Entropy", "Percentile")
 
 
+def qfx_binary(tool):
+    """The qfx binary to compare ($QFX, else the build's tools/qfx); exits naming `tool`
+    when it is missing."""
+    qfx = os.environ.get("QFX", os.path.join(ROOT, "build", "tools", "qfx"))
+    if not os.path.exists(qfx):
+        sys.exit("%s: %s not found: build qfx first (README)" % (tool, qfx))
+    return qfx
+
+
 def idx(path):
     with gzip.open(path, "rb") as f:
         data = f.read()
@@ -306,9 +315,7 @@ def main():
                     help="leave out qfx's bias-correction row (empirical bias correction re-runs the model per layer: slow on deep models)")
     ap.add_argument("models", nargs="*")
     a = ap.parse_args()
-    qfx = os.environ.get("QFX", os.path.join(ROOT, "build", "tools", "qfx"))
-    if not os.path.exists(qfx):
-        sys.exit("ort_quantizer.py: %s not found: build qfx first (README)" % qfx)
+    qfx = qfx_binary("ort_quantizer.py")
     models = a.models or (["fashion_resnet", "mobilenet_v2"] if a.quick else
                           ["fashion_resnet", "fashion_mobilenet", "resnet18", "mobilenet_v2", "vit_tiny"])
     print("| model | calibration / eval samples | quantizer | quantize s | top-1 | cosine vs fp32 |")

@@ -153,6 +153,15 @@ inline Index strides_of(const Shape& s) {
   return st;
 }
 
+/// Refuses (UnsupportedOpError) a one-input integer node `n` whose input `x` or output
+/// is not 8-bit or whose qparams are not per tensor.
+inline void check_8bit(const Node& n, const Meta& x) {
+  if (x.dtype != DType::kUInt8 && x.dtype != DType::kInt8) unsupported(n, n.op + " needs an 8-bit input");
+  if (n.in_q.empty() || n.in_q[0].scale.size() != 1 || n.out_q.scale.size() != 1)
+    unsupported(n, n.op + " needs per-tensor input and output qparams");
+  if (n.out_q.dtype != DType::kUInt8 && n.out_q.dtype != DType::kInt8) unsupported(n, n.op + " needs an 8-bit output");
+}
+
 /// The (outer, dim, inner) split of `s` around `axis`: `s` seen as [outer, dim, inner].
 struct AxisSplit {
   int64_t outer, dim, inner;

@@ -10,13 +10,6 @@ namespace {
 
 namespace io = integer_only;
 
-void check_8bit(const Node& n, const Meta& x) {
-  if (x.dtype != DType::kUInt8 && x.dtype != DType::kInt8) unsupported(n, n.op + " needs an 8-bit input");
-  if (n.in_q.empty() || n.in_q[0].scale.size() != 1 || n.out_q.scale.size() != 1)
-    unsupported(n, n.op + " needs per-tensor input and output qparams");
-  if (n.out_q.dtype != DType::kUInt8 && n.out_q.dtype != DType::kInt8) unsupported(n, n.op + " needs an 8-bit output");
-}
-
 // GELU of an 8-bit input: the 256 codes computed once at build, then a table.
 Kernel gelu(const Node& n, const std::vector<Meta>& in, const std::vector<const Tensor*>&) {
   check_8bit(n, in[0]);

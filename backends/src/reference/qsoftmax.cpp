@@ -103,18 +103,14 @@ void softmax_row(const Tensor& x, Tensor& y, int64_t base, int64_t len, int64_t 
 }
 
 Kernel qsoftmax(const Node& n, const std::vector<Meta>& in, const std::vector<const Tensor*>&) {
-  if (in[0].dtype != DType::kUInt8 && in[0].dtype != DType::kInt8) unsupported(n, "QLinearSoftmax needs an 8-bit input");
-  if (n.in_q.empty() || n.in_q[0].scale.size() != 1 || n.out_q.scale.size() != 1)
-    unsupported(n, "QLinearSoftmax needs per-tensor input and output qparams");
-  if (n.out_q.dtype != DType::kUInt8 && n.out_q.dtype != DType::kInt8) unsupported(n, "QLinearSoftmax needs an 8-bit output");
+  check_8bit(n, in[0]);
   if (n.out_q.scale[0] != 1.0f / 256 || n.out_q.zero_point[0] != qrange(n.out_q.dtype).lo)
     unsupported(n, "QLinearSoftmax writes codes in steps of 1/256 from the lowest code (output scale 1/256, zero point " +
                        std::to_string(qrange(n.out_q.dtype).lo) + ")");
   const Shape& sh = in[0].shape;
   const int64_t axis = norm_axis(n, n.attr_i("axis", -1), sh.size());
-  int64_t outer = 1;
-  for (int64_t d = 0; d < axis; ++d) outer *= sh[static_cast<size_t>(d)];
-  const int64_t len = sh[static_cast<size_t>(axis)], inner = inner_numel(sh, static_cast<size_t>(axis) + 1);
+  const AxisSplit sp = split_at(sh, axis);
+  const int64_t outer = sp.outer, len = sp.dim, inner = sp.inner;
   if (len > 4095) unsupported(n, "QLinearSoftmax over " + std::to_string(len) + " elements: TFLite's Q12 sum of exps holds rows of up to 4095");
   const SoftmaxScaling s = softmax_scaling(n, n.in_q[0].scale[0]);
   const DType out = n.out_q.dtype;
